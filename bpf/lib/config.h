@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Load-time configuration: set by xtxd through the skeleton's rodata before load. */
+#ifndef XTX_BPF_CONFIG_H
+#define XTX_BPF_CONFIG_H
+
+#include <linux/types.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+
+/*
+ * const volatile so the verifier sees the loaded values and prunes the
+ * branches a configuration disables (echo mode, for one).
+ */
+const volatile __u16 xtx_port = XTX_DEFAULT_PORT;
+const volatile __u32 xtx_max_clients = XTX_MAX_CLIENTS_DEFAULT;
+const volatile __u32 xtx_nr_cpus = 1;	/* possible CPUs, for STATS sums */
+/* Answer every op OK without touching state: the throughput ceiling. */
+const volatile __u8 xtx_echo_mode = 0;
+
+#endif /* XTX_BPF_CONFIG_H */

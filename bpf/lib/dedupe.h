@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Retransmission safety: claim, replay and complete per-client request records. */
+#ifndef XTX_BPF_DEDUPE_H
+#define XTX_BPF_DEDUPE_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "maps.h"
+
+/* The protocol and its invariants are described in include/xtx/maps.h. */
+enum xtx_dedupe_verdict {
+	XTX_DEDUPE_NEW,		/* slot claimed: execute, then xtx_dedupe_done() */
+	XTX_DEDUPE_DUPLICATE,	/* already executed: replay */
+	XTX_DEDUPE_IN_FLIGHT,	/* same request executing elsewhere: RETRY */
+	XTX_DEDUPE_STALE,	/* older than the window: refuse */
+};
+
+static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
+{
+	return client_id * XTX_DEDUPE_WINDOW + (__u32)(req_id & (XTX_DEDUPE_WINDOW - 1));
+}
+
+static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id)
+{
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+	__u64 word, seen;
+
+	if (!slot)
+		return XTX_DEDUPE_STALE;
+	word = slot->word;
+	seen = word >> 2;
+	if (seen == req_id)
+		return (word & XTX_DEDUPE_STATE_MASK) == XTX_DEDUPE_DONE ?
+			XTX_DEDUPE_DUPLICATE : XTX_DEDUPE_IN_FLIGHT;
+	if (seen > req_id)
+		return XTX_DEDUPE_STALE;
+	if (__sync_val_compare_and_swap(&slot->word, word,
+					xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY)) != word)
+		return XTX_DEDUPE_IN_FLIGHT;
+	slot->claimed_ns = bpf_ktime_get_ns();
+	return XTX_DEDUPE_NEW;
+}
+
+/* Publish the recorded results: an atomic exchange orders the stores before it. */
+static __always_inline void xtx_dedupe_done(__u32 key, __u64 req_id)
+{
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+
+	if (slot)
+		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(req_id, XTX_DEDUPE_DONE));
+}
+
+static __always_inline void xtx_dedupe_record(__u32 key, __u32 idx, const struct xtx_op *op)
+{
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+	struct xtx_op_result *r;
+
+	if (!slot || idx >= XTX_MAX_OPS)
+		return;
+	r = &slot->res[idx];
+	r->status = op->status;
+	r->flags = op->flags;
+	r->version = op->version;
+	r->token = op->token;
+}
+
+/* Returns the recorded status, or XTX_ST_NONE when there is no record. */
+static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_op *op)
+{
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+	struct xtx_op_result *r;
+
+	if (!slot || idx >= XTX_MAX_OPS)
+		return XTX_ST_NONE;
+	r = &slot->res[idx];
+	op->flags = r->flags;
+	op->version = r->version;
+	op->token = r->token;
+	return r->status;
+}
+
+#endif /* XTX_BPF_DEDUPE_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Validates and executes one op slot; each a global function verified once. */
+#ifndef XTX_BPF_EXEC_H
+#define XTX_BPF_EXEC_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "parse.h"
+#include "stats.h"
+#include "dedupe.h"
+#include "ops_basic.h"
+
+/*
+ * Global (non-static, noinline) functions are verified once, on their own,
+ * whatever number of call sites or loop iterations reach them: that keeps
+ * verification cost flat as later ops join the switch below, instead of
+ * multiplying every op's paths by the op-loop bound.
+ */
+
+#define XTX_VALID_MUTATES	0x100	/* xtx_validate_op: op needs a dedupe record */
+
+/*
+ * Checks an op before anything in the packet runs, so a packet holding one
+ * bad op changes no state.  Returns XTX_ST_OK (| XTX_VALID_MUTATES) or the
+ * op's refusal status.
+ */
+__noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	int mutates;
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	mutates = xtx_op_mutates(op->opcode) ? XTX_VALID_MUTATES : 0;
+	if (op->vlen > XTX_VALUE_MAX || op->table >= XTX_MAX_TABLES)
+		return XTX_ST_BAD_ARG;
+	switch (op->opcode) {
+	case XTX_OP_PING:
+	case XTX_OP_STATS:
+	case XTX_OP_COUNTER_ADD:
+		return XTX_ST_OK | mutates;
+	default:
+		return XTX_ST_UNKNOWN_OP;
+	}
+}
+
+enum xtx_exec_mode {
+	XTX_EXEC_RUN,		/* first execution */
+	XTX_EXEC_RUN_RECORD,	/* first execution of a packet with a dedupe record */
+	XTX_EXEC_REPLAY,	/* duplicate: answer from the record */
+};
+
+/* Runs op idx; returns its status (also written into the slot). */
+__noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx, __u32 rec_key, __u32 mode)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_stats *s;
+	__u8 status;
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	if (mode == XTX_EXEC_REPLAY && xtx_op_mutates(op->opcode)) {
+		op->status = xtx_dedupe_replay(rec_key, idx, op);
+		return op->status;
+	}
+
+	switch (op->opcode) {
+	case XTX_OP_PING:
+		status = xtx_op_ping(op);
+		break;
+	case XTX_OP_STATS:
+		status = xtx_op_stats(op);
+		break;
+	case XTX_OP_COUNTER_ADD:
+		status = xtx_op_counter_add(op);
+		break;
+	default:
+		status = XTX_ST_UNKNOWN_OP;
+		break;
+	}
+	op->status = status;
+	if (mode == XTX_EXEC_RUN_RECORD && xtx_op_mutates(op->opcode))
+		xtx_dedupe_record(rec_key, idx, op);
+
+	s = xtx_stats_cpu();
+	if (s) {
+		xtx_count_op(s, op->opcode, status);
+		s->pkt[XTX_PKT_OPS]++;
+	}
+	return status;
+}
+
+#endif /* XTX_BPF_EXEC_H */

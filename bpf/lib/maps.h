@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Every BPF map of the xtx data path, declared in one place. */
+#ifndef XTX_BPF_MAPS_H
+#define XTX_BPF_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/maps.h>
+
+/* Per-CPU packet/op/status counters; readers sum over CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_stats);
+} xtx_stats SEC(".maps");
+
+/* Runtime knobs (fault injection), written by xtxd and xtxctl. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_runtime);
+} xtx_runtime SEC(".maps");
+
+/* Identity of the loaded program, so tools can check what they talk to. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_info);
+} xtx_info SEC(".maps");
+
+/*
+ * Retransmission records, XTX_DEDUPE_WINDOW per client; xtxd resizes it to
+ * max_clients * XTX_DEDUPE_WINDOW before load.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_MAX_CLIENTS_DEFAULT * XTX_DEDUPE_WINDOW);
+	__type(key, __u32);
+	__type(value, struct xtx_dedupe_slot);
+} xtx_dedupe SEC(".maps");
+
+/* Counters served by XTX_OP_COUNTER_ADD. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} xtx_counters SEC(".maps");
+
+#endif /* XTX_BPF_MAPS_H */

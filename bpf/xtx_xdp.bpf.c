@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* XDP entry: serve xtx requests in place and answer with XDP_TX. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "lib/config.h"
+#include "lib/maps.h"
+#include "lib/parse.h"
+#include "lib/reply.h"
+#include "lib/stats.h"
+#include "lib/dedupe.h"
+#include "lib/exec.h"
+#include "lib/fault.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Marks every op slot present with status st. */
+static __always_inline void xtx_mark_ops(struct xdp_md *ctx, __u32 nops, __u8 st)
+{
+	__u32 i;
+
+	for (i = 0; i < XTX_MAX_OPS; i++) {
+		struct xtx_op *op = xtx_op_at(ctx, i);
+
+		if (i >= nops || !op)
+			break;
+		op->status = st;
+	}
+}
+
+/* An error reply: the packet is refused as a whole and no op has run. */
+static __always_inline int xtx_refuse(struct xdp_md *ctx, __u32 nops, __u8 st, __u32 counter)
+{
+	struct xtx_hdr *hdr = xtx_hdr_of(ctx);
+
+	if (!hdr)
+		return XDP_DROP;
+	hdr->status = st;
+	xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
+	xtx_count_pkt(counter);
+	if (xtx_make_reply(ctx))
+		return XDP_DROP;
+	xtx_count_pkt(XTX_PKT_TX);
+	return XDP_TX;
+}
+
+/* Header checks that need no op: version, reserved bits, op count, client. */
+static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_len,
+					    __u32 *counter)
+{
+	if (hdr->version != XTX_VERSION) {
+		*counter = XTX_PKT_BAD_VERSION;
+		return XTX_ST_BAD_VERSION;
+	}
+	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
+	    payload_len < sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op)) {
+		*counter = XTX_PKT_MALFORMED;
+		return XTX_ST_MALFORMED;
+	}
+	if (hdr->client_id >= xtx_max_clients || hdr->req_id == 0 ||
+	    hdr->req_id >= (1ull << 62)) {
+		*counter = XTX_PKT_BAD_CLIENT;
+		return XTX_ST_BAD_CLIENT;
+	}
+	return XTX_ST_OK;
+}
+
+/* Validates every op; on a refusal marks the culprit and returns its status. */
+static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, int *mutates)
+{
+	__u32 i;
+	int v;
+
+	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
+		v = xtx_validate_op(ctx, i);
+		if ((v & 0xff) != XTX_ST_OK) {
+			xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
+			struct xtx_op *op = xtx_op_at(ctx, i);
+
+			if (op)
+				op->status = v & 0xff;
+			return v & 0xff;
+		}
+		*mutates |= v & XTX_VALID_MUTATES;
+	}
+	return XTX_ST_OK;
+}
+
+static __always_inline int xtx_reply(struct xdp_md *ctx)
+{
+	if (xtx_fault_drop_reply()) {
+		xtx_count_pkt(XTX_PKT_FAULT_DROP);
+		return XDP_DROP;
+	}
+	if (xtx_make_reply(ctx))
+		return XDP_DROP;
+	xtx_count_pkt(XTX_PKT_TX);
+	return XDP_TX;
+}
+
+SEC("xdp")
+int xtx_xdp(struct xdp_md *ctx)
+{
+	struct xtx_parsed p = {};
+	struct xtx_hdr *hdr;
+	__u32 nops, counter = 0, rec_key = 0, mode = XTX_EXEC_RUN, i;
+	int st, mutates = 0;
+
+	switch (xtx_parse(ctx, &p)) {
+	case XTX_PARSE_NOT_OURS:
+		return XDP_PASS;
+	case XTX_PARSE_DROP:
+		xtx_count_pkt(XTX_PKT_RX);
+		xtx_count_pkt(p.drop_counter);
+		xtx_count_pkt(XTX_PKT_DROP);
+		return XDP_DROP;
+	}
+	xtx_count_pkt(XTX_PKT_RX);
+	if (xtx_fault_drop_request()) {
+		xtx_count_pkt(XTX_PKT_FAULT_DROP);
+		return XDP_DROP;
+	}
+
+	hdr = xtx_hdr_of(ctx);
+	if (!hdr)
+		return XDP_DROP;
+	nops = hdr->nops;
+	st = xtx_check_header(hdr, p.payload_len, &counter);
+	if (st != XTX_ST_OK)
+		return xtx_refuse(ctx, nops, st, counter);
+
+	if (xtx_echo_mode) {
+		xtx_mark_ops(ctx, nops, XTX_ST_OK);
+		hdr = xtx_hdr_of(ctx);
+		if (hdr)
+			hdr->status = XTX_ST_OK;
+		return xtx_reply(ctx);
+	}
+
+	st = xtx_validate_all(ctx, nops, &mutates);
+	if (st != XTX_ST_OK)
+		return xtx_refuse(ctx, 0, st, XTX_PKT_BAD_OP);
+
+	/* Only packets that change state pay for the dedupe record. */
+	hdr = xtx_hdr_of(ctx);
+	if (!hdr)
+		return XDP_DROP;
+	if (mutates) {
+		__u64 req_id = hdr->req_id;
+
+		rec_key = xtx_dedupe_key(hdr->client_id, req_id);
+		switch (xtx_dedupe_claim(rec_key, req_id)) {
+		case XTX_DEDUPE_NEW:
+			mode = XTX_EXEC_RUN_RECORD;
+			break;
+		case XTX_DEDUPE_DUPLICATE:
+			mode = XTX_EXEC_REPLAY;
+			hdr->flags |= XTX_F_REPLAYED;
+			xtx_count_pkt(XTX_PKT_REPLAYED);
+			break;
+		case XTX_DEDUPE_IN_FLIGHT:
+			return xtx_refuse(ctx, nops, XTX_ST_RETRY, XTX_PKT_BUSY);
+		default:
+			return xtx_refuse(ctx, nops, XTX_ST_STALE, XTX_PKT_STALE);
+		}
+	}
+
+	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
+		xtx_exec_op(ctx, i, rec_key, mode);
+
+	if (mode == XTX_EXEC_RUN_RECORD) {
+		hdr = xtx_hdr_of(ctx);
+		if (!hdr)
+			return XDP_DROP;
+		xtx_dedupe_done(rec_key, hdr->req_id);
+	}
+	hdr = xtx_hdr_of(ctx);
+	if (!hdr)
+		return XDP_DROP;
+	hdr->status = XTX_ST_OK;
+	return xtx_reply(ctx);
+}

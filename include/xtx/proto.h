@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The xtx wire protocol: packet header, op slots, op codes and status codes. */
+#ifndef XTX_PROTO_H
+#define XTX_PROTO_H
+
+#include <linux/types.h>
+
+/*
+ * An xtx request is one UDP/IPv4 datagram to XTX_DEFAULT_PORT (configurable):
+ *
+ *   struct xtx_hdr | struct xtx_op[nops]
+ *
+ * The reply is the same datagram rewritten in place: addresses and ports
+ * swapped, XTX_F_REPLY set, every op's status and result fields filled.
+ * Ops are fixed-size slots so the XDP program walks them with a constant
+ * stride and a reply always fits in the request's bytes.  One packet carries
+ * ops of many transactions (each op names its own), which is what lets a
+ * client amortise the per-packet cost over many ops.
+ *
+ * All xtx fields are little-endian (the byte order of every supported host);
+ * only the Ethernet/IP/UDP headers around them are in network order.
+ */
+
+#define XTX_MAGIC		0x31585458u	/* "XTX1" on the wire */
+#define XTX_VERSION		1
+#define XTX_DEFAULT_PORT	7370
+
+/* Bytes of value an op carries; 40 covers TATP's largest row, 8 SmallBank. */
+#define XTX_VALUE_MAX		40
+/*
+ * Ops per packet: bounds the XDP loop, and 16 slots of 80 B plus headers
+ * (14 + 20 + 8 + 24 + 1280 = 1346 B) stay under a 1500 B MTU.
+ */
+#define XTX_MAX_OPS		16
+
+/* Header flags. */
+#define XTX_F_REPLY		0x01	/* set by the server in every reply */
+#define XTX_F_REPLAYED		0x02	/* reply reconstructed from the dedupe record */
+
+struct xtx_hdr {
+	__u32 magic;
+	__u8 version;
+	__u8 flags;
+	__u8 nops;
+	__u8 status;		/* reply: XTX_ST_* for the packet as a whole */
+	__u32 client_id;	/* < the server's client limit; see xtx_txn_client() */
+	__u32 reserved;		/* must be zero */
+	/*
+	 * Per (client, server) request sequence number, strictly increasing;
+	 * a retransmission reuses the id.  The server remembers the last
+	 * XTX_DEDUPE_WINDOW ids per client (see dedupe in include/xtx/maps.h),
+	 * so a client keeps at most that many requests outstanding per server.
+	 */
+	__u64 req_id;
+};
+
+/* One operation.  Request fields are read, reply fields written in place. */
+struct xtx_op {
+	__u8 opcode;		/* XTX_OP_* */
+	__u8 status;		/* reply: XTX_ST_* */
+	__u8 table;		/* table id, < XTX_MAX_TABLES */
+	__u8 vlen;		/* bytes of value[] in use, <= XTX_VALUE_MAX */
+	__u32 flags;		/* request modifiers / reply lock-state bits */
+	__u64 key;
+	/*
+	 * Transaction id, globally unique: the client id in the top
+	 * XTX_CLIENT_BITS bits, a per-client sequence below.  The server
+	 * refuses a txn whose client part differs from the header's.
+	 */
+	__u64 txn;
+	__u64 version;		/* expected (request) or current (reply) version */
+	__u64 token;		/* grant token (reply), echoed by releases */
+	__u8 value[XTX_VALUE_MAX];
+};
+
+_Static_assert(sizeof(struct xtx_hdr) == 24, "xtx_hdr is wire format");
+_Static_assert(sizeof(struct xtx_op) == 80, "xtx_op is wire format");
+_Static_assert(sizeof(struct xtx_op) % 8 == 0, "op slots keep 8-byte alignment");
+
+#define XTX_CLIENT_BITS		16
+#define XTX_TXN_SEQ_BITS	(64 - XTX_CLIENT_BITS)
+
+static inline __u32 xtx_txn_client(__u64 txn)
+{
+	return (__u32)(txn >> XTX_TXN_SEQ_BITS);
+}
+
+static inline __u64 xtx_txn_make(__u32 client_id, __u64 seq)
+{
+	return ((__u64)client_id << XTX_TXN_SEQ_BITS) |
+	       (seq & ((1ull << XTX_TXN_SEQ_BITS) - 1));
+}
+
+/*
+ * Op codes.  Numbers are ABI: never reuse one.  XTX_OP__COUNT bounds the
+ * per-op statistics arrays; an opcode at or above it, or one the server was
+ * built without, answers XTX_ST_UNKNOWN_OP.
+ */
+enum xtx_opcode {
+	XTX_OP_NOP = 0,		/* invalid: a zeroed slot is never executed */
+	XTX_OP_PING = 1,	/* echo version (client nonce); value[0..7] = server time */
+	XTX_OP_STATS = 2,	/* key selects 5 counters (xtx_stats_key_*), summed over CPUs */
+	/*
+	 * Add version (a signed delta) to server counter key % XTX_COUNTERS
+	 * and return the new total in version.  Not idempotent, so it is how
+	 * retransmission safety is observed; also usable as a sequencer.
+	 */
+	XTX_OP_COUNTER_ADD = 3,
+	XTX_OP__COUNT = 64,
+};
+
+/* Status codes, per op and per packet. */
+enum xtx_status {
+	XTX_ST_NONE = 0,	/* request: not yet executed */
+	XTX_ST_OK = 1,
+	XTX_ST_RETRY = 2,	/* momentarily busy: send the same request again */
+	XTX_ST_MALFORMED = 3,	/* packet: op count or length inconsistent */
+	XTX_ST_BAD_VERSION = 4,	/* packet: unsupported protocol version */
+	XTX_ST_UNKNOWN_OP = 5,	/* op (and packet): opcode not served */
+	XTX_ST_BAD_ARG = 6,	/* op (and packet): table, vlen or flags invalid */
+	XTX_ST_BAD_CLIENT = 7,	/* packet: client id over the limit, or txn not its own */
+	XTX_ST_STALE = 8,	/* packet: req_id older than the dedupe window */
+	XTX_ST_NOT_EXECUTED = 9, /* op: packet refused before any op ran */
+	XTX_ST__COUNT = 16,
+};
+
+/*
+ * A STATS op returns XTX_STATS_PER_OP little-endian u64 counters in value:
+ * key = n < XTX_STATS_KEY_OP: packet counters 5n..5n+4 (enum xtx_pkt_counter);
+ * key = XTX_STATS_KEY_OP + opcode: that op's count per status 1..5.
+ */
+#define XTX_STATS_PER_OP	5
+#define XTX_STATS_KEY_OP	0x100
+
+/* Ops whose retransmission must be answered from the dedupe record. */
+#define XTX_OPS_MUTATING	(1ull << XTX_OP_COUNTER_ADD)
+
+static inline int xtx_op_mutates(__u8 opcode)
+{
+	return opcode < 64 && ((XTX_OPS_MUTATING >> opcode) & 1);
+}
+
+#endif /* XTX_PROTO_H */

@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* BPF_PROG_TEST_RUN tables for the XDP server: replies, pass-through, refusals, dedupe, fuzz. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include "xtx_xdp.skel.h"
+#include "check.h"
+#include "log.h"
+#include "pkt.h"
+#include "stats_read.h"
+
+int check_failed, cases_passed, cases_failed;
+
+#define TEST_MAX_CLIENTS 64
+
+static struct xtx_xdp *skel;
+
+struct run {
+	int retval;
+	uint8_t in[PKT_MAX], out[PKT_MAX];
+	uint32_t in_len, out_len;
+};
+
+static struct xtx_xdp *load_server(__u32 max_clients, bool echo)
+{
+	struct xtx_xdp *s = xtx_xdp__open();
+
+	if (!s)
+		return NULL;
+	s->rodata->xtx_max_clients = max_clients;
+	s->rodata->xtx_nr_cpus = libbpf_num_possible_cpus();
+	s->rodata->xtx_echo_mode = echo;
+	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
+	    xtx_xdp__load(s)) {
+		xtx_xdp__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Runs one frame through prog; the output buffer is reset before every run. */
+static int run_on(struct xtx_xdp *s, struct run *r)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r->in, .data_size_in = r->in_len,
+		    .data_out = r->out, .data_size_out = sizeof(r->out), .repeat = 1);
+	int err;
+
+	memset(r->out, 0, sizeof(r->out));
+	err = bpf_prog_test_run_opts(bpf_program__fd(s->progs.xtx_xdp), &opts);
+	r->retval = opts.retval;
+	r->out_len = opts.data_size_out;
+	return err;
+}
+
+static int run(struct run *r)
+{
+	return run_on(skel, r);
+}
+
+/* A request frame from client `client` with id `req` and `nops` ops of `opcode`. */
+static void make_req(struct run *r, __u32 client, __u64 req, int nops, __u8 opcode)
+{
+	uint8_t payload[PKT_MAX];
+	int i;
+
+	xtx_msg_init(payload, client, req);
+	for (i = 0; i < nops; i++) {
+		struct xtx_op *op = xtx_msg_add(payload, opcode, 0, i);
+
+		op->version = 0x1122334455667700ull + i;
+		op->txn = xtx_txn_make(client, 1);
+	}
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_len(nops));
+}
+
+static struct xtx_hdr *in_hdr(struct run *r)
+{
+	return (struct xtx_hdr *)(r->in + PKT_PAYLOAD_OFF);
+}
+
+static struct xtx_hdr *out_hdr(struct run *r)
+{
+	return (struct xtx_hdr *)(r->out + PKT_PAYLOAD_OFF);
+}
+
+static struct xtx_op *in_op(struct run *r, int i)
+{
+	return xtx_msg_ops(in_hdr(r)) + i;
+}
+
+static struct xtx_op *out_op(struct run *r, int i)
+{
+	return xtx_msg_ops(out_hdr(r)) + i;
+}
+
+static void read_stats(struct xtx_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	CHECK(!xtx_stats_sum(bpf_map__fd(skel->maps.xtx_stats), st), "stats read");
+}
+
+static __u64 counter_value(__u32 idx)
+{
+	__u64 v = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_counters), &idx, &v);
+	return v;
+}
+
+/* Checks the reply frame against its request: swapped addressing, valid checksums. */
+static void check_reply_framing(struct run *r)
+{
+	struct ethhdr *ie = (struct ethhdr *)r->in, *oe = (struct ethhdr *)r->out;
+	struct iphdr *ii = (struct iphdr *)(r->in + PKT_IP_OFF);
+	struct iphdr *oi = (struct iphdr *)(r->out + PKT_IP_OFF);
+	struct udphdr *iu = (struct udphdr *)(r->in + PKT_UDP_OFF);
+	struct udphdr *ou = (struct udphdr *)(r->out + PKT_UDP_OFF);
+
+	CHECK(r->retval == XDP_TX, "verdict %d, want XDP_TX", r->retval);
+	CHECK(r->out_len == r->in_len, "reply length %u, request %u", r->out_len, r->in_len);
+	CHECK(!memcmp(oe->h_dest, ie->h_source, 6) && !memcmp(oe->h_source, ie->h_dest, 6),
+	      "MAC addresses not swapped");
+	CHECK(oe->h_proto == ie->h_proto, "ethertype changed");
+	CHECK(oi->saddr == ii->daddr && oi->daddr == ii->saddr, "IP addresses not swapped");
+	CHECK(pkt_ip_csum((uint8_t *)oi, sizeof(*oi)) == 0, "IP checksum invalid");
+	CHECK(oi->tot_len == ii->tot_len && oi->ttl == ii->ttl && oi->id == ii->id,
+	      "IP header changed beyond addresses");
+	CHECK(ou->source == iu->dest && ou->dest == iu->source, "UDP ports not swapped");
+	CHECK(ou->check == 0, "UDP checksum %#x, want 0", ntohs(ou->check));
+	CHECK(ou->len == iu->len, "UDP length changed");
+	CHECK(out_hdr(r)->flags & XTX_F_REPLY, "reply flag not set");
+	CHECK(out_hdr(r)->req_id == in_hdr(r)->req_id &&
+	      out_hdr(r)->client_id == in_hdr(r)->client_id &&
+	      out_hdr(r)->nops == in_hdr(r)->nops, "header identity changed");
+}
+
+static void test_ping_one_op(void)
+{
+	struct run r;
+	__u64 t;
+
+	make_req(&r, 1, 1, 1, XTX_OP_PING);
+	CHECK(!run(&r), "test run: %s", strerror(errno));
+	check_reply_framing(&r);
+	CHECK(out_hdr(&r)->status == XTX_ST_OK, "packet status %u", out_hdr(&r)->status);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "op status %u", out_op(&r, 0)->status);
+	CHECK(out_op(&r, 0)->version == in_op(&r, 0)->version, "nonce not echoed");
+	CHECK(out_op(&r, 0)->vlen == 8, "vlen %u", out_op(&r, 0)->vlen);
+	memcpy(&t, out_op(&r, 0)->value, 8);
+	CHECK(t != 0, "no server timestamp");
+	CHECK(!memcmp(&out_op(&r, 0)->key, &in_op(&r, 0)->key, 24), "key/txn changed");
+}
+
+static void test_ping_sixteen_ops(void)
+{
+	struct run r;
+	int i;
+
+	make_req(&r, 1, 1, XTX_MAX_OPS, XTX_OP_PING);
+	CHECK(!run(&r), "test run");
+	check_reply_framing(&r);
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		CHECK(out_op(&r, i)->status == XTX_ST_OK &&
+		      out_op(&r, i)->version == in_op(&r, i)->version, "op %d", i);
+}
+
+static void test_stats_op_matches_map(void)
+{
+	struct xtx_stats before;
+	struct run r;
+	__u64 v[5];
+
+	read_stats(&before);
+	make_req(&r, 1, 1, 1, XTX_OP_STATS);
+	in_op(&r, 0)->key = 0;	/* rx, tx, pass, drop, replayed */
+	run(&r);
+	check_reply_framing(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->vlen == 40, "status/vlen");
+	memcpy(v, out_op(&r, 0)->value, sizeof(v));
+	/* its own arrival is counted before it runs, its reply after */
+	CHECK(v[0] == before.pkt[XTX_PKT_RX] + 1, "rx %llu, map %llu", (unsigned long long)v[0],
+	      (unsigned long long)before.pkt[XTX_PKT_RX]);
+	CHECK(v[1] == before.pkt[XTX_PKT_TX], "tx %llu vs %llu", (unsigned long long)v[1],
+	      (unsigned long long)before.pkt[XTX_PKT_TX]);
+	CHECK(v[3] == before.pkt[XTX_PKT_DROP], "drop");
+
+	read_stats(&before);
+	make_req(&r, 1, 1, 1, XTX_OP_STATS);
+	in_op(&r, 0)->key = XTX_STATS_KEY_OP + XTX_OP_PING;
+	run(&r);
+	memcpy(v, out_op(&r, 0)->value, sizeof(v));
+	CHECK(v[0] == before.op[XTX_OP_PING][XTX_ST_OK] && v[0] > 0, "ping ok count %llu",
+	      (unsigned long long)v[0]);
+
+	make_req(&r, 1, 1, 1, XTX_OP_STATS);
+	in_op(&r, 0)->key = 0x9999;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_BAD_ARG, "unknown stats key answers bad_arg");
+}
+
+/* Frames that are not xtx requests must leave XDP untouched. */
+static void test_pass_through(void)
+{
+	static const struct { const char *name; int proto, port, ethertype; } cases[] = {
+		{ "udp other port", IPPROTO_UDP, 53, ETH_P_IP },
+		{ "tcp to xtx port", IPPROTO_TCP, XTX_DEFAULT_PORT, ETH_P_IP },
+		{ "arp", IPPROTO_UDP, XTX_DEFAULT_PORT, ETH_P_ARP },
+		{ "ipv6", IPPROTO_UDP, XTX_DEFAULT_PORT, ETH_P_IPV6 },
+	};
+	struct xtx_stats before, after;
+	unsigned int i;
+	struct run r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		read_stats(&before);
+		make_req(&r, 1, 1, 1, XTX_OP_PING);
+		((struct ethhdr *)r.in)->h_proto = htons(cases[i].ethertype);
+		((struct iphdr *)(r.in + PKT_IP_OFF))->protocol = cases[i].proto;
+		((struct udphdr *)(r.in + PKT_UDP_OFF))->dest = htons(cases[i].port);
+		run(&r);
+		CHECK(r.retval == XDP_PASS, "%s: verdict %d", cases[i].name, r.retval);
+		CHECK(r.out_len == r.in_len && !memcmp(r.in, r.out, r.in_len),
+		      "%s: frame modified", cases[i].name);
+		read_stats(&after);
+		CHECK(after.pkt[XTX_PKT_RX] == before.pkt[XTX_PKT_RX], "%s: counted as xtx",
+		      cases[i].name);
+	}
+	/* a runt frame */
+	r.in_len = 20;
+	memset(r.in, 0xab, r.in_len);
+	run(&r);
+	CHECK(r.retval == XDP_PASS && !memcmp(r.in, r.out, 20), "runt frame");
+}
+
+enum mangle { M_TRUNCATED, M_MAGIC, M_REPLY_FLAG, M_IP_OPTIONS, M_FRAGMENT, M_UDP_LEN };
+
+/* Unsound xtx frames: dropped, counted, no state touched. */
+static void test_drops(void)
+{
+	static const struct { const char *name; enum mangle m; __u32 counter; } cases[] = {
+		{ "header truncated", M_TRUNCATED, XTX_PKT_TRUNCATED },
+		{ "bad magic", M_MAGIC, XTX_PKT_BAD_MAGIC },
+		{ "reply flag on a request", M_REPLY_FLAG, XTX_PKT_BAD_MAGIC },
+		{ "ip options", M_IP_OPTIONS, XTX_PKT_IP_OPTIONS },
+		{ "ip fragment", M_FRAGMENT, XTX_PKT_IP_OPTIONS },
+		{ "udp length past frame", M_UDP_LEN, XTX_PKT_TRUNCATED },
+	};
+	struct xtx_stats before, after;
+	__u64 c0 = counter_value(0);
+	unsigned int i;
+	struct run r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct iphdr *ip = (struct iphdr *)(r.in + PKT_IP_OFF);
+		struct udphdr *udp = (struct udphdr *)(r.in + PKT_UDP_OFF);
+
+		make_req(&r, 1, 1000 + i, 1, XTX_OP_COUNTER_ADD);
+		switch (cases[i].m) {
+		case M_TRUNCATED:
+			r.in_len = PKT_PAYLOAD_OFF + 10;
+			udp->len = htons(8 + 10);
+			break;
+		case M_MAGIC: in_hdr(&r)->magic ^= 1; break;
+		case M_REPLY_FLAG: in_hdr(&r)->flags |= XTX_F_REPLY; break;
+		case M_IP_OPTIONS: {
+			/* shift the UDP header by 4 bytes of options, keep the port */
+			memmove(r.in + PKT_UDP_OFF + 4, r.in + PKT_UDP_OFF, r.in_len - PKT_UDP_OFF);
+			memset(r.in + PKT_UDP_OFF, 1, 4);	/* NOP options */
+			ip->ihl = 6;
+			r.in_len += 4;
+			break;
+		}
+		case M_FRAGMENT: ip->frag_off = htons(0x2000); break;
+		case M_UDP_LEN: udp->len = htons(ntohs(udp->len) + 100); break;
+		}
+		read_stats(&before);
+		run(&r);
+		read_stats(&after);
+		CHECK(r.retval == XDP_DROP, "%s: verdict %d", cases[i].name, r.retval);
+		CHECK(after.pkt[cases[i].counter] == before.pkt[cases[i].counter] + 1,
+		      "%s: counter %u not bumped", cases[i].name, cases[i].counter);
+		CHECK(after.pkt[XTX_PKT_DROP] == before.pkt[XTX_PKT_DROP] + 1, "%s: drop counter",
+		      cases[i].name);
+	}
+	CHECK(counter_value(0) == c0, "a dropped frame changed state");
+}
+
+enum hmangle { H_VERSION, H_NOPS_ZERO, H_NOPS_OVER, H_NOPS_PAST, H_RESERVED, H_CLIENT, H_REQ0,
+	       H_UNKNOWN_OP, H_NOP_OP, H_HIGH_OP, H_VLEN, H_TABLE };
+
+/* Sound headers with bad content: an error reply, and nothing executed. */
+static void test_error_replies(void)
+{
+	static const struct {
+		const char *name; enum hmangle m; __u8 status; __u32 counter; int bad_op;
+	} cases[] = {
+		{ "bad version", H_VERSION, XTX_ST_BAD_VERSION, XTX_PKT_BAD_VERSION, -1 },
+		{ "zero ops", H_NOPS_ZERO, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
+		{ "17 ops", H_NOPS_OVER, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
+		{ "op count past packet", H_NOPS_PAST, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
+		{ "reserved bits", H_RESERVED, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
+		{ "client over limit", H_CLIENT, XTX_ST_BAD_CLIENT, XTX_PKT_BAD_CLIENT, -1 },
+		{ "request id 0", H_REQ0, XTX_ST_BAD_CLIENT, XTX_PKT_BAD_CLIENT, -1 },
+		{ "unknown opcode", H_UNKNOWN_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 2 },
+		{ "nop opcode", H_NOP_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 1 },
+		{ "opcode 200", H_HIGH_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 2 },
+		{ "value too long", H_VLEN, XTX_ST_BAD_ARG, XTX_PKT_BAD_OP, 2 },
+		{ "table out of range", H_TABLE, XTX_ST_BAD_ARG, XTX_PKT_BAD_OP, 1 },
+	};
+	struct xtx_stats before, after;
+	unsigned int i;
+	int nops, j;
+	struct run r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u64 c0 = counter_value(0);
+
+		/* op 0 adds to counter 0: executing anything would show */
+		make_req(&r, 2, 2000 + i, 3, XTX_OP_COUNTER_ADD);
+		for (j = 0; j < 3; j++)
+			in_op(&r, j)->key = 0;
+		nops = 3;
+		switch (cases[i].m) {
+		case H_VERSION: in_hdr(&r)->version = 9; break;
+		case H_NOPS_ZERO: in_hdr(&r)->nops = 0; nops = 0; break;
+		case H_NOPS_OVER:
+			make_req(&r, 2, 2000 + i, XTX_MAX_OPS, XTX_OP_COUNTER_ADD);
+			in_hdr(&r)->nops = XTX_MAX_OPS + 1;
+			nops = XTX_MAX_OPS;
+			break;
+		case H_NOPS_PAST: in_hdr(&r)->nops = 4; break;
+		case H_RESERVED: in_hdr(&r)->reserved = 1; break;
+		case H_CLIENT: in_hdr(&r)->client_id = TEST_MAX_CLIENTS; break;
+		case H_REQ0: in_hdr(&r)->req_id = 0; break;
+		case H_UNKNOWN_OP: in_op(&r, 2)->opcode = 63; break;
+		case H_NOP_OP: in_op(&r, 1)->opcode = XTX_OP_NOP; break;
+		case H_HIGH_OP: in_op(&r, 2)->opcode = 200; break;
+		case H_VLEN: in_op(&r, 2)->vlen = XTX_VALUE_MAX + 1; break;
+		case H_TABLE: in_op(&r, 1)->table = XTX_MAX_TABLES; break;
+		}
+		read_stats(&before);
+		run(&r);
+		read_stats(&after);
+		check_reply_framing(&r);
+		CHECK(out_hdr(&r)->status == cases[i].status, "%s: packet status %u, want %u",
+		      cases[i].name, out_hdr(&r)->status, cases[i].status);
+		for (j = 0; j < nops; j++) {
+			__u8 want = j == cases[i].bad_op ? cases[i].status : XTX_ST_NOT_EXECUTED;
+
+			CHECK(out_op(&r, j)->status == want, "%s: op %d status %u, want %u",
+			      cases[i].name, j, out_op(&r, j)->status, want);
+		}
+		CHECK(after.pkt[cases[i].counter] == before.pkt[cases[i].counter] + 1,
+		      "%s: counter", cases[i].name);
+		CHECK(after.pkt[XTX_PKT_OPS] == before.pkt[XTX_PKT_OPS], "%s: ops ran",
+		      cases[i].name);
+		CHECK(counter_value(0) == c0, "%s: state changed", cases[i].name);
+	}
+}
+
+static struct xtx_op *counter_add(struct run *r, __u32 client, __u64 req, __u32 idx,
+				  __u64 delta)
+{
+	make_req(r, client, req, 1, XTX_OP_COUNTER_ADD);
+	in_op(r, 0)->key = idx;
+	in_op(r, 0)->version = delta;
+	run(r);
+	return out_op(r, 0);
+}
+
+/* A retransmission gets the original answer and runs nothing twice. */
+static void test_dedupe(void)
+{
+	const __u32 idx = 7, client = 3;
+	__u64 c0 = counter_value(idx);
+	struct xtx_op *op;
+	struct run r;
+
+	op = counter_add(&r, client, 100, idx, 5);
+	CHECK(op->status == XTX_ST_OK && op->version == c0 + 5, "first add: %llu",
+	      (unsigned long long)op->version);
+	CHECK(!(out_hdr(&r)->flags & XTX_F_REPLAYED), "first answer marked replayed");
+
+	op = counter_add(&r, client, 100, idx, 5);
+	CHECK(op->status == XTX_ST_OK && op->version == c0 + 5, "duplicate answered %llu",
+	      (unsigned long long)op->version);
+	CHECK(out_hdr(&r)->flags & XTX_F_REPLAYED, "duplicate not marked replayed");
+	CHECK(counter_value(idx) == c0 + 5, "duplicate executed again");
+
+	op = counter_add(&r, client, 101, idx, 5);
+	CHECK(op->version == c0 + 10, "next request");
+	op = counter_add(&r, client, 100, idx, 5);
+	CHECK(op->version == c0 + 5 && counter_value(idx) == c0 + 10, "old duplicate in window");
+
+	/* another client's request ids are its own */
+	op = counter_add(&r, client + 1, 100, idx, 1);
+	CHECK(op->status == XTX_ST_OK && op->version == c0 + 11, "other client, same id");
+
+	/* 116 reuses 100's slot: 100 is now older than the window */
+	op = counter_add(&r, client, 100 + XTX_DEDUPE_WINDOW, idx, 5);
+	CHECK(op->version == c0 + 16, "slot reuse");
+	op = counter_add(&r, client, 100, idx, 5);
+	CHECK(out_hdr(&r)->status == XTX_ST_STALE && op->status == XTX_ST_NOT_EXECUTED,
+	      "stale request: packet %u op %u", out_hdr(&r)->status, op->status);
+	CHECK(counter_value(idx) == c0 + 16, "stale request executed");
+}
+
+/* The same request still executing elsewhere answers RETRY. */
+static void test_dedupe_in_flight(void)
+{
+	const __u32 client = 5, idx = 9;
+	struct xtx_dedupe_slot slot = {};
+	__u64 c0 = counter_value(idx);
+	__u32 key = client * XTX_DEDUPE_WINDOW + (300 & (XTX_DEDUPE_WINDOW - 1));
+	struct xtx_op *op;
+	struct run r;
+
+	slot.word = xtx_dedupe_word(300, XTX_DEDUPE_BUSY);
+	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_dedupe), &key, &slot, 0), "seed");
+	op = counter_add(&r, client, 300, idx, 1);
+	CHECK(out_hdr(&r)->status == XTX_ST_RETRY && op->status == XTX_ST_NOT_EXECUTED,
+	      "busy duplicate: packet %u", out_hdr(&r)->status);
+	CHECK(counter_value(idx) == c0, "busy duplicate executed");
+}
+
+/* A lost reply, then the retransmission: executed once, answered with the original. */
+static void test_lost_reply_then_retransmit(void)
+{
+	struct xtx_runtime rt = { .drop_reply_ppm = 1000000 };
+	int rt_fd = bpf_map__fd(skel->maps.xtx_runtime);
+	const __u32 idx = 11;
+	__u64 c0 = counter_value(idx);
+	__u32 zero = 0;
+	struct xtx_op *op;
+	struct run r;
+
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+	counter_add(&r, 6, 500, idx, 3);
+	CHECK(r.retval == XDP_DROP, "reply not dropped");
+	CHECK(counter_value(idx) == c0 + 3, "request not executed");
+	memset(&rt, 0, sizeof(rt));
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+	op = counter_add(&r, 6, 500, idx, 3);
+	CHECK(r.retval == XDP_TX && op->status == XTX_ST_OK && op->version == c0 + 3,
+	      "retransmission answered %llu", (unsigned long long)op->version);
+	CHECK(counter_value(idx) == c0 + 3, "retransmission executed again");
+
+	rt.drop_request_ppm = 1000000;
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+	counter_add(&r, 6, 501, idx, 3);
+	CHECK(r.retval == XDP_DROP && counter_value(idx) == c0 + 3, "lost request executed");
+	memset(&rt, 0, sizeof(rt));
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+}
+
+/* Reads run again on a duplicate; only state-changing ops replay. */
+static void test_mixed_packet_duplicate(void)
+{
+	uint8_t payload[PKT_MAX];
+	struct xtx_op *op;
+	struct run r;
+	__u64 c0 = counter_value(12), t1, t2;
+
+	xtx_msg_init(payload, 7, 600);
+	xtx_msg_add(payload, XTX_OP_PING, 0, 0);
+	op = xtx_msg_add(payload, XTX_OP_COUNTER_ADD, 0, 12);
+	op->version = 2;
+	xtx_msg_add(payload, XTX_OP_PING, 0, 0);
+	r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(3));
+	run(&r);
+	memcpy(&t1, out_op(&r, 0)->value, 8);
+	CHECK(out_op(&r, 1)->version == c0 + 2, "add");
+	run(&r);
+	memcpy(&t2, out_op(&r, 0)->value, 8);
+	CHECK(out_op(&r, 1)->version == c0 + 2 && counter_value(12) == c0 + 2, "add replayed");
+	CHECK(t2 > t1, "ping re-executed on the duplicate");
+	CHECK(out_op(&r, 2)->status == XTX_ST_OK, "third op");
+}
+
+static void test_echo_mode(void)
+{
+	struct xtx_xdp *echo = load_server(TEST_MAX_CLIENTS, true);
+	__u32 idx = 0;
+	__u64 v = 1;
+	struct run r;
+
+	CHECK(echo, "echo-mode program loads");
+	if (!echo)
+		return;
+	make_req(&r, 1, 1, 4, XTX_OP_COUNTER_ADD);
+	run_on(echo, &r);
+	check_reply_framing(&r);
+	CHECK(out_op(&r, 3)->status == XTX_ST_OK && out_op(&r, 3)->version == in_op(&r, 3)->version,
+	      "echo answers OK untouched");
+	bpf_map_lookup_elem(bpf_map__fd(echo->maps.xtx_counters), &idx, &v);
+	CHECK(v == 0, "echo mode touched state");
+	xtx_xdp__destroy(echo);
+}
+
+/* Complexity: every size at its maximum must still pass the verifier. */
+static void test_verifier_at_limits(void)
+{
+	struct xtx_xdp *big = load_server(XTX_MAX_CLIENTS_LIMIT, false);
+
+	CHECK(big, "program with max_clients=%u does not load", XTX_MAX_CLIENTS_LIMIT);
+	xtx_xdp__destroy(big);
+}
+
+/*
+ * Random and mutated frames: the verdict is always defined, a passed frame
+ * is untouched, and the counters move exactly as the replies say.
+ */
+static void test_fuzz(void)
+{
+	__u64 expect[XTX_COUNTERS];
+	struct run r;
+	unsigned int i, j, n = 20000, tx = 0, pass = 0, drop = 0;
+	__u32 k;
+
+	srand(42);
+	for (k = 0; k < XTX_COUNTERS; k++)
+		expect[k] = counter_value(k);
+	for (i = 0; i < n; i++) {
+		int kind = rand() % 4;
+
+		if (kind == 0) {
+			r.in_len = 14 + rand() % 200;
+			for (j = 0; j < r.in_len; j++)
+				r.in[j] = rand();
+			if (rand() % 2) {	/* random bytes behind valid headers */
+				make_req(&r, rand() % 70, rand(), 1 + rand() % 4, rand() % 5);
+				for (j = PKT_PAYLOAD_OFF; j < r.in_len; j++)
+					r.in[j] = rand();
+			}
+		} else {
+			make_req(&r, rand() % (TEST_MAX_CLIENTS + 4), 1 + rand() % 64,
+				 1 + rand() % XTX_MAX_OPS, 1 + rand() % 3);
+			for (j = 0; j < in_hdr(&r)->nops; j++) {
+				in_op(&r, j)->key = rand() % XTX_COUNTERS;
+				in_op(&r, j)->version = rand() % 100;
+			}
+			for (j = rand() % 8; j > 0; j--)
+				r.in[rand() % r.in_len] ^= 1 << (rand() % 8);
+			if (kind == 3)	/* cut anywhere past the Ethernet header */
+				r.in_len = ETH_HLEN + rand() % (r.in_len - ETH_HLEN + 1);
+		}
+		if (run(&r)) {
+			CHECK(0, "fuzz case %u: test run failed: %s", i, strerror(errno));
+			continue;
+		}
+		if (r.retval == XDP_PASS) {
+			pass++;
+			CHECK(!memcmp(r.in, r.out, r.in_len), "fuzz %u: passed frame modified", i);
+		} else if (r.retval == XDP_DROP) {
+			drop++;
+		} else if (r.retval == XDP_TX) {
+			struct xtx_hdr *h = out_hdr(&r);
+
+			tx++;
+			CHECK(h->flags & XTX_F_REPLY, "fuzz %u: reply flag", i);
+			if (h->status != XTX_ST_OK || (h->flags & XTX_F_REPLAYED))
+				continue;
+			for (j = 0; j < h->nops && j < XTX_MAX_OPS; j++) {
+				struct xtx_op *op = out_op(&r, j);
+
+				if (op->opcode == XTX_OP_COUNTER_ADD && op->status == XTX_ST_OK)
+					expect[op->key & (XTX_COUNTERS - 1)] = op->version;
+			}
+		} else {
+			CHECK(0, "fuzz %u: verdict %d", i, r.retval);
+		}
+	}
+	for (k = 0; k < XTX_COUNTERS; k++)
+		CHECK(counter_value(k) == expect[k], "counter %u: %llu, replies said %llu", k,
+		      (unsigned long long)counter_value(k), (unsigned long long)expect[k]);
+	CHECK(tx && pass && drop, "fuzz reached every verdict (tx %u pass %u drop %u)", tx, pass,
+	      drop);
+}
+
+int main(void)
+{
+	xtx_log_libbpf();
+	skel = load_server(TEST_MAX_CLIENTS, false);
+	if (!skel) {
+		printf("FAIL: load_server (%s)\n", strerror(errno));
+		return 1;
+	}
+	RUN_CASE(test_ping_one_op);
+	RUN_CASE(test_ping_sixteen_ops);
+	RUN_CASE(test_stats_op_matches_map);
+	RUN_CASE(test_pass_through);
+	RUN_CASE(test_drops);
+	RUN_CASE(test_error_replies);
+	RUN_CASE(test_dedupe);
+	RUN_CASE(test_dedupe_in_flight);
+	RUN_CASE(test_lost_reply_then_retransmit);
+	RUN_CASE(test_mixed_packet_duplicate);
+	RUN_CASE(test_echo_mode);
+	RUN_CASE(test_verifier_at_limits);
+	RUN_CASE(test_fuzz);
+	xtx_xdp__destroy(skel);
+	printf("# test_xdp: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Loads the XDP server through its skeleton and attaches it with libxdp or libbpf. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+#include <xtx/maps.h>
+#include "xtx_xdp.skel.h"
+#include "attach.h"
+#include "log.h"
+
+static int libxdp_print(enum libxdp_print_level lvl, const char *fmt, va_list ap)
+{
+	/* libxdp's warnings are our info, its info our debug. */
+	xtx_vlog(lvl == LIBXDP_WARN ? XTX_LOG_INFO : XTX_LOG_DEBUG, fmt, ap);
+	return 0;
+}
+
+void xtx_log_libxdp(void)
+{
+	libxdp_set_print(libxdp_print);
+}
+
+static bool is_xtx(struct xdp_program *p)
+{
+	const char *name = xdp_program__name(p);
+
+	return name && !strcmp(name, XTX_PROG_NAME);
+}
+
+int xtx_attached_query(const struct xtx_target *t, struct xtx_attached *a)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+	long err;
+
+	memset(a, 0, sizeof(*a));
+	mp = xdp_multiprog__get_from_ifindex(t->ifindex);
+	err = libxdp_get_error(mp);
+	if (err == -ENOENT || (!err && !mp))
+		return 0;
+	if (err)
+		return (int)err;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && is_xtx(p)) {
+			a->xtx_prog_id = xdp_program__id(p);
+			a->nprogs = 1;
+		} else if (p) {
+			a->foreign_prog_id = xdp_program__id(p);
+			snprintf(a->foreign_name, sizeof(a->foreign_name), "%s",
+				 xdp_program__name(p) ?: "?");
+		}
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p;
+		     p = xdp_multiprog__next_prog(p, mp)) {
+			a->nprogs++;
+			if (is_xtx(p)) {
+				a->xtx_prog_id = xdp_program__id(p);
+				a->xtx_via_libxdp = true;
+			}
+		}
+	}
+	xdp_multiprog__close(mp);
+	return 0;
+}
+
+bool xtx_pins_exist(const struct xtx_target *t)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", t->pin_dir, XTX_MAP_INFO);
+	return access(path, F_OK) == 0;
+}
+
+static int pin_maps(struct xtx_xdp *skel, const struct xtx_target *t)
+{
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	int err;
+
+	err = xtx_mkdirs(t->pin_dir, 0700);
+	if (err) {
+		fprintf(stderr, "Error: creating %s: %s\n", t->pin_dir, strerror(-err));
+		return err;
+	}
+	bpf_object__for_each_map(map, skel->obj) {
+		/* .rodata and friends are per-load, not state */
+		if (bpf_map__is_internal(map))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", t->pin_dir, bpf_map__name(map));
+		err = bpf_map__set_pin_path(map, path);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
+{
+	struct xtx_info info = {
+		.abi_version = XTX_VERSION,
+		.port = o->port,
+		.max_clients = o->max_clients,
+		.echo_mode = o->echo,
+	};
+	struct timespec ts;
+	__u32 zero = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	info.loaded_ns = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_info), &zero, &info, 0))
+		return -errno;
+	return 0;
+}
+
+static int attach_plain(struct xtx_xdp *skel, const struct xtx_target *t,
+			const struct xtx_load_opts *o)
+{
+	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
+		      (o->mode == XTX_MODE_GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+	int err;
+
+	err = bpf_object__load(skel->obj);
+	if (err) {
+		fprintf(stderr, "Error: loading the XDP program: %s\n", strerror(-err));
+		return err;
+	}
+	err = bpf_xdp_attach(t->ifindex, bpf_program__fd(skel->progs.xtx_xdp), flags, NULL);
+	if (err)
+		fprintf(stderr, "Error: attaching XDP to %s: %s\n", t->iface, strerror(-err));
+	return err;
+}
+
+int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
+{
+	enum xdp_attach_mode mode = o->mode == XTX_MODE_GENERIC ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	struct xdp_program *prog = NULL;
+	struct xtx_xdp *skel;
+	char errbuf[128];
+	int err, ncpu;
+
+	skel = xtx_xdp__open();
+	if (!skel) {
+		err = -errno;
+		fprintf(stderr, "Error: opening the BPF object: %s\n", strerror(errno));
+		return err;
+	}
+	ncpu = libbpf_num_possible_cpus();
+	skel->rodata->xtx_port = o->port;
+	skel->rodata->xtx_max_clients = o->max_clients;
+	skel->rodata->xtx_nr_cpus = ncpu > 0 ? ncpu : 1;
+	skel->rodata->xtx_echo_mode = o->echo;
+	err = bpf_map__set_max_entries(skel->maps.xtx_dedupe,
+				       o->max_clients * XTX_DEDUPE_WINDOW);
+	if (!err)
+		err = pin_maps(skel, t);
+	if (err)
+		goto out;
+
+	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
+	err = (int)libxdp_get_error(prog);
+	if (err) {
+		prog = NULL;
+		goto out;
+	}
+	err = xdp_program__attach(prog, t->ifindex, mode, 0);
+	if (err) {
+		libxdp_strerror(err, errbuf, sizeof(errbuf));
+		if (err == -EEXIST || err == -EBUSY) {
+			fprintf(stderr, "Error: another XDP program is attached to %s and cannot "
+				"share it (%s); detach it first\n", t->iface, errbuf);
+			goto out;
+		}
+		/*
+		 * libxdp needs freplace support and a usable dispatcher; when
+		 * it cannot serve, xtx runs alone on the interface.
+		 */
+		pr_warn("libxdp cannot attach to %s (%s); attaching alone with libbpf, "
+			"so no other XDP program can share this interface\n", t->iface, errbuf);
+		xdp_program__close(prog);
+		prog = NULL;
+		err = attach_plain(skel, t, o);
+		if (err)
+			goto out;
+	}
+	err = write_info(skel, o);
+	if (err)
+		fprintf(stderr, "Error: writing xtx_info: %s\n", strerror(-err));
+out:
+	if (err == -EPERM)
+		fprintf(stderr, "Error: permission denied loading BPF (root and CAP_BPF needed)\n");
+	else if (err && err != -EEXIST && err != -EBUSY)
+		pr_warn("Error: loading xtx on %s failed: %s\n", t->iface, strerror(-err));
+	/*
+	 * The attachment and the pins keep program and maps alive; this
+	 * process needs neither handle once they exist.
+	 */
+	xdp_program__close(prog);
+	xtx_xdp__destroy(skel);
+	return err;
+}
+
+int xtx_detach(const struct xtx_target *t)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p;
+	int err = 0;
+
+	mp = xdp_multiprog__get_from_ifindex(t->ifindex);
+	if (libxdp_get_error(mp) || !mp)
+		return 0;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && is_xtx(p)) {
+			LIBBPF_OPTS(bpf_xdp_attach_opts, opts,
+				    .old_prog_fd = xdp_program__fd(p));
+			enum xdp_attach_mode m = xdp_multiprog__attach_mode(mp);
+			__u32 flags = m == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+
+			err = bpf_xdp_detach(t->ifindex, flags | XDP_FLAGS_REPLACE, &opts);
+		}
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p;
+		     p = xdp_multiprog__next_prog(p, mp)) {
+			if (!is_xtx(p))
+				continue;
+			err = xdp_program__detach(p, t->ifindex,
+						  xdp_multiprog__attach_mode(mp), 0);
+			break;
+		}
+	}
+	xdp_multiprog__close(mp);
+	if (err)
+		fprintf(stderr, "Error: detaching XDP from %s: %s\n", t->iface, strerror(-err));
+	return err;
+}
+
+int xtx_unpin(const struct xtx_target *t)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(t->pin_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", t->pin_dir, de->d_name);
+		if (unlink(path))
+			pr_warn("removing %s: %s\n", path, strerror(errno));
+	}
+	closedir(d);
+	rmdir(t->pin_dir);
+	/* the per-namespace directory goes when its last interface does */
+	snprintf(path, sizeof(path), "%s/%s", XTX_PIN_ROOT, t->ns_tag);
+	rmdir(path);
+	return 0;
+}

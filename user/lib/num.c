@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Strict number parsing for every xtx command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "num.h"
+
+int xtx_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	if (!s || !*s || *s == '-') {
+		fprintf(stderr, "Error: %s: expected a number, got '%s'\n", what, s ? s : "");
+		return -1;
+	}
+	v = strtoull(s, &end, 0);
+	if (errno || *end) {
+		fprintf(stderr, "Error: %s: '%s' is not a number\n", what, s);
+		return -1;
+	}
+	if (v < min || v > max) {
+		fprintf(stderr, "Error: %s: %llu is outside [%llu, %llu]\n", what, v,
+			(unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int xtx_parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (xtx_parse_u64(what, s, min, max, &v))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int xtx_parse_duration(const char *what, const char *s, uint64_t *ns)
+{
+	static const struct { const char *suffix; uint64_t mult; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	double v;
+	char *end;
+	size_t i;
+
+	errno = 0;
+	v = s ? strtod(s, &end) : -1;
+	if (!s || errno || end == s || v < 0) {
+		fprintf(stderr, "Error: %s: '%s' is not a duration (e.g. 500ms, 2s)\n", what,
+			s ? s : "");
+		return -1;
+	}
+	if (!*end) {
+		*ns = (uint64_t)(v * 1e9);
+		return 0;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(end, units[i].suffix)) {
+			*ns = (uint64_t)(v * (double)units[i].mult);
+			return 0;
+		}
+	}
+	fprintf(stderr, "Error: %s: unknown unit in '%s' (ns, us, ms, s)\n", what, s);
+	return -1;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Strict command-line number parsing with ranges and clear errors. */
+#ifndef XTX_NUM_H
+#define XTX_NUM_H
+
+#include <stdint.h>
+
+/*
+ * Parses all of s as an unsigned integer in [min, max] (base 0: 0x.. works);
+ * on failure prints "Error: <what>: ..." and returns -1.
+ */
+int xtx_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int xtx_parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *out);
+/* A duration such as 500ms, 2s, 150us or a bare number of seconds, in ns. */
+int xtx_parse_duration(const char *what, const char *s, uint64_t *ns);
+
+#endif /* XTX_NUM_H */

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Where a server lives: network namespace, interface, pin directory, pidfile. */
+#ifndef XTX_TARGET_H
+#define XTX_TARGET_H
+
+#include <limits.h>
+#include <net/if.h>
+
+struct xtx_target {
+	char netns[64];		/* --netns NAME, or "" for the current one */
+	char ns_tag[64];	/* names the namespace in paths: NAME, "init" or "netns-INODE" */
+	char iface[IF_NAMESIZE];
+	int ifindex;
+	char pin_dir[PATH_MAX];	/* XTX_PIN_ROOT/<ns_tag>/<iface> */
+	char pidfile[PATH_MAX];	/* XTX_RUN_DIR/<ns_tag>-<iface>.pid */
+	char logfile[PATH_MAX];	/* XTX_RUN_DIR/<ns_tag>-<iface>.log */
+};
+
+#define XTX_RUN_DIR "/run/xtx"
+
+/*
+ * Enters netns (network namespace only: the host's bpffs stays visible, so
+ * pins outlive any process), resolves the interface and fills the paths.
+ * Call before creating threads: setns() moves only the calling thread.
+ * The paths are filled even when the namespace or interface is missing.
+ */
+int xtx_target_open(struct xtx_target *t, const char *netns, const char *iface);
+/* Makes sure /sys/fs/bpf is a bpffs, mounting one if it is not. */
+int xtx_bpffs_ensure(void);
+/* mkdir -p */
+int xtx_mkdirs(const char *path, unsigned int mode);
+/* Opens map NAME pinned for t; returns an fd or a negative errno. */
+int xtx_target_map_fd(const struct xtx_target *t, const char *name);
+/* Reads a pidfile; returns the pid if that process is alive, else 0. */
+int xtx_pidfile_alive(const char *path);
+int xtx_require_root(const char *prog);
+
+#endif /* XTX_TARGET_H */

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxctl: operator CLI for a loaded xtx server (stats, fault knobs, unload). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "attach.h"
+#include "log.h"
+#include "names.h"
+#include "num.h"
+#include "stats_read.h"
+#include "target.h"
+
+struct ctl_opts {
+	const char *iface;
+	const char *netns;
+	bool json;
+	bool set_req, set_rep;
+	uint32_t drop_req_ppm, drop_rep_ppm;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xtxctl [--netns NAME] --iface IF COMMAND [options]\n"
+		"Inspect and control the xtx server loaded on IF.\n"
+		"\n"
+		"Commands:\n"
+		"  stats [--json]          packet, op and status counters, summed over CPUs\n"
+		"  info [--json]           how the loaded program was configured\n"
+		"  fault [--drop-request-ppm N] [--drop-reply-ppm N]\n"
+		"                          lose that share (parts per million) of requests or\n"
+		"                          replies in XDP, for loss tests; no option shows them\n"
+		"  unload                  stop xtxd, detach the program, remove the pinned maps\n"
+		"\n"
+		"Options:\n"
+		"  -n, --netns NAME        the interface lives in network namespace NAME\n"
+		"  -i, --iface IF          the interface xtx serves\n"
+		"  -j, --json              machine-readable output\n"
+		"  -v, --verbose           more output\n"
+		"  -h, --help              this text\n"
+		"\n"
+		"Example: xtxctl --netns xtx-s0 --iface xtxs0 stats\n");
+}
+
+static int open_map(const struct xtx_target *t, const char *name)
+{
+	int fd = xtx_target_map_fd(t, name);
+
+	if (fd < 0)
+		fprintf(stderr, "Error: no xtx server on %s (%s/%s: %s); is it loaded?\n",
+			t->iface, t->pin_dir, name, strerror(-fd));
+	return fd;
+}
+
+static void print_stats_text(const struct xtx_stats *s)
+{
+	unsigned int i, op, st;
+
+	printf("%-14s %16s\n", "packets", "count");
+	for (i = 0; i < XTX_PKT__COUNT; i++)
+		printf("%-14s %16llu\n", xtx_pkt_counter_name(i), (unsigned long long)s->pkt[i]);
+	printf("\n%-14s %-14s %16s\n", "op", "status", "count");
+	for (op = 0; op < XTX_OP__COUNT; op++)
+		for (st = 0; st < XTX_ST__COUNT; st++)
+			if (s->op[op][st])
+				printf("%-14s %-14s %16llu\n", xtx_op_name(op) ?: "?",
+				       xtx_status_name(st), (unsigned long long)s->op[op][st]);
+}
+
+static void print_stats_json(const struct xtx_stats *s)
+{
+	unsigned int i, op, st;
+	const char *sep = "";
+
+	printf("{\"packets\":{");
+	for (i = 0; i < XTX_PKT__COUNT; i++)
+		printf("%s\"%s\":%llu", i ? "," : "", xtx_pkt_counter_name(i),
+		       (unsigned long long)s->pkt[i]);
+	printf("},\"ops\":{");
+	for (op = 0; op < XTX_OP__COUNT; op++) {
+		const char *inner = "";
+
+		if (!xtx_op_name(op))
+			continue;
+		printf("%s\"%s\":{", sep, xtx_op_name(op));
+		for (st = 0; st < XTX_ST__COUNT; st++) {
+			if (!s->op[op][st])
+				continue;
+			printf("%s\"%s\":%llu", inner, xtx_status_name(st),
+			       (unsigned long long)s->op[op][st]);
+			inner = ",";
+		}
+		printf("}");
+		sep = ",";
+	}
+	printf("}}\n");
+}
+
+static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
+{
+	struct xtx_stats *s = calloc(1, sizeof(*s));
+	int fd, err;
+
+	if (!s)
+		return 1;
+	fd = open_map(t, XTX_MAP_STATS);
+	if (fd < 0) {
+		free(s);
+		return 1;
+	}
+	err = xtx_stats_sum(fd, s);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "Error: reading stats: %s\n", strerror(-err));
+		free(s);
+		return 1;
+	}
+	if (o->json)
+		print_stats_json(s);
+	else
+		print_stats_text(s);
+	free(s);
+	return 0;
+}
+
+static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
+{
+	struct xtx_attached a;
+	struct xtx_info info;
+	__u32 zero = 0;
+	int fd, pid;
+
+	fd = open_map(t, XTX_MAP_INFO);
+	if (fd < 0)
+		return 1;
+	if (bpf_map_lookup_elem(fd, &zero, &info)) {
+		fprintf(stderr, "Error: reading xtx_info: %s\n", strerror(errno));
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	if (xtx_attached_query(t, &a))
+		memset(&a, 0, sizeof(a));
+	pid = xtx_pidfile_alive(t->pidfile);
+	if (o->json) {
+		printf("{\"iface\":\"%s\",\"netns\":\"%s\",\"port\":%u,\"max_clients\":%u,"
+		       "\"echo\":%u,\"prog_id\":%u,\"libxdp\":%s,\"xtxd_pid\":%d,"
+		       "\"pin_dir\":\"%s\"}\n",
+		       t->iface, t->ns_tag, info.port, info.max_clients, info.echo_mode,
+		       a.xtx_prog_id, a.xtx_via_libxdp ? "true" : "false", pid, t->pin_dir);
+		return 0;
+	}
+	printf("iface        %s\nnetns        %s\nport         %u\nmax_clients  %u\n"
+	       "echo         %u\nprog_id      %u%s\nxtxd_pid     %d\npin_dir      %s\n",
+	       t->iface, t->ns_tag, info.port, info.max_clients, info.echo_mode, a.xtx_prog_id,
+	       a.xtx_prog_id ? (a.xtx_via_libxdp ? " (libxdp dispatcher)" : " (alone)") :
+			       " (not attached)",
+	       pid, t->pin_dir);
+	return 0;
+}
+
+static int cmd_fault(const struct xtx_target *t, const struct ctl_opts *o)
+{
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+	int fd, rc = 1;
+
+	fd = open_map(t, XTX_MAP_RUNTIME);
+	if (fd < 0)
+		return 1;
+	if (bpf_map_lookup_elem(fd, &zero, &rt)) {
+		fprintf(stderr, "Error: reading xtx_runtime: %s\n", strerror(errno));
+		goto out;
+	}
+	if (o->set_req)
+		rt.drop_request_ppm = o->drop_req_ppm;
+	if (o->set_rep)
+		rt.drop_reply_ppm = o->drop_rep_ppm;
+	if ((o->set_req || o->set_rep) && bpf_map_update_elem(fd, &zero, &rt, 0)) {
+		fprintf(stderr, "Error: writing xtx_runtime: %s\n", strerror(errno));
+		goto out;
+	}
+	printf("drop_request_ppm %u\ndrop_reply_ppm %u\n", rt.drop_request_ppm,
+	       rt.drop_reply_ppm);
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* Stops the daemon if one runs, then removes whatever it (or a crash) left. */
+static int cmd_unload(const struct xtx_target *t, bool iface_exists)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	int pid = xtx_pidfile_alive(t->pidfile), i, err;
+
+	if (pid) {
+		kill(pid, SIGTERM);
+		for (i = 0; i < 250 && !kill(pid, 0); i++)
+			nanosleep(&pause, NULL);
+		if (!kill(pid, 0)) {
+			pr_warn("xtxd (pid %d) did not stop in 5 s; killing it\n", pid);
+			kill(pid, SIGKILL);
+		}
+	}
+	unlink(t->pidfile);
+	err = iface_exists ? xtx_detach(t) : 0;
+	xtx_unpin(t);
+	return err ? 1 : 0;
+}
+
+enum { OPT_DROP_REQ = 256, OPT_DROP_REP };
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
+		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REP },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct ctl_opts o = {};
+	struct xtx_target t;
+	const char *cmd;
+	int c;
+
+	/* permute so options may follow the command */
+	while ((c = getopt_long(argc, argv, "i:n:jvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i': o.iface = optarg; break;
+		case 'n': o.netns = optarg; break;
+		case 'j': o.json = true; break;
+		case OPT_DROP_REQ:
+			if (xtx_parse_u32("--drop-request-ppm", optarg, 0, 1000000, &o.drop_req_ppm))
+				return 2;
+			o.set_req = true;
+			break;
+		case OPT_DROP_REP:
+			if (xtx_parse_u32("--drop-reply-ppm", optarg, 0, 1000000, &o.drop_rep_ppm))
+				return 2;
+			o.set_rep = true;
+			break;
+		case 'v': xtx_log_level++; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "Error: expected exactly one command\n");
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind];
+	if (!o.iface) {
+		fprintf(stderr, "Error: --iface is required\n");
+		return 2;
+	}
+	if (xtx_require_root("xtxctl"))
+		return 1;
+	xtx_log_libbpf();
+	xtx_log_libxdp();
+	if (xtx_bpffs_ensure())
+		return 1;
+	if (xtx_target_open(&t, o.netns, o.iface)) {
+		if (strcmp(cmd, "unload"))
+			return 1;
+		/* the interface or namespace is gone: still clean up after it */
+		return cmd_unload(&t, false);
+	}
+
+	if (!strcmp(cmd, "stats"))
+		return cmd_stats(&t, &o);
+	if (!strcmp(cmd, "info"))
+		return cmd_info(&t, &o);
+	if (!strcmp(cmd, "fault"))
+		return cmd_fault(&t, &o);
+	if (!strcmp(cmd, "unload"))
+		return cmd_unload(&t, true);
+	fprintf(stderr, "Error: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxd: loads the xtx XDP server onto an interface and keeps it running. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <bpf/bpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "attach.h"
+#include "log.h"
+#include "num.h"
+#include "target.h"
+
+struct xtxd_opts {
+	const char *iface;
+	const char *netns;
+	const char *pidfile;
+	const char *logfile;
+	const char *cpus;
+	struct xtx_load_opts load;
+	bool daemon;
+	bool replace;
+	bool keep_state;
+	bool generic_ok;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xtxd --iface IF [options]\n"
+		"Load the xtx transaction server onto interface IF and serve until stopped.\n"
+		"\n"
+		"  -i, --iface IF           interface to serve (required)\n"
+		"  -n, --netns NAME         enter network namespace NAME first (bpffs stays the host's)\n"
+		"  -p, --port N             UDP port of the protocol (default %d)\n"
+		"  -c, --max-clients N      client ids served, 1..%u (default %u)\n"
+		"      --echo               answer every op OK without touching state (ceiling)\n"
+		"      --generic            use generic (skb) XDP: slow, for NICs without native XDP\n"
+		"      --replace            replace a running xtx program instead of adopting it\n"
+		"      --keep-state         on exit leave the program attached and the maps pinned\n"
+		"      --cpus LIST          CPUs xtxd's threads may use (e.g. 1 or 0-1); keep it\n"
+		"                           off the cores that take the NIC interrupts\n"
+		"  -d, --daemon             run in the background (pidfile and log file)\n"
+		"      --pidfile PATH       default %s/<netns>-<iface>.pid\n"
+		"      --logfile PATH       default %s/<netns>-<iface>.log (daemon mode)\n"
+		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon\n",
+		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT, XTX_RUN_DIR,
+		XTX_RUN_DIR);
+}
+
+enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE };
+
+static int parse_args(int argc, char **argv, struct xtxd_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "iface", required_argument, NULL, 'i' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "max-clients", required_argument, NULL, 'c' },
+		{ "echo", no_argument, NULL, OPT_ECHO },
+		{ "generic", no_argument, NULL, OPT_GENERIC },
+		{ "replace", no_argument, NULL, OPT_REPLACE },
+		{ "keep-state", no_argument, NULL, OPT_KEEP },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "daemon", no_argument, NULL, 'd' },
+		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+		{ "logfile", required_argument, NULL, OPT_LOGFILE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	uint32_t v;
+	int c;
+
+	o->load.port = XTX_DEFAULT_PORT;
+	o->load.max_clients = XTX_MAX_CLIENTS_DEFAULT;
+	while ((c = getopt_long(argc, argv, "i:n:p:c:dvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i': o->iface = optarg; break;
+		case 'n': o->netns = optarg; break;
+		case 'p':
+			if (xtx_parse_u32("--port", optarg, 1, 65535, &v))
+				return -1;
+			o->load.port = v;
+			break;
+		case 'c':
+			if (xtx_parse_u32("--max-clients", optarg, 1, XTX_MAX_CLIENTS_LIMIT,
+					  &o->load.max_clients))
+				return -1;
+			break;
+		case OPT_ECHO: o->load.echo = true; break;
+		case OPT_GENERIC: o->generic_ok = true; break;
+		case OPT_REPLACE: o->replace = true; break;
+		case OPT_KEEP: o->keep_state = true; break;
+		case OPT_CPUS: o->cpus = optarg; break;
+		case 'd': o->daemon = true; break;
+		case OPT_PIDFILE: o->pidfile = optarg; break;
+		case OPT_LOGFILE: o->logfile = optarg; break;
+		case 'v': xtx_log_level++; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->iface) {
+		fprintf(stderr, "Error: --iface is required\n");
+		usage(stderr);
+		return -1;
+	}
+	o->load.mode = o->generic_ok ? XTX_MODE_GENERIC : XTX_MODE_NATIVE;
+	return 0;
+}
+
+/* "0-1,3" -> cpu set; pins this process (and so every thread it starts). */
+static int apply_cpus(const char *list)
+{
+	cpu_set_t set;
+	const char *p = list;
+
+	CPU_ZERO(&set);
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p || a < 0 || a >= CPU_SETSIZE)
+			goto bad;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || b < a || b >= CPU_SETSIZE)
+				goto bad;
+		}
+		for (; a <= b; a++)
+			CPU_SET(a, &set);
+		p = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			goto bad;
+	}
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		fprintf(stderr, "Error: --cpus %s: %s\n", list, strerror(errno));
+		return -1;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "Error: --cpus: '%s' is not a CPU list (e.g. 1 or 0-1,3)\n", list);
+	return -1;
+}
+
+/*
+ * Adopt what a crashed xtxd left (program attached, maps pinned) when it
+ * was loaded with the same settings; otherwise load, reusing any pins.
+ */
+static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool *adopted)
+{
+	struct xtx_attached a;
+	struct xtx_info info;
+	__u32 zero = 0;
+	int err, fd;
+
+	*adopted = false;
+	err = xtx_attached_query(t, &a);
+	if (err) {
+		fprintf(stderr, "Error: querying XDP programs on %s: %s\n", t->iface,
+			strerror(-err));
+		return err;
+	}
+	if (a.foreign_prog_id) {
+		fprintf(stderr, "Error: XDP program '%s' (id %u) is attached to %s on its own; "
+			"xtx cannot share the interface with it. Detach it "
+			"(ip link set dev %s xdp off) or load it with libxdp (xdp-loader)\n",
+			a.foreign_name, a.foreign_prog_id, t->iface, t->iface);
+		return -EBUSY;
+	}
+	if (a.xtx_prog_id && xtx_pins_exist(t) && !o->replace) {
+		fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+		err = fd < 0 ? fd : (bpf_map_lookup_elem(fd, &zero, &info) ? -errno : 0);
+		if (fd >= 0)
+			close(fd);
+		if (err) {
+			fprintf(stderr, "Error: reading pinned xtx_info: %s\n", strerror(-err));
+			return err;
+		}
+		if (info.port != o->load.port || info.max_clients != o->load.max_clients ||
+		    info.echo_mode != o->load.echo) {
+			fprintf(stderr, "Error: xtx already runs on %s with other settings (port %u, "
+				"max-clients %u, echo %u); use --replace or unload first\n",
+				t->iface, info.port, info.max_clients, info.echo_mode);
+			return -EEXIST;
+		}
+		pr_info("adopting xtx program id %u and pinned maps on %s\n", a.xtx_prog_id,
+			t->iface);
+		*adopted = true;
+		return 0;
+	}
+	if (a.xtx_prog_id) {
+		pr_info("replacing xtx program id %u on %s\n", a.xtx_prog_id, t->iface);
+		err = xtx_detach(t);
+		if (err)
+			return err;
+	}
+	if (o->load.mode == XTX_MODE_GENERIC)
+		pr_warn("WARNING: generic (skb) XDP on %s: every packet pays for an skb; "
+			"expect a fraction of native throughput\n", t->iface);
+	return xtx_load_attach(t, &o->load);
+}
+
+static int write_pidfile(const char *path)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) || rename(tmp, path)) {
+		fprintf(stderr, "Error: writing pidfile %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Forks; the parent waits until the child reports that the program is
+ * attached (or why not), so `make load` fails loudly instead of later.
+ */
+static int daemonize(const char *logfile, int *ready_fd)
+{
+	int pipefd[2], logfd;
+	char status = 1;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &status, 1) != 1)
+			status = 1;
+		exit(status ? 1 : 0);
+	}
+	close(pipefd[0]);
+	setsid();
+	logfd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (logfd < 0) {
+		fprintf(stderr, "Error: log file %s: %s\n", logfile, strerror(errno));
+		exit(1);
+	}
+	xtx_log_to(fdopen(logfd, "a"));
+	*ready_fd = pipefd[1];
+	return 0;
+}
+
+static void report_ready(int *ready_fd, char status)
+{
+	if (*ready_fd < 0)
+		return;
+	if (write(*ready_fd, &status, 1) != 1)
+		pr_warn("cannot report readiness to the parent\n");
+	close(*ready_fd);
+	*ready_fd = -1;
+	if (!status) {
+		int null = open("/dev/null", O_RDWR);
+
+		/* detach from the caller's terminal and pipes only once all went well */
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			close(null);
+		}
+	}
+}
+
+static int serve_until_signal(void)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigwait(&set, &sig))
+		return -1;
+	pr_info("signal %d: stopping\n", sig);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct xtxd_opts o = {};
+	struct xtx_target t;
+	char pidfile[PATH_MAX], logfile[PATH_MAX];
+	int ready_fd = -1, err, pid;
+	bool adopted;
+
+	if (parse_args(argc, argv, &o))
+		return 2;
+	if (xtx_require_root("xtxd"))
+		return 1;
+	xtx_log_level += XTX_LOG_INFO;
+	if (xtx_log_level > XTX_LOG_DEBUG)
+		xtx_log_libbpf();
+	else
+		xtx_log_libbpf();
+	xtx_log_libxdp();
+	if (o.cpus && apply_cpus(o.cpus))
+		return 2;
+	if (xtx_target_open(&t, o.netns, o.iface) || xtx_bpffs_ensure())
+		return 1;
+	snprintf(pidfile, sizeof(pidfile), "%s", o.pidfile ?: t.pidfile);
+	snprintf(logfile, sizeof(logfile), "%s", o.logfile ?: t.logfile);
+	if (xtx_mkdirs(XTX_RUN_DIR, 0755)) {
+		fprintf(stderr, "Error: creating %s: %s\n", XTX_RUN_DIR, strerror(errno));
+		return 1;
+	}
+	pid = xtx_pidfile_alive(pidfile);
+	if (pid && pid != getpid()) {
+		fprintf(stderr, "Error: xtxd already serves %s (pid %d, %s)\n", t.iface, pid,
+			pidfile);
+		return 1;
+	}
+	if (o.daemon && daemonize(logfile, &ready_fd))
+		return 1;
+	if (write_pidfile(pidfile)) {
+		report_ready(&ready_fd, 1);
+		return 1;
+	}
+
+	err = bring_up(&t, &o, &adopted);
+	if (err) {
+		unlink(pidfile);
+		report_ready(&ready_fd, 1);
+		return 1;
+	}
+	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
+		t.netns, o.load.port, adopted ? "adopted" : "loaded");
+	report_ready(&ready_fd, 0);
+
+	serve_until_signal();
+
+	if (o.keep_state) {
+		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
+	} else {
+		err = xtx_detach(&t);
+		xtx_unpin(&t);
+	}
+	unlink(pidfile);
+	return err ? 1 : 0;
+}
