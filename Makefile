@@ -29,7 +29,8 @@ endif
 
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -Iinclude -Ibpf \
 	-idirafter $(ARCH_INC)
-CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iinclude -Iuser/lib -Iclients -Wno-format-truncation \
+CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iinclude -Iuser/lib -Iclients -Itests/unit \
+	-Wno-format-truncation \
 	-I$(SKEL_OUT) -D_GNU_SOURCE $(EXTRA_CFLAGS)
 LDLIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
 
@@ -48,7 +49,9 @@ BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench
-TEST_BINS := $(OUT)/tests/test_xdp
+TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
+TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
+TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
 
 .PHONY: all help clean deps test demo bench load unload format
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
@@ -96,7 +99,7 @@ $(OUT)/xtxbench: $(patsubst %.c,$(OBJ_OUT)/%.o,$(BENCH_SRCS)) $(CLIENT_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/test_xdp: $(OBJ_OUT)/tests/unit/test_xdp.o $(OBJ_OUT)/tests/unit/pkt.o $(ULIB_OBJS)
+$(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

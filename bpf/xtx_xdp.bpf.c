@@ -38,10 +38,10 @@ static __always_inline int xtx_refuse(struct xdp_md *ctx, __u32 nops, __u8 st, _
 		return XDP_DROP;
 	hdr->status = st;
 	xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
-	xtx_count_pkt(counter);
+	xtx_count(counter);
 	if (xtx_make_reply(ctx))
 		return XDP_DROP;
-	xtx_count_pkt(XTX_PKT_TX);
+	xtx_count(XTX_CTR_TX);
 	return XDP_TX;
 }
 
@@ -50,30 +50,31 @@ static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_l
 					    __u32 *counter)
 {
 	if (hdr->version != XTX_VERSION) {
-		*counter = XTX_PKT_BAD_VERSION;
+		*counter = XTX_CTR_BAD_VERSION;
 		return XTX_ST_BAD_VERSION;
 	}
 	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
 	    payload_len < sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op)) {
-		*counter = XTX_PKT_MALFORMED;
+		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
 	}
 	if (hdr->client_id >= xtx_max_clients || hdr->req_id == 0 ||
 	    hdr->req_id >= (1ull << 62)) {
-		*counter = XTX_PKT_BAD_CLIENT;
+		*counter = XTX_CTR_BAD_CLIENT;
 		return XTX_ST_BAD_CLIENT;
 	}
 	return XTX_ST_OK;
 }
 
 /* Validates every op; on a refusal marks the culprit and returns its status. */
-static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, int *mutates)
+static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, __u32 client_id,
+					    int *mutates)
 {
 	__u32 i;
 	int v;
 
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
-		v = xtx_validate_op(ctx, i);
+		v = xtx_validate_op(ctx, i, client_id);
 		if ((v & 0xff) != XTX_ST_OK) {
 			xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
 			struct xtx_op *op = xtx_op_at(ctx, i);
@@ -90,12 +91,12 @@ static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, int 
 static __always_inline int xtx_reply(struct xdp_md *ctx)
 {
 	if (xtx_fault_drop_reply()) {
-		xtx_count_pkt(XTX_PKT_FAULT_DROP);
+		xtx_count(XTX_CTR_FAULT_DROP);
 		return XDP_DROP;
 	}
 	if (xtx_make_reply(ctx))
 		return XDP_DROP;
-	xtx_count_pkt(XTX_PKT_TX);
+	xtx_count(XTX_CTR_TX);
 	return XDP_TX;
 }
 
@@ -111,14 +112,14 @@ int xtx_xdp(struct xdp_md *ctx)
 	case XTX_PARSE_NOT_OURS:
 		return XDP_PASS;
 	case XTX_PARSE_DROP:
-		xtx_count_pkt(XTX_PKT_RX);
-		xtx_count_pkt(p.drop_counter);
-		xtx_count_pkt(XTX_PKT_DROP);
+		xtx_count(XTX_CTR_RX);
+		xtx_count(p.drop_counter);
+		xtx_count(XTX_CTR_DROP);
 		return XDP_DROP;
 	}
-	xtx_count_pkt(XTX_PKT_RX);
+	xtx_count(XTX_CTR_RX);
 	if (xtx_fault_drop_request()) {
-		xtx_count_pkt(XTX_PKT_FAULT_DROP);
+		xtx_count(XTX_CTR_FAULT_DROP);
 		return XDP_DROP;
 	}
 
@@ -138,9 +139,9 @@ int xtx_xdp(struct xdp_md *ctx)
 		return xtx_reply(ctx);
 	}
 
-	st = xtx_validate_all(ctx, nops, &mutates);
+	st = xtx_validate_all(ctx, nops, hdr->client_id, &mutates);
 	if (st != XTX_ST_OK)
-		return xtx_refuse(ctx, 0, st, XTX_PKT_BAD_OP);
+		return xtx_refuse(ctx, 0, st, XTX_CTR_BAD_OP);
 
 	/* Only packets that change state pay for the dedupe record. */
 	hdr = xtx_hdr_of(ctx);
@@ -157,12 +158,12 @@ int xtx_xdp(struct xdp_md *ctx)
 		case XTX_DEDUPE_DUPLICATE:
 			mode = XTX_EXEC_REPLAY;
 			hdr->flags |= XTX_F_REPLAYED;
-			xtx_count_pkt(XTX_PKT_REPLAYED);
+			xtx_count(XTX_CTR_REPLAYED);
 			break;
 		case XTX_DEDUPE_IN_FLIGHT:
-			return xtx_refuse(ctx, nops, XTX_ST_RETRY, XTX_PKT_BUSY);
+			return xtx_refuse(ctx, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
 		default:
-			return xtx_refuse(ctx, nops, XTX_ST_STALE, XTX_PKT_STALE);
+			return xtx_refuse(ctx, nops, XTX_ST_STALE, XTX_CTR_STALE);
 		}
 	}
 

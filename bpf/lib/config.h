@@ -14,6 +14,8 @@
 const volatile __u16 xtx_port = XTX_DEFAULT_PORT;
 const volatile __u32 xtx_max_clients = XTX_MAX_CLIENTS_DEFAULT;
 const volatile __u32 xtx_nr_cpus = 1;	/* possible CPUs, for STATS sums */
+/* Slots in xtx_locks; xtxd sizes the map to match. */
+const volatile __u32 xtx_lock_slots = XTX_LOCK_SLOTS_DEFAULT;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

@@ -11,6 +11,8 @@
 #include "stats.h"
 #include "dedupe.h"
 #include "ops_basic.h"
+#include "locks.h"
+#include "fault.h"
 
 /*
  * Global (non-static, noinline) functions are verified once, on their own,
@@ -26,7 +28,7 @@
  * bad op changes no state.  Returns XTX_ST_OK (| XTX_VALID_MUTATES) or the
  * op's refusal status.
  */
-__noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx)
+__noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
 	int mutates;
@@ -40,6 +42,11 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx)
 	case XTX_OP_PING:
 	case XTX_OP_STATS:
 	case XTX_OP_COUNTER_ADD:
+		return XTX_ST_OK | mutates;
+	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
+		/* a lock belongs to a transaction of the client that sent it */
+		if (!op->txn || xtx_txn_client(op->txn) != client_id)
+			return XTX_ST_BAD_TXN;
 		return XTX_ST_OK | mutates;
 	default:
 		return XTX_ST_UNKNOWN_OP;
@@ -76,6 +83,12 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx, __u32 rec_key, __u32 m
 	case XTX_OP_COUNTER_ADD:
 		status = xtx_op_counter_add(op);
 		break;
+	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE: {
+		struct xtx_runtime *rt = xtx_runtime_cfg();
+
+		status = xtx_op_lock(op, rt ? rt->lock_lease_ns : 0);
+		break;
+	}
 	default:
 		status = XTX_ST_UNKNOWN_OP;
 		break;
@@ -87,7 +100,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx, __u32 rec_key, __u32 m
 	s = xtx_stats_cpu();
 	if (s) {
 		xtx_count_op(s, op->opcode, status);
-		s->pkt[XTX_PKT_OPS]++;
+		s->ctr[XTX_CTR_OPS]++;
 	}
 	return status;
 }

@@ -50,4 +50,12 @@ struct {
 	__type(value, __u64);
 } xtx_counters SEC(".maps");
 
+/* The lock table (struct xtx_lock_slot); xtxd sizes it from --lock-slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_LOCK_SLOTS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct xtx_lock_slot);
+} xtx_locks SEC(".maps");
+
 #endif /* XTX_BPF_MAPS_H */

@@ -50,12 +50,12 @@ static __always_inline __u8 xtx_op_stats(struct xtx_op *op)
 	struct xtx_stats_sum acc = {};
 	__u64 key = op->key;
 
-	if (key < XTX_STATS_KEY_OP && key * XTX_STATS_PER_OP < XTX_PKT__COUNT) {
+	if (key < XTX_STATS_KEY_OP && key * XTX_STATS_PER_OP < XTX_CTR__COUNT) {
 		acc.first = key * XTX_STATS_PER_OP;
 		acc.stride = 1;
 	} else if (key >= XTX_STATS_KEY_OP && key < XTX_STATS_KEY_OP + XTX_OP__COUNT) {
 		/* op[opcode][status 1..5], laid out after the packet counters */
-		acc.first = XTX_PKT__COUNT + (key - XTX_STATS_KEY_OP) * XTX_ST__COUNT + 1;
+		acc.first = XTX_CTR__COUNT + (key - XTX_STATS_KEY_OP) * XTX_ST__COUNT + 1;
 		acc.stride = 1;
 	} else {
 		return XTX_ST_BAD_ARG;

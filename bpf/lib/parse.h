@@ -31,7 +31,7 @@ enum xtx_parse_verdict {
 
 struct xtx_parsed {
 	__u32 payload_len;	/* UDP payload bytes, from a checked length */
-	__u32 drop_counter;	/* XTX_PKT_* reason when XTX_PARSE_DROP */
+	__u32 drop_counter;	/* XTX_CTR_* reason when XTX_PARSE_DROP */
 };
 
 #define IP_MF		0x2000
@@ -61,25 +61,25 @@ static __always_inline int xtx_parse(struct xdp_md *ctx, struct xtx_parsed *p)
 
 		if ((void *)(ou + 1) > data_end || ou->dest != bpf_htons(xtx_port))
 			return XTX_PARSE_NOT_OURS;
-		p->drop_counter = XTX_PKT_IP_OPTIONS;
+		p->drop_counter = XTX_CTR_IP_OPTIONS;
 		return XTX_PARSE_DROP;
 	}
 	if (udp->dest != bpf_htons(xtx_port))
 		return XTX_PARSE_NOT_OURS;
 	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET)) {
-		p->drop_counter = XTX_PKT_IP_OPTIONS;
+		p->drop_counter = XTX_CTR_IP_OPTIONS;
 		return XTX_PARSE_DROP;
 	}
 
 	ulen = bpf_ntohs(udp->len);
 	if (ulen < sizeof(*udp) + sizeof(*hdr) ||
 	    (void *)udp + ulen > data_end || (void *)(hdr + 1) > data_end) {
-		p->drop_counter = XTX_PKT_TRUNCATED;
+		p->drop_counter = XTX_CTR_TRUNCATED;
 		return XTX_PARSE_DROP;
 	}
 	/* A reply arriving at the server port is never answered: no loops. */
 	if (hdr->magic != XTX_MAGIC || (hdr->flags & XTX_F_REPLY)) {
-		p->drop_counter = XTX_PKT_BAD_MAGIC;
+		p->drop_counter = XTX_CTR_BAD_MAGIC;
 		return XTX_PARSE_DROP;
 	}
 	p->payload_len = ulen - sizeof(*udp);

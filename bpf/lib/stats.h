@@ -12,12 +12,12 @@ static __always_inline struct xtx_stats *xtx_stats_cpu(void)
 	return bpf_map_lookup_elem(&xtx_stats, &zero);
 }
 
-static __always_inline void xtx_count_pkt(__u32 counter)
+static __always_inline void xtx_count(__u32 counter)
 {
 	struct xtx_stats *s = xtx_stats_cpu();
 
-	if (s && counter < XTX_PKT__COUNT)
-		s->pkt[counter]++;
+	if (s && counter < XTX_CTR__COUNT)
+		s->ctr[counter]++;
 }
 
 static __always_inline void xtx_count_op(struct xtx_stats *s, __u8 opcode, __u8 status)

@@ -13,31 +13,37 @@
 #define XTX_MAP_DEDUPE		"xtx_dedupe"
 #define XTX_MAP_COUNTERS	"xtx_counters"
 #define XTX_MAP_INFO		"xtx_info"
+#define XTX_MAP_LOCKS		"xtx_locks"
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 
-enum xtx_pkt_counter {
-	XTX_PKT_RX = 0,		/* xtx packets seen (well-formed or not) */
-	XTX_PKT_TX,		/* replies sent with XDP_TX */
-	XTX_PKT_PASS,		/* handed to the kernel stack */
-	XTX_PKT_DROP,		/* dropped, any reason */
-	XTX_PKT_REPLAYED,	/* duplicates answered from the dedupe record */
-	XTX_PKT_TRUNCATED,	/* too short for an xtx header: dropped */
-	XTX_PKT_BAD_MAGIC,	/* not xtx: dropped */
-	XTX_PKT_IP_OPTIONS,	/* IPv4 options or fragments: dropped */
-	XTX_PKT_BAD_VERSION,	/* error reply */
-	XTX_PKT_MALFORMED,	/* error reply */
-	XTX_PKT_BAD_OP,		/* error reply: an op failed validation */
-	XTX_PKT_BAD_CLIENT,	/* error reply */
-	XTX_PKT_STALE,		/* error reply */
-	XTX_PKT_BUSY,		/* duplicate of a request still executing: RETRY */
-	XTX_PKT_FAULT_DROP,	/* dropped by the fault-injection knobs */
-	XTX_PKT_OPS,		/* ops executed (not replayed) */
-	XTX_PKT__COUNT,
+enum xtx_counter {
+	XTX_CTR_RX = 0,		/* xtx packets seen (well-formed or not) */
+	XTX_CTR_TX,		/* replies sent with XDP_TX */
+	XTX_CTR_PASS,		/* handed to the kernel stack */
+	XTX_CTR_DROP,		/* dropped, any reason */
+	XTX_CTR_REPLAYED,	/* duplicates answered from the dedupe record */
+	XTX_CTR_TRUNCATED,	/* too short for an xtx header: dropped */
+	XTX_CTR_BAD_MAGIC,	/* not xtx: dropped */
+	XTX_CTR_IP_OPTIONS,	/* IPv4 options or fragments: dropped */
+	XTX_CTR_BAD_VERSION,	/* error reply */
+	XTX_CTR_MALFORMED,	/* error reply */
+	XTX_CTR_BAD_OP,		/* error reply: an op failed validation */
+	XTX_CTR_BAD_CLIENT,	/* error reply */
+	XTX_CTR_STALE,		/* error reply */
+	XTX_CTR_BUSY,		/* duplicate of a request still executing: RETRY */
+	XTX_CTR_FAULT_DROP,	/* dropped by the fault-injection knobs */
+	XTX_CTR_OPS,		/* ops executed (not replayed) */
+	XTX_CTR_LOCK_CONFLICT,	/* lock requests rejected */
+	XTX_CTR_LOCK_SHARING,	/* ... of which against another key sharing the slot */
+	XTX_CTR_LOCK_RECLAIM,	/* grants that reclaimed an expired lease */
+	XTX_CTR_LOCK_STALE,	/* releases that found nothing of the caller's */
+	XTX_CTR_LOCK_BUSY,	/* slot spin bit busy: answered RETRY */
+	XTX_CTR__COUNT,
 };
 
 struct xtx_stats {
-	__u64 pkt[XTX_PKT__COUNT];
+	__u64 ctr[XTX_CTR__COUNT];
 	__u64 op[XTX_OP__COUNT][XTX_ST__COUNT];	/* [opcode][status] */
 };
 
@@ -47,8 +53,12 @@ struct xtx_runtime {
 	/* Fault injection, parts per million: lose requests / replies. */
 	__u32 drop_request_ppm;
 	__u32 drop_reply_ppm;
-	__u64 reserved[3];
+	/* A lock not re-granted for this long is reclaimable (0: never). */
+	__u64 lock_lease_ns;
+	__u64 reserved[2];
 };
+
+#define XTX_LOCK_LEASE_DEFAULT_NS	(500ull * 1000 * 1000)
 
 /* ---- what a loaded server was built and configured with ---- */
 
@@ -58,8 +68,45 @@ struct xtx_info {
 	__u32 max_clients;
 	__u32 echo_mode;
 	__u64 loaded_ns;	/* CLOCK_MONOTONIC at load */
-	__u64 reserved[4];
+	__u32 lock_slots;
+	__u32 reserved32;
+	__u64 reserved[3];
 };
+
+/* ---- lock table (DINT §3.1): an ARRAY indexed by xtx_lock_slot_of() ----
+ *
+ * Ids that hash together share a slot ("lock sharing": no collision
+ * chains in BPF).  A slot changes only under its spin bit, taken with one
+ * CAS and never waited for: a busy slot answers RETRY (fail-and-retry).
+ *
+ * owner is the exclusive holder, or the only transaction holding shared
+ * locks, so a transaction never conflicts with itself through sharing:
+ * it may re-take its exclusive slot, take shared under its own exclusive,
+ * and upgrade when it is the sole sharer.  Several different sharers make
+ * owner XTX_LOCK_OWNER_MIXED until the last one leaves.
+ *
+ * gen counts how often the slot went from free to held (and reclaims);
+ * a grant's token is gen, and a release whose token is not the current
+ * gen is a late release by an old holder: it changes nothing.
+ */
+#define XTX_LOCK_OWNER_MIXED	(~0ull)
+#define XTX_LOCK_SLOTS_DEFAULT	(1u << 20)
+#define XTX_LOCK_SLOTS_MAX	(1u << 26)
+
+struct xtx_lock_slot {
+	__u64 spin;		/* 0 free, 1 held by a CPU mid-update */
+	__u64 owner;		/* txn id, 0, or XTX_LOCK_OWNER_MIXED */
+	__u64 gen;		/* epoch; grant token */
+	__u64 granted_ns;	/* last grant: the lease runs from here */
+	__u64 key_hash;		/* xtx_hash of the first held key, to tell sharing conflicts */
+	__u16 shared;		/* shared holds */
+	__u16 excl;		/* exclusive holds (re-entrant, one owner) */
+	__u32 flags;		/* XTX_LOCKF_LOGGED; XTX_LOCK_KEYS_MIXED */
+};
+
+#define XTX_LOCK_KEYS_MIXED	0x80000000u	/* holders hold different keys of the slot */
+
+_Static_assert(sizeof(struct xtx_lock_slot) == 48, "lock slot layout");
 
 /* ---- retransmission safety ----
  *

@@ -106,6 +106,27 @@ enum xtx_opcode {
 	 * retransmission safety is observed; also usable as a sequencer.
 	 */
 	XTX_OP_COUNTER_ADD = 3,
+	/*
+	 * 2PL, no-wait (lock table, see struct xtx_lock_slot): GRANTED is
+	 * XTX_ST_OK with the grant token in token; a conflict answers
+	 * XTX_ST_REJECTED at once and the client aborts or retries.  Releases
+	 * echo the token and always answer OK; XTX_LOCKF_STALE in flags says
+	 * the release found nothing of the caller's to free.
+	 */
+	XTX_OP_LOCK_SHARED = 4,
+	XTX_OP_LOCK_EXCL = 5,
+	XTX_OP_UNLOCK_SHARED = 6,
+	XTX_OP_UNLOCK_EXCL = 7,
+	/*
+	 * OCC version locking: OCC_LOCK try-locks a write key, OCC_UNLOCK
+	 * releases it (abort), OCC_VALIDATE reports the lock state of a read
+	 * key in flags (XTX_LOCKF_EXCL set and XTX_LOCKF_MINE clear: locked by
+	 * another transaction).  With the KV store they also carry value and
+	 * version, so validation reads lock word first, then version.
+	 */
+	XTX_OP_OCC_LOCK = 8,
+	XTX_OP_OCC_UNLOCK = 9,
+	XTX_OP_OCC_VALIDATE = 10,
 	XTX_OP__COUNT = 64,
 };
 
@@ -121,19 +142,42 @@ enum xtx_status {
 	XTX_ST_BAD_CLIENT = 7,	/* packet: client id over the limit, or txn not its own */
 	XTX_ST_STALE = 8,	/* packet: req_id older than the dedupe window */
 	XTX_ST_NOT_EXECUTED = 9, /* op: packet refused before any op ran */
+	XTX_ST_REJECTED = 10,	/* op: lock conflict (no-wait) */
+	XTX_ST_BAD_TXN = 11,	/* op: txn missing or not the header client's */
 	XTX_ST__COUNT = 16,
 };
 
 /*
  * A STATS op returns XTX_STATS_PER_OP little-endian u64 counters in value:
- * key = n < XTX_STATS_KEY_OP: packet counters 5n..5n+4 (enum xtx_pkt_counter);
+ * key = n < XTX_STATS_KEY_OP: packet counters 5n..5n+4 (enum xtx_counter);
  * key = XTX_STATS_KEY_OP + opcode: that op's count per status 1..5.
  */
 #define XTX_STATS_PER_OP	5
 #define XTX_STATS_KEY_OP	0x100
 
+/* Lock-state bits in a lock op's reply flags. */
+#define XTX_LOCKF_EXCL		0x01	/* held exclusively */
+#define XTX_LOCKF_SHARED	0x02	/* held shared */
+#define XTX_LOCKF_MINE		0x04	/* the exclusive holder (or sole sharer) is this txn */
+#define XTX_LOCKF_STALE		0x08	/* release: nothing of the caller's was held */
+#define XTX_LOCKF_RECLAIMED	0x10	/* grant: took over a lock whose lease expired */
+#define XTX_LOCKF_SHARING	0x20	/* reject: the holder holds another key of the slot */
+#define XTX_LOCKF_LOGGED	0x40	/* holder has logged: never reclaimed by lease */
+
+/*
+ * Lease discipline (client side): a lock is reclaimable once its lease
+ * (xtxd --lock-lease) has passed since its last grant, unless its holder
+ * has logged.  A coordinator that has not logged within the lease minus
+ * its own clock margin since its first grant must abort, never log: its
+ * locks may already belong to someone else.
+ */
+
 /* Ops whose retransmission must be answered from the dedupe record. */
-#define XTX_OPS_MUTATING	(1ull << XTX_OP_COUNTER_ADD)
+#define XTX_OPS_MUTATING                                                      \
+	((1ull << XTX_OP_COUNTER_ADD) | (1ull << XTX_OP_LOCK_SHARED) |         \
+	 (1ull << XTX_OP_LOCK_EXCL) | (1ull << XTX_OP_UNLOCK_SHARED) |         \
+	 (1ull << XTX_OP_UNLOCK_EXCL) | (1ull << XTX_OP_OCC_LOCK) |            \
+	 (1ull << XTX_OP_OCC_UNLOCK))
 
 static inline int xtx_op_mutates(__u8 opcode)
 {

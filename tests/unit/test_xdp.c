@@ -17,132 +17,8 @@
 #include "check.h"
 #include "log.h"
 #include "pkt.h"
+#include "harness.h"
 #include "stats_read.h"
-
-int check_failed, cases_passed, cases_failed;
-
-#define TEST_MAX_CLIENTS 64
-
-static struct xtx_xdp *skel;
-
-struct run {
-	int retval;
-	uint8_t in[PKT_MAX], out[PKT_MAX];
-	uint32_t in_len, out_len;
-};
-
-static struct xtx_xdp *load_server(__u32 max_clients, bool echo)
-{
-	struct xtx_xdp *s = xtx_xdp__open();
-
-	if (!s)
-		return NULL;
-	s->rodata->xtx_max_clients = max_clients;
-	s->rodata->xtx_nr_cpus = libbpf_num_possible_cpus();
-	s->rodata->xtx_echo_mode = echo;
-	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
-	    xtx_xdp__load(s)) {
-		xtx_xdp__destroy(s);
-		return NULL;
-	}
-	return s;
-}
-
-/* Runs one frame through prog; the output buffer is reset before every run. */
-static int run_on(struct xtx_xdp *s, struct run *r)
-{
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r->in, .data_size_in = r->in_len,
-		    .data_out = r->out, .data_size_out = sizeof(r->out), .repeat = 1);
-	int err;
-
-	memset(r->out, 0, sizeof(r->out));
-	err = bpf_prog_test_run_opts(bpf_program__fd(s->progs.xtx_xdp), &opts);
-	r->retval = opts.retval;
-	r->out_len = opts.data_size_out;
-	return err;
-}
-
-static int run(struct run *r)
-{
-	return run_on(skel, r);
-}
-
-/* A request frame from client `client` with id `req` and `nops` ops of `opcode`. */
-static void make_req(struct run *r, __u32 client, __u64 req, int nops, __u8 opcode)
-{
-	uint8_t payload[PKT_MAX];
-	int i;
-
-	xtx_msg_init(payload, client, req);
-	for (i = 0; i < nops; i++) {
-		struct xtx_op *op = xtx_msg_add(payload, opcode, 0, i);
-
-		op->version = 0x1122334455667700ull + i;
-		op->txn = xtx_txn_make(client, 1);
-	}
-	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_len(nops));
-}
-
-static struct xtx_hdr *in_hdr(struct run *r)
-{
-	return (struct xtx_hdr *)(r->in + PKT_PAYLOAD_OFF);
-}
-
-static struct xtx_hdr *out_hdr(struct run *r)
-{
-	return (struct xtx_hdr *)(r->out + PKT_PAYLOAD_OFF);
-}
-
-static struct xtx_op *in_op(struct run *r, int i)
-{
-	return xtx_msg_ops(in_hdr(r)) + i;
-}
-
-static struct xtx_op *out_op(struct run *r, int i)
-{
-	return xtx_msg_ops(out_hdr(r)) + i;
-}
-
-static void read_stats(struct xtx_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	CHECK(!xtx_stats_sum(bpf_map__fd(skel->maps.xtx_stats), st), "stats read");
-}
-
-static __u64 counter_value(__u32 idx)
-{
-	__u64 v = 0;
-
-	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_counters), &idx, &v);
-	return v;
-}
-
-/* Checks the reply frame against its request: swapped addressing, valid checksums. */
-static void check_reply_framing(struct run *r)
-{
-	struct ethhdr *ie = (struct ethhdr *)r->in, *oe = (struct ethhdr *)r->out;
-	struct iphdr *ii = (struct iphdr *)(r->in + PKT_IP_OFF);
-	struct iphdr *oi = (struct iphdr *)(r->out + PKT_IP_OFF);
-	struct udphdr *iu = (struct udphdr *)(r->in + PKT_UDP_OFF);
-	struct udphdr *ou = (struct udphdr *)(r->out + PKT_UDP_OFF);
-
-	CHECK(r->retval == XDP_TX, "verdict %d, want XDP_TX", r->retval);
-	CHECK(r->out_len == r->in_len, "reply length %u, request %u", r->out_len, r->in_len);
-	CHECK(!memcmp(oe->h_dest, ie->h_source, 6) && !memcmp(oe->h_source, ie->h_dest, 6),
-	      "MAC addresses not swapped");
-	CHECK(oe->h_proto == ie->h_proto, "ethertype changed");
-	CHECK(oi->saddr == ii->daddr && oi->daddr == ii->saddr, "IP addresses not swapped");
-	CHECK(pkt_ip_csum((uint8_t *)oi, sizeof(*oi)) == 0, "IP checksum invalid");
-	CHECK(oi->tot_len == ii->tot_len && oi->ttl == ii->ttl && oi->id == ii->id,
-	      "IP header changed beyond addresses");
-	CHECK(ou->source == iu->dest && ou->dest == iu->source, "UDP ports not swapped");
-	CHECK(ou->check == 0, "UDP checksum %#x, want 0", ntohs(ou->check));
-	CHECK(ou->len == iu->len, "UDP length changed");
-	CHECK(out_hdr(r)->flags & XTX_F_REPLY, "reply flag not set");
-	CHECK(out_hdr(r)->req_id == in_hdr(r)->req_id &&
-	      out_hdr(r)->client_id == in_hdr(r)->client_id &&
-	      out_hdr(r)->nops == in_hdr(r)->nops, "header identity changed");
-}
 
 static void test_ping_one_op(void)
 {
@@ -188,11 +64,11 @@ static void test_stats_op_matches_map(void)
 	CHECK(out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->vlen == 40, "status/vlen");
 	memcpy(v, out_op(&r, 0)->value, sizeof(v));
 	/* its own arrival is counted before it runs, its reply after */
-	CHECK(v[0] == before.pkt[XTX_PKT_RX] + 1, "rx %llu, map %llu", (unsigned long long)v[0],
-	      (unsigned long long)before.pkt[XTX_PKT_RX]);
-	CHECK(v[1] == before.pkt[XTX_PKT_TX], "tx %llu vs %llu", (unsigned long long)v[1],
-	      (unsigned long long)before.pkt[XTX_PKT_TX]);
-	CHECK(v[3] == before.pkt[XTX_PKT_DROP], "drop");
+	CHECK(v[0] == before.ctr[XTX_CTR_RX] + 1, "rx %llu, map %llu", (unsigned long long)v[0],
+	      (unsigned long long)before.ctr[XTX_CTR_RX]);
+	CHECK(v[1] == before.ctr[XTX_CTR_TX], "tx %llu vs %llu", (unsigned long long)v[1],
+	      (unsigned long long)before.ctr[XTX_CTR_TX]);
+	CHECK(v[3] == before.ctr[XTX_CTR_DROP], "drop");
 
 	read_stats(&before);
 	make_req(&r, 1, 1, 1, XTX_OP_STATS);
@@ -232,7 +108,7 @@ static void test_pass_through(void)
 		CHECK(r.out_len == r.in_len && !memcmp(r.in, r.out, r.in_len),
 		      "%s: frame modified", cases[i].name);
 		read_stats(&after);
-		CHECK(after.pkt[XTX_PKT_RX] == before.pkt[XTX_PKT_RX], "%s: counted as xtx",
+		CHECK(after.ctr[XTX_CTR_RX] == before.ctr[XTX_CTR_RX], "%s: counted as xtx",
 		      cases[i].name);
 	}
 	/* a runt frame */
@@ -248,12 +124,12 @@ enum mangle { M_TRUNCATED, M_MAGIC, M_REPLY_FLAG, M_IP_OPTIONS, M_FRAGMENT, M_UD
 static void test_drops(void)
 {
 	static const struct { const char *name; enum mangle m; __u32 counter; } cases[] = {
-		{ "header truncated", M_TRUNCATED, XTX_PKT_TRUNCATED },
-		{ "bad magic", M_MAGIC, XTX_PKT_BAD_MAGIC },
-		{ "reply flag on a request", M_REPLY_FLAG, XTX_PKT_BAD_MAGIC },
-		{ "ip options", M_IP_OPTIONS, XTX_PKT_IP_OPTIONS },
-		{ "ip fragment", M_FRAGMENT, XTX_PKT_IP_OPTIONS },
-		{ "udp length past frame", M_UDP_LEN, XTX_PKT_TRUNCATED },
+		{ "header truncated", M_TRUNCATED, XTX_CTR_TRUNCATED },
+		{ "bad magic", M_MAGIC, XTX_CTR_BAD_MAGIC },
+		{ "reply flag on a request", M_REPLY_FLAG, XTX_CTR_BAD_MAGIC },
+		{ "ip options", M_IP_OPTIONS, XTX_CTR_IP_OPTIONS },
+		{ "ip fragment", M_FRAGMENT, XTX_CTR_IP_OPTIONS },
+		{ "udp length past frame", M_UDP_LEN, XTX_CTR_TRUNCATED },
 	};
 	struct xtx_stats before, after;
 	__u64 c0 = counter_value(0);
@@ -287,9 +163,9 @@ static void test_drops(void)
 		run(&r);
 		read_stats(&after);
 		CHECK(r.retval == XDP_DROP, "%s: verdict %d", cases[i].name, r.retval);
-		CHECK(after.pkt[cases[i].counter] == before.pkt[cases[i].counter] + 1,
+		CHECK(after.ctr[cases[i].counter] == before.ctr[cases[i].counter] + 1,
 		      "%s: counter %u not bumped", cases[i].name, cases[i].counter);
-		CHECK(after.pkt[XTX_PKT_DROP] == before.pkt[XTX_PKT_DROP] + 1, "%s: drop counter",
+		CHECK(after.ctr[XTX_CTR_DROP] == before.ctr[XTX_CTR_DROP] + 1, "%s: drop counter",
 		      cases[i].name);
 	}
 	CHECK(counter_value(0) == c0, "a dropped frame changed state");
@@ -304,18 +180,18 @@ static void test_error_replies(void)
 	static const struct {
 		const char *name; enum hmangle m; __u8 status; __u32 counter; int bad_op;
 	} cases[] = {
-		{ "bad version", H_VERSION, XTX_ST_BAD_VERSION, XTX_PKT_BAD_VERSION, -1 },
-		{ "zero ops", H_NOPS_ZERO, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
-		{ "17 ops", H_NOPS_OVER, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
-		{ "op count past packet", H_NOPS_PAST, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
-		{ "reserved bits", H_RESERVED, XTX_ST_MALFORMED, XTX_PKT_MALFORMED, -1 },
-		{ "client over limit", H_CLIENT, XTX_ST_BAD_CLIENT, XTX_PKT_BAD_CLIENT, -1 },
-		{ "request id 0", H_REQ0, XTX_ST_BAD_CLIENT, XTX_PKT_BAD_CLIENT, -1 },
-		{ "unknown opcode", H_UNKNOWN_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 2 },
-		{ "nop opcode", H_NOP_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 1 },
-		{ "opcode 200", H_HIGH_OP, XTX_ST_UNKNOWN_OP, XTX_PKT_BAD_OP, 2 },
-		{ "value too long", H_VLEN, XTX_ST_BAD_ARG, XTX_PKT_BAD_OP, 2 },
-		{ "table out of range", H_TABLE, XTX_ST_BAD_ARG, XTX_PKT_BAD_OP, 1 },
+		{ "bad version", H_VERSION, XTX_ST_BAD_VERSION, XTX_CTR_BAD_VERSION, -1 },
+		{ "zero ops", H_NOPS_ZERO, XTX_ST_MALFORMED, XTX_CTR_MALFORMED, -1 },
+		{ "17 ops", H_NOPS_OVER, XTX_ST_MALFORMED, XTX_CTR_MALFORMED, -1 },
+		{ "op count past packet", H_NOPS_PAST, XTX_ST_MALFORMED, XTX_CTR_MALFORMED, -1 },
+		{ "reserved bits", H_RESERVED, XTX_ST_MALFORMED, XTX_CTR_MALFORMED, -1 },
+		{ "client over limit", H_CLIENT, XTX_ST_BAD_CLIENT, XTX_CTR_BAD_CLIENT, -1 },
+		{ "request id 0", H_REQ0, XTX_ST_BAD_CLIENT, XTX_CTR_BAD_CLIENT, -1 },
+		{ "unknown opcode", H_UNKNOWN_OP, XTX_ST_UNKNOWN_OP, XTX_CTR_BAD_OP, 2 },
+		{ "nop opcode", H_NOP_OP, XTX_ST_UNKNOWN_OP, XTX_CTR_BAD_OP, 1 },
+		{ "opcode 200", H_HIGH_OP, XTX_ST_UNKNOWN_OP, XTX_CTR_BAD_OP, 2 },
+		{ "value too long", H_VLEN, XTX_ST_BAD_ARG, XTX_CTR_BAD_OP, 2 },
+		{ "table out of range", H_TABLE, XTX_ST_BAD_ARG, XTX_CTR_BAD_OP, 1 },
 	};
 	struct xtx_stats before, after;
 	unsigned int i;
@@ -360,9 +236,9 @@ static void test_error_replies(void)
 			CHECK(out_op(&r, j)->status == want, "%s: op %d status %u, want %u",
 			      cases[i].name, j, out_op(&r, j)->status, want);
 		}
-		CHECK(after.pkt[cases[i].counter] == before.pkt[cases[i].counter] + 1,
+		CHECK(after.ctr[cases[i].counter] == before.ctr[cases[i].counter] + 1,
 		      "%s: counter", cases[i].name);
-		CHECK(after.pkt[XTX_PKT_OPS] == before.pkt[XTX_PKT_OPS], "%s: ops ran",
+		CHECK(after.ctr[XTX_CTR_OPS] == before.ctr[XTX_CTR_OPS], "%s: ops ran",
 		      cases[i].name);
 		CHECK(counter_value(0) == c0, "%s: state changed", cases[i].name);
 	}
@@ -489,7 +365,7 @@ static void test_mixed_packet_duplicate(void)
 
 static void test_echo_mode(void)
 {
-	struct xtx_xdp *echo = load_server(TEST_MAX_CLIENTS, true);
+	struct xtx_xdp *echo = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, true);
 	__u32 idx = 0;
 	__u64 v = 1;
 	struct run r;
@@ -510,7 +386,7 @@ static void test_echo_mode(void)
 /* Complexity: every size at its maximum must still pass the verifier. */
 static void test_verifier_at_limits(void)
 {
-	struct xtx_xdp *big = load_server(XTX_MAX_CLIENTS_LIMIT, false);
+	struct xtx_xdp *big = load_server(XTX_MAX_CLIENTS_LIMIT, XTX_LOCK_SLOTS_MAX, false);
 
 	CHECK(big, "program with max_clients=%u does not load", XTX_MAX_CLIENTS_LIMIT);
 	xtx_xdp__destroy(big);
@@ -590,7 +466,7 @@ static void test_fuzz(void)
 int main(void)
 {
 	xtx_log_libbpf();
-	skel = load_server(TEST_MAX_CLIENTS, false);
+	skel = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
 	if (!skel) {
 		printf("FAIL: load_server (%s)\n", strerror(errno));
 		return 1;

@@ -109,13 +109,22 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.port = o->port,
 		.max_clients = o->max_clients,
 		.echo_mode = o->echo,
+		.lock_slots = o->lock_slots,
 	};
+	struct xtx_runtime rt;
 	struct timespec ts;
 	__u32 zero = 0;
+	int rt_fd = bpf_map__fd(skel->maps.xtx_runtime);
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	info.loaded_ns = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_info), &zero, &info, 0))
+		return -errno;
+	/* the lease is a runtime knob: keep the other knobs of a reused map */
+	if (bpf_map_lookup_elem(rt_fd, &zero, &rt))
+		return -errno;
+	rt.lock_lease_ns = o->lock_lease_ns;
+	if (bpf_map_update_elem(rt_fd, &zero, &rt, 0))
 		return -errno;
 	return 0;
 }
@@ -138,32 +147,99 @@ static int attach_plain(struct xtx_xdp *skel, const struct xtx_target *t,
 	return err;
 }
 
+/*
+ * libxdp quietly falls back to attaching a program alone when the kernel
+ * refuses its dispatcher (freplace); say so, since it means no other XDP
+ * program can share the interface.
+ */
+static void report_attachment(const struct xtx_target *t)
+{
+	struct xtx_attached a;
+
+	if (xtx_attached_query(t, &a) || !a.xtx_prog_id)
+		return;
+	if (a.xtx_via_libxdp)
+		pr_info("attached to %s through the libxdp dispatcher (program id %u, %d "
+			"program(s) on the interface)\n", t->iface, a.xtx_prog_id, a.nprogs);
+	else
+		pr_info("attached to %s alone (program id %u): libxdp could not load its "
+			"dispatcher on this kernel (run with -vv for its reason), so other XDP "
+			"programs cannot share this interface\n", t->iface, a.xtx_prog_id);
+}
+
+/* Opens the skeleton with o applied and pin paths set; NULL after printing why. */
+static struct xtx_xdp *open_configured(const struct xtx_target *t, const struct xtx_load_opts *o)
+{
+	struct xtx_xdp *skel = xtx_xdp__open();
+	int ncpu = libbpf_num_possible_cpus(), err;
+
+	if (!skel) {
+		fprintf(stderr, "Error: opening the BPF object: %s\n", strerror(errno));
+		return NULL;
+	}
+	skel->rodata->xtx_port = o->port;
+	skel->rodata->xtx_max_clients = o->max_clients;
+	skel->rodata->xtx_nr_cpus = ncpu > 0 ? ncpu : 1;
+	skel->rodata->xtx_echo_mode = o->echo;
+	skel->rodata->xtx_lock_slots = o->lock_slots;
+	err = bpf_map__set_max_entries(skel->maps.xtx_dedupe, o->max_clients * XTX_DEDUPE_WINDOW);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.xtx_locks, o->lock_slots);
+	if (!err)
+		err = pin_maps(skel, t);
+	if (err) {
+		fprintf(stderr, "Error: configuring the BPF object: %s\n", strerror(-err));
+		xtx_xdp__destroy(skel);
+		return NULL;
+	}
+	return skel;
+}
+
+int xtx_pins_compatible(const struct xtx_target *t, const struct xtx_load_opts *o)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	struct xtx_xdp *skel = open_configured(t, o);
+	struct bpf_map *map;
+	int fd, err = 0;
+
+	if (!skel)
+		return -EINVAL;
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		fd = bpf_obj_get(bpf_map__pin_path(map));
+		if (fd < 0)
+			continue;	/* missing: it will be created */
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+		    info.value_size != bpf_map__value_size(map) ||
+		    info.max_entries != bpf_map__max_entries(map)) {
+			fprintf(stderr, "Error: pinned map %s (%u entries of %u B) does not fit this "
+				"load (%u entries of %u B); unload first, which drops the server's "
+				"state\n", bpf_map__pin_path(map), info.max_entries,
+				info.value_size, bpf_map__max_entries(map), bpf_map__value_size(map));
+			err = -EEXIST;
+		}
+		close(fd);
+	}
+	xtx_xdp__destroy(skel);
+	return err;
+}
+
 int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
 {
 	enum xdp_attach_mode mode = o->mode == XTX_MODE_GENERIC ? XDP_MODE_SKB : XDP_MODE_NATIVE;
 	struct xdp_program *prog = NULL;
 	struct xtx_xdp *skel;
 	char errbuf[128];
-	int err, ncpu;
+	int err;
 
-	skel = xtx_xdp__open();
-	if (!skel) {
-		err = -errno;
-		fprintf(stderr, "Error: opening the BPF object: %s\n", strerror(errno));
-		return err;
-	}
-	ncpu = libbpf_num_possible_cpus();
-	skel->rodata->xtx_port = o->port;
-	skel->rodata->xtx_max_clients = o->max_clients;
-	skel->rodata->xtx_nr_cpus = ncpu > 0 ? ncpu : 1;
-	skel->rodata->xtx_echo_mode = o->echo;
-	err = bpf_map__set_max_entries(skel->maps.xtx_dedupe,
-				       o->max_clients * XTX_DEDUPE_WINDOW);
-	if (!err)
-		err = pin_maps(skel, t);
-	if (err)
-		goto out;
-
+	skel = open_configured(t, o);
+	if (!skel)
+		return -EINVAL;
 	prog = xdp_program__from_bpf_obj(skel->obj, "xdp");
 	err = (int)libxdp_get_error(prog);
 	if (err) {
@@ -171,33 +247,43 @@ int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
 		goto out;
 	}
 	err = xdp_program__attach(prog, t->ifindex, mode, 0);
-	if (err) {
+	if (err == -EEXIST || err == -EBUSY) {
 		libxdp_strerror(err, errbuf, sizeof(errbuf));
-		if (err == -EEXIST || err == -EBUSY) {
-			fprintf(stderr, "Error: another XDP program is attached to %s and cannot "
-				"share it (%s); detach it first\n", t->iface, errbuf);
-			goto out;
-		}
+		fprintf(stderr, "Error: another XDP program is attached to %s and cannot share it "
+			"(%s); detach it first\n", t->iface, errbuf);
+		goto out;
+	}
+	if (err) {
 		/*
-		 * libxdp needs freplace support and a usable dispatcher; when
-		 * it cannot serve, xtx runs alone on the interface.
+		 * libxdp refused outright (it already falls back to a single
+		 * program by itself when only its dispatcher fails): try once
+		 * more without it, from a fresh object since a failed load
+		 * cannot be retried.
 		 */
-		pr_warn("libxdp cannot attach to %s (%s); attaching alone with libbpf, "
-			"so no other XDP program can share this interface\n", t->iface, errbuf);
+		libxdp_strerror(err, errbuf, sizeof(errbuf));
+		pr_warn("libxdp cannot attach to %s (%s); attaching with libbpf alone\n",
+			t->iface, errbuf);
 		xdp_program__close(prog);
 		prog = NULL;
+		xtx_xdp__destroy(skel);
+		skel = open_configured(t, o);
+		if (!skel)
+			return -EINVAL;
 		err = attach_plain(skel, t, o);
 		if (err)
 			goto out;
 	}
 	err = write_info(skel, o);
-	if (err)
+	if (err) {
 		fprintf(stderr, "Error: writing xtx_info: %s\n", strerror(-err));
+		goto out;
+	}
+	report_attachment(t);
 out:
 	if (err == -EPERM)
 		fprintf(stderr, "Error: permission denied loading BPF (root and CAP_BPF needed)\n");
-	else if (err && err != -EEXIST && err != -EBUSY)
-		pr_warn("Error: loading xtx on %s failed: %s\n", t->iface, strerror(-err));
+	else if (err)
+		fprintf(stderr, "Error: loading xtx on %s failed: %s\n", t->iface, strerror(-err));
 	/*
 	 * The attachment and the pins keep program and maps alive; this
 	 * process needs neither handle once they exist.

@@ -14,6 +14,8 @@ enum xtx_xdp_mode { XTX_MODE_NATIVE, XTX_MODE_GENERIC };
 struct xtx_load_opts {
 	__u16 port;
 	__u32 max_clients;
+	__u32 lock_slots;
+	__u64 lock_lease_ns;
 	bool echo;
 	enum xtx_xdp_mode mode;
 };
@@ -36,6 +38,11 @@ int xtx_attached_query(const struct xtx_target *t, struct xtx_attached *a);
  * Returns 0 or a negative errno, after printing what went wrong.
  */
 int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o);
+/*
+ * Checks that maps pinned for t (if any) can be reused by a load with o;
+ * prints every mismatch.  Returns 0 or -EEXIST.
+ */
+int xtx_pins_compatible(const struct xtx_target *t, const struct xtx_load_opts *o);
 /* Detaches our program from t's interface, however it was attached. */
 int xtx_detach(const struct xtx_target *t);
 /* Removes t's pinned maps and their directory. */

@@ -9,6 +9,13 @@ static const char *const op_names[XTX_OP__COUNT] = {
 	[XTX_OP_PING] = "ping",
 	[XTX_OP_STATS] = "stats",
 	[XTX_OP_COUNTER_ADD] = "counter_add",
+	[XTX_OP_LOCK_SHARED] = "lock_shared",
+	[XTX_OP_LOCK_EXCL] = "lock_excl",
+	[XTX_OP_UNLOCK_SHARED] = "unlock_shared",
+	[XTX_OP_UNLOCK_EXCL] = "unlock_excl",
+	[XTX_OP_OCC_LOCK] = "occ_lock",
+	[XTX_OP_OCC_UNLOCK] = "occ_unlock",
+	[XTX_OP_OCC_VALIDATE] = "occ_validate",
 };
 
 static const char *const status_names[XTX_ST__COUNT] = {
@@ -22,25 +29,32 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_BAD_CLIENT] = "bad_client",
 	[XTX_ST_STALE] = "stale",
 	[XTX_ST_NOT_EXECUTED] = "not_executed",
+	[XTX_ST_REJECTED] = "rejected",
+	[XTX_ST_BAD_TXN] = "bad_txn",
 };
 
-static const char *const pkt_names[XTX_PKT__COUNT] = {
-	[XTX_PKT_RX] = "rx",
-	[XTX_PKT_TX] = "tx",
-	[XTX_PKT_PASS] = "pass",
-	[XTX_PKT_DROP] = "drop",
-	[XTX_PKT_REPLAYED] = "replayed",
-	[XTX_PKT_TRUNCATED] = "truncated",
-	[XTX_PKT_BAD_MAGIC] = "bad_magic",
-	[XTX_PKT_IP_OPTIONS] = "ip_options",
-	[XTX_PKT_BAD_VERSION] = "bad_version",
-	[XTX_PKT_MALFORMED] = "malformed",
-	[XTX_PKT_BAD_OP] = "bad_op",
-	[XTX_PKT_BAD_CLIENT] = "bad_client",
-	[XTX_PKT_STALE] = "stale",
-	[XTX_PKT_BUSY] = "busy",
-	[XTX_PKT_FAULT_DROP] = "fault_drop",
-	[XTX_PKT_OPS] = "ops",
+static const char *const counter_names[XTX_CTR__COUNT] = {
+	[XTX_CTR_RX] = "rx",
+	[XTX_CTR_TX] = "tx",
+	[XTX_CTR_PASS] = "pass",
+	[XTX_CTR_DROP] = "drop",
+	[XTX_CTR_REPLAYED] = "replayed",
+	[XTX_CTR_TRUNCATED] = "truncated",
+	[XTX_CTR_BAD_MAGIC] = "bad_magic",
+	[XTX_CTR_IP_OPTIONS] = "ip_options",
+	[XTX_CTR_BAD_VERSION] = "bad_version",
+	[XTX_CTR_MALFORMED] = "malformed",
+	[XTX_CTR_BAD_OP] = "bad_op",
+	[XTX_CTR_BAD_CLIENT] = "bad_client",
+	[XTX_CTR_STALE] = "stale",
+	[XTX_CTR_BUSY] = "busy",
+	[XTX_CTR_FAULT_DROP] = "fault_drop",
+	[XTX_CTR_OPS] = "ops",
+	[XTX_CTR_LOCK_CONFLICT] = "lock_conflict",
+	[XTX_CTR_LOCK_SHARING] = "lock_sharing_conflict",
+	[XTX_CTR_LOCK_RECLAIM] = "lock_lease_reclaim",
+	[XTX_CTR_LOCK_STALE] = "lock_stale_release",
+	[XTX_CTR_LOCK_BUSY] = "lock_busy",
 };
 
 const char *xtx_op_name(unsigned int opcode)
@@ -58,7 +72,7 @@ const char *xtx_status_name(unsigned int status)
 	return buf;
 }
 
-const char *xtx_pkt_counter_name(unsigned int counter)
+const char *xtx_counter_name(unsigned int counter)
 {
-	return counter < XTX_PKT__COUNT && pkt_names[counter] ? pkt_names[counter] : "?";
+	return counter < XTX_CTR__COUNT && counter_names[counter] ? counter_names[counter] : "?";
 }

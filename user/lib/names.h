@@ -5,6 +5,6 @@
 
 const char *xtx_op_name(unsigned int opcode);		/* NULL if not an op */
 const char *xtx_status_name(unsigned int status);	/* "st<N>" if unknown */
-const char *xtx_pkt_counter_name(unsigned int counter);
+const char *xtx_counter_name(unsigned int counter);
 
 #endif /* XTX_NAMES_H */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,29 @@ int xtx_target_map_fd(const struct xtx_target *t, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * True when pid runs xtxd and has not exited: a killed daemon stays a
+ * zombie until reaped, and a stale pidfile may name a recycled pid.
+ */
+static bool process_is_xtxd(int pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* "pid (comm) state ..." */
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return false;
+	return strstr(buf, "(xtxd)") != NULL;
+}
+
 int xtx_pidfile_alive(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -158,7 +182,5 @@ int xtx_pidfile_alive(const char *path)
 	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
 		pid = 0;
 	fclose(f);
-	if (pid && kill(pid, 0) && errno == ESRCH)
-		pid = 0;
-	return pid;
+	return pid && process_is_xtxd(pid) ? pid : 0;
 }

@@ -66,8 +66,8 @@ static void print_stats_text(const struct xtx_stats *s)
 	unsigned int i, op, st;
 
 	printf("%-14s %16s\n", "packets", "count");
-	for (i = 0; i < XTX_PKT__COUNT; i++)
-		printf("%-14s %16llu\n", xtx_pkt_counter_name(i), (unsigned long long)s->pkt[i]);
+	for (i = 0; i < XTX_CTR__COUNT; i++)
+		printf("%-14s %16llu\n", xtx_counter_name(i), (unsigned long long)s->ctr[i]);
 	printf("\n%-14s %-14s %16s\n", "op", "status", "count");
 	for (op = 0; op < XTX_OP__COUNT; op++)
 		for (st = 0; st < XTX_ST__COUNT; st++)
@@ -82,9 +82,9 @@ static void print_stats_json(const struct xtx_stats *s)
 	const char *sep = "";
 
 	printf("{\"packets\":{");
-	for (i = 0; i < XTX_PKT__COUNT; i++)
-		printf("%s\"%s\":%llu", i ? "," : "", xtx_pkt_counter_name(i),
-		       (unsigned long long)s->pkt[i]);
+	for (i = 0; i < XTX_CTR__COUNT; i++)
+		printf("%s\"%s\":%llu", i ? "," : "", xtx_counter_name(i),
+		       (unsigned long long)s->ctr[i]);
 	printf("},\"ops\":{");
 	for (op = 0; op < XTX_OP__COUNT; op++) {
 		const char *inner = "";

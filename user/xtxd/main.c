@@ -43,6 +43,10 @@ static void usage(FILE *out)
 		"  -n, --netns NAME         enter network namespace NAME first (bpffs stays the host's)\n"
 		"  -p, --port N             UDP port of the protocol (default %d)\n"
 		"  -c, --max-clients N      client ids served, 1..%u (default %u)\n"
+		"  -l, --lock-slots N       lock table slots, 1..%u (default %u); DINT provisions\n"
+		"                           1.5x the keys locked\n"
+		"      --lock-lease DUR     reclaim a lock not re-granted for DUR, unless its holder\n"
+		"                           logged (default 500ms; 0 disables)\n"
 		"      --echo               answer every op OK without touching state (ceiling)\n"
 		"      --generic            use generic (skb) XDP: slow, for NICs without native XDP\n"
 		"      --replace            replace a running xtx program instead of adopting it\n"
@@ -56,11 +60,13 @@ static void usage(FILE *out)
 		"  -h, --help               this text\n"
 		"\n"
 		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon\n",
-		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT, XTX_RUN_DIR,
+		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
+		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_RUN_DIR,
 		XTX_RUN_DIR);
 }
 
-enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE };
+enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
+       OPT_LEASE };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -69,6 +75,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "netns", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "max-clients", required_argument, NULL, 'c' },
+		{ "lock-slots", required_argument, NULL, 'l' },
+		{ "lock-lease", required_argument, NULL, OPT_LEASE },
 		{ "echo", no_argument, NULL, OPT_ECHO },
 		{ "generic", no_argument, NULL, OPT_GENERIC },
 		{ "replace", no_argument, NULL, OPT_REPLACE },
@@ -81,12 +89,15 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
+	uint64_t ns;
 	uint32_t v;
 	int c;
 
 	o->load.port = XTX_DEFAULT_PORT;
 	o->load.max_clients = XTX_MAX_CLIENTS_DEFAULT;
-	while ((c = getopt_long(argc, argv, "i:n:p:c:dvh", longopts, NULL)) != -1) {
+	o->load.lock_slots = XTX_LOCK_SLOTS_DEFAULT;
+	o->load.lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
+	while ((c = getopt_long(argc, argv, "i:n:p:c:l:dvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
 		case 'n': o->netns = optarg; break;
@@ -99,6 +110,16 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_u32("--max-clients", optarg, 1, XTX_MAX_CLIENTS_LIMIT,
 					  &o->load.max_clients))
 				return -1;
+			break;
+		case 'l':
+			if (xtx_parse_u32("--lock-slots", optarg, 1, XTX_LOCK_SLOTS_MAX,
+					  &o->load.lock_slots))
+				return -1;
+			break;
+		case OPT_LEASE:
+			if (xtx_parse_duration("--lock-lease", optarg, &ns))
+				return -1;
+			o->load.lock_lease_ns = ns;
 			break;
 		case OPT_ECHO: o->load.echo = true; break;
 		case OPT_GENERIC: o->generic_ok = true; break;
@@ -196,10 +217,11 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 			return err;
 		}
 		if (info.port != o->load.port || info.max_clients != o->load.max_clients ||
-		    info.echo_mode != o->load.echo) {
+		    info.echo_mode != o->load.echo || info.lock_slots != o->load.lock_slots) {
 			fprintf(stderr, "Error: xtx already runs on %s with other settings (port %u, "
-				"max-clients %u, echo %u); use --replace or unload first\n",
-				t->iface, info.port, info.max_clients, info.echo_mode);
+				"max-clients %u, lock-slots %u, echo %u); use --replace or unload "
+				"first\n", t->iface, info.port, info.max_clients, info.lock_slots,
+				info.echo_mode);
 			return -EEXIST;
 		}
 		pr_info("adopting xtx program id %u and pinned maps on %s\n", a.xtx_prog_id,
@@ -207,6 +229,10 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 		*adopted = true;
 		return 0;
 	}
+	/* before detaching anything: a refused replace must leave the server up */
+	err = xtx_pins_compatible(t, &o->load);
+	if (err)
+		return err;
 	if (a.xtx_prog_id) {
 		pr_info("replacing xtx program id %u on %s\n", a.xtx_prog_id, t->iface);
 		err = xtx_detach(t);
@@ -317,10 +343,7 @@ int main(int argc, char **argv)
 	if (xtx_require_root("xtxd"))
 		return 1;
 	xtx_log_level += XTX_LOG_INFO;
-	if (xtx_log_level > XTX_LOG_DEBUG)
-		xtx_log_libbpf();
-	else
-		xtx_log_libbpf();
+	xtx_log_libbpf();
 	xtx_log_libxdp();
 	if (o.cpus && apply_cpus(o.cpus))
 		return 2;

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The lock manager (DINT §3.1): shared/exclusive and OCC locks on a shared-slot table. */
+#ifndef XTX_BPF_LOCKS_H
+#define XTX_BPF_LOCKS_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/hash.h>
+#include "config.h"
+#include "maps.h"
+#include "stats.h"
+
+/*
+ * Slot rules and invariants are described with struct xtx_lock_slot in
+ * include/xtx/maps.h.  Every function here runs between xtx_slot_trylock()
+ * and xtx_slot_unlock() and calls no helper: the clock is read before.
+ */
+
+struct xtx_lock_ctx {
+	__u64 txn;
+	__u64 hash;		/* xtx_hash(table, key) */
+	__u64 now;		/* bpf_ktime_get_ns() before taking the slot */
+	__u64 lease_ns;		/* 0: leases off */
+	__u32 flags;		/* reply flags gathered on the way */
+};
+
+static __always_inline struct xtx_lock_slot *xtx_lock_slot_get(__u64 hash)
+{
+	__u32 idx = xtx_lock_slot_of(hash, xtx_lock_slots);
+
+	return bpf_map_lookup_elem(&xtx_locks, &idx);
+}
+
+/* One CAS, never a wait: a busy slot answers RETRY (DINT's fail-and-retry). */
+static __always_inline bool xtx_slot_trylock(struct xtx_lock_slot *s)
+{
+	return __sync_val_compare_and_swap(&s->spin, 0, 1) == 0;
+}
+
+/* An atomic exchange: orders the slot's updates before the release. */
+static __always_inline void xtx_slot_unlock(struct xtx_lock_slot *s)
+{
+	__sync_lock_test_and_set(&s->spin, 0);
+}
+
+static __always_inline bool xtx_slot_held(const struct xtx_lock_slot *s)
+{
+	return s->shared || s->excl;
+}
+
+static __always_inline void xtx_slot_free(struct xtx_lock_slot *s)
+{
+	s->shared = 0;
+	s->excl = 0;
+	s->owner = 0;
+	s->flags = 0;
+}
+
+/*
+ * A holder that vanished must not block the slot forever: past its lease
+ * the slot is taken back, and the new gen turns the old holders' tokens
+ * stale.  Never for a holder that has logged: it is committed (design §5).
+ */
+static __always_inline void xtx_lock_reclaim_expired(struct xtx_lock_slot *s,
+						     struct xtx_lock_ctx *c)
+{
+	if (!xtx_slot_held(s) || !c->lease_ns || (s->flags & XTX_LOCKF_LOGGED) ||
+	    c->now - s->granted_ns <= c->lease_ns)
+		return;
+	xtx_slot_free(s);
+	s->gen++;
+	c->flags |= XTX_LOCKF_RECLAIMED;
+}
+
+/* Records the first key of a new hold, or notes that holders' keys differ. */
+static __always_inline void xtx_lock_note_key(struct xtx_lock_slot *s, __u64 hash, bool first)
+{
+	if (first)
+		s->key_hash = hash;
+	else if (s->key_hash != hash)
+		s->flags |= XTX_LOCK_KEYS_MIXED;
+}
+
+static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64 txn)
+{
+	return (s->excl ? XTX_LOCKF_EXCL : 0) | (s->shared ? XTX_LOCKF_SHARED : 0) |
+	       (s->owner == txn ? XTX_LOCKF_MINE : 0) | (s->flags & XTX_LOCKF_LOGGED);
+}
+
+static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
+{
+	if ((s->flags & XTX_LOCK_KEYS_MIXED) || s->key_hash != c->hash)
+		c->flags |= XTX_LOCKF_SHARING;
+	return XTX_ST_REJECTED;
+}
+
+static __always_inline __u8 xtx_lock_grant(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
+{
+	s->granted_ns = c->now;
+	return XTX_ST_OK;
+}
+
+static __always_inline __u8 xtx_acquire_excl(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
+{
+	if (!xtx_slot_held(s)) {
+		s->gen++;
+		s->owner = c->txn;
+		s->excl = 1;
+		xtx_lock_note_key(s, c->hash, true);
+		return xtx_lock_grant(s, c);
+	}
+	if (s->owner != c->txn)
+		return xtx_lock_reject(s, c);
+	/* re-entrant on its own exclusive slot, or upgrade as the sole sharer */
+	if (s->excl == 0xffff)
+		return XTX_ST_RETRY;
+	s->excl++;
+	xtx_lock_note_key(s, c->hash, false);
+	return xtx_lock_grant(s, c);
+}
+
+static __always_inline __u8 xtx_acquire_shared(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
+{
+	if (s->excl && s->owner != c->txn)
+		return xtx_lock_reject(s, c);
+	if (s->shared == 0xffff)
+		return XTX_ST_RETRY;
+	if (!xtx_slot_held(s)) {
+		s->gen++;
+		s->owner = c->txn;
+		xtx_lock_note_key(s, c->hash, true);
+	} else {
+		if (s->owner != c->txn)
+			s->owner = XTX_LOCK_OWNER_MIXED;
+		xtx_lock_note_key(s, c->hash, false);
+	}
+	s->shared++;
+	return xtx_lock_grant(s, c);
+}
+
+static __always_inline __u8 xtx_release_shared(struct xtx_lock_slot *s, struct xtx_lock_ctx *c,
+					       __u64 token)
+{
+	if (token != s->gen || !s->shared) {
+		c->flags |= XTX_LOCKF_STALE;
+		return XTX_ST_OK;
+	}
+	s->shared--;
+	if (!xtx_slot_held(s))
+		xtx_slot_free(s);
+	return XTX_ST_OK;
+}
+
+static __always_inline __u8 xtx_release_excl(struct xtx_lock_slot *s, struct xtx_lock_ctx *c,
+					     __u64 token)
+{
+	if (token != s->gen || !s->excl || s->owner != c->txn) {
+		c->flags |= XTX_LOCKF_STALE;
+		return XTX_ST_OK;
+	}
+	s->excl--;
+	/* shared holds left under one's own exclusive are one's own: owner stays */
+	if (!xtx_slot_held(s))
+		xtx_slot_free(s);
+	return XTX_ST_OK;
+}
+
+/* Runs one lock op on its slot; fills status, flags and token. */
+static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 lease_ns)
+{
+	struct xtx_lock_ctx c = {
+		.txn = op->txn,
+		.hash = xtx_hash(op->table, op->key),
+		.lease_ns = lease_ns,
+	};
+	struct xtx_lock_slot *s;
+	__u8 opcode = op->opcode, st;
+	__u64 token = op->token;
+
+	c.now = bpf_ktime_get_ns();
+	s = xtx_lock_slot_get(c.hash);
+	if (!s)
+		return XTX_ST_BAD_ARG;
+	if (!xtx_slot_trylock(s)) {
+		xtx_count(XTX_CTR_LOCK_BUSY);
+		return XTX_ST_RETRY;
+	}
+	xtx_lock_reclaim_expired(s, &c);
+	switch (opcode) {
+	case XTX_OP_LOCK_SHARED:
+		st = xtx_acquire_shared(s, &c);
+		break;
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		st = xtx_acquire_excl(s, &c);
+		break;
+	case XTX_OP_UNLOCK_SHARED:
+		st = xtx_release_shared(s, &c, token);
+		break;
+	case XTX_OP_UNLOCK_EXCL:
+	case XTX_OP_OCC_UNLOCK:
+		st = xtx_release_excl(s, &c, token);
+		break;
+	default:	/* XTX_OP_OCC_VALIDATE: state only */
+		st = XTX_ST_OK;
+		break;
+	}
+	c.flags |= xtx_lock_state(s, c.txn);
+	token = s->gen;
+	xtx_slot_unlock(s);
+
+	op->flags = c.flags;
+	if (st == XTX_ST_OK && (opcode == XTX_OP_LOCK_SHARED || opcode == XTX_OP_LOCK_EXCL ||
+				opcode == XTX_OP_OCC_LOCK))
+		op->token = token;
+	if (c.flags & XTX_LOCKF_RECLAIMED)
+		xtx_count(XTX_CTR_LOCK_RECLAIM);
+	if (c.flags & XTX_LOCKF_STALE)
+		xtx_count(XTX_CTR_LOCK_STALE);
+	if (st == XTX_ST_REJECTED) {
+		xtx_count(XTX_CTR_LOCK_CONFLICT);
+		if (c.flags & XTX_LOCKF_SHARING)
+			xtx_count(XTX_CTR_LOCK_SHARING);
+	}
+	return st;
+}
+
+#endif /* XTX_BPF_LOCKS_H */

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared helpers for netns integration tests: a private topology, servers, verdict lines.
+# Sourced by tests/integration/test_*.sh; each test gets its own name prefix.
+
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$ROOT/build
+NSERVERS=${NSERVERS:-3}
+# Unique per run so leftovers or parallel runs never collide: xtx + 5 chars.
+PREFIX=xtx$(tr -dc 'a-z0-9' </dev/urandom | head -c 5)
+TEST_FAILED=0
+
+topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }
+server_ns() { echo "$PREFIX-s$1"; }
+server_dev() { echo "${PREFIX}s$1"; }
+server_ip() { echo "10.77.$1.2"; }
+client() { ip netns exec "$PREFIX-c" "$@"; }
+ctl() { local i=$1; shift; "$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" "$@"; }
+
+all_server_ips() {
+	local i ips=""
+	for ((i = 0; i < NSERVERS; i++)); do ips+="${ips:+,}$(server_ip "$i")"; done
+	echo "$ips"
+}
+
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; TEST_FAILED=1; }
+# check DESCRIPTION CONDITION...: one verdict line from a test expression.
+check() {
+	local what=$1
+	shift
+	if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+# A field of a flat JSON object: json_field '{"rx":5}' rx -> 5
+json_field() { grep -o "\"$2\":[0-9]*" <<<"$1" | head -n 1 | cut -d: -f2; }
+# A "key=value" token from text output.
+kv_field() { grep -o "\\b$2=[0-9]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+
+cleanup() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		"$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" \
+			unload >/dev/null 2>&1
+	done
+	topo down >/dev/null 2>&1
+}
+
+# Brings up the topology and loads a server on each link with make load.
+setup_servers() {
+	trap cleanup EXIT INT TERM
+	topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
+			ARGS="$*" >/dev/null || { fail "make load server $i"; exit 1; }
+	done
+}
+
+finish() {
+	exit "$TEST_FAILED"
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Shared fixtures for the XDP unit suites: load a server, run frames, read its maps. */
+#ifndef XTX_TEST_HARNESS_H
+#define XTX_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include "xtx_xdp.skel.h"
+#include "pkt.h"
+
+#define TEST_MAX_CLIENTS 64
+#define TEST_LOCK_SLOTS 4096
+
+/* The server most cases run against; each suite's main loads it. */
+extern struct xtx_xdp *skel;
+
+struct run {
+	int retval;
+	uint8_t in[PKT_MAX], out[PKT_MAX];
+	uint32_t in_len, out_len;
+};
+
+struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo);
+/* Runs r->in through the program; the output buffer is reset first. */
+int run_on(struct xtx_xdp *s, struct run *r);
+int run(struct run *r);
+/* A request from `client` with id `req` and `nops` ops of `opcode`. */
+void make_req(struct run *r, __u32 client, __u64 req, int nops, __u8 opcode);
+struct xtx_hdr *in_hdr(struct run *r);
+struct xtx_hdr *out_hdr(struct run *r);
+struct xtx_op *in_op(struct run *r, int i);
+struct xtx_op *out_op(struct run *r, int i);
+void read_stats(struct xtx_stats *st);
+__u64 counter_value(__u32 idx);
+/* Checks the reply frame against its request: swapped addressing, valid checksums. */
+void check_reply_framing(struct run *r);
+
+#endif /* XTX_TEST_HARNESS_H */
