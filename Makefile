@@ -48,7 +48,7 @@ XTXCTL_SRCS := $(wildcard user/xtxctl/*.c)
 BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
 
-BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench
+BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost
 TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
@@ -100,6 +100,11 @@ $(OUT)/xtxbench: $(patsubst %.c,$(OBJ_OUT)/%.o,$(BENCH_SRCS)) $(CLIENT_LIB_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

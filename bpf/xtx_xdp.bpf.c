@@ -88,9 +88,9 @@ static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, __u3
 	return XTX_ST_OK;
 }
 
-static __always_inline int xtx_reply(struct xdp_md *ctx)
+static __always_inline int xtx_reply(struct xdp_md *ctx, const struct xtx_runtime *rt)
 {
-	if (xtx_fault_drop_reply()) {
+	if (xtx_fault_drop_reply(rt)) {
 		xtx_count(XTX_CTR_FAULT_DROP);
 		return XDP_DROP;
 	}
@@ -104,8 +104,10 @@ SEC("xdp")
 int xtx_xdp(struct xdp_md *ctx)
 {
 	struct xtx_parsed p = {};
+	struct xtx_runtime *rt;
+	struct xtx_pkt_ctx *pc;
 	struct xtx_hdr *hdr;
-	__u32 nops, counter = 0, rec_key = 0, mode = XTX_EXEC_RUN, i;
+	__u32 nops, counter = 0, i;
 	int st, mutates = 0;
 
 	switch (xtx_parse(ctx, &p)) {
@@ -118,7 +120,11 @@ int xtx_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	xtx_count(XTX_CTR_RX);
-	if (xtx_fault_drop_request()) {
+	rt = xtx_runtime_cfg();
+	pc = xtx_pkt_ctx_get();
+	if (!pc)
+		return XDP_DROP;
+	if (xtx_fault_drop_request(rt)) {
 		xtx_count(XTX_CTR_FAULT_DROP);
 		return XDP_DROP;
 	}
@@ -136,7 +142,7 @@ int xtx_xdp(struct xdp_md *ctx)
 		hdr = xtx_hdr_of(ctx);
 		if (hdr)
 			hdr->status = XTX_ST_OK;
-		return xtx_reply(ctx);
+		return xtx_reply(ctx, rt);
 	}
 
 	st = xtx_validate_all(ctx, nops, hdr->client_id, &mutates);
@@ -147,16 +153,20 @@ int xtx_xdp(struct xdp_md *ctx)
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)
 		return XDP_DROP;
+	pc->now = bpf_ktime_get_ns();
+	pc->lock_lease_ns = rt ? rt->lock_lease_ns : 0;
+	pc->mode = XTX_EXEC_RUN;
+	pc->rec_key = 0;
 	if (mutates) {
 		__u64 req_id = hdr->req_id;
 
-		rec_key = xtx_dedupe_key(hdr->client_id, req_id);
-		switch (xtx_dedupe_claim(rec_key, req_id)) {
+		pc->rec_key = xtx_dedupe_key(hdr->client_id, req_id);
+		switch (xtx_dedupe_claim(pc->rec_key, req_id, pc->now)) {
 		case XTX_DEDUPE_NEW:
-			mode = XTX_EXEC_RUN_RECORD;
+			pc->mode = XTX_EXEC_RUN_RECORD;
 			break;
 		case XTX_DEDUPE_DUPLICATE:
-			mode = XTX_EXEC_REPLAY;
+			pc->mode = XTX_EXEC_REPLAY;
 			hdr->flags |= XTX_F_REPLAYED;
 			xtx_count(XTX_CTR_REPLAYED);
 			break;
@@ -168,17 +178,13 @@ int xtx_xdp(struct xdp_md *ctx)
 	}
 
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
-		xtx_exec_op(ctx, i, rec_key, mode);
+		xtx_exec_op(ctx, i);
 
-	if (mode == XTX_EXEC_RUN_RECORD) {
-		hdr = xtx_hdr_of(ctx);
-		if (!hdr)
-			return XDP_DROP;
-		xtx_dedupe_done(rec_key, hdr->req_id);
-	}
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)
 		return XDP_DROP;
+	if (pc->mode == XTX_EXEC_RUN_RECORD)
+		xtx_dedupe_done(pc->rec_key, hdr->req_id);
 	hdr->status = XTX_ST_OK;
-	return xtx_reply(ctx);
+	return xtx_reply(ctx, rt);
 }

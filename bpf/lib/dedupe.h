@@ -22,7 +22,7 @@ static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
 	return client_id * XTX_DEDUPE_WINDOW + (__u32)(req_id & (XTX_DEDUPE_WINDOW - 1));
 }
 
-static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id)
+static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, __u64 now)
 {
 	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
 	__u64 word, seen;
@@ -39,7 +39,7 @@ static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id)
 	if (__sync_val_compare_and_swap(&slot->word, word,
 					xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY)) != word)
 		return XTX_DEDUPE_IN_FLIGHT;
-	slot->claimed_ns = bpf_ktime_get_ns();
+	slot->claimed_ns = now;
 	return XTX_DEDUPE_NEW;
 }
 

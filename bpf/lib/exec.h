@@ -59,23 +59,31 @@ enum xtx_exec_mode {
 	XTX_EXEC_REPLAY,	/* duplicate: answer from the record */
 };
 
-/* Runs op idx; returns its status (also written into the slot). */
-__noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx, __u32 rec_key, __u32 mode)
+static __always_inline struct xtx_pkt_ctx *xtx_pkt_ctx_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&xtx_pkt_ctx, &zero);
+}
+
+/* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */
+__noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
 	struct xtx_stats *s;
 	__u8 status;
 
-	if (!op)
+	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	if (mode == XTX_EXEC_REPLAY && xtx_op_mutates(op->opcode)) {
-		op->status = xtx_dedupe_replay(rec_key, idx, op);
+	if (pc->mode == XTX_EXEC_REPLAY && xtx_op_mutates(op->opcode)) {
+		op->status = xtx_dedupe_replay(pc->rec_key, idx, op);
 		return op->status;
 	}
 
 	switch (op->opcode) {
 	case XTX_OP_PING:
-		status = xtx_op_ping(op);
+		status = xtx_op_ping(op, pc->now);
 		break;
 	case XTX_OP_STATS:
 		status = xtx_op_stats(op);
@@ -83,19 +91,16 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx, __u32 rec_key, __u32 m
 	case XTX_OP_COUNTER_ADD:
 		status = xtx_op_counter_add(op);
 		break;
-	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE: {
-		struct xtx_runtime *rt = xtx_runtime_cfg();
-
-		status = xtx_op_lock(op, rt ? rt->lock_lease_ns : 0);
+	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
+		status = xtx_op_lock(op, pc->now, pc->lock_lease_ns);
 		break;
-	}
 	default:
 		status = XTX_ST_UNKNOWN_OP;
 		break;
 	}
 	op->status = status;
-	if (mode == XTX_EXEC_RUN_RECORD && xtx_op_mutates(op->opcode))
-		xtx_dedupe_record(rec_key, idx, op);
+	if (pc->mode == XTX_EXEC_RUN_RECORD && xtx_op_mutates(op->opcode))
+		xtx_dedupe_record(pc->rec_key, idx, op);
 
 	s = xtx_stats_cpu();
 	if (s) {

@@ -20,18 +20,14 @@ static __always_inline int xtx_fault_hit(__u32 ppm)
 }
 
 /* Before execution: as if the request never arrived. */
-static __always_inline int xtx_fault_drop_request(void)
+static __always_inline int xtx_fault_drop_request(const struct xtx_runtime *rt)
 {
-	struct xtx_runtime *rt = xtx_runtime_cfg();
-
 	return rt && xtx_fault_hit(rt->drop_request_ppm);
 }
 
 /* After execution: the work is done but the client never hears of it. */
-static __always_inline int xtx_fault_drop_reply(void)
+static __always_inline int xtx_fault_drop_reply(const struct xtx_runtime *rt)
 {
-	struct xtx_runtime *rt = xtx_runtime_cfg();
-
 	return rt && xtx_fault_hit(rt->drop_reply_ppm);
 }
 

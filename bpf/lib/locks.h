@@ -22,7 +22,7 @@
 struct xtx_lock_ctx {
 	__u64 txn;
 	__u64 hash;		/* xtx_hash(table, key) */
-	__u64 now;		/* bpf_ktime_get_ns() before taking the slot */
+	__u64 now;		/* packet arrival: read once, before any slot is taken */
 	__u64 lease_ns;		/* 0: leases off */
 	__u32 flags;		/* reply flags gathered on the way */
 };
@@ -169,18 +169,18 @@ static __always_inline __u8 xtx_release_excl(struct xtx_lock_slot *s, struct xtx
 }
 
 /* Runs one lock op on its slot; fills status, flags and token. */
-static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 lease_ns)
+static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 now, __u64 lease_ns)
 {
 	struct xtx_lock_ctx c = {
 		.txn = op->txn,
 		.hash = xtx_hash(op->table, op->key),
+		.now = now,
 		.lease_ns = lease_ns,
 	};
 	struct xtx_lock_slot *s;
 	__u8 opcode = op->opcode, st;
 	__u64 token = op->token;
 
-	c.now = bpf_ktime_get_ns();
 	s = xtx_lock_slot_get(c.hash);
 	if (!s)
 		return XTX_ST_BAD_ARG;

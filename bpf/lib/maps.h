@@ -58,4 +58,23 @@ struct {
 	__type(value, struct xtx_lock_slot);
 } xtx_locks SEC(".maps");
 
+/*
+ * What every op of the packet being served shares (clock, knobs, dedupe
+ * record), computed once per packet.  Per-CPU is safe: an XDP program runs
+ * to completion on one CPU.
+ */
+struct xtx_pkt_ctx {
+	__u64 now;		/* bpf_ktime_get_ns() at arrival */
+	__u64 lock_lease_ns;
+	__u32 rec_key;		/* dedupe slot of this request */
+	__u32 mode;		/* enum xtx_exec_mode */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_pkt_ctx);
+} xtx_pkt_ctx SEC(".maps");
+
 #endif /* XTX_BPF_MAPS_H */

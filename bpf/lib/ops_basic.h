@@ -10,10 +10,8 @@
 #include "maps.h"
 
 /* version (the client's nonce) is echoed untouched; value carries server time. */
-static __always_inline __u8 xtx_op_ping(struct xtx_op *op)
+static __always_inline __u8 xtx_op_ping(struct xtx_op *op, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
-
 	__builtin_memcpy(op->value, &now, sizeof(now));
 	op->vlen = sizeof(now);
 	return XTX_ST_OK;

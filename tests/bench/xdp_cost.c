@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Nanoseconds per packet and per op inside the XDP program, via BPF_PROG_TEST_RUN. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/if_ether.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include <xtx/hash.h>
+#include "check.h"
+#include "harness.h"
+#include "log.h"
+
+/*
+ * Each case runs one frame per BPF_PROG_TEST_RUN call (repeat = 1) so that
+ * state-changing ops see a fresh request every time; the kernel's own timer
+ * around the program run gives the duration, so syscall cost is excluded.
+ */
+#define ITERS 200000
+
+enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE };
+
+struct bench_case {
+	const char *name;
+	enum kind kind;
+	int ops;		/* ops per packet */
+};
+
+static __u64 req_id = 1;
+
+/* Distinct keys in distinct lock slots, so each pair's token is predictable. */
+static __u64 bench_key(int i)
+{
+	return 1000003ull * (i + 1);
+}
+
+static __u64 slot_gen(__u64 key)
+{
+	struct xtx_lock_slot s = {};
+	__u32 idx = xtx_lock_slot_of(xtx_hash(0, key), skel->rodata->xtx_lock_slots);
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_locks), &idx, &s);
+	return s.gen;
+}
+
+static void build(struct run *r, const struct bench_case *c, __u64 iter, const __u64 *gen0)
+{
+	uint8_t payload[PKT_MAX];
+	__u64 txn = xtx_txn_make(1, 7);
+	int i;
+
+	if (c->kind == K_PASS) {
+		make_req(r, 1, 1, 1, XTX_OP_PING);
+		((struct ethhdr *)r->in)->h_proto = htons(ETH_P_ARP);
+		return;
+	}
+	xtx_msg_init(payload, 1, req_id++);
+	for (i = 0; i < c->ops; i++) {
+		struct xtx_op *op;
+		int pair = i / 2;
+
+		switch (c->kind) {
+		case K_PING:
+			xtx_msg_add(payload, XTX_OP_PING, 0, i);
+			break;
+		case K_VALIDATE:
+			op = xtx_msg_add(payload, XTX_OP_OCC_VALIDATE, 0, bench_key(i));
+			op->txn = txn;
+			break;
+		case K_LOCK_PAIRS:
+		case K_SHARED_PAIRS:
+			if (i % 2 == 0) {
+				op = xtx_msg_add(payload, c->kind == K_LOCK_PAIRS ? XTX_OP_LOCK_EXCL :
+						 XTX_OP_LOCK_SHARED, 0, bench_key(pair));
+			} else {
+				op = xtx_msg_add(payload, c->kind == K_LOCK_PAIRS ?
+						 XTX_OP_UNLOCK_EXCL : XTX_OP_UNLOCK_SHARED, 0,
+						 bench_key(pair));
+				op->token = gen0[pair] + iter + 1;
+			}
+			op->txn = txn;
+			break;
+		default:
+			break;
+		}
+	}
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_len(c->ops));
+}
+
+static int measure(const struct bench_case *c, double *ns_per_pkt)
+{
+	static struct run r;
+	__u64 gen0[XTX_MAX_OPS], total = 0, iter;
+	int i, bad = 0;
+
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		gen0[i] = slot_gen(bench_key(i));
+	for (iter = 0; iter < ITERS; iter++) {
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .repeat = 1);
+
+		build(&r, c, iter, gen0);
+		opts.data_in = r.in;
+		opts.data_size_in = r.in_len;
+		opts.data_out = r.out;
+		opts.data_size_out = sizeof(r.out);
+		if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xtx_xdp), &opts))
+			return -errno;
+		total += opts.duration;
+		if (c->kind == K_LOCK_PAIRS || c->kind == K_SHARED_PAIRS)
+			for (i = 1; i < c->ops; i += 2)
+				bad += (out_op(&r, i)->flags & XTX_LOCKF_STALE) ||
+				       out_op(&r, i - 1)->status != XTX_ST_OK;
+	}
+	if (bad) {
+		fprintf(stderr, "Error: %s: %d lock pairs did not grant and release\n", c->name, bad);
+		return -EINVAL;
+	}
+	*ns_per_pkt = (double)total / ITERS;
+	return 0;
+}
+
+int main(void)
+{
+	static const struct bench_case cases[] = {
+		{ "pass-through (not xtx)", K_PASS, 0 },
+		{ "ping", K_PING, 1 },
+		{ "ping", K_PING, 16 },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2 },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16 },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2 },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16 },
+		{ "occ_validate", K_VALIDATE, 1 },
+		{ "occ_validate", K_VALIDATE, 16 },
+	};
+	unsigned int i;
+	double ns;
+
+	xtx_log_libbpf();
+	skel = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
+	if (!skel) {
+		fprintf(stderr, "Error: loading the server: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("%-28s %8s %12s %10s\n", "case", "ops/pkt", "ns/packet", "ns/op");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (measure(&cases[i], &ns)) {
+			xtx_xdp__destroy(skel);
+			return 1;
+		}
+		if (cases[i].ops)
+			printf("%-28s %8d %12.1f %10.1f\n", cases[i].name, cases[i].ops, ns,
+			       ns / cases[i].ops);
+		else
+			printf("%-28s %8s %12.1f %10s\n", cases[i].name, "-", ns, "-");
+	}
+	xtx_xdp__destroy(skel);
+	return 0;
+}
