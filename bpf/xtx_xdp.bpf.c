@@ -29,21 +29,6 @@ static __always_inline void xtx_mark_ops(struct xdp_md *ctx, __u32 nops, __u8 st
 	}
 }
 
-/* An error reply: the packet is refused as a whole and no op has run. */
-static __always_inline int xtx_refuse(struct xdp_md *ctx, __u32 nops, __u8 st, __u32 counter)
-{
-	struct xtx_hdr *hdr = xtx_hdr_of(ctx);
-
-	if (!hdr)
-		return XDP_DROP;
-	hdr->status = st;
-	xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
-	xtx_count(counter);
-	if (xtx_make_reply(ctx))
-		return XDP_DROP;
-	xtx_count(XTX_CTR_TX);
-	return XDP_TX;
-}
 
 /* Header checks that need no op: version, reserved bits, op count, client. */
 static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_len,
@@ -100,6 +85,20 @@ static __always_inline int xtx_reply(struct xdp_md *ctx, const struct xtx_runtim
 	return XDP_TX;
 }
 
+/* An error reply: the packet is refused as a whole and no op has run. */
+static __always_inline int xtx_refuse(struct xdp_md *ctx, const struct xtx_runtime *rt,
+				      __u32 nops, __u8 st, __u32 counter)
+{
+	struct xtx_hdr *hdr = xtx_hdr_of(ctx);
+
+	if (!hdr)
+		return XDP_DROP;
+	hdr->status = st;
+	xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
+	xtx_count(counter);
+	return xtx_reply(ctx, rt);
+}
+
 SEC("xdp")
 int xtx_xdp(struct xdp_md *ctx)
 {
@@ -135,7 +134,7 @@ int xtx_xdp(struct xdp_md *ctx)
 	nops = hdr->nops;
 	st = xtx_check_header(hdr, p.payload_len, &counter);
 	if (st != XTX_ST_OK)
-		return xtx_refuse(ctx, nops, st, counter);
+		return xtx_refuse(ctx, rt, nops, st, counter);
 
 	if (xtx_echo_mode) {
 		xtx_mark_ops(ctx, nops, XTX_ST_OK);
@@ -147,7 +146,7 @@ int xtx_xdp(struct xdp_md *ctx)
 
 	st = xtx_validate_all(ctx, nops, hdr->client_id, &mutates);
 	if (st != XTX_ST_OK)
-		return xtx_refuse(ctx, 0, st, XTX_CTR_BAD_OP);
+		return xtx_refuse(ctx, rt, 0, st, XTX_CTR_BAD_OP);
 
 	/* Only packets that change state pay for the dedupe record. */
 	hdr = xtx_hdr_of(ctx);
@@ -171,9 +170,9 @@ int xtx_xdp(struct xdp_md *ctx)
 			xtx_count(XTX_CTR_REPLAYED);
 			break;
 		case XTX_DEDUPE_IN_FLIGHT:
-			return xtx_refuse(ctx, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
+			return xtx_refuse(ctx, rt, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
 		default:
-			return xtx_refuse(ctx, nops, XTX_ST_STALE, XTX_CTR_STALE);
+			return xtx_refuse(ctx, rt, nops, XTX_ST_STALE, XTX_CTR_STALE);
 		}
 	}
 

@@ -21,7 +21,7 @@ static __always_inline __u8 xtx_op_ping(struct xtx_op *op, __u64 now)
 
 struct xtx_stats_sum {
 	__u32 first;			/* index of the first counter, as u64 words */
-	__u32 stride;			/* 1 for packet counters */
+	__u32 end;			/* first word past the group: the rest reads 0 */
 	__u64 sum[XTX_STATS_PER_OP];
 };
 
@@ -34,9 +34,9 @@ static long xtx_stats_add_cpu(__u32 cpu, struct xtx_stats_sum *acc)
 	if (!words)
 		return 1;
 	for (i = 0; i < XTX_STATS_PER_OP; i++) {
-		__u32 w = acc->first + i * acc->stride;
+		__u32 w = acc->first + i;
 
-		if (w < XTX_STATS_WORDS)
+		if (w < acc->end && w < XTX_STATS_WORDS)
 			acc->sum[i] += words[w];
 	}
 	return 0;
@@ -50,11 +50,14 @@ static __always_inline __u8 xtx_op_stats(struct xtx_op *op)
 
 	if (key < XTX_STATS_KEY_OP && key * XTX_STATS_PER_OP < XTX_CTR__COUNT) {
 		acc.first = key * XTX_STATS_PER_OP;
-		acc.stride = 1;
-	} else if (key >= XTX_STATS_KEY_OP && key < XTX_STATS_KEY_OP + XTX_OP__COUNT) {
-		/* op[opcode][status 1..5], laid out after the packet counters */
-		acc.first = XTX_CTR__COUNT + (key - XTX_STATS_KEY_OP) * XTX_ST__COUNT + 1;
-		acc.stride = 1;
+		acc.end = XTX_CTR__COUNT;
+	} else if (key >= XTX_STATS_KEY_OP && key < XTX_STATS_KEY_OP * 4 &&
+		   (key & 0xff) < XTX_OP__COUNT) {
+		/* op[opcode][5g+1 .. 5g+5], laid out after the counters */
+		__u32 group = (key >> 8) - 1, opcode = key & 0xff;
+
+		acc.first = XTX_CTR__COUNT + opcode * XTX_ST__COUNT + 1 + group * XTX_STATS_PER_OP;
+		acc.end = XTX_CTR__COUNT + (opcode + 1) * XTX_ST__COUNT;
 	} else {
 		return XTX_ST_BAD_ARG;
 	}

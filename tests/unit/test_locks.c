@@ -277,6 +277,19 @@ static void test_sharing_conflicts(void)
 	      "conflict counter");
 	CHECK(after.ctr[XTX_CTR_LOCK_SHARING] == before.ctr[XTX_CTR_LOCK_SHARING] + 1,
 	      "sharing counter");
+	{	/* STATS reaches statuses past 5: group 2 holds 6..10, REJECTED last */
+		struct run r;
+		__u64 v[XTX_STATS_PER_OP];
+
+		make_req(&r, 1, next_req++, 1, XTX_OP_STATS);
+		in_op(&r, 0)->key = 2 * XTX_STATS_KEY_OP + XTX_OP_LOCK_EXCL;
+		run_on(tiny, &r);
+		memcpy(v, out_op(&r, 0)->value, sizeof(v));
+		CHECK(out_op(&r, 0)->status == XTX_ST_OK &&
+		      v[XTX_ST_REJECTED - 6] == after.op[XTX_OP_LOCK_EXCL][XTX_ST_REJECTED] &&
+		      v[XTX_ST_REJECTED - 6] > 0, "STATS op of rejected lock_excl: %llu",
+		      (unsigned long long)v[XTX_ST_REJECTED - 6]);
+	}
 	lock_op_on(tiny, next_req++, T(1), XTX_OP_UNLOCK_EXCL, 70, a.token);
 	skel = save;
 }

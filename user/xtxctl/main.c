@@ -69,9 +69,9 @@ static void print_stats_text(const struct xtx_stats *s)
 {
 	unsigned int i, op, st;
 
-	printf("%-14s %16s\n", "packets", "count");
+	printf("%-22s %16s\n", "counter", "count");
 	for (i = 0; i < XTX_CTR__COUNT; i++)
-		printf("%-14s %16llu\n", xtx_counter_name(i), (unsigned long long)s->ctr[i]);
+		printf("%-22s %16llu\n", xtx_counter_name(i), (unsigned long long)s->ctr[i]);
 	printf("\n%-14s %-14s %16s\n", "op", "status", "count");
 	for (op = 0; op < XTX_OP__COUNT; op++)
 		for (st = 0; st < XTX_ST__COUNT; st++)
@@ -85,7 +85,7 @@ static void print_stats_json(const struct xtx_stats *s, const struct lock_occupa
 	unsigned int i, op, st;
 	const char *sep = "";
 
-	printf("{\"packets\":{");
+	printf("{\"counters\":{");
 	for (i = 0; i < XTX_CTR__COUNT; i++)
 		printf("%s\"%s\":%llu", i ? "," : "", xtx_counter_name(i),
 		       (unsigned long long)s->ctr[i]);
@@ -188,7 +188,7 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 		print_stats_json(s, &occ);
 	} else {
 		print_stats_text(s);
-		printf("\n%-14s %16llu\n%-14s %16llu\n%-14s %16llu\n%-14s %16llu\n%-14s %16llu\n",
+		printf("\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n",
 		       "lock_slots", (unsigned long long)occ.slots, "locks_held",
 		       (unsigned long long)occ.held, "locks_shared", (unsigned long long)occ.shared,
 		       "locks_excl", (unsigned long long)occ.exclusive, "locks_logged",

@@ -1,0 +1,776 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxbench ping: keeps a window of PING requests in flight per server, measures round trips. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include "bench.h"
+#include "clock.h"
+#include "hist.h"
+#include "ids.h"
+#include "log.h"
+#include "msgbuf.h"
+#include "names.h"
+#include "num.h"
+#include "servers.h"
+#include "transport.h"
+
+#define PING_MAX_THREADS	256
+/* Fewer than the dedupe window, so every outstanding id owns its own slot. */
+#define PING_MAX_INFLIGHT	(XTX_DEDUPE_WINDOW - 1)
+/* How often a thread hands its numbers to the progress reporter. */
+#define PING_PUBLISH_NS		(50 * 1000 * 1000ull)
+/* Longest a thread sleeps in receive, so it notices the stop flag. */
+#define PING_MAX_WAIT_NS	(1000 * 1000ull)
+/* Detailed messages per thread about bad replies; the rest are only counted. */
+#define PING_ERR_REPORTS	5
+
+struct ping_opts {
+	struct sockaddr_in *servers;
+	unsigned int nservers;
+	uint16_t port;
+	uint32_t threads;
+	uint64_t duration_ns;
+	uint32_t ops;
+	uint32_t inflight;
+	uint32_t client_base;
+	uint64_t timeout_ns;
+	bool json;
+};
+
+struct ping_counts {
+	uint64_t sent;		/* datagrams sent, retransmissions included */
+	uint64_t replies;	/* datagrams received from a server */
+	uint64_t round_trips;	/* requests answered */
+	uint64_t ops;		/* ops in answered requests */
+	uint64_t retrans;
+	uint64_t dups;		/* replies to requests already answered */
+	uint64_t errors;	/* replies that were wrong */
+	uint64_t unanswered;	/* requests given up at the end */
+};
+
+struct ping_slot {
+	uint64_t req_id;	/* 0: free */
+	uint64_t first_ns;	/* first transmission: latency includes loss recovery */
+	uint64_t last_ns;	/* latest transmission: drives the timeout */
+	uint32_t tx;		/* transmissions so far */
+	bool pending;		/* goes out in the next batch */
+	/* The request stays here intact: retransmitted as is, replies checked against it. */
+	struct xtx_msgbuf msg;
+};
+
+struct ping_server {
+	uint64_t first_id;	/* ids below were never ours */
+	uint64_t next_id;
+	unsigned int outstanding;
+	uint64_t sent, replies;	/* for comparing with that server's counters */
+	/* Indexed by req_id % XTX_DEDUPE_WINDOW, like the server's record. */
+	struct ping_slot slot[XTX_DEDUPE_WINDOW];
+};
+
+struct ping_thread {
+	pthread_t tid;
+	unsigned int idx;
+	uint32_t client_id;
+	const struct ping_opts *o;
+	struct xtx_transport tr;
+	struct ping_server *srv;
+	uint64_t rng;
+	unsigned int err_reports;
+
+	/* Owned by the thread. */
+	struct ping_counts c;
+	struct ping_counts at_stop;	/* c when the stop was seen: rates use this */
+	struct xtx_hist total;
+	struct xtx_hist recent;		/* since the last publish */
+
+	/* Read by the progress reporter under lock. */
+	pthread_mutex_t lock;
+	struct ping_counts pub;
+	struct xtx_hist interval;
+};
+
+static atomic_bool ping_stop;
+static volatile sig_atomic_t ping_interrupted;
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xtxbench ping --servers IP[,IP...] [options]\n"
+		"Keeps W requests of K PING ops in flight to every server from every\n"
+		"thread, checks each reply (request id, op status, echoed nonce) and\n"
+		"reports round trips, ops and latency.  Lost requests are retransmitted\n"
+		"with the same id after --timeout.  Progress goes to stderr once a\n"
+		"second, the summary to stdout.  Exits 1 if a reply was wrong or none\n"
+		"arrived.\n"
+		"\n"
+		"Options:\n"
+		"  -s, --servers IP[,IP...]  servers to ping (IPv4)\n"
+		"  -p, --port N              server UDP port (default %u)\n"
+		"  -t, --threads N           threads, each with its own socket and client id\n"
+		"                            (default 1, at most %u)\n"
+		"  -d, --duration S          how long to send new requests (default 5s)\n"
+		"  -k, --ops K               PING ops per request, 1..%u (default 1)\n"
+		"  -w, --inflight W          requests outstanding per server and thread,\n"
+		"                            1..%u (default 8)\n"
+		"  -c, --client-id BASE      thread i uses client id BASE+i (default derived\n"
+		"                            from the pid, below %u)\n"
+		"  -T, --timeout DUR         retransmit after this long without a reply\n"
+		"                            (default 20ms)\n"
+		"  -j, --json                one JSON object on stdout instead of text\n"
+		"  -v, --verbose             more output\n"
+		"  -h, --help                this text\n"
+		"\n"
+		"Example: xtxbench ping --servers 10.77.0.2,10.77.1.2 --duration 3 --ops 16\n",
+		XTX_DEFAULT_PORT, PING_MAX_THREADS, XTX_MAX_OPS, PING_MAX_INFLIGHT,
+		XTX_MAX_CLIENTS_DEFAULT);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* xorshift64*: nonces only need to differ, not to be secret. */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static void counts_add(struct ping_counts *a, const struct ping_counts *b)
+{
+	a->sent += b->sent;
+	a->replies += b->replies;
+	a->round_trips += b->round_trips;
+	a->ops += b->ops;
+	a->retrans += b->retrans;
+	a->dups += b->dups;
+	a->errors += b->errors;
+	a->unanswered += b->unanswered;
+}
+
+static void publish(struct ping_thread *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->pub = t->c;
+	xtx_hist_merge(&t->interval, &t->recent);
+	pthread_mutex_unlock(&t->lock);
+	xtx_hist_merge(&t->total, &t->recent);
+	xtx_hist_reset(&t->recent);
+}
+
+static void bad_reply(struct ping_thread *t, unsigned int server, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void bad_reply(struct ping_thread *t, unsigned int server, const char *fmt, ...)
+{
+	char addr[XTX_ADDR_STRLEN], msg[160];
+	va_list ap;
+
+	t->c.errors++;
+	if (t->err_reports >= PING_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pr_warn("Error: bad reply from %s to client %u: %s\n",
+		xtx_addr_str(&t->tr.servers[server], addr, sizeof(addr)), t->client_id, msg);
+	if (++t->err_reports == PING_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
+		pr_warn("thread %u: further bad replies are only counted (-vv shows them)\n",
+			t->idx);
+}
+
+/* Fills free slots with new requests, keeping every outstanding id within the window. */
+static void issue(struct ping_thread *t)
+{
+	const struct ping_opts *o = t->o;
+	unsigned int s, i;
+
+	for (s = 0; s < o->nservers; s++) {
+		struct ping_server *srv = &t->srv[s];
+
+		while (srv->outstanding < o->inflight) {
+			struct ping_slot *sl = &srv->slot[srv->next_id % XTX_DEDUPE_WINDOW];
+
+			/* The oldest request is XTX_DEDUPE_WINDOW ids behind: wait for it. */
+			if (sl->req_id)
+				break;
+			xtx_msg_init(&sl->msg, t->client_id, srv->next_id);
+			for (i = 0; i < o->ops; i++) {
+				struct xtx_op *op = xtx_msg_add(&sl->msg, XTX_OP_PING, 0, i);
+
+				op->version = rng_next(&t->rng);
+			}
+			sl->req_id = srv->next_id++;
+			sl->tx = 0;
+			sl->pending = true;
+			srv->outstanding++;
+		}
+	}
+}
+
+/* Marks timed-out requests for retransmission; returns the next deadline. */
+static uint64_t check_timeouts(struct ping_thread *t, uint64_t now)
+{
+	uint64_t next = now + PING_MAX_WAIT_NS, due;
+	unsigned int s, i;
+
+	for (s = 0; s < t->o->nservers; s++) {
+		struct ping_server *srv = &t->srv[s];
+
+		if (!srv->outstanding)
+			continue;
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct ping_slot *sl = &srv->slot[i];
+
+			if (!sl->req_id || sl->pending)
+				continue;
+			due = sl->last_ns + t->o->timeout_ns;
+			if (due <= now)
+				sl->pending = true;
+			else if (due < next)
+				next = due;
+		}
+	}
+	return next;
+}
+
+/* Sends every pending request in one batch; unsent ones stay pending. */
+static int send_pending(struct ping_thread *t, struct xtx_dgram *d, struct ping_slot **which)
+{
+	size_t len = xtx_msg_len(t->o->ops);
+	unsigned int s, i, n = 0;
+	uint64_t now;
+	int sent;
+
+	for (s = 0; s < t->o->nservers; s++) {
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct ping_slot *sl = &t->srv[s].slot[i];
+
+			if (!sl->req_id || !sl->pending)
+				continue;
+			d[n].buf = &sl->msg;
+			d[n].len = len;
+			d[n].server = s;
+			which[n++] = sl;
+		}
+	}
+	if (!n)
+		return 0;
+	/* Before the send: on veth the reply may be queued by the time it returns. */
+	now = xtx_now_ns();
+	sent = xtx_transport_send(&t->tr, d, n);
+	if (sent < 0)
+		return sent;
+	for (i = 0; i < (unsigned int)sent; i++) {
+		struct ping_slot *sl = which[i];
+
+		if (sl->tx++)
+			t->c.retrans++;
+		else
+			sl->first_ns = now;
+		sl->last_ns = now;
+		sl->pending = false;
+		t->srv[d[i].server].sent++;
+	}
+	t->c.sent += sent;
+	return 0;
+}
+
+static void handle_reply(struct ping_thread *t, const struct xtx_dgram *d, uint64_t now)
+{
+	const struct xtx_msgbuf *m = d->buf;
+	const struct xtx_hdr *h = &m->hdr;
+	struct ping_server *srv = &t->srv[d->server];
+	struct ping_slot *sl;
+	unsigned int i;
+
+	t->c.replies++;
+	srv->replies++;
+	if (d->len < sizeof(*h) || h->magic != XTX_MAGIC || !(h->flags & XTX_F_REPLY) ||
+	    h->client_id != t->client_id) {
+		bad_reply(t, d->server, "not an xtx reply for us (%zu bytes)", d->len);
+		return;
+	}
+	sl = &srv->slot[h->req_id % XTX_DEDUPE_WINDOW];
+	if (sl->req_id != h->req_id || !h->req_id) {
+		/* A retransmission's twin arriving after the first answer. */
+		if (h->req_id >= srv->first_id && h->req_id < srv->next_id)
+			t->c.dups++;
+		else
+			bad_reply(t, d->server, "request id %llu was never sent",
+				  (unsigned long long)h->req_id);
+		return;
+	}
+	if (!xtx_msg_is_reply_to(m, d->len, &sl->msg.hdr)) {
+		bad_reply(t, d->server, "request %llu: %zu bytes, %u ops: not its reply",
+			  (unsigned long long)h->req_id, d->len, h->nops);
+		goto done;
+	}
+	if (h->status == XTX_ST_RETRY) {
+		/* The server asks for the same request again. */
+		sl->pending = true;
+		return;
+	}
+	if (h->status != XTX_ST_OK) {
+		bad_reply(t, d->server, "request %llu: status %s%s", (unsigned long long)h->req_id,
+			  xtx_status_name(h->status),
+			  h->status == XTX_ST_BAD_CLIENT ?
+				  " (is --client-id below the server's max clients?)" : "");
+		goto done;
+	}
+	for (i = 0; i < h->nops; i++) {
+		const struct xtx_op *rop = &m->ops[i], *qop = &sl->msg.ops[i];
+
+		if (rop->status != XTX_ST_OK || rop->opcode != XTX_OP_PING ||
+		    rop->version != qop->version) {
+			bad_reply(t, d->server,
+				  "request %llu op %u: status %s, nonce %#llx for %#llx",
+				  (unsigned long long)h->req_id, i, xtx_status_name(rop->status),
+				  (unsigned long long)rop->version,
+				  (unsigned long long)qop->version);
+			goto done;
+		}
+	}
+	t->c.round_trips++;
+	t->c.ops += h->nops;
+	xtx_hist_add(&t->recent, now - sl->first_ns);
+done:
+	/* Answered, rightly or not: a wrong answer is not retried. */
+	sl->req_id = 0;
+	sl->pending = false;
+	srv->outstanding--;
+}
+
+static unsigned int outstanding(const struct ping_thread *t)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < t->o->nservers; s++)
+		n += t->srv[s].outstanding;
+	return n;
+}
+
+static void *ping_thread_main(void *arg)
+{
+	struct ping_thread *t = arg;
+	const struct ping_opts *o = t->o;
+	unsigned int nbatch = o->nservers * XTX_DEDUPE_WINDOW, i;
+	struct xtx_dgram *sendv = calloc(nbatch, sizeof(*sendv));
+	struct ping_slot **which = calloc(nbatch, sizeof(*which));
+	struct xtx_dgram recvv[XTX_RECV_BATCH];
+	struct xtx_msgbuf *rbuf = calloc(XTX_RECV_BATCH, sizeof(*rbuf));
+	uint64_t now, next, last_pub, drain_end = 0;
+	bool stopping = false;
+	int n, err;
+
+	if (!sendv || !which || !rbuf) {
+		fprintf(stderr, "Error: thread %u: %s\n", t->idx, strerror(ENOMEM));
+		t->c.errors++;
+		goto out;
+	}
+	for (i = 0; i < XTX_RECV_BATCH; i++) {
+		recvv[i].buf = &rbuf[i];
+		recvv[i].cap = sizeof(rbuf[i]);
+	}
+	last_pub = xtx_now_ns();
+	for (;;) {
+		now = xtx_now_ns();
+		if (!stopping && atomic_load_explicit(&ping_stop, memory_order_relaxed)) {
+			stopping = true;
+			t->at_stop = t->c;
+			/* Give lost requests a few retransmissions before giving up. */
+			drain_end = now + (o->timeout_ns * 10 > 200000000ull ?
+					   o->timeout_ns * 10 : 200000000ull);
+		}
+		if (!stopping)
+			issue(t);
+		next = check_timeouts(t, now);
+		if (stopping && (!outstanding(t) || now >= drain_end))
+			break;
+		err = send_pending(t, sendv, which);
+		if (err) {
+			fprintf(stderr, "Error: thread %u: sending: %s\n", t->idx, strerror(-err));
+			t->c.errors++;
+			break;
+		}
+		now = xtx_now_ns();
+		n = xtx_transport_recv(&t->tr, recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
+		if (n < 0) {
+			fprintf(stderr, "Error: thread %u: receiving: %s\n", t->idx, strerror(-n));
+			t->c.errors++;
+			break;
+		}
+		now = xtx_now_ns();
+		for (i = 0; i < (unsigned int)n; i++)
+			handle_reply(t, &recvv[i], now);
+		if (now - last_pub >= PING_PUBLISH_NS) {
+			publish(t);
+			last_pub = now;
+		}
+	}
+	if (!stopping)
+		t->at_stop = t->c;
+	t->c.unanswered = outstanding(t);
+out:
+	publish(t);
+	free(sendv);
+	free(which);
+	free(rbuf);
+	return NULL;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	ping_interrupted = 1;
+}
+
+static int parse_args(int argc, char **argv, struct ping_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "servers", required_argument, NULL, 's' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "ops", required_argument, NULL, 'k' },
+		{ "inflight", required_argument, NULL, 'w' },
+		{ "client-id", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *servers = NULL;
+	uint32_t port = XTX_DEFAULT_PORT;
+	bool base_given = false;
+	int c;
+
+	o->threads = 1;
+	o->duration_ns = 5000000000ull;
+	o->ops = 1;
+	o->inflight = 8;
+	o->timeout_ns = 20000000ull;
+	while ((c = getopt_long(argc, argv, "s:p:t:d:k:w:c:T:jvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			servers = optarg;
+			break;
+		case 'p':
+			if (xtx_parse_u32("--port", optarg, 1, 65535, &port))
+				return -1;
+			break;
+		case 't':
+			if (xtx_parse_u32("--threads", optarg, 1, PING_MAX_THREADS, &o->threads))
+				return -1;
+			break;
+		case 'd':
+			if (xtx_parse_duration("--duration", optarg, &o->duration_ns))
+				return -1;
+			break;
+		case 'k':
+			if (xtx_parse_u32("--ops", optarg, 1, XTX_MAX_OPS, &o->ops))
+				return -1;
+			break;
+		case 'w':
+			if (xtx_parse_u32("--inflight", optarg, 1, PING_MAX_INFLIGHT, &o->inflight))
+				return -1;
+			break;
+		case 'c':
+			if (xtx_parse_u32("--client-id", optarg, 0, XTX_MAX_CLIENTS_LIMIT - 1,
+					  &o->client_base))
+				return -1;
+			base_given = true;
+			break;
+		case 'T':
+			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
+				return -1;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'v':
+			xtx_log_level++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!servers) {
+		fprintf(stderr, "Error: --servers is required\n");
+		usage(stderr);
+		return -1;
+	}
+	if (!o->duration_ns || o->timeout_ns < 1000) {
+		fprintf(stderr, "Error: --duration must be above 0 and --timeout at least 1us\n");
+		return -1;
+	}
+	if (base_given && o->client_base + o->threads > XTX_MAX_CLIENTS_LIMIT) {
+		fprintf(stderr, "Error: --client-id: %u + %u threads exceeds the limit of %u\n",
+			o->client_base, o->threads, XTX_MAX_CLIENTS_LIMIT);
+		return -1;
+	}
+	if (!base_given)
+		o->client_base = xtx_client_base_default(o->threads);
+	o->port = port;
+	return xtx_parse_servers("--servers", servers, port, &o->servers, &o->nservers);
+}
+
+/* Collects what the threads published since the last call. */
+static void gather(struct ping_thread *th, unsigned int n, struct ping_counts *sum,
+		   struct xtx_hist *h)
+{
+	unsigned int i;
+
+	memset(sum, 0, sizeof(*sum));
+	xtx_hist_reset(h);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&th[i].lock);
+		counts_add(sum, &th[i].pub);
+		xtx_hist_merge(h, &th[i].interval);
+		xtx_hist_reset(&th[i].interval);
+		pthread_mutex_unlock(&th[i].lock);
+	}
+}
+
+/* Sleeps until the duration is over, printing a progress line each second. */
+static void run_progress(const struct ping_opts *o, struct ping_thread *th, uint64_t start)
+{
+	struct ping_counts prev = {}, cur;
+	struct xtx_hist h;
+	uint64_t end = start + o->duration_ns, tick = start, prev_ns = start, now;
+	unsigned int sec = 0;
+	double dt;
+
+	while (!ping_interrupted) {
+		struct timespec ts;
+		uint64_t wake;
+
+		tick += 1000000000ull;
+		wake = tick < end ? tick : end;
+		ts.tv_sec = wake / 1000000000ull;
+		ts.tv_nsec = wake % 1000000000ull;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+		       !ping_interrupted)
+			;
+		if (ping_interrupted || wake == end)
+			break;
+		now = xtx_now_ns();
+		gather(th, o->threads, &cur, &h);
+		dt = (double)(now - prev_ns) / 1e9;
+		fprintf(stderr, "t=%us  rt/s=%.0f  ops/s=%.0f  p50=%.1fus p99=%.1fus  retrans=%llu",
+			++sec, (double)(cur.round_trips - prev.round_trips) / dt,
+			(double)(cur.ops - prev.ops) / dt,
+			(double)xtx_hist_percentile(&h, 50) / 1e3,
+			(double)xtx_hist_percentile(&h, 99) / 1e3,
+			(unsigned long long)(cur.retrans - prev.retrans));
+		if (cur.errors)
+			fprintf(stderr, "  errors=%llu", (unsigned long long)cur.errors);
+		fputc('\n', stderr);
+		prev = cur;
+		prev_ns = now;
+	}
+}
+
+static void print_summary(const struct ping_opts *o, const struct ping_counts *c,
+			  const struct ping_counts *at_stop, const struct xtx_hist *h,
+			  double run_s, uint64_t stray)
+{
+	double rt_s = at_stop->round_trips / run_s, ops_s = at_stop->ops / run_s;
+
+	if (o->json) {
+		printf("{\"servers\":%u,\"threads\":%u,\"ops_per_request\":%u,\"inflight\":%u,"
+		       "\"client_id_base\":%u,\"duration_s\":%.3f,\"sent_packets\":%llu,"
+		       "\"replies\":%llu,\"round_trips\":%llu,\"ops\":%llu,"
+		       "\"round_trips_per_s\":%.1f,\"ops_per_s\":%.1f,"
+		       "\"latency_us\":{\"avg\":%.2f,\"p50\":%.2f,\"p99\":%.2f,\"p999\":%.2f,"
+		       "\"max\":%.2f},\"retransmits\":%llu,\"duplicates\":%llu,"
+		       "\"unanswered\":%llu,\"stray\":%llu,\"errors\":%llu}\n",
+		       o->nservers, o->threads, o->ops, o->inflight, o->client_base, run_s,
+		       (unsigned long long)c->sent, (unsigned long long)c->replies,
+		       (unsigned long long)c->round_trips, (unsigned long long)c->ops, rt_s, ops_s,
+		       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+		       xtx_hist_percentile(h, 99) / 1e3, xtx_hist_percentile(h, 99.9) / 1e3,
+		       h->max / 1e3, (unsigned long long)c->retrans, (unsigned long long)c->dups,
+		       (unsigned long long)c->unanswered, (unsigned long long)stray,
+		       (unsigned long long)c->errors);
+		return;
+	}
+	printf("ping: servers=%u threads=%u ops_per_request=%u inflight=%u client_ids=%u..%u "
+	       "duration=%.2fs\n",
+	       o->nservers, o->threads, o->ops, o->inflight, o->client_base,
+	       o->client_base + o->threads - 1, run_s);
+	printf("sent_packets=%llu\n", (unsigned long long)c->sent);
+	printf("replies=%llu\n", (unsigned long long)c->replies);
+	printf("round_trips=%llu  round_trips/s=%.0f\n", (unsigned long long)c->round_trips, rt_s);
+	printf("ops=%llu  ops/s=%.0f\n", (unsigned long long)c->ops, ops_s);
+	printf("latency_us avg=%.1f p50=%.1f p99=%.1f p999=%.1f max=%.1f\n",
+	       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+	       xtx_hist_percentile(h, 99) / 1e3, xtx_hist_percentile(h, 99.9) / 1e3,
+	       h->max / 1e3);
+	printf("retransmits=%llu  duplicates=%llu  unanswered=%llu  stray=%llu  errors=%llu\n",
+	       (unsigned long long)c->retrans, (unsigned long long)c->dups,
+	       (unsigned long long)c->unanswered, (unsigned long long)stray,
+	       (unsigned long long)c->errors);
+}
+
+static void free_threads(struct ping_thread *th, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		xtx_transport_close(&th[i].tr);
+		free(th[i].srv);
+		pthread_mutex_destroy(&th[i].lock);
+	}
+	free(th);
+}
+
+/* Returns the threads' state, or NULL after printing why (and freeing it all). */
+static struct ping_thread *setup_threads(const struct ping_opts *o)
+{
+	struct ping_thread *th = calloc(o->threads, sizeof(*th));
+	uint64_t first = xtx_req_id_start();
+	unsigned int i, s;
+
+	if (!th) {
+		fprintf(stderr, "Error: allocating threads: %s\n", strerror(ENOMEM));
+		return NULL;
+	}
+	for (i = 0; i < o->threads; i++) {
+		th[i].tr.fd = -1;
+		pthread_mutex_init(&th[i].lock, NULL);
+	}
+	for (i = 0; i < o->threads; i++) {
+		struct ping_thread *t = &th[i];
+
+		t->idx = i;
+		t->o = o;
+		t->client_id = o->client_base + i;
+		t->rng = first * 2654435761u + i + 1;
+		t->srv = calloc(o->nservers, sizeof(*t->srv));
+		if (!t->srv) {
+			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
+			goto fail;
+		}
+		/* Each (client id, server) pair numbers its requests on its own. */
+		for (s = 0; s < o->nservers; s++)
+			t->srv[s].first_id = t->srv[s].next_id = first;
+		if (xtx_transport_open(&t->tr, o->servers, o->nservers))
+			goto fail;
+	}
+	return th;
+fail:
+	free_threads(th, o->threads);
+	return NULL;
+}
+
+int bench_ping_main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
+	struct ping_counts total = {}, at_stop = {};
+	struct ping_opts o = {};
+	struct ping_thread *th;
+	struct xtx_hist h;
+	sigset_t block, old;
+	uint64_t start, stop, stray = 0;
+	unsigned int i, s, started = 0;
+	int rc, err;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc > 0 ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
+
+	th = setup_threads(&o);
+	if (!th) {
+		free(o.servers);
+		return BENCH_EXIT_FAIL;
+	}
+	pr_info("ping: client ids %u..%u, first request id %llu\n", o.client_base,
+		o.client_base + o.threads - 1, (unsigned long long)th[0].srv[0].first_id);
+
+	/* Ctrl-C ends the run early (a second one kills); only this thread takes it. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	start = xtx_now_ns();
+	for (i = 0; i < o.threads; i++) {
+		err = pthread_create(&th[i].tid, NULL, ping_thread_main, &th[i]);
+		if (err) {
+			fprintf(stderr, "Error: starting thread %u: %s\n", i, strerror(err));
+			break;
+		}
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (started == o.threads)
+		run_progress(&o, th, start);
+	atomic_store(&ping_stop, true);
+	stop = xtx_now_ns();
+	for (i = 0; i < started; i++)
+		pthread_join(th[i].tid, NULL);
+	if (started != o.threads) {
+		rc = BENCH_EXIT_FAIL;
+		goto out;
+	}
+
+	xtx_hist_reset(&h);
+	for (i = 0; i < o.threads; i++) {
+		counts_add(&total, &th[i].c);
+		counts_add(&at_stop, &th[i].at_stop);
+		xtx_hist_merge(&h, &th[i].total);
+		stray += th[i].tr.stray + th[i].tr.truncated;
+		pr_debug("thread %u (client %u): sent=%llu replies=%llu round_trips=%llu\n", i,
+			 th[i].client_id, (unsigned long long)th[i].c.sent,
+			 (unsigned long long)th[i].c.replies,
+			 (unsigned long long)th[i].c.round_trips);
+	}
+	print_summary(&o, &total, &at_stop, &h, (double)(stop - start) / 1e9, stray);
+	for (s = 0; s < o.nservers; s++) {
+		char addr[XTX_ADDR_STRLEN];
+		uint64_t sent = 0, replies = 0;
+
+		for (i = 0; i < o.threads; i++) {
+			sent += th[i].srv[s].sent;
+			replies += th[i].srv[s].replies;
+		}
+		pr_info("server %s: sent_packets=%llu replies=%llu\n",
+			xtx_addr_str(&o.servers[s], addr, sizeof(addr)),
+			(unsigned long long)sent, (unsigned long long)replies);
+	}
+	rc = BENCH_EXIT_OK;
+	if (total.errors) {
+		fprintf(stderr, "Error: %llu bad replies or failures\n",
+			(unsigned long long)total.errors);
+		rc = BENCH_EXIT_FAIL;
+	}
+	if (!total.replies) {
+		fprintf(stderr, "Error: no reply arrived; is a server listening on port %u?\n",
+			o.port);
+		rc = BENCH_EXIT_FAIL;
+	}
+out:
+	free_threads(th, o.threads);
+	free(o.servers);
+	return rc;
+}

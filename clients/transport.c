@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Batched UDP send/receive to a fixed set of servers over one socket per thread. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "transport.h"
+
+/* How long a send waits for socket buffer space before giving the rest back. */
+#define XTX_SEND_WAIT_NS	(10 * 1000 * 1000ull)
+
+static int set_buf(int fd, int opt, int force_opt, const char *name)
+{
+	int bytes = XTX_SOCK_BUF_BYTES;
+
+	/*
+	 * The plain option is capped by net.core.[rw]mem_max; as root the
+	 * FORCE variant is not, so try it first and fall back quietly.
+	 */
+	if (!setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof(bytes)))
+		return 0;
+	if (!setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes)))
+		return 0;
+	bytes = -errno;
+	fprintf(stderr, "Error: setting %s: %s\n", name, strerror(-bytes));
+	return bytes;
+}
+
+int xtx_transport_open(struct xtx_transport *t, const struct sockaddr_in *servers,
+		       unsigned int nservers)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	t->servers = calloc(nservers, sizeof(*servers));
+	if (!t->servers) {
+		fprintf(stderr, "Error: allocating the server list: %s\n", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	memcpy(t->servers, servers, nservers * sizeof(*servers));
+	t->nservers = nservers;
+
+	t->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (t->fd < 0) {
+		err = -errno;
+		fprintf(stderr, "Error: creating a UDP socket: %s\n", strerror(-err));
+		goto fail;
+	}
+	err = set_buf(t->fd, SO_RCVBUF, SO_RCVBUFFORCE, "SO_RCVBUF");
+	if (!err)
+		err = set_buf(t->fd, SO_SNDBUF, SO_SNDBUFFORCE, "SO_SNDBUF");
+	if (err)
+		goto fail;
+	/* Bind now so a receive before the first send has a port to listen on. */
+	if (bind(t->fd, (struct sockaddr *)&any, sizeof(any))) {
+		err = -errno;
+		fprintf(stderr, "Error: binding a UDP socket: %s\n", strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	xtx_transport_close(t);
+	return err;
+}
+
+void xtx_transport_close(struct xtx_transport *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	free(t->servers);
+	t->servers = NULL;
+	t->nservers = 0;
+}
+
+static int wait_fd(int fd, short events, uint64_t timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = timeout_ns / 1000000000ull,
+		.tv_nsec = timeout_ns % 1000000000ull,
+	};
+	struct pollfd p = { .fd = fd, .events = events };
+	int n = ppoll(&p, 1, &ts, NULL);
+
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n;
+}
+
+int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
+{
+	struct mmsghdr msgs[XTX_RECV_BATCH];
+	struct iovec iov[XTX_RECV_BATCH];
+	unsigned int done = 0, i, chunk;
+	int sent, err;
+
+	while (done < n) {
+		chunk = n - done < XTX_RECV_BATCH ? n - done : XTX_RECV_BATCH;
+		for (i = 0; i < chunk; i++) {
+			const struct xtx_dgram *g = &d[done + i];
+
+			iov[i].iov_base = g->buf;
+			iov[i].iov_len = g->len;
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_name = &t->servers[g->server];
+			msgs[i].msg_hdr.msg_namelen = sizeof(t->servers[0]);
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+		sent = sendmmsg(t->fd, msgs, chunk, 0);
+		if (sent > 0) {
+			done += sent;
+			continue;
+		}
+		err = sent < 0 ? -errno : -EAGAIN;
+		if (err == -EINTR)
+			continue;
+		if (err == -EAGAIN || err == -ENOBUFS) {
+			/* Buffers full: give the NIC a moment, then hand the rest back. */
+			err = wait_fd(t->fd, POLLOUT, XTX_SEND_WAIT_NS);
+			if (err > 0)
+				continue;
+			if (!err)
+				break;
+		}
+		/* A later call reports the error again if it persists. */
+		return done ? (int)done : err;
+	}
+	return done;
+}
+
+static int server_index(const struct xtx_transport *t, const struct sockaddr_in *from)
+{
+	unsigned int i;
+
+	/* A handful of servers per thread: a scan beats a hash here. */
+	for (i = 0; i < t->nservers; i++)
+		if (t->servers[i].sin_addr.s_addr == from->sin_addr.s_addr &&
+		    t->servers[i].sin_port == from->sin_port)
+			return i;
+	return -1;
+}
+
+int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
+		       uint64_t timeout_ns)
+{
+	struct sockaddr_in from[XTX_RECV_BATCH];
+	struct mmsghdr msgs[XTX_RECV_BATCH];
+	struct iovec iov[XTX_RECV_BATCH];
+	unsigned int i, kept = 0;
+	int got, idx;
+
+	if (n > XTX_RECV_BATCH)
+		n = XTX_RECV_BATCH;
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = d[i].buf;
+		iov[i].iov_len = d[i].cap;
+		memset(&msgs[i], 0, sizeof(msgs[i]));
+		msgs[i].msg_hdr.msg_name = &from[i];
+		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	got = recvmmsg(t->fd, msgs, n, MSG_DONTWAIT, NULL);
+	if (got < 0 && errno == EAGAIN && timeout_ns) {
+		got = wait_fd(t->fd, POLLIN, timeout_ns);
+		if (got <= 0)
+			return got;
+		got = recvmmsg(t->fd, msgs, n, MSG_DONTWAIT, NULL);
+	}
+	if (got < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+
+	for (i = 0; i < (unsigned int)got; i++) {
+		if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+			t->truncated++;
+			continue;
+		}
+		idx = server_index(t, &from[i]);
+		if (idx < 0) {
+			t->stray++;
+			continue;
+		}
+		/* Keep accepted datagrams in front; the buffers travel with them. */
+		if (kept != i) {
+			struct xtx_dgram tmp = d[kept];
+
+			d[kept] = d[i];
+			d[i] = tmp;
+		}
+		d[kept].len = msgs[i].msg_len;
+		d[kept].server = idx;
+		kept++;
+	}
+	return kept;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* A per-thread UDP endpoint: one socket, batched send and receive to a set of servers. */
+#ifndef XTX_TRANSPORT_H
+#define XTX_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+/* Most datagrams one recvmmsg() call fills. */
+#define XTX_RECV_BATCH		64
+/* Socket buffers: room for a burst of full-size replies from every server. */
+#define XTX_SOCK_BUF_BYTES	(4 << 20)
+
+/*
+ * One datagram.  Send: buf holds len bytes for servers[server].  Receive:
+ * the caller sets buf and cap; the transport fills len and server.
+ */
+struct xtx_dgram {
+	void *buf;
+	size_t len;
+	size_t cap;
+	unsigned int server;
+};
+
+struct xtx_transport {
+	int fd;
+	unsigned int nservers;
+	struct sockaddr_in *servers;	/* owned copy */
+	uint64_t stray;			/* datagrams from no server of ours: dropped */
+	uint64_t truncated;		/* datagrams larger than the buffer: dropped */
+};
+
+/*
+ * Opens a non-blocking UDP socket bound to an ephemeral port and remembers
+ * the servers.  Returns 0 or a negative errno (after printing why).
+ */
+int xtx_transport_open(struct xtx_transport *t, const struct sockaddr_in *servers,
+		       unsigned int nservers);
+void xtx_transport_close(struct xtx_transport *t);
+
+/*
+ * Sends n datagrams with as few sendmmsg() calls as it takes, waiting a
+ * little for buffer space.  Returns how many went out (the first ones,
+ * in order; fewer than n when the socket stays full) or a negative errno
+ * when the first could not be sent.
+ */
+int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n);
+
+/*
+ * Receives up to n (at most XTX_RECV_BATCH) datagrams from the servers,
+ * waiting up to timeout_ns for the first when none is queued (0: do not
+ * wait).  Returns how many entries were filled (0 on timeout or signal) or
+ * a negative errno.  Datagrams from elsewhere are dropped, which may swap
+ * entries (buffers included) within d[0..n).
+ */
+int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
+		       uint64_t timeout_ns);
+
+#endif /* XTX_TRANSPORT_H */

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxbench: dispatches to the benchmark and check subcommands. */
+#include <stdio.h>
+#include <string.h>
+#include "bench.h"
+
+static const struct bench_cmd {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *summary;
+} bench_cmds[] = {
+	{ "ping", bench_ping_main, "PING round trips: latency and throughput of the data path" },
+	{ "counter", bench_counter_main, "COUNTER_ADD sequence: retransmissions run once" },
+};
+
+#define NR_CMDS (sizeof(bench_cmds) / sizeof(bench_cmds[0]))
+
+static void usage(FILE *out)
+{
+	unsigned int i;
+
+	fprintf(out,
+		"Usage: xtxbench SUBCOMMAND [options]\n"
+		"Load generators and end-to-end checks for xtx servers.\n"
+		"\n"
+		"Subcommands:\n");
+	for (i = 0; i < NR_CMDS; i++)
+		fprintf(out, "  %-12s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
+	fprintf(out,
+		"\n"
+		"xtxbench SUBCOMMAND -h (or xtxbench help SUBCOMMAND) shows its options.\n"
+		"\n"
+		"Example: xtxbench ping --servers 10.77.0.2,10.77.1.2 --duration 3\n");
+}
+
+static const struct bench_cmd *find_cmd(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < NR_CMDS; i++)
+		if (!strcmp(bench_cmds[i].name, name))
+			return &bench_cmds[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const struct bench_cmd *cmd;
+	const char *name;
+
+	if (argc < 2) {
+		usage(stderr);
+		return BENCH_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    (!strcmp(argv[1], "help") && argc == 2)) {
+		usage(stdout);
+		return BENCH_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		char *help_argv[] = { argv[2], "-h", NULL };
+
+		name = argv[2];
+		cmd = find_cmd(name);
+		if (cmd)
+			return cmd->main(2, help_argv);
+	} else {
+		name = argv[1];
+		cmd = find_cmd(name);
+		if (cmd)
+			return cmd->main(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "Error: unknown subcommand '%s'\n", name);
+	usage(stderr);
+	return BENCH_EXIT_USAGE;
+}
