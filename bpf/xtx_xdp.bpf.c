@@ -152,7 +152,7 @@ int xtx_xdp(struct xdp_md *ctx)
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)
 		return XDP_DROP;
-	pc->now = bpf_ktime_get_ns();
+	pc->now = 0;
 	pc->lock_lease_ns = rt ? rt->lock_lease_ns : 0;
 	pc->mode = XTX_EXEC_RUN;
 	pc->rec_key = 0;
@@ -160,7 +160,7 @@ int xtx_xdp(struct xdp_md *ctx)
 		__u64 req_id = hdr->req_id;
 
 		pc->rec_key = xtx_dedupe_key(hdr->client_id, req_id);
-		switch (xtx_dedupe_claim(pc->rec_key, req_id, pc->now)) {
+		switch (xtx_dedupe_claim(pc->rec_key, req_id, xtx_now(pc))) {
 		case XTX_DEDUPE_NEW:
 			pc->mode = XTX_EXEC_RUN_RECORD;
 			break;

@@ -3,9 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +20,12 @@
 #include "msgbuf.h"
 #include "names.h"
 #include "num.h"
+#include "reqwin.h"
+#include "runner.h"
 #include "servers.h"
 #include "transport.h"
 
 #define PING_MAX_THREADS	256
-/* Fewer than the dedupe window, so every outstanding id owns its own slot. */
-#define PING_MAX_INFLIGHT	(XTX_DEDUPE_WINDOW - 1)
 /* How often a thread hands its numbers to the progress reporter. */
 #define PING_PUBLISH_NS		(50 * 1000 * 1000ull)
 /* Longest a thread sleeps in receive, so it notices the stop flag. */
@@ -59,32 +57,12 @@ struct ping_counts {
 	uint64_t unanswered;	/* requests given up at the end */
 };
 
-struct ping_slot {
-	uint64_t req_id;	/* 0: free */
-	uint64_t first_ns;	/* first transmission: latency includes loss recovery */
-	uint64_t last_ns;	/* latest transmission: drives the timeout */
-	uint32_t tx;		/* transmissions so far */
-	bool pending;		/* goes out in the next batch */
-	/* The request stays here intact: retransmitted as is, replies checked against it. */
-	struct xtx_msgbuf msg;
-};
-
-struct ping_server {
-	uint64_t first_id;	/* ids below were never ours */
-	uint64_t next_id;
-	unsigned int outstanding;
-	uint64_t sent, replies;	/* for comparing with that server's counters */
-	/* Indexed by req_id % XTX_DEDUPE_WINDOW, like the server's record. */
-	struct ping_slot slot[XTX_DEDUPE_WINDOW];
-};
-
 struct ping_thread {
-	pthread_t tid;
 	unsigned int idx;
 	uint32_t client_id;
 	const struct ping_opts *o;
 	struct xtx_transport tr;
-	struct ping_server *srv;
+	struct xtx_reqwins win;
 	uint64_t rng;
 	unsigned int err_reports;
 
@@ -99,9 +77,6 @@ struct ping_thread {
 	struct ping_counts pub;
 	struct xtx_hist interval;
 };
-
-static atomic_bool ping_stop;
-static volatile sig_atomic_t ping_interrupted;
 
 static void usage(FILE *out)
 {
@@ -132,7 +107,7 @@ static void usage(FILE *out)
 		"  -h, --help                this text\n"
 		"\n"
 		"Example: xtxbench ping --servers 10.77.0.2,10.77.1.2 --duration 3 --ops 16\n",
-		XTX_DEFAULT_PORT, PING_MAX_THREADS, XTX_MAX_OPS, PING_MAX_INFLIGHT,
+		XTX_DEFAULT_PORT, PING_MAX_THREADS, XTX_MAX_OPS, XTX_REQWIN_MAX_INFLIGHT,
 		XTX_MAX_CLIENTS_DEFAULT);
 }
 
@@ -188,137 +163,52 @@ static void bad_reply(struct ping_thread *t, unsigned int server, const char *fm
 			t->idx);
 }
 
-/* Fills free slots with new requests, keeping every outstanding id within the window. */
+/* Fills every server's window with new requests. */
 static void issue(struct ping_thread *t)
 {
 	const struct ping_opts *o = t->o;
+	struct xtx_req *r;
 	unsigned int s, i;
 
 	for (s = 0; s < o->nservers; s++) {
-		struct ping_server *srv = &t->srv[s];
-
-		while (srv->outstanding < o->inflight) {
-			struct ping_slot *sl = &srv->slot[srv->next_id % XTX_DEDUPE_WINDOW];
-
-			/* The oldest request is XTX_DEDUPE_WINDOW ids behind: wait for it. */
-			if (sl->req_id)
-				break;
-			xtx_msg_init(&sl->msg, t->client_id, srv->next_id);
+		while ((r = xtx_reqwin_next(&t->win, s))) {
 			for (i = 0; i < o->ops; i++) {
-				struct xtx_op *op = xtx_msg_add(&sl->msg, XTX_OP_PING, 0, i);
+				struct xtx_op *op = xtx_msg_add(&r->msg, XTX_OP_PING, 0, i);
 
 				op->version = rng_next(&t->rng);
 			}
-			sl->req_id = srv->next_id++;
-			sl->tx = 0;
-			sl->pending = true;
-			srv->outstanding++;
+			xtx_reqwin_submit(&t->win, s, r);
 		}
 	}
-}
-
-/* Marks timed-out requests for retransmission; returns the next deadline. */
-static uint64_t check_timeouts(struct ping_thread *t, uint64_t now)
-{
-	uint64_t next = now + PING_MAX_WAIT_NS, due;
-	unsigned int s, i;
-
-	for (s = 0; s < t->o->nservers; s++) {
-		struct ping_server *srv = &t->srv[s];
-
-		if (!srv->outstanding)
-			continue;
-		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
-			struct ping_slot *sl = &srv->slot[i];
-
-			if (!sl->req_id || sl->pending)
-				continue;
-			due = sl->last_ns + t->o->timeout_ns;
-			if (due <= now)
-				sl->pending = true;
-			else if (due < next)
-				next = due;
-		}
-	}
-	return next;
-}
-
-/* Sends every pending request in one batch; unsent ones stay pending. */
-static int send_pending(struct ping_thread *t, struct xtx_dgram *d, struct ping_slot **which)
-{
-	size_t len = xtx_msg_len(t->o->ops);
-	unsigned int s, i, n = 0;
-	uint64_t now;
-	int sent;
-
-	for (s = 0; s < t->o->nservers; s++) {
-		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
-			struct ping_slot *sl = &t->srv[s].slot[i];
-
-			if (!sl->req_id || !sl->pending)
-				continue;
-			d[n].buf = &sl->msg;
-			d[n].len = len;
-			d[n].server = s;
-			which[n++] = sl;
-		}
-	}
-	if (!n)
-		return 0;
-	/* Before the send: on veth the reply may be queued by the time it returns. */
-	now = xtx_now_ns();
-	sent = xtx_transport_send(&t->tr, d, n);
-	if (sent < 0)
-		return sent;
-	for (i = 0; i < (unsigned int)sent; i++) {
-		struct ping_slot *sl = which[i];
-
-		if (sl->tx++)
-			t->c.retrans++;
-		else
-			sl->first_ns = now;
-		sl->last_ns = now;
-		sl->pending = false;
-		t->srv[d[i].server].sent++;
-	}
-	t->c.sent += sent;
-	return 0;
 }
 
 static void handle_reply(struct ping_thread *t, const struct xtx_dgram *d, uint64_t now)
 {
 	const struct xtx_msgbuf *m = d->buf;
 	const struct xtx_hdr *h = &m->hdr;
-	struct ping_server *srv = &t->srv[d->server];
-	struct ping_slot *sl;
+	struct xtx_req *sl;
 	unsigned int i;
 
 	t->c.replies++;
-	srv->replies++;
-	if (d->len < sizeof(*h) || h->magic != XTX_MAGIC || !(h->flags & XTX_F_REPLY) ||
-	    h->client_id != t->client_id) {
+	switch (xtx_reqwin_match(&t->win, d, &sl)) {
+	case XTX_RW_FOREIGN:
 		bad_reply(t, d->server, "not an xtx reply for us (%zu bytes)", d->len);
 		return;
-	}
-	sl = &srv->slot[h->req_id % XTX_DEDUPE_WINDOW];
-	if (sl->req_id != h->req_id || !h->req_id) {
-		/* A retransmission's twin arriving after the first answer. */
-		if (h->req_id >= srv->first_id && h->req_id < srv->next_id)
-			t->c.dups++;
-		else
-			bad_reply(t, d->server, "request id %llu was never sent",
-				  (unsigned long long)h->req_id);
+	case XTX_RW_DUPLICATE:
+		t->c.dups++;
 		return;
-	}
-	if (!xtx_msg_is_reply_to(m, d->len, &sl->msg.hdr)) {
+	case XTX_RW_UNKNOWN:
+		bad_reply(t, d->server, "request id %llu was never sent",
+			  (unsigned long long)h->req_id);
+		return;
+	case XTX_RW_RETRY:
+		return;
+	case XTX_RW_MISMATCH:
 		bad_reply(t, d->server, "request %llu: %zu bytes, %u ops: not its reply",
 			  (unsigned long long)h->req_id, d->len, h->nops);
 		goto done;
-	}
-	if (h->status == XTX_ST_RETRY) {
-		/* The server asks for the same request again. */
-		sl->pending = true;
-		return;
+	case XTX_RW_ANSWER:
+		break;
 	}
 	if (h->status != XTX_ST_OK) {
 		bad_reply(t, d->server, "request %llu: status %s%s", (unsigned long long)h->req_id,
@@ -345,34 +235,21 @@ static void handle_reply(struct ping_thread *t, const struct xtx_dgram *d, uint6
 	xtx_hist_add(&t->recent, now - sl->first_ns);
 done:
 	/* Answered, rightly or not: a wrong answer is not retried. */
-	sl->req_id = 0;
-	sl->pending = false;
-	srv->outstanding--;
-}
-
-static unsigned int outstanding(const struct ping_thread *t)
-{
-	unsigned int s, n = 0;
-
-	for (s = 0; s < t->o->nservers; s++)
-		n += t->srv[s].outstanding;
-	return n;
+	xtx_reqwin_done(&t->win, d->server, sl);
 }
 
 static void *ping_thread_main(void *arg)
 {
 	struct ping_thread *t = arg;
 	const struct ping_opts *o = t->o;
-	unsigned int nbatch = o->nservers * XTX_DEDUPE_WINDOW, i;
-	struct xtx_dgram *sendv = calloc(nbatch, sizeof(*sendv));
-	struct ping_slot **which = calloc(nbatch, sizeof(*which));
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
 	struct xtx_msgbuf *rbuf = calloc(XTX_RECV_BATCH, sizeof(*rbuf));
 	uint64_t now, next, last_pub, drain_end = 0;
 	bool stopping = false;
+	unsigned int i;
 	int n, err;
 
-	if (!sendv || !which || !rbuf) {
+	if (!rbuf) {
 		fprintf(stderr, "Error: thread %u: %s\n", t->idx, strerror(ENOMEM));
 		t->c.errors++;
 		goto out;
@@ -384,7 +261,7 @@ static void *ping_thread_main(void *arg)
 	last_pub = xtx_now_ns();
 	for (;;) {
 		now = xtx_now_ns();
-		if (!stopping && atomic_load_explicit(&ping_stop, memory_order_relaxed)) {
+		if (!stopping && xtx_run_stopping()) {
 			stopping = true;
 			t->at_stop = t->c;
 			/* Give lost requests a few retransmissions before giving up. */
@@ -393,10 +270,10 @@ static void *ping_thread_main(void *arg)
 		}
 		if (!stopping)
 			issue(t);
-		next = check_timeouts(t, now);
-		if (stopping && (!outstanding(t) || now >= drain_end))
+		next = xtx_reqwins_expire(&t->win, now, PING_MAX_WAIT_NS);
+		if (stopping && (!xtx_reqwins_outstanding(&t->win) || now >= drain_end))
 			break;
-		err = send_pending(t, sendv, which);
+		err = xtx_reqwins_send(&t->win, &t->tr, &t->c.sent, &t->c.retrans);
 		if (err) {
 			fprintf(stderr, "Error: thread %u: sending: %s\n", t->idx, strerror(-err));
 			t->c.errors++;
@@ -419,19 +296,11 @@ static void *ping_thread_main(void *arg)
 	}
 	if (!stopping)
 		t->at_stop = t->c;
-	t->c.unanswered = outstanding(t);
+	t->c.unanswered = xtx_reqwins_outstanding(&t->win);
 out:
 	publish(t);
-	free(sendv);
-	free(which);
 	free(rbuf);
 	return NULL;
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	ping_interrupted = 1;
 }
 
 static int parse_args(int argc, char **argv, struct ping_opts *o)
@@ -482,7 +351,8 @@ static int parse_args(int argc, char **argv, struct ping_opts *o)
 				return -1;
 			break;
 		case 'w':
-			if (xtx_parse_u32("--inflight", optarg, 1, PING_MAX_INFLIGHT, &o->inflight))
+			if (xtx_parse_u32("--inflight", optarg, 1, XTX_REQWIN_MAX_INFLIGHT,
+					  &o->inflight))
 				return -1;
 			break;
 		case 'c':

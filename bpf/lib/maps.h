@@ -64,7 +64,7 @@ struct {
  * to completion on one CPU.
  */
 struct xtx_pkt_ctx {
-	__u64 now;		/* bpf_ktime_get_ns() at arrival */
+	__u64 now;		/* bpf_ktime_get_ns(), read on first use (xtx_now); 0 before */
 	__u64 lock_lease_ns;
 	__u32 rec_key;		/* dedupe slot of this request */
 	__u32 mode;		/* enum xtx_exec_mode */

@@ -9,11 +9,16 @@
 #include "config.h"
 #include "maps.h"
 
-/* version (the client's nonce) is echoed untouched; value carries server time. */
-static __always_inline __u8 xtx_op_ping(struct xtx_op *op, __u64 now)
+/*
+ * version (the client's nonce) is echoed untouched; value carries the CPU
+ * that served it, which shows how a NIC spreads a client's packets.
+ */
+static __always_inline __u8 xtx_op_ping(struct xtx_op *op)
 {
-	__builtin_memcpy(op->value, &now, sizeof(now));
-	op->vlen = sizeof(now);
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	__builtin_memcpy(op->value, &cpu, sizeof(cpu));
+	op->vlen = sizeof(cpu);
 	return XTX_ST_OK;
 }
 

@@ -98,7 +98,7 @@ static inline __u64 xtx_txn_make(__u32 client_id, __u64 seq)
  */
 enum xtx_opcode {
 	XTX_OP_NOP = 0,		/* invalid: a zeroed slot is never executed */
-	XTX_OP_PING = 1,	/* echo version (client nonce); value[0..7] = server time */
+	XTX_OP_PING = 1,	/* echo version (client nonce); value[0..3] = serving CPU */
 	XTX_OP_STATS = 2,	/* key selects 5 counters (xtx_stats_key_*), summed over CPUs */
 	/*
 	 * Add version (a signed delta) to server counter key % XTX_COUNTERS

@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$ROOT/build
 NSERVERS=${NSERVERS:-3}
 # Unique per run so leftovers or parallel runs never collide: xtx + 5 chars.
-PREFIX=xtx$(tr -dc 'a-z0-9' </dev/urandom | head -c 5)
+PREFIX=xtx$(printf '%05x' $((RANDOM * 32 + RANDOM % 32)))
 TEST_FAILED=0
 
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# make bench: XDP cost per op (BPF_PROG_TEST_RUN) and end-to-end runs on one topology, one run.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+OUT=$BUILD/bench
+DURATION=${DURATION:-4}
+PREFIX=xtxb$(printf '%04x' $RANDOM)
+# Two cores: the server's NAPI thread (where XDP runs) on CPU 1, the client on CPU 0,
+# so the server's CPU time is its own and readable from bpf_stats.
+SERVER_CPU=1
+CLIENT_CPU=0
+
+mkdir -p "$OUT"
+report=$OUT/report.md
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
+
+topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n 1 "$@"; }
+cleanup() {
+	sysctl -qw kernel.bpf_stats_enabled="$stats_was"
+	make -s -C "$ROOT" unload IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
+	topo down >/dev/null 2>&1 || true
+}
+trap cleanup EXIT INT TERM
+
+client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" "$@"; }
+prog_stats() { bpftool prog show id "$1" --json | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
+
+# run_row LABEL OPS_PER_PKT XTXBENCH-ARGS...: one table row from a --json run and bpf_stats.
+run_row() {
+	local label=$1 ops=$2 before after js
+	shift 2
+	read -r t0 c0 < <(prog_stats "$PROG_ID")
+	js=$(client "$@" --duration "$DURATION" --json)
+	read -r t1 c1 < <(prog_stats "$PROG_ID")
+	echo "$js" >>"$OUT/runs.jsonl"
+	jq -r --arg name "$label" --argjson ops "$ops" --argjson dt $((t1 - t0)) \
+		--argjson dc $((c1 - c0)) '
+		def r(x): (x * 10 | round) / 10;
+		"| \($name) | \($ops) | \(.round_trips_per_s // .packets_per_s | round) | " +
+		"\(.ops_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
+		"\(if $dc > 0 then r($dt / $dc) else "-" end) | " +
+		"\(if $dc > 0 then r($dt / $dc / $ops) else "-" end) |"' <<<"$js" | tee -a "$report"
+}
+
+: >"$OUT/runs.jsonl"
+{
+	echo "# xtx benchmark report"
+	echo
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), kernel $(uname -r), $(nproc) CPUs, $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+	echo
+	echo "## Cost inside XDP (BPF_PROG_TEST_RUN, one frame per run)"
+	echo
+	echo '```'
+	"$BUILD/bench/xdp_cost"
+	echo '```'
+	echo
+	echo "The pass-through row is the test harness's fixed cost per run; subtract it for the"
+	echo "program's own time."
+	echo
+	echo "## End to end on veth (1 server, NAPI thread on CPU $SERVER_CPU, client on CPU $CLIENT_CPU, ${DURATION}s per row)"
+	echo
+	echo "| run | ops/pkt | packets/s | ops/s | p50 µs | p99 µs | XDP ns/pkt | XDP ns/op |"
+	echo "|---|---|---|---|---|---|---|---|"
+} | tee "$report"
+
+topo -x "$BUILD/bpf/xdp_pass.bpf.o" -t "$SERVER_CPU" up >/dev/null
+make -s -C "$ROOT" load IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" ARGS="--cpus $CLIENT_CPU"
+PROG_ID=$("$BUILD/xtxctl" --netns "$PREFIX-s0" --iface "${PREFIX}s0" info --json | jq .prog_id)
+sysctl -qw kernel.bpf_stats_enabled=1
+SRV=10.77.0.2
+
+run_row "ping" 1 ping --servers $SRV --ops 1 --client-id 10
+run_row "ping" 16 ping --servers $SRV --ops 16 --client-id 11
+if "$BUILD/xtxbench" help lock2pl >/dev/null 2>&1; then
+	for k in 1 8 16; do
+		run_row "lock2pl (80% shared, zipf 0.99)" "$k" lock2pl --servers $SRV --ops "$k" \
+			--keys 1000000 --client-id $((20 + k))
+	done
+	for k in 1 16; do
+		run_row "lockocc (80% validate, zipf 0.99)" "$k" lockocc --servers $SRV --ops "$k" \
+			--keys 1000000 --client-id $((40 + k))
+	done
+fi
+echo
+echo "report: $report, raw runs: $OUT/runs.jsonl"
