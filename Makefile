@@ -35,9 +35,9 @@ CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iinclude -Iuser/lib -Iclients
 LDLIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
 
 BPF_HDRS := $(wildcard bpf/lib/*.h) $(wildcard include/xtx/*.h)
-BPF_PROGS := xtx_xdp xdp_pass
+BPF_PROGS := xtx_xdp xtx_tc xdp_pass
 BPF_OBJS := $(patsubst %,$(BPF_OUT)/%.bpf.o,$(BPF_PROGS))
-SKELS := $(SKEL_OUT)/xtx_xdp.skel.h
+SKELS := $(SKEL_OUT)/xtx_xdp.skel.h $(SKEL_OUT)/xtx_tc.skel.h
 
 ULIB_SRCS := $(wildcard user/lib/*.c)
 ULIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(ULIB_SRCS))
@@ -89,7 +89,7 @@ $(OBJ_OUT)/%.o: %.c $(USER_HDRS) $(SKELS)
 
 $(OUT)/xtxd: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXD_SRCS)) $(ULIB_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
 
 $(OUT)/xtxctl: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXCTL_SRCS)) $(ULIB_OBJS)
 	$(call msg,LINK,$@)

@@ -12,6 +12,9 @@
 #include "lib/dedupe.h"
 #include "lib/exec.h"
 #include "lib/fault.h"
+#include "lib/kv.h"
+#include "lib/defer.h"
+#include "lib/pktctx.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -154,19 +157,26 @@ int xtx_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	pc->now = 0;
 	pc->lock_lease_ns = rt ? rt->lock_lease_ns : 0;
+	pc->kv_lease_ns = rt ? rt->kv_lease_ns : 0;
 	pc->mode = XTX_EXEC_RUN;
 	pc->rec_key = 0;
+	pc->ndeferred = 0;
+	pc->max_deferred = xtx_defer_budget(nops);
 	if (mutates) {
 		__u64 req_id = hdr->req_id;
 
 		pc->rec_key = xtx_dedupe_key(hdr->client_id, req_id);
-		switch (xtx_dedupe_claim(pc->rec_key, req_id, xtx_now(pc))) {
+		switch (xtx_dedupe_claim(pc->rec_key, req_id, pc)) {
 		case XTX_DEDUPE_NEW:
 			pc->mode = XTX_EXEC_RUN_RECORD;
 			break;
 		case XTX_DEDUPE_DUPLICATE:
 			pc->mode = XTX_EXEC_REPLAY;
 			hdr->flags |= XTX_F_REPLAYED;
+			xtx_count(XTX_CTR_REPLAYED);
+			break;
+		case XTX_DEDUPE_REDEFER:
+			pc->mode = XTX_EXEC_REDEFER;
 			xtx_count(XTX_CTR_REPLAYED);
 			break;
 		case XTX_DEDUPE_IN_FLIGHT:
@@ -179,10 +189,17 @@ int xtx_xdp(struct xdp_md *ctx)
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
 		xtx_exec_op(ctx, i);
 
+	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
+	if (pc->ndeferred) {
+		st = xtx_defer_pass(ctx, pc, nops);
+		if (st == XDP_PASS)
+			return XDP_PASS;
+		xtx_defer_abort(ctx, pc);
+	}
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)
 		return XDP_DROP;
-	if (pc->mode == XTX_EXEC_RUN_RECORD)
+	if (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER)
 		xtx_dedupe_done(pc->rec_key, hdr->req_id);
 	hdr->status = XTX_ST_OK;
 	return xtx_reply(ctx, rt);

@@ -6,6 +6,7 @@
 #include <linux/types.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/kv.h>
 
 /*
  * const volatile so the verifier sees the loaded values and prunes the
@@ -16,6 +17,10 @@ const volatile __u32 xtx_max_clients = XTX_MAX_CLIENTS_DEFAULT;
 const volatile __u32 xtx_nr_cpus = 1;	/* possible CPUs, for STATS sums */
 /* Slots in xtx_locks; xtxd sizes the map to match. */
 const volatile __u32 xtx_lock_slots = XTX_LOCK_SLOTS_DEFAULT;
+/* Buckets in xtx_kv; xtxd sizes the map to match. */
+const volatile __u32 xtx_kv_buckets = XTX_KV_BUCKETS_DEFAULT;
+/* Largest value a write may carry (<= XTX_VALUE_MAX): 8 for SmallBank, 40 for TATP. */
+const volatile __u8 xtx_value_size = XTX_VALUE_MAX;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

@@ -8,6 +8,7 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include "maps.h"
+#include "pktctx.h"
 
 /* The protocol and its invariants are described in include/xtx/maps.h. */
 enum xtx_dedupe_verdict {
@@ -15,6 +16,7 @@ enum xtx_dedupe_verdict {
 	XTX_DEDUPE_DUPLICATE,	/* already executed: replay */
 	XTX_DEDUPE_IN_FLIGHT,	/* same request executing elsewhere: RETRY */
 	XTX_DEDUPE_STALE,	/* older than the window: refuse */
+	XTX_DEDUPE_REDEFER,	/* executing, but its rare-path round trip outlived the lease */
 };
 
 static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
@@ -22,24 +24,39 @@ static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
 	return client_id * XTX_DEDUPE_WINDOW + (__u32)(req_id & (XTX_DEDUPE_WINDOW - 1));
 }
 
-static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, __u64 now)
+static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, struct xtx_pkt_ctx *pc)
 {
 	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
-	__u64 word, seen;
+	__u64 word, seen, claimed;
+	__u32 i;
 
 	if (!slot)
 		return XTX_DEDUPE_STALE;
 	word = slot->word;
 	seen = word >> 2;
-	if (seen == req_id)
-		return (word & XTX_DEDUPE_STATE_MASK) == XTX_DEDUPE_DONE ?
-			XTX_DEDUPE_DUPLICATE : XTX_DEDUPE_IN_FLIGHT;
+	if (seen == req_id) {
+		if ((word & XTX_DEDUPE_STATE_MASK) == XTX_DEDUPE_DONE)
+			return XTX_DEDUPE_DUPLICATE;
+		/*
+		 * Still BUSY: executing on another CPU, or deferred to xtxd
+		 * and its answer lost.  Only the latter outlives the lease;
+		 * one duplicate (the CAS winner) then takes the request over.
+		 */
+		claimed = slot->claimed_ns;
+		if (pc->kv_lease_ns && xtx_now(pc) - claimed > pc->kv_lease_ns &&
+		    __sync_val_compare_and_swap(&slot->claimed_ns, claimed, xtx_now(pc)) == claimed)
+			return XTX_DEDUPE_REDEFER;
+		return XTX_DEDUPE_IN_FLIGHT;
+	}
 	if (seen > req_id)
 		return XTX_DEDUPE_STALE;
 	if (__sync_val_compare_and_swap(&slot->word, word,
 					xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY)) != word)
 		return XTX_DEDUPE_IN_FLIGHT;
-	slot->claimed_ns = now;
+	slot->claimed_ns = xtx_now(pc);
+	/* a status left by the slot's previous request must not read as ours */
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		slot->res[i].status = XTX_ST_NONE;
 	return XTX_DEDUPE_NEW;
 }
 

@@ -12,6 +12,8 @@
 #include "dedupe.h"
 #include "ops_basic.h"
 #include "locks.h"
+#include "kv.h"
+#include "pktctx.h"
 #include "fault.h"
 
 /*
@@ -43,6 +45,14 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	case XTX_OP_STATS:
 	case XTX_OP_COUNTER_ADD:
 		return XTX_ST_OK | mutates;
+	case XTX_OP_GET:
+	case XTX_OP_DELETE:
+		return XTX_ST_OK | mutates;
+	case XTX_OP_INSERT:
+	case XTX_OP_UPDATE:
+		if (op->vlen > xtx_value_size)
+			return XTX_ST_BAD_ARG;
+		return XTX_ST_OK | mutates;
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 		/* a lock belongs to a transaction of the client that sent it */
 		if (!op->txn || xtx_txn_client(op->txn) != client_id)
@@ -57,39 +67,33 @@ enum xtx_exec_mode {
 	XTX_EXEC_RUN,		/* first execution */
 	XTX_EXEC_RUN_RECORD,	/* first execution of a packet with a dedupe record */
 	XTX_EXEC_REPLAY,	/* duplicate: answer from the record */
+	/*
+	 * Duplicate of a request whose rare-path round trip was lost: ops
+	 * recorded then are answered from the record, the others were with
+	 * xtxd and go back to it, which answers from its own record.
+	 */
+	XTX_EXEC_REDEFER,
 };
-
-static __always_inline struct xtx_pkt_ctx *xtx_pkt_ctx_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&xtx_pkt_ctx, &zero);
-}
-
-/*
- * The clock, read at most once per packet and only by ops that need it:
- * bpf_ktime_get_ns() costs about as much as a whole PING packet here.
- */
-static __always_inline __u64 xtx_now(struct xtx_pkt_ctx *pc)
-{
-	if (!pc->now)
-		pc->now = bpf_ktime_get_ns();
-	return pc->now;
-}
 
 /* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */
 __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
 	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+	bool mutates, force_defer = false;
 	struct xtx_stats *s;
 	__u8 status;
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	if (pc->mode == XTX_EXEC_REPLAY && xtx_op_mutates(op->opcode)) {
-		op->status = xtx_dedupe_replay(pc->rec_key, idx, op);
-		return op->status;
+	mutates = xtx_op_mutates(op->opcode);
+	if (mutates && (pc->mode == XTX_EXEC_REPLAY || pc->mode == XTX_EXEC_REDEFER)) {
+		status = xtx_dedupe_replay(pc->rec_key, idx, op);
+		if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
+			op->status = status;
+			return status;
+		}
+		force_defer = true;
 	}
 
 	switch (op->opcode) {
@@ -105,12 +109,17 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 		status = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
 		break;
+	case XTX_OP_GET ... XTX_OP_DELETE:
+		status = xtx_op_kv(op, idx, pc, force_defer);
+		break;
 	default:
 		status = XTX_ST_UNKNOWN_OP;
 		break;
 	}
 	op->status = status;
-	if (pc->mode == XTX_EXEC_RUN_RECORD && xtx_op_mutates(op->opcode))
+	/* deferred ops are recorded by TC egress, once xtxd has answered */
+	if (mutates && status != XTX_ST_DEFERRED &&
+	    (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER))
 		xtx_dedupe_record(pc->rec_key, idx, op);
 
 	s = xtx_stats_cpu();

@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <xtx/maps.h>
+#include <xtx/kv.h>
 
 /* Per-CPU packet/op/status counters; readers sum over CPUs. */
 struct {
@@ -58,6 +59,14 @@ struct {
 	__type(value, struct xtx_lock_slot);
 } xtx_locks SEC(".maps");
 
+/* The kernel KV cache (struct xtx_kv_bucket); xtxd sizes it from --kv-buckets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_KV_BUCKETS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct xtx_kv_bucket);
+} xtx_kv SEC(".maps");
+
 /*
  * What every op of the packet being served shares (clock, knobs, dedupe
  * record), computed once per packet.  Per-CPU is safe: an XDP program runs
@@ -66,8 +75,12 @@ struct {
 struct xtx_pkt_ctx {
 	__u64 now;		/* bpf_ktime_get_ns(), read on first use (xtx_now); 0 before */
 	__u64 lock_lease_ns;
+	__u64 kv_lease_ns;
 	__u32 rec_key;		/* dedupe slot of this request */
 	__u32 mode;		/* enum xtx_exec_mode */
+	__u32 ndeferred;	/* ops handed to xtxd so far */
+	__u32 max_deferred;	/* what the reply's MTU leaves room for */
+	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 
 struct {

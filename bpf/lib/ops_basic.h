@@ -56,7 +56,7 @@ static __always_inline __u8 xtx_op_stats(struct xtx_op *op)
 	if (key < XTX_STATS_KEY_OP && key * XTX_STATS_PER_OP < XTX_CTR__COUNT) {
 		acc.first = key * XTX_STATS_PER_OP;
 		acc.end = XTX_CTR__COUNT;
-	} else if (key >= XTX_STATS_KEY_OP && key < XTX_STATS_KEY_OP * 4 &&
+	} else if (key >= XTX_STATS_KEY_OP && key < XTX_STATS_KEY_OP * (XTX_STATS_OP_GROUPS + 1) &&
 		   (key & 0xff) < XTX_OP__COUNT) {
 		/* op[opcode][5g+1 .. 5g+5], laid out after the counters */
 		__u32 group = (key >> 8) - 1, opcode = key & 0xff;

@@ -12,9 +12,9 @@
 
 /*
  * Swapping source and destination leaves the IPv4 header checksum valid
- * (the one's-complement sum is order-independent) and the length is
- * unchanged, so only the UDP checksum needs care: 0 means "none" on IPv4,
- * cheaper than recomputing it over the payload we rewrote.
+ * (the one's-complement sum is order-independent, see csum.h) and the
+ * length is unchanged, so only the UDP checksum needs care: 0 means "none"
+ * on IPv4, cheaper than recomputing it over the payload we rewrote.
  */
 static __always_inline int xtx_make_reply(struct xdp_md *ctx)
 {

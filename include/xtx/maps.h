@@ -14,6 +14,7 @@
 #define XTX_MAP_COUNTERS	"xtx_counters"
 #define XTX_MAP_INFO		"xtx_info"
 #define XTX_MAP_LOCKS		"xtx_locks"
+#define XTX_MAP_KV		"xtx_kv"
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 
@@ -39,6 +40,14 @@ enum xtx_counter {
 	XTX_CTR_LOCK_RECLAIM,	/* grants that reclaimed an expired lease */
 	XTX_CTR_LOCK_STALE,	/* releases that found nothing of the caller's */
 	XTX_CTR_LOCK_BUSY,	/* slot spin bit busy: answered RETRY */
+	XTX_CTR_KV_BUSY,	/* bucket locked by another packet: RETRY */
+	XTX_CTR_KV_DEFERRED,	/* KV ops handed to xtxd (the rare path) */
+	XTX_CTR_KV_DEFER_PKTS,	/* packets passed to xtxd */
+	XTX_CTR_KV_BLOOM_MISS,	/* misses answered NOT_FOUND by the Bloom filter */
+	XTX_CTR_KV_TAKEOVER,	/* bucket locks taken over after their lease */
+	XTX_CTR_KV_VICTIMS,	/* dirty slots piggybacked for write-back */
+	XTX_CTR_KV_FIXES,	/* fixes applied by TC egress */
+	XTX_CTR_KV_FIX_STALE,	/* fixes skipped: the bucket lock had been taken over */
 	XTX_CTR__COUNT,
 };
 
@@ -55,8 +64,12 @@ struct xtx_runtime {
 	__u32 drop_reply_ppm;
 	/* A lock not re-granted for this long is reclaimable (0: never). */
 	__u64 lock_lease_ns;
-	__u64 reserved[2];
+	/* A bucket held across a rare-path round trip is taken over after this. */
+	__u64 kv_lease_ns;
+	__u64 reserved;
 };
+
+#define XTX_KV_LEASE_DEFAULT_NS		(50ull * 1000 * 1000)
 
 #define XTX_LOCK_LEASE_DEFAULT_NS	(500ull * 1000 * 1000)
 
@@ -69,7 +82,7 @@ struct xtx_info {
 	__u32 echo_mode;
 	__u64 loaded_ns;	/* CLOCK_MONOTONIC at load */
 	__u32 lock_slots;
-	__u32 reserved32;
+	__u32 kv_buckets;
 	__u64 reserved[3];
 };
 

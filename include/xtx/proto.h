@@ -127,6 +127,17 @@ enum xtx_opcode {
 	XTX_OP_OCC_LOCK = 8,
 	XTX_OP_OCC_UNLOCK = 9,
 	XTX_OP_OCC_VALIDATE = 10,
+	/*
+	 * Key-value store (include/xtx/kv.h).  GET answers value, vlen and
+	 * version or NOT_FOUND; INSERT creates (EXISTS if present); UPDATE
+	 * overwrites (NOT_FOUND if absent); DELETE removes (NOT_FOUND if
+	 * absent).  Every write answers the key's new version, and a key's
+	 * versions never repeat, across deletes and re-inserts.
+	 */
+	XTX_OP_GET = 16,
+	XTX_OP_INSERT = 17,
+	XTX_OP_UPDATE = 18,
+	XTX_OP_DELETE = 19,
 	XTX_OP__COUNT = 64,
 };
 
@@ -144,7 +155,11 @@ enum xtx_status {
 	XTX_ST_NOT_EXECUTED = 9, /* op: packet refused before any op ran */
 	XTX_ST_REJECTED = 10,	/* op: lock conflict (no-wait) */
 	XTX_ST_BAD_TXN = 11,	/* op: txn missing or not the header client's */
-	XTX_ST__COUNT = 16,
+	XTX_ST_NOT_FOUND = 12,	/* op: no such key */
+	XTX_ST_EXISTS = 13,	/* op: INSERT of a key that exists */
+	XTX_ST_FULL = 14,	/* op: the overflow store is full; nothing changed */
+	XTX_ST_DEFERRED = 15,	/* internal: XDP handed the op to xtxd; never in a reply */
+	XTX_ST__COUNT = 32,
 };
 
 /*
@@ -154,6 +169,7 @@ enum xtx_status {
  */
 #define XTX_STATS_PER_OP	5
 #define XTX_STATS_KEY_OP	0x100
+#define XTX_STATS_OP_GROUPS	((XTX_ST__COUNT - 1 + XTX_STATS_PER_OP - 1) / XTX_STATS_PER_OP)
 
 /* Lock-state bits in a lock op's reply flags. */
 #define XTX_LOCKF_EXCL		0x01	/* held exclusively */
@@ -177,7 +193,8 @@ enum xtx_status {
 	((1ull << XTX_OP_COUNTER_ADD) | (1ull << XTX_OP_LOCK_SHARED) |         \
 	 (1ull << XTX_OP_LOCK_EXCL) | (1ull << XTX_OP_UNLOCK_SHARED) |         \
 	 (1ull << XTX_OP_UNLOCK_EXCL) | (1ull << XTX_OP_OCC_LOCK) |            \
-	 (1ull << XTX_OP_OCC_UNLOCK))
+	 (1ull << XTX_OP_OCC_UNLOCK) | (1ull << XTX_OP_INSERT) |               \
+	 (1ull << XTX_OP_UPDATE) | (1ull << XTX_OP_DELETE))
 
 static inline int xtx_op_mutates(__u8 opcode)
 {

@@ -17,6 +17,7 @@
 
 int check_failed, cases_passed, cases_failed;
 struct xtx_xdp *skel;
+__u32 test_kv_buckets = 1024;
 
 struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 {
@@ -28,8 +29,10 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	s->rodata->xtx_nr_cpus = libbpf_num_possible_cpus();
 	s->rodata->xtx_echo_mode = echo;
 	s->rodata->xtx_lock_slots = lock_slots;
+	s->rodata->xtx_kv_buckets = test_kv_buckets;
 	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
-	    bpf_map__set_max_entries(s->maps.xtx_locks, lock_slots) || xtx_xdp__load(s)) {
+	    bpf_map__set_max_entries(s->maps.xtx_locks, lock_slots) ||
+	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) || xtx_xdp__load(s)) {
 		xtx_xdp__destroy(s);
 		return NULL;
 	}

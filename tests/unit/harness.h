@@ -15,6 +15,8 @@
 
 /* The server most cases run against; each suite's main loads it. */
 extern struct xtx_xdp *skel;
+/* KV buckets of servers load_server() creates from now on. */
+extern __u32 test_kv_buckets;
 
 struct run {
 	int retval;

@@ -12,6 +12,7 @@
 #include <xdp/libxdp.h>
 #include <xtx/maps.h>
 #include "xtx_xdp.skel.h"
+#include "xtx_tc.skel.h"
 #include "attach.h"
 #include "log.h"
 
@@ -79,7 +80,7 @@ bool xtx_pins_exist(const struct xtx_target *t)
 	return access(path, F_OK) == 0;
 }
 
-static int pin_maps(struct xtx_xdp *skel, const struct xtx_target *t)
+static int pin_maps(struct bpf_object *obj, const struct xtx_target *t)
 {
 	char path[PATH_MAX];
 	struct bpf_map *map;
@@ -90,7 +91,7 @@ static int pin_maps(struct xtx_xdp *skel, const struct xtx_target *t)
 		fprintf(stderr, "Error: creating %s: %s\n", t->pin_dir, strerror(-err));
 		return err;
 	}
-	bpf_object__for_each_map(map, skel->obj) {
+	bpf_object__for_each_map(map, obj) {
 		/* .rodata and friends are per-load, not state */
 		if (bpf_map__is_internal(map))
 			continue;
@@ -110,6 +111,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.max_clients = o->max_clients,
 		.echo_mode = o->echo,
 		.lock_slots = o->lock_slots,
+		.kv_buckets = o->kv_buckets,
 	};
 	struct xtx_runtime rt;
 	struct timespec ts;
@@ -124,6 +126,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 	if (bpf_map_lookup_elem(rt_fd, &zero, &rt))
 		return -errno;
 	rt.lock_lease_ns = o->lock_lease_ns;
+	rt.kv_lease_ns = o->kv_lease_ns;
 	if (bpf_map_update_elem(rt_fd, &zero, &rt, 0))
 		return -errno;
 	return 0;
@@ -168,6 +171,44 @@ static void report_attachment(const struct xtx_target *t)
 }
 
 /* Opens the skeleton with o applied and pin paths set; NULL after printing why. */
+/*
+ * Both programs (XDP and TC egress) are built from the same config and
+ * maps headers: the same rodata fields, the same map sizes, and pin paths
+ * so the second object reuses the first one's maps.
+ */
+#define XTX_SET_RODATA(skel, o, ncpu)                                             \
+	do {                                                                      \
+		(skel)->rodata->xtx_port = (o)->port;                             \
+		(skel)->rodata->xtx_max_clients = (o)->max_clients;               \
+		(skel)->rodata->xtx_nr_cpus = (ncpu) > 0 ? (ncpu) : 1;            \
+		(skel)->rodata->xtx_echo_mode = (o)->echo;                        \
+		(skel)->rodata->xtx_lock_slots = (o)->lock_slots;                 \
+		(skel)->rodata->xtx_kv_buckets = (o)->kv_buckets;                 \
+	} while (0)
+
+static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
+			const struct xtx_load_opts *o)
+{
+	static const struct { const char *name; int which; } sized[] = {
+		{ XTX_MAP_DEDUPE, 0 }, { XTX_MAP_LOCKS, 1 }, { XTX_MAP_KV, 2 },
+	};
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(obj, sized[i].name);
+		__u32 n = sized[i].which == 0 ? o->max_clients * XTX_DEDUPE_WINDOW :
+			  sized[i].which == 1 ? o->lock_slots : o->kv_buckets;
+
+		if (!map)
+			return -ENOENT;
+		err = bpf_map__set_max_entries(map, n);
+		if (err)
+			return err;
+	}
+	return pin_maps(obj, t);
+}
+
 static struct xtx_xdp *open_configured(const struct xtx_target *t, const struct xtx_load_opts *o)
 {
 	struct xtx_xdp *skel = xtx_xdp__open();
@@ -177,22 +218,87 @@ static struct xtx_xdp *open_configured(const struct xtx_target *t, const struct 
 		fprintf(stderr, "Error: opening the BPF object: %s\n", strerror(errno));
 		return NULL;
 	}
-	skel->rodata->xtx_port = o->port;
-	skel->rodata->xtx_max_clients = o->max_clients;
-	skel->rodata->xtx_nr_cpus = ncpu > 0 ? ncpu : 1;
-	skel->rodata->xtx_echo_mode = o->echo;
-	skel->rodata->xtx_lock_slots = o->lock_slots;
-	err = bpf_map__set_max_entries(skel->maps.xtx_dedupe, o->max_clients * XTX_DEDUPE_WINDOW);
-	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.xtx_locks, o->lock_slots);
-	if (!err)
-		err = pin_maps(skel, t);
+	XTX_SET_RODATA(skel, o, ncpu);
+	err = size_and_pin(skel->obj, t, o);
 	if (err) {
 		fprintf(stderr, "Error: configuring the BPF object: %s\n", strerror(-err));
 		xtx_xdp__destroy(skel);
 		return NULL;
 	}
 	return skel;
+}
+
+/* TC egress sits at a fixed handle and priority so a restarted xtxd finds it. */
+#define XTX_TC_HANDLE	0x7874
+#define XTX_TC_PRIO	0x7874
+
+static void tc_hook_init(struct bpf_tc_hook *hook, const struct xtx_target *t)
+{
+	memset(hook, 0, sizeof(*hook));
+	hook->sz = sizeof(*hook);
+	hook->ifindex = t->ifindex;
+	hook->attach_point = BPF_TC_EGRESS;
+}
+
+bool xtx_tc_attached(const struct xtx_target *t)
+{
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XTX_TC_HANDLE, .priority = XTX_TC_PRIO);
+	struct bpf_tc_hook hook;
+
+	tc_hook_init(&hook, t);
+	return bpf_tc_query(&hook, &opts) == 0;
+}
+
+/*
+ * The rare path's bookkeeping program, on the interface's egress (libbpf
+ * 1.1 has no tcx links: a clsact filter, which outlives this process).
+ */
+int xtx_tc_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
+{
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XTX_TC_HANDLE, .priority = XTX_TC_PRIO,
+		    .flags = BPF_TC_F_REPLACE);
+	int ncpu = libbpf_num_possible_cpus(), err;
+	struct bpf_tc_hook hook;
+	struct xtx_tc *skel;
+
+	skel = xtx_tc__open();
+	if (!skel) {
+		fprintf(stderr, "Error: opening the TC object: %s\n", strerror(errno));
+		return -errno;
+	}
+	XTX_SET_RODATA(skel, o, ncpu);
+	err = size_and_pin(skel->obj, t, o);
+	if (!err)
+		err = xtx_tc__load(skel);
+	if (err) {
+		fprintf(stderr, "Error: loading the TC egress program: %s\n", strerror(-err));
+		goto out;
+	}
+	tc_hook_init(&hook, t);
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST) {
+		fprintf(stderr, "Error: creating the clsact qdisc on %s: %s\n", t->iface,
+			strerror(-err));
+		goto out;
+	}
+	opts.prog_fd = bpf_program__fd(skel->progs.xtx_tc_egress);
+	err = bpf_tc_attach(&hook, &opts);
+	if (err)
+		fprintf(stderr, "Error: attaching TC egress on %s: %s\n", t->iface, strerror(-err));
+out:
+	xtx_tc__destroy(skel);
+	return err;
+}
+
+int xtx_tc_detach(const struct xtx_target *t)
+{
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XTX_TC_HANDLE, .priority = XTX_TC_PRIO);
+	struct bpf_tc_hook hook;
+	int err;
+
+	tc_hook_init(&hook, t);
+	err = bpf_tc_detach(&hook, &opts);
+	return err == -ENOENT ? 0 : err;
 }
 
 int xtx_pins_compatible(const struct xtx_target *t, const struct xtx_load_opts *o)
@@ -279,6 +385,7 @@ int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
 		goto out;
 	}
 	report_attachment(t);
+	err = xtx_tc_attach(t, o);
 out:
 	if (err == -EPERM)
 		fprintf(stderr, "Error: permission denied loading BPF (root and CAP_BPF needed)\n");
@@ -297,11 +404,11 @@ int xtx_detach(const struct xtx_target *t)
 {
 	struct xdp_multiprog *mp;
 	struct xdp_program *p;
-	int err = 0;
+	int err = 0, tc_err;
 
 	mp = xdp_multiprog__get_from_ifindex(t->ifindex);
 	if (libxdp_get_error(mp) || !mp)
-		return 0;
+		return xtx_tc_detach(t);
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
 		if (p && is_xtx(p)) {
@@ -325,7 +432,11 @@ int xtx_detach(const struct xtx_target *t)
 	xdp_multiprog__close(mp);
 	if (err)
 		fprintf(stderr, "Error: detaching XDP from %s: %s\n", t->iface, strerror(-err));
-	return err;
+	tc_err = xtx_tc_detach(t);
+	if (tc_err)
+		fprintf(stderr, "Error: detaching TC egress from %s: %s\n", t->iface,
+			strerror(-tc_err));
+	return err ?: tc_err;
 }
 
 int xtx_unpin(const struct xtx_target *t)

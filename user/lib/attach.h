@@ -16,6 +16,8 @@ struct xtx_load_opts {
 	__u32 max_clients;
 	__u32 lock_slots;
 	__u64 lock_lease_ns;
+	__u32 kv_buckets;
+	__u64 kv_lease_ns;
 	bool echo;
 	enum xtx_xdp_mode mode;
 };
@@ -43,6 +45,10 @@ int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o);
  * prints every mismatch.  Returns 0 or -EEXIST.
  */
 int xtx_pins_compatible(const struct xtx_target *t, const struct xtx_load_opts *o);
+/* The TC egress program of the rare path: attach (replacing), query, detach. */
+int xtx_tc_attach(const struct xtx_target *t, const struct xtx_load_opts *o);
+bool xtx_tc_attached(const struct xtx_target *t);
+int xtx_tc_detach(const struct xtx_target *t);
 /* Detaches our program from t's interface, however it was attached. */
 int xtx_detach(const struct xtx_target *t);
 /* Removes t's pinned maps and their directory. */

@@ -103,6 +103,7 @@ int xtx_target_open(struct xtx_target *t, const char *netns, const char *iface)
 	snprintf(t->pin_dir, sizeof(t->pin_dir), "%s/%s/%s", XTX_PIN_ROOT, t->ns_tag, iface);
 	snprintf(t->pidfile, sizeof(t->pidfile), "%s/%s-%s.pid", XTX_RUN_DIR, t->ns_tag, iface);
 	snprintf(t->logfile, sizeof(t->logfile), "%s/%s-%s.log", XTX_RUN_DIR, t->ns_tag, iface);
+	snprintf(t->ctl_sock, sizeof(t->ctl_sock), "%s/%s-%s.sock", XTX_RUN_DIR, t->ns_tag, iface);
 	if (t->netns[0]) {
 		err = enter_netns(t->netns);
 		if (err)

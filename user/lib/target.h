@@ -14,6 +14,7 @@ struct xtx_target {
 	char pin_dir[PATH_MAX];	/* XTX_PIN_ROOT/<ns_tag>/<iface> */
 	char pidfile[PATH_MAX];	/* XTX_RUN_DIR/<ns_tag>-<iface>.pid */
 	char logfile[PATH_MAX];	/* XTX_RUN_DIR/<ns_tag>-<iface>.log */
+	char ctl_sock[108];	/* XTX_RUN_DIR/<ns_tag>-<iface>.sock: xtxd's control channel */
 };
 
 #define XTX_RUN_DIR "/run/xtx"

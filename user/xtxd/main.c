@@ -16,8 +16,10 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include "attach.h"
+#include "control.h"
 #include "log.h"
 #include "num.h"
+#include "rare.h"
 #include "target.h"
 
 struct xtxd_opts {
@@ -27,6 +29,7 @@ struct xtxd_opts {
 	const char *logfile;
 	const char *cpus;
 	struct xtx_load_opts load;
+	struct xtxd_rare_opts rare;
 	bool daemon;
 	bool replace;
 	bool keep_state;
@@ -47,6 +50,12 @@ static void usage(FILE *out)
 		"                           1.5x the keys locked\n"
 		"      --lock-lease DUR     reclaim a lock not re-granted for DUR, unless its holder\n"
 		"                           logged (default 500ms; 0 disables)\n"
+		"  -b, --kv-buckets N       kernel cache buckets of %u ways, 1..%u (default %u)\n"
+		"      --kv-lease DUR       take over a bucket held across a lost rare-path round\n"
+		"                           trip after DUR (default 50ms)\n"
+		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
+		"                           answer FULL\n"
+		"      --rare-threads N     threads serving the rare path (default 2)\n"
 		"      --echo               answer every op OK without touching state (ceiling)\n"
 		"      --generic            use generic (skb) XDP: slow, for NICs without native XDP\n"
 		"      --replace            replace a running xtx program instead of adopting it\n"
@@ -61,12 +70,13 @@ static void usage(FILE *out)
 		"\n"
 		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
-		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_RUN_DIR,
+		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
+		XTX_KV_BUCKETS_DEFAULT, XTXD_OVERFLOW_MAX_DEFAULT, XTX_RUN_DIR,
 		XTX_RUN_DIR);
 }
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
-       OPT_LEASE };
+       OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -77,6 +87,10 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "max-clients", required_argument, NULL, 'c' },
 		{ "lock-slots", required_argument, NULL, 'l' },
 		{ "lock-lease", required_argument, NULL, OPT_LEASE },
+		{ "kv-buckets", required_argument, NULL, 'b' },
+		{ "kv-lease", required_argument, NULL, OPT_KV_LEASE },
+		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
+		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
 		{ "generic", no_argument, NULL, OPT_GENERIC },
 		{ "replace", no_argument, NULL, OPT_REPLACE },
@@ -97,7 +111,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.max_clients = XTX_MAX_CLIENTS_DEFAULT;
 	o->load.lock_slots = XTX_LOCK_SLOTS_DEFAULT;
 	o->load.lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
-	while ((c = getopt_long(argc, argv, "i:n:p:c:l:dvh", longopts, NULL)) != -1) {
+	o->load.kv_buckets = XTX_KV_BUCKETS_DEFAULT;
+	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
+	o->rare.overflow_max = XTXD_OVERFLOW_MAX_DEFAULT;
+	o->rare.threads = 2;
+	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
 		case 'n': o->netns = optarg; break;
@@ -120,6 +138,26 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_duration("--lock-lease", optarg, &ns))
 				return -1;
 			o->load.lock_lease_ns = ns;
+			break;
+		case 'b':
+			if (xtx_parse_u32("--kv-buckets", optarg, 1, XTX_KV_BUCKETS_MAX,
+					  &o->load.kv_buckets))
+				return -1;
+			break;
+		case OPT_KV_LEASE:
+			if (xtx_parse_duration("--kv-lease", optarg, &ns))
+				return -1;
+			o->load.kv_lease_ns = ns;
+			break;
+		case OPT_OVERFLOW_MAX:
+			if (xtx_parse_u64("--overflow-max", optarg, 1, XTXD_OVERFLOW_MAX_LIMIT,
+					  &o->rare.overflow_max))
+				return -1;
+			break;
+		case OPT_RARE_THREADS:
+			if (xtx_parse_u32("--rare-threads", optarg, 1, XTXD_RARE_THREADS_MAX,
+					  &o->rare.threads))
+				return -1;
 			break;
 		case OPT_ECHO: o->load.echo = true; break;
 		case OPT_GENERIC: o->generic_ok = true; break;
@@ -217,17 +255,18 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 			return err;
 		}
 		if (info.port != o->load.port || info.max_clients != o->load.max_clients ||
-		    info.echo_mode != o->load.echo || info.lock_slots != o->load.lock_slots) {
+		    info.echo_mode != o->load.echo || info.lock_slots != o->load.lock_slots ||
+		    info.kv_buckets != o->load.kv_buckets) {
 			fprintf(stderr, "Error: xtx already runs on %s with other settings (port %u, "
-				"max-clients %u, lock-slots %u, echo %u); use --replace or unload "
-				"first\n", t->iface, info.port, info.max_clients, info.lock_slots,
-				info.echo_mode);
+				"max-clients %u, lock-slots %u, kv-buckets %u, echo %u); use --replace "
+				"or unload first\n", t->iface, info.port, info.max_clients,
+				info.lock_slots, info.kv_buckets, info.echo_mode);
 			return -EEXIST;
 		}
 		pr_info("adopting xtx program id %u and pinned maps on %s\n", a.xtx_prog_id,
 			t->iface);
 		*adopted = true;
-		return 0;
+		return xtx_tc_attached(t) ? 0 : xtx_tc_attach(t, &o->load);
 	}
 	/* before detaching anything: a refused replace must leave the server up */
 	err = xtx_pins_compatible(t, &o->load);
@@ -374,11 +413,25 @@ int main(int argc, char **argv)
 		report_ready(&ready_fd, 1);
 		return 1;
 	}
+	/* the rare path and the control channel come up before anyone is told we serve */
+	o.rare.port = o.load.port;
+	if (xtxd_rare_start(&t, &o.rare) || xtxd_control_start(&t)) {
+		xtxd_rare_stop();
+		if (!adopted && !o.keep_state) {
+			xtx_detach(&t);
+			xtx_unpin(&t);
+		}
+		unlink(pidfile);
+		report_ready(&ready_fd, 1);
+		return 1;
+	}
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	report_ready(&ready_fd, 0);
 
 	serve_until_signal();
+	xtxd_control_stop();
+	xtxd_rare_stop();
 
 	if (o.keep_state) {
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");

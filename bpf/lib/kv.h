@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The KV cache's frequent paths (DINT §3.2, Figure 4) and the hand-off of rare ones to xtxd. */
+#ifndef XTX_BPF_KV_H
+#define XTX_BPF_KV_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/kv.h>
+#include <xtx/hash.h>
+#include "config.h"
+#include "maps.h"
+#include "stats.h"
+#include "pktctx.h"
+
+/* Slot states and the version rules are described in include/xtx/kv.h. */
+
+#define XTX_KV_DEFER	0xff	/* internal: the op needs the overflow store */
+#define XTX_KV_LIVE	(XTX_KVF_VALID | XTX_KVF_TOMB)
+
+static __always_inline bool xtx_kv_bloom_maybe(const struct xtx_kv_bucket *b, __u64 h)
+{
+	return (b->bloom >> xtx_bloom_bit_of(h)) & 1;
+}
+
+/* The way holding (table, key), live or tombstone, or -1. */
+static __always_inline int xtx_kv_find(const struct xtx_kv_bucket *b, __u8 table, __u64 key)
+{
+	int w;
+
+	for (w = 0; w < XTX_KV_WAYS; w++)
+		if (b->key[w] == key && (b->flags[w] & XTX_KV_LIVE) && b->table[w] == table)
+			return w;
+	return -1;
+}
+
+/* First way whose flags satisfy (flags & mask) == want, or XTX_KV_NO_WAY. */
+static __always_inline __u8 xtx_kv_way_where(const struct xtx_kv_bucket *b, __u8 mask, __u8 want)
+{
+	int w;
+
+	for (w = 0; w < XTX_KV_WAYS; w++)
+		if ((b->flags[w] & mask) == want)
+			return w;
+	return XTX_KV_NO_WAY;
+}
+
+#define xtx_kv_free_way(b)	xtx_kv_way_where(b, XTX_KV_LIVE, 0)
+#define xtx_kv_clean_way(b)	xtx_kv_way_where(b, XTX_KVF_VALID | XTX_KVF_DIRTY, XTX_KVF_VALID)
+#define xtx_kv_dirty_way(b)	xtx_kv_way_where(b, XTX_KVF_DIRTY, XTX_KVF_DIRTY)
+
+/*
+ * The bucket lock.  A frequent-path holder writes XTX_KV_LOCK_FAST and
+ * lets go before the program ends; a rare-path holder's token is its
+ * acquisition time, and only such a lock can outlive its lease.
+ * Returns false when the bucket is busy: the op answers RETRY.
+ */
+static __always_inline bool xtx_kv_trylock(struct xtx_kv_bucket *b, struct xtx_pkt_ctx *pc)
+{
+	__u64 old = b->lock;
+
+	if (!old)
+		return __sync_val_compare_and_swap(&b->lock, 0, XTX_KV_LOCK_FAST) == 0;
+	if (old == XTX_KV_LOCK_FAST || !pc->kv_lease_ns ||
+	    xtx_now(pc) - (old & ~1ull) <= pc->kv_lease_ns)
+		return false;
+	/* its round trip was lost: take the bucket over */
+	if (__sync_val_compare_and_swap(&b->lock, old, XTX_KV_LOCK_FAST) != old)
+		return false;
+	xtx_count(XTX_CTR_KV_TAKEOVER);
+	return true;
+}
+
+static __always_inline void xtx_kv_unlock(struct xtx_kv_bucket *b)
+{
+	__sync_lock_test_and_set(&b->lock, 0);
+}
+
+static __always_inline void xtx_kv_copy_value(__u8 *dst, const __u8 *src)
+{
+	__builtin_memcpy(dst, src, XTX_VALUE_MAX);
+}
+
+static __always_inline __u8 xtx_kv_get(struct xtx_kv_bucket *b, int w, struct xtx_op *op, __u64 h)
+{
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (b->flags[w] & XTX_KVF_TOMB)
+			return XTX_ST_NOT_FOUND;
+		xtx_kv_copy_value(op->value, b->value[w]);
+		op->vlen = b->vlen[w];
+		op->version = b->version[w];
+		return XTX_ST_OK;
+	}
+	if (!xtx_kv_bloom_maybe(b, h)) {
+		xtx_count(XTX_CTR_KV_BLOOM_MISS);
+		return XTX_ST_NOT_FOUND;
+	}
+	return XTX_KV_DEFER;
+}
+
+static __always_inline void xtx_kv_install(struct xtx_kv_bucket *b, __u8 w, const struct xtx_op *op,
+					   __u64 version, __u8 flags)
+{
+	w &= XTX_KV_WAYS - 1;
+	b->key[w] = op->key;
+	b->table[w] = op->table;
+	b->vlen[w] = op->vlen;
+	b->version[w] = version;
+	b->flags[w] = flags;
+	xtx_kv_copy_value(b->value[w], op->value);
+}
+
+static __always_inline __u8 xtx_kv_insert(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					  __u64 h)
+{
+	__u8 way;
+
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (b->flags[w] & XTX_KVF_VALID)
+			return XTX_ST_EXISTS;
+		/* re-insert over its own tombstone: the version goes on */
+		op->version = b->version[w] + 1;
+		xtx_kv_install(b, w, op, op->version,
+			       XTX_KVF_VALID | XTX_KVF_DIRTY | (b->flags[w] & XTX_KVF_IN_USER));
+		return XTX_ST_OK;
+	}
+	/* the overflow store may hold it (or its history): only xtxd can tell */
+	if (xtx_kv_bloom_maybe(b, h))
+		return XTX_KV_DEFER;
+	way = xtx_kv_free_way(b);
+	if (way == XTX_KV_NO_WAY)
+		way = xtx_kv_clean_way(b);	/* evicting a clean key loses nothing */
+	if (way == XTX_KV_NO_WAY)
+		return XTX_KV_DEFER;		/* all dirty: one must be written back */
+	op->version = b->vfloor + 1;
+	xtx_kv_install(b, way, op, op->version, XTX_KVF_VALID | XTX_KVF_DIRTY);
+	return XTX_ST_OK;
+}
+
+static __always_inline __u8 xtx_kv_update(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					  __u64 h)
+{
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (b->flags[w] & XTX_KVF_TOMB)
+			return XTX_ST_NOT_FOUND;
+		op->version = b->version[w] + 1;
+		xtx_kv_install(b, w, op, op->version, b->flags[w] | XTX_KVF_DIRTY);
+		return XTX_ST_OK;
+	}
+	return xtx_kv_bloom_maybe(b, h) ? XTX_KV_DEFER : XTX_ST_NOT_FOUND;
+}
+
+static __always_inline __u8 xtx_kv_delete(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					  __u64 h)
+{
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (b->flags[w] & XTX_KVF_TOMB)
+			return XTX_ST_NOT_FOUND;
+		op->version = b->version[w] + 1;
+		b->version[w] = op->version;
+		b->vlen[w] = 0;
+		if (b->flags[w] & XTX_KVF_IN_USER) {
+			/* the overflow store must hear of it before the slot goes */
+			b->flags[w] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
+		} else {
+			b->flags[w] = 0;
+			if (b->vfloor < op->version)
+				b->vfloor = op->version;
+		}
+		return XTX_ST_OK;
+	}
+	return xtx_kv_bloom_maybe(b, h) ? XTX_KV_DEFER : XTX_ST_NOT_FOUND;
+}
+
+/*
+ * Prepares the hand-off of an op to xtxd: which way TC egress fills with
+ * the answer, and which dirty slot rides along to be written back (needed
+ * when every way is dirty; otherwise DINT's lazy write-back).  The victim
+ * stays in the bucket, dirty, until TC egress learns it was saved: a lost
+ * packet never loses a write.
+ */
+static __always_inline void xtx_kv_plan_defer(const struct xtx_kv_bucket *b, bool needs_fill,
+					      struct xtx_defer_entry *e)
+{
+	__u8 fill = XTX_KV_NO_WAY, dirty = xtx_kv_dirty_way(b);
+
+	if (needs_fill) {
+		fill = xtx_kv_free_way(b);
+		if (fill == XTX_KV_NO_WAY)
+			fill = xtx_kv_clean_way(b);
+		if (fill == XTX_KV_NO_WAY)
+			fill = dirty;
+	}
+	e->fill_way = fill;
+	e->victim_way = dirty;
+	e->flags = 0;
+	if (dirty != XTX_KV_NO_WAY) {
+		__u8 v = dirty & (XTX_KV_WAYS - 1);
+
+		e->flags |= XTX_DEFER_HAS_VICTIM;
+		e->victim.key = b->key[v];
+		e->victim.version = b->version[v];
+		e->victim.table = b->table[v];
+		e->victim.flags = b->flags[v];
+		e->victim.vlen = b->vlen[v];
+		xtx_kv_copy_value(e->victim.value, b->value[v]);
+		xtx_count(XTX_CTR_KV_VICTIMS);
+	}
+}
+
+/*
+ * Runs one KV op: in the kernel when it can, else hands it to xtxd with
+ * its bucket locked (XTX_ST_DEFERRED).  force_defer: a retransmission whose
+ * first execution may have reached xtxd; only xtxd's record can answer it.
+ */
+static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
+				      bool force_defer)
+{
+	__u64 h = xtx_hash(op->table, op->key);
+	__u32 bidx = xtx_bucket_of(h, xtx_kv_buckets), i, nd = pc->ndeferred;
+	struct xtx_defer_entry *e;
+	struct xtx_kv_bucket *b;
+	__u8 st;
+	int w;
+
+	/* one deferred op per bucket and packet: TC egress releases a bucket once */
+	for (i = 0; i < XTX_MAX_DEFERRED; i++)
+		if (i < nd && pc->deferred[i].bucket == bidx)
+			return XTX_ST_RETRY;
+	b = bpf_map_lookup_elem(&xtx_kv, &bidx);
+	if (!b)
+		return XTX_ST_BAD_ARG;
+	if (!xtx_kv_trylock(b, pc)) {
+		xtx_count(XTX_CTR_KV_BUSY);
+		return XTX_ST_RETRY;
+	}
+	w = xtx_kv_find(b, op->table, op->key);
+	if (force_defer)
+		st = XTX_KV_DEFER;
+	else if (op->opcode == XTX_OP_GET)
+		st = xtx_kv_get(b, w, op, h);
+	else if (op->opcode == XTX_OP_INSERT)
+		st = xtx_kv_insert(b, w, op, h);
+	else if (op->opcode == XTX_OP_UPDATE)
+		st = xtx_kv_update(b, w, op, h);
+	else
+		st = xtx_kv_delete(b, w, op, h);
+	if (st != XTX_KV_DEFER || nd >= pc->max_deferred || nd >= XTX_MAX_DEFERRED) {
+		xtx_kv_unlock(b);
+		return st == XTX_KV_DEFER ? XTX_ST_RETRY : st;
+	}
+
+	e = &pc->deferred[nd & (XTX_MAX_DEFERRED - 1)];
+	e->op_idx = idx;
+	e->bucket = bidx;
+	e->vfloor = b->vfloor;
+	xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE, e);
+	if (force_defer)
+		e->flags |= XTX_DEFER_REPLAY;
+	/* from a frequent-path hold to a rare-path one, with a lease */
+	e->token = xtx_now(pc) | 1;
+	__sync_lock_test_and_set(&b->lock, e->token);
+	pc->ndeferred = nd + 1;
+	xtx_count(XTX_CTR_KV_DEFERRED);
+	return XTX_ST_DEFERRED;
+}
+
+_Static_assert((XTX_MAX_DEFERRED & (XTX_MAX_DEFERRED - 1)) == 0, "deferred index is a mask");
+
+#endif /* XTX_BPF_KV_H */

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* TC egress entry: finish the rare path when xtxd's reply leaves, then strip its trailer. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/in.h>
+#include <linux/udp.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <xtx/proto.h>
+#include <xtx/kv.h>
+#include "lib/config.h"
+#include "lib/maps.h"
+#include "lib/parse.h"
+#include "lib/csum.h"
+#include "lib/stats.h"
+#include "lib/fix.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Every reply xtxd sends ends in a fix trailer; anything else leaves untouched. */
+SEC("tc")
+int xtx_tc_egress(struct __sk_buff *skb)
+{
+	struct xtx_fix_trailer t;
+	struct xtx_dedupe_slot *slot;
+	struct xtx_hdr h;
+	struct xtx_op op;
+	__u32 ops_end, i;
+	struct iphdr iph;
+	struct udphdr uh;
+	void *data, *data_end;
+	struct iphdr *ip;
+	struct udphdr *udp;
+
+	if (bpf_skb_load_bytes(skb, XTX_IP_OFF, &iph, sizeof(iph)) ||
+	    bpf_skb_load_bytes(skb, XTX_UDP_OFF, &uh, sizeof(uh)) ||
+	    skb->protocol != bpf_htons(ETH_P_IP) || iph.protocol != IPPROTO_UDP ||
+	    iph.ihl != 5 || uh.source != bpf_htons(xtx_port))
+		return TC_ACT_OK;
+	if (bpf_skb_load_bytes(skb, XTX_HDR_OFF, &h, sizeof(h)) || h.magic != XTX_MAGIC ||
+	    !(h.flags & XTX_F_REPLY) || h.nops > XTX_MAX_OPS)
+		return TC_ACT_OK;
+	ops_end = XTX_OPS_OFF + h.nops * sizeof(struct xtx_op);
+	if (bpf_skb_load_bytes(skb, ops_end, &t, XTX_TRAILER_HDR_LEN) || t.magic != XTX_FIX_MAGIC ||
+	    !t.count || t.count > XTX_MAX_DEFERRED ||
+	    skb->len != ops_end + XTX_TRAILER_HDR_LEN + t.count * sizeof(struct xtx_fix_entry))
+		return TC_ACT_OK;
+
+	slot = xtx_fix_dedupe_slot(&h);
+	for (i = 0; i < XTX_MAX_DEFERRED && i < t.count; i++) {
+		struct xtx_fix_entry *f = &t.e[i];
+
+		if (bpf_skb_load_bytes(skb, ops_end + XTX_TRAILER_HDR_LEN + i * sizeof(*f), f,
+				       sizeof(*f)) ||
+		    f->op_idx >= h.nops ||
+		    bpf_skb_load_bytes(skb, XTX_OPS_OFF + (f->op_idx & (XTX_MAX_OPS - 1)) *
+				       sizeof(op), &op, sizeof(op)))
+			return TC_ACT_OK;
+		xtx_fix_apply(f, &op);
+		if (slot)
+			xtx_fix_record(slot, f->op_idx, &op);
+	}
+	if (slot)
+		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(h.req_id, XTX_DEDUPE_DONE));
+
+	/* the client sees an ordinary reply: cut the trailer, fix the lengths */
+	if (bpf_skb_change_tail(skb, ops_end, 0))
+		return TC_ACT_SHOT;
+	data = (void *)(long)skb->data;
+	data_end = (void *)(long)skb->data_end;
+	ip = data + XTX_IP_OFF;
+	udp = data + XTX_UDP_OFF;
+	if ((void *)(udp + 1) > data_end)
+		return TC_ACT_SHOT;
+	ip->tot_len = bpf_htons(ops_end - XTX_IP_OFF);
+	ip->check = xtx_ip_csum(ip);
+	udp->len = bpf_htons(ops_end - XTX_UDP_OFF);
+	udp->check = 0;
+	return TC_ACT_OK;
+}

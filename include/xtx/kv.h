@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The key-value store: kernel bucket layout and the rare-path trailers between XDP, xtxd and TC. */
+#ifndef XTX_KV_H
+#define XTX_KV_H
+
+#include <linux/types.h>
+#include "proto.h"
+
+/*
+ * The kernel cache (DINT §3.2) is an ARRAY of set-associative buckets
+ * indexed by xtx_bucket_of(xtx_hash(table, key), nbuckets).  What does not
+ * fit lives in xtxd's overflow store.  Each bucket keeps a 64-bit Bloom
+ * filter of the keys of that bucket the overflow store holds
+ * (xtx_bloom_bit_of), so a miss whose bit is clear is answered in XDP.
+ *
+ * Slot states (flags):
+ *   free                      !VALID && !TOMB
+ *   VALID                     a live key; DIRTY: newer than the overflow
+ *                             store's copy (write-back), so it is written
+ *                             back before its slot is reused
+ *   TOMB|DIRTY                deleted in the kernel while the overflow store
+ *                             still holds the key: kept (key and version)
+ *                             until the delete is written back
+ *   IN_USER                   the overflow store holds a copy of the key
+ *
+ * Versions never repeat for a key.  An UPDATE adds one; a DELETE adds one
+ * (the tombstone's version); a new key starts above the bucket's version
+ * floor, which rises to every version that leaves the bucket for good (a
+ * tombstone written back, a kernel-only key deleted).  So no tombstone has
+ * to be kept forever, and a re-inserted key never reuses a version its
+ * readers may have validated against (ABA).
+ */
+#define XTX_KV_WAYS		4
+
+#define XTX_KVF_VALID		0x01
+#define XTX_KVF_DIRTY		0x02
+#define XTX_KVF_TOMB		0x04
+#define XTX_KVF_IN_USER		0x08
+
+struct xtx_kv_bucket {
+	/*
+	 * Bucket lock (DINT): 0 free, else a token (the acquisition time,
+	 * low bit set).  A rare-path op keeps it across the round trip to
+	 * xtxd; TC egress releases it if it still holds that token.  Past
+	 * xtx_runtime.kv_lease_ns it is taken over, so a lost packet never
+	 * wedges the bucket.
+	 */
+	__u64 lock;
+	__u64 bloom;
+	__u64 vfloor;		/* versions of new keys start above it */
+	__u64 key[XTX_KV_WAYS];	/* keys together: one compare loop, one cache line */
+	__u64 version[XTX_KV_WAYS];
+	__u8 table[XTX_KV_WAYS];
+	__u8 flags[XTX_KV_WAYS];
+	__u8 vlen[XTX_KV_WAYS];
+	__u8 pad[4];
+	__u8 value[XTX_KV_WAYS][XTX_VALUE_MAX];
+};
+
+_Static_assert(sizeof(struct xtx_kv_bucket) == 264, "bucket layout");
+
+#define XTX_KV_BUCKETS_DEFAULT	(1u << 18)
+#define XTX_KV_BUCKETS_MAX	(1u << 25)
+
+/* Bucket lock word of a frequent-path holder: never taken over. */
+#define XTX_KV_LOCK_FAST	1ull
+
+/* A whole key-value slot as it travels between kernel and user space. */
+struct xtx_kv_item {
+	__u64 key;
+	__u64 version;
+	__u8 table;
+	__u8 flags;		/* XTX_KVF_* as in the bucket */
+	__u8 vlen;
+	__u8 pad[5];
+	__u8 value[XTX_VALUE_MAX];
+};
+
+_Static_assert(sizeof(struct xtx_kv_item) == 64, "item layout");
+
+/*
+ * The rare path of a multi-op packet (design §3):
+ *
+ * 1. XDP runs every op it can.  An op that needs the overflow store gets
+ *    status XTX_ST_DEFERRED; its bucket is locked and stays locked.  At
+ *    most XTX_MAX_DEFERRED ops per packet and one per bucket: the excess
+ *    answers RETRY.  XDP grows the packet (bpf_xdp_adjust_tail) by a
+ *    struct xtx_defer_trailer, fixes IP and UDP lengths and the IP
+ *    checksum, and passes it to the stack; xtxd receives it on its socket.
+ * 2. xtxd executes the deferred ops in order against the overflow store
+ *    (and writes back the dirty victims XDP piggybacked), fills their
+ *    results, and sends the reply (header, ops, then a struct
+ *    xtx_fix_trailer) to the client from its socket.
+ * 3. TC egress sees that reply, applies each fix to its bucket if it still
+ *    holds the lock token, releases the lock, completes the dedupe record,
+ *    and cuts the trailer off: the client sees an ordinary reply.
+ */
+#define XTX_MAX_DEFERRED	4
+/*
+ * UDP payload that fits a 1500 B MTU: xtxd's reply (ops plus fix trailer)
+ * must not be fragmented, or TC egress would see pieces.  XDP defers no
+ * more ops than leave room for their fix entries.
+ */
+#define XTX_MAX_PAYLOAD		1472
+#define XTX_DEFER_MAGIC		0x46454458u	/* "XDEF" */
+#define XTX_FIX_MAGIC		0x58494658u	/* "XFIX" */
+
+/* Deferred-op entry flags. */
+#define XTX_DEFER_HAS_VICTIM	0x01	/* victim holds a dirty slot to write back */
+#define XTX_DEFER_REPLAY	0x02	/* a retransmission: answer from xtxd's own record */
+
+struct xtx_defer_entry {
+	__u8 op_idx;		/* which op of the packet */
+	__u8 flags;		/* XTX_DEFER_* */
+	__u8 fill_way;		/* way TC fills with the op's key, XTX_KV_NO_WAY: none */
+	__u8 victim_way;	/* way of victim, when HAS_VICTIM */
+	__u32 bucket;		/* bucket index */
+	__u64 token;		/* bucket lock token */
+	__u64 vfloor;		/* the bucket's version floor */
+	struct xtx_kv_item victim;
+};
+
+#define XTX_KV_NO_WAY		0xff
+
+struct xtx_defer_trailer {
+	__u32 magic;		/* XTX_DEFER_MAGIC */
+	__u8 count;
+	__u8 pad[3];
+	struct xtx_defer_entry e[XTX_MAX_DEFERRED];
+};
+
+/* What TC egress does with one bucket. */
+#define XTX_FIX_FILL		0x01	/* install the op's key, value, version clean */
+#define XTX_FIX_VICTIM_SAVED	0x02	/* victim written back: clean it, or free a tombstone */
+#define XTX_FIX_RAISE_FLOOR	0x04	/* floor = max(floor, floor_to) */
+
+struct xtx_fix_entry {
+	__u8 op_idx;
+	__u8 action;		/* XTX_FIX_* */
+	__u8 fill_way;
+	__u8 victim_way;
+	__u32 bucket;
+	__u64 token;
+	__u64 bloom;		/* the bucket's filter after this op, exact */
+	__u64 floor_to;
+	__u64 victim_key;	/* identifies the victim slot that was saved */
+	__u64 victim_version;
+};
+
+struct xtx_fix_trailer {
+	__u32 magic;		/* XTX_FIX_MAGIC */
+	__u8 count;
+	__u8 pad[3];
+	struct xtx_fix_entry e[XTX_MAX_DEFERRED];
+};
+
+/* Bytes before a trailer's entries: a trailer of n entries is this + n entries. */
+#define XTX_TRAILER_HDR_LEN	8
+#define XTX_DEFER_TRAILER_LEN(n) (XTX_TRAILER_HDR_LEN + (n) * sizeof(struct xtx_defer_entry))
+#define XTX_FIX_TRAILER_LEN(n)	(XTX_TRAILER_HDR_LEN + (n) * sizeof(struct xtx_fix_entry))
+
+_Static_assert(__builtin_offsetof(struct xtx_defer_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
+_Static_assert(__builtin_offsetof(struct xtx_fix_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
+_Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");
+_Static_assert(sizeof(struct xtx_fix_entry) == 48, "fix entry layout");
+
+#endif /* XTX_KV_H */

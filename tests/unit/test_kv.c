@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include <xtx/hash.h>
+#include <xtx/kv.h>
+#include "xtx_tc.skel.h"
+#include "check.h"
+#include "harness.h"
+#include "log.h"
+#include "stats_read.h"
+
+/* One bucket: every key shares it, so four keys fill it and eviction is constant. */
+#define KV_BUCKETS 1
+
+static struct xtx_tc *tc;
+static __u64 next_req = 5000;
+
+static int kv_fd(void)
+{
+	return bpf_map__fd(skel->maps.xtx_kv);
+}
+
+static struct xtx_kv_bucket bucket_get(void)
+{
+	struct xtx_kv_bucket b = {};
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(kv_fd(), &zero, &b);
+	return b;
+}
+
+static void bucket_put(const struct xtx_kv_bucket *b)
+{
+	__u32 zero = 0;
+
+	bpf_map_update_elem(kv_fd(), &zero, b, 0);
+}
+
+static void bucket_reset(void)
+{
+	struct xtx_kv_bucket b = {};
+
+	bucket_put(&b);
+}
+
+static void set_runtime(__u64 kv_lease_ns)
+{
+	struct xtx_runtime rt = { .kv_lease_ns = kv_lease_ns };
+	__u32 zero = 0;
+
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+}
+
+/* A one-op KV request; value bytes are `fill` repeated. */
+static void kv_req(struct run *r, __u8 opcode, __u64 key, __u8 vlen, __u8 fill)
+{
+	make_req(r, 1, next_req++, 1, opcode);
+	in_op(r, 0)->key = key;
+	in_op(r, 0)->vlen = vlen;
+	memset(in_op(r, 0)->value, fill, vlen);
+}
+
+static struct xtx_op kv_do(__u8 opcode, __u64 key, __u8 vlen, __u8 fill, int *verdict)
+{
+	struct run r;
+
+	kv_req(&r, opcode, key, vlen, fill);
+	run(&r);
+	*verdict = r.retval;
+	return *out_op(&r, 0);
+}
+
+static void test_insert_get_update_delete(void)
+{
+	struct xtx_kv_bucket b;
+	struct xtx_op op;
+	int v;
+
+	bucket_reset();
+	op = kv_do(XTX_OP_GET, 1, 0, 0, &v);
+	CHECK(v == XDP_TX && op.status == XTX_ST_NOT_FOUND, "GET of nothing: %u", op.status);
+	op = kv_do(XTX_OP_INSERT, 1, 8, 0xa1, &v);
+	CHECK(op.status == XTX_ST_OK && op.version == 1, "INSERT: %u v%llu", op.status,
+	      (unsigned long long)op.version);
+	op = kv_do(XTX_OP_INSERT, 1, 8, 0xa2, &v);
+	CHECK(op.status == XTX_ST_EXISTS, "second INSERT: %u", op.status);
+	op = kv_do(XTX_OP_GET, 1, 0, 0, &v);
+	CHECK(op.status == XTX_ST_OK && op.vlen == 8 && op.value[7] == 0xa1 && op.version == 1,
+	      "GET after INSERT");
+	op = kv_do(XTX_OP_UPDATE, 1, 4, 0xb1, &v);
+	CHECK(op.status == XTX_ST_OK && op.version == 2, "UPDATE: v%llu",
+	      (unsigned long long)op.version);
+	op = kv_do(XTX_OP_GET, 1, 0, 0, &v);
+	CHECK(op.vlen == 4 && op.value[3] == 0xb1 && op.version == 2, "GET after UPDATE");
+	b = bucket_get();
+	CHECK((b.flags[0] & (XTX_KVF_VALID | XTX_KVF_DIRTY)) == (XTX_KVF_VALID | XTX_KVF_DIRTY),
+	      "write-back: the slot is dirty (%#x)", b.flags[0]);
+	op = kv_do(XTX_OP_UPDATE, 2, 4, 0xb1, &v);
+	CHECK(op.status == XTX_ST_NOT_FOUND, "UPDATE of a missing key: %u", op.status);
+
+	/* a key only the kernel ever held leaves entirely; its version lives on in the floor */
+	op = kv_do(XTX_OP_DELETE, 1, 0, 0, &v);
+	CHECK(op.status == XTX_ST_OK && op.version == 3, "DELETE: %u v%llu", op.status,
+	      (unsigned long long)op.version);
+	b = bucket_get();
+	CHECK(b.flags[0] == 0 && b.vfloor == 3, "freed slot %#x floor %llu", b.flags[0],
+	      (unsigned long long)b.vfloor);
+	op = kv_do(XTX_OP_GET, 1, 0, 0, &v);
+	CHECK(op.status == XTX_ST_NOT_FOUND, "GET after DELETE");
+	op = kv_do(XTX_OP_DELETE, 1, 0, 0, &v);
+	CHECK(op.status == XTX_ST_NOT_FOUND, "second DELETE");
+	op = kv_do(XTX_OP_INSERT, 1, 8, 0xc1, &v);
+	CHECK(op.status == XTX_ST_OK && op.version == 4, "re-INSERT must not reuse a version: v%llu",
+	      (unsigned long long)op.version);
+}
+
+/* Deleting a key the overflow store also holds leaves a dirty tombstone. */
+static void test_tombstone(void)
+{
+	struct xtx_kv_bucket b;
+	struct xtx_op op;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 7, 8, 1, &v);
+	b = bucket_get();
+	b.flags[0] |= XTX_KVF_IN_USER;
+	b.flags[0] &= ~XTX_KVF_DIRTY;
+	bucket_put(&b);
+	op = kv_do(XTX_OP_DELETE, 7, 0, 0, &v);
+	b = bucket_get();
+	CHECK(op.status == XTX_ST_OK && op.version == 2, "DELETE");
+	CHECK(b.flags[0] == (XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER) && b.version[0] == 2,
+	      "tombstone flags %#x version %llu", b.flags[0], (unsigned long long)b.version[0]);
+	op = kv_do(XTX_OP_GET, 7, 0, 0, &v);
+	CHECK(op.status == XTX_ST_NOT_FOUND && v == XDP_TX, "GET of a tombstone");
+	op = kv_do(XTX_OP_UPDATE, 7, 8, 1, &v);
+	CHECK(op.status == XTX_ST_NOT_FOUND, "UPDATE of a tombstone");
+	op = kv_do(XTX_OP_INSERT, 7, 8, 9, &v);
+	b = bucket_get();
+	CHECK(op.status == XTX_ST_OK && op.version == 3, "re-INSERT over the tombstone v%llu",
+	      (unsigned long long)op.version);
+	CHECK(b.flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_IN_USER), "revived %#x",
+	      b.flags[0]);
+}
+
+static void test_bloom_filter_answers_misses(void)
+{
+	struct xtx_stats before, after;
+	struct xtx_kv_bucket b;
+	struct xtx_op op;
+	int v;
+
+	bucket_reset();
+	read_stats(&before);
+	op = kv_do(XTX_OP_GET, 42, 0, 0, &v);
+	read_stats(&after);
+	CHECK(v == XDP_TX && op.status == XTX_ST_NOT_FOUND, "clear bit: answered in XDP");
+	CHECK(after.ctr[XTX_CTR_KV_BLOOM_MISS] == before.ctr[XTX_CTR_KV_BLOOM_MISS] + 1,
+	      "bloom-miss counter");
+	/* with the key's bit set, only xtxd can answer */
+	b = bucket_get();
+	b.bloom = 1ull << xtx_bloom_bit_of(xtx_hash(0, 42));
+	bucket_put(&b);
+	op = kv_do(XTX_OP_GET, 42, 0, 0, &v);
+	CHECK(v == XDP_PASS, "set bit: passed to xtxd (verdict %d)", v);
+	bucket_reset();
+}
+
+static struct xtx_defer_trailer *trailer_of(struct run *r, int nops)
+{
+	return (struct xtx_defer_trailer *)(r->out + PKT_PAYLOAD_OFF + xtx_msg_len(nops));
+}
+
+/* The handed-off frame: grown by the trailer, lengths and checksums right. */
+static void test_defer_frame(void)
+{
+	struct xtx_defer_trailer *t;
+	struct xtx_kv_bucket b;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct run r;
+
+	bucket_reset();
+	b = bucket_get();
+	b.bloom = ~0ull;
+	b.vfloor = 77;
+	bucket_put(&b);
+	kv_req(&r, XTX_OP_GET, 5, 0, 0);
+	run(&r);
+	t = trailer_of(&r, 1);
+	ip = (struct iphdr *)(r.out + PKT_IP_OFF);
+	udp = (struct udphdr *)(r.out + PKT_UDP_OFF);
+	CHECK(r.retval == XDP_PASS, "verdict %d", r.retval);
+	CHECK(r.out_len == r.in_len + XTX_DEFER_TRAILER_LEN(1), "length %u, want %zu", r.out_len,
+	      r.in_len + XTX_DEFER_TRAILER_LEN(1));
+	CHECK(ntohs(ip->tot_len) == r.out_len - PKT_IP_OFF && pkt_ip_csum((uint8_t *)ip, 20) == 0,
+	      "IP length/checksum");
+	CHECK(ntohs(udp->len) == r.out_len - PKT_UDP_OFF && udp->check == 0, "UDP length/checksum");
+	CHECK(!(out_hdr(&r)->flags & XTX_F_REPLY), "a passed request is not a reply");
+	CHECK(out_op(&r, 0)->status == XTX_ST_DEFERRED, "op status %u", out_op(&r, 0)->status);
+	CHECK(t->magic == XTX_DEFER_MAGIC && t->count == 1, "trailer magic/count");
+	CHECK(t->e[0].op_idx == 0 && t->e[0].bucket == 0 && t->e[0].vfloor == 77 &&
+	      t->e[0].fill_way == 0 && !(t->e[0].flags & XTX_DEFER_HAS_VICTIM), "entry");
+	b = bucket_get();
+	CHECK(b.lock == t->e[0].token && (b.lock & 1) && b.lock != XTX_KV_LOCK_FAST,
+	      "bucket held with the entry's token");
+}
+
+/* A held bucket answers RETRY, and is taken over once its lease has passed. */
+static void test_bucket_lease(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_stats before, after;
+	struct xtx_op op;
+	int v;
+
+	/* test_defer_frame left the bucket held by a round trip that never returns */
+	set_runtime(2 * 1000 * 1000);
+	op = kv_do(XTX_OP_INSERT, 99, 8, 1, &v);
+	CHECK(op.status == XTX_ST_RETRY, "held bucket answered %u", op.status);
+	nanosleep(&ms5, NULL);
+	read_stats(&before);
+	op = kv_do(XTX_OP_INSERT, 99, 8, 1, &v);
+	read_stats(&after);
+	CHECK(op.status != XTX_ST_RETRY, "bucket still held after its lease (%u)", op.status);
+	CHECK(after.ctr[XTX_CTR_KV_TAKEOVER] == before.ctr[XTX_CTR_KV_TAKEOVER] + 1, "takeover");
+	set_runtime(0);
+	bucket_reset();
+}
+
+/* Every way dirty: the insert goes to xtxd with one dirty victim riding along. */
+static void test_all_dirty_victim(void)
+{
+	struct xtx_defer_trailer *t;
+	struct xtx_kv_bucket b;
+	struct run r;
+	int v, k;
+
+	bucket_reset();
+	for (k = 0; k < XTX_KV_WAYS; k++)
+		kv_do(XTX_OP_INSERT, 100 + k, 8, k, &v);
+	kv_req(&r, XTX_OP_INSERT, 200, 8, 0xee);
+	run(&r);
+	t = trailer_of(&r, 1);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && t->count == 1, "deferred (%d)", r.retval);
+	CHECK((t->e[0].flags & XTX_DEFER_HAS_VICTIM) && t->e[0].fill_way == t->e[0].victim_way,
+	      "victim and fill way");
+	CHECK(t->e[0].victim.key == b.key[t->e[0].victim_way & 3] &&
+	      t->e[0].victim.version == b.version[t->e[0].victim_way & 3] &&
+	      t->e[0].victim.vlen == 8, "victim item copied");
+	CHECK(b.flags[t->e[0].victim_way & 3] & XTX_KVF_DIRTY,
+	      "the victim must stay dirty in the bucket until TC hears it was saved");
+	bucket_reset();
+}
+
+static void test_one_deferral_per_bucket_and_budget(void)
+{
+	struct xtx_kv_bucket b;
+	struct run r;
+	int i;
+
+	bucket_reset();
+	b = bucket_get();
+	b.bloom = ~0ull;
+	bucket_put(&b);
+	make_req(&r, 1, next_req++, 2, XTX_OP_GET);
+	in_op(&r, 0)->key = 1;
+	in_op(&r, 1)->key = 2;
+	run(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
+	      out_op(&r, 1)->status == XTX_ST_RETRY, "second op on the held bucket: %u",
+	      out_op(&r, 1)->status);
+	CHECK(trailer_of(&r, 2)->count == 1, "one entry");
+	bucket_reset();
+
+	/* a full packet leaves room in the reply for three fixes only */
+	test_kv_buckets = 64;
+	{
+		struct xtx_xdp *big = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
+		struct xtx_kv_bucket full = { .bloom = ~0ull };
+		__u32 k, deferred = 0, retry = 0;
+
+		for (k = 0; big && k < 64; k++)
+			bpf_map_update_elem(bpf_map__fd(big->maps.xtx_kv), &k, &full, 0);
+		make_req(&r, 1, next_req++, XTX_MAX_OPS, XTX_OP_GET);
+		for (i = 0; i < XTX_MAX_OPS; i++)
+			in_op(&r, i)->key = 1000 + i * 7919;
+		if (big)
+			run_on(big, &r);
+		for (i = 0; i < XTX_MAX_OPS; i++) {
+			deferred += out_op(&r, i)->status == XTX_ST_DEFERRED;
+			retry += out_op(&r, i)->status == XTX_ST_RETRY;
+		}
+		CHECK(big && deferred == 3 && retry == XTX_MAX_OPS - 3,
+		      "16-op packet: %u deferred, %u retry", deferred, retry);
+		xtx_xdp__destroy(big);
+	}
+	test_kv_buckets = KV_BUCKETS;
+}
+
+static void test_oversized_value(void)
+{
+	struct run r;
+
+	bucket_reset();
+	kv_req(&r, XTX_OP_INSERT, 3, 8, 1);
+	in_op(&r, 0)->vlen = XTX_VALUE_MAX + 1;
+	run(&r);
+	CHECK(out_hdr(&r)->status == XTX_ST_BAD_ARG && out_op(&r, 0)->status == XTX_ST_BAD_ARG,
+	      "oversized value refused");
+	CHECK(bucket_get().flags[0] == 0, "oversized value stored");
+}
+
+/*
+ * TC egress: build xtxd's reply to a deferred GET by hand, run the TC
+ * program on it, and check the bucket and the frame the client gets.
+ */
+static size_t build_fix_reply(uint8_t *frame, __u64 key, __u64 token, __u8 action, __u8 way,
+			      __u64 bloom, __u64 req)
+{
+	uint8_t payload[PKT_MAX];
+	struct xtx_fix_trailer *t;
+	struct xtx_op *op;
+	struct pkt_addrs a = pkt_default_addrs;
+
+	xtx_msg_init(payload, 2, req);
+	((struct xtx_hdr *)payload)->flags = XTX_F_REPLY;
+	op = xtx_msg_add(payload, XTX_OP_UPDATE, 0, key);
+	op->status = XTX_ST_OK;
+	op->version = 12;
+	op->vlen = 8;
+	memset(op->value, 0x5a, 8);
+	t = (struct xtx_fix_trailer *)(payload + xtx_msg_len(1));
+	memset(t, 0, XTX_FIX_TRAILER_LEN(1));
+	t->magic = XTX_FIX_MAGIC;
+	t->count = 1;
+	t->e[0].action = action;
+	t->e[0].fill_way = way;
+	t->e[0].token = token;
+	t->e[0].bloom = bloom;
+	/* a reply leaves from the server port */
+	a.sport = XTX_DEFAULT_PORT;
+	a.dport = 40000;
+	return pkt_build(frame, &a, payload, xtx_msg_len(1) + XTX_FIX_TRAILER_LEN(1));
+}
+
+static int run_tc(struct run *r)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r->in, .data_size_in = r->in_len,
+		    .data_out = r->out, .data_size_out = sizeof(r->out), .repeat = 1);
+	int err = bpf_prog_test_run_opts(bpf_program__fd(tc->progs.xtx_tc_egress), &opts);
+
+	r->retval = opts.retval;
+	r->out_len = opts.data_size_out;
+	return err;
+}
+
+static void test_tc_applies_fix(void)
+{
+	const __u64 token = 0x1001;
+	__u32 dkey = 2 * XTX_DEDUPE_WINDOW + (7000 & (XTX_DEDUPE_WINDOW - 1));
+	struct xtx_dedupe_slot slot = { .word = xtx_dedupe_word(7000, XTX_DEDUPE_BUSY) };
+	struct xtx_kv_bucket b = { .lock = token };
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct run r;
+
+	bucket_put(&b);
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot, 0);
+	r.in_len = build_fix_reply(r.in, 55, token, XTX_FIX_FILL, 2, 0xf0f0, 7000);
+	CHECK(!run_tc(&r), "tc test run: %s", strerror(errno));
+	b = bucket_get();
+	CHECK(r.retval == TC_ACT_OK, "verdict %d", r.retval);
+	CHECK(b.lock == 0 && b.bloom == 0xf0f0, "lock %#llx bloom %#llx", (unsigned long long)b.lock,
+	      (unsigned long long)b.bloom);
+	CHECK(b.key[2] == 55 && b.version[2] == 12 && b.vlen[2] == 8 && b.value[2][0] == 0x5a &&
+	      b.flags[2] == (XTX_KVF_VALID | XTX_KVF_IN_USER), "filled clean (flags %#x)",
+	      b.flags[2]);
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot);
+	CHECK(slot.word == xtx_dedupe_word(7000, XTX_DEDUPE_DONE) &&
+	      slot.res[0].status == XTX_ST_OK && slot.res[0].version == 12, "dedupe completed");
+	ip = (struct iphdr *)(r.out + PKT_IP_OFF);
+	udp = (struct udphdr *)(r.out + PKT_UDP_OFF);
+	CHECK(r.out_len == PKT_PAYLOAD_OFF + xtx_msg_len(1), "trailer cut: %u", r.out_len);
+	CHECK(ntohs(ip->tot_len) == r.out_len - PKT_IP_OFF && pkt_ip_csum((uint8_t *)ip, 20) == 0 &&
+	      ntohs(udp->len) == r.out_len - PKT_UDP_OFF, "lengths and checksum");
+
+	/* a fix whose token lost the bucket (lease taken over) touches nothing */
+	b = (struct xtx_kv_bucket){ .lock = 0x2001 };
+	bucket_put(&b);
+	r.in_len = build_fix_reply(r.in, 56, token, XTX_FIX_FILL, 1, 0xffff, 7001);
+	run_tc(&r);
+	b = bucket_get();
+	CHECK(b.lock == 0x2001 && b.flags[1] == 0 && b.bloom == 0, "stale fix applied");
+	bucket_reset();
+}
+
+static void test_tc_victim_saved(void)
+{
+	struct xtx_kv_bucket b = {};
+	struct xtx_fix_trailer *t;
+	struct run r;
+
+	/* way 1: a dirty value; way 3: a dirty tombstone */
+	b.lock = 0x3001;
+	b.key[1] = 11;
+	b.version[1] = 4;
+	b.flags[1] = XTX_KVF_VALID | XTX_KVF_DIRTY;
+	b.key[3] = 13;
+	b.version[3] = 9;
+	b.flags[3] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
+	bucket_put(&b);
+	r.in_len = build_fix_reply(r.in, 11, 0x3001, XTX_FIX_VICTIM_SAVED, XTX_KV_NO_WAY, 0, 7100);
+	t = (struct xtx_fix_trailer *)(r.in + PKT_PAYLOAD_OFF + xtx_msg_len(1));
+	t->e[0].victim_way = 1;
+	t->e[0].victim_key = 11;
+	t->e[0].victim_version = 4;
+	run_tc(&r);
+	b = bucket_get();
+	CHECK(b.flags[1] == (XTX_KVF_VALID | XTX_KVF_IN_USER), "saved victim is clean: %#x",
+	      b.flags[1]);
+	b.lock = 0x3001;
+	bucket_put(&b);
+	t->e[0].victim_way = 3;
+	t->e[0].victim_key = 13;
+	t->e[0].victim_version = 9;
+	run_tc(&r);
+	b = bucket_get();
+	CHECK(b.flags[3] == 0 && b.vfloor == 9, "saved tombstone freed, floor %llu",
+	      (unsigned long long)b.vfloor);
+	bucket_reset();
+}
+
+/* A deferred mutating request is BUSY until TC; a lost round trip is re-deferred. */
+static void test_redefer_after_lost_round_trip(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_defer_trailer *t;
+	struct xtx_kv_bucket b;
+	struct run r;
+	__u64 req = next_req++;
+
+	bucket_reset();
+	b = bucket_get();
+	b.bloom = ~0ull;
+	bucket_put(&b);
+	set_runtime(2 * 1000 * 1000);
+	make_req(&r, 3, req, 1, XTX_OP_UPDATE);
+	in_op(&r, 0)->key = 8;
+	in_op(&r, 0)->vlen = 8;
+	run(&r);
+	CHECK(r.retval == XDP_PASS, "deferred UPDATE (%d)", r.retval);
+	run(&r);
+	CHECK(r.retval == XDP_TX && out_hdr(&r)->status == XTX_ST_RETRY,
+	      "duplicate while xtxd works: packet %u", out_hdr(&r)->status);
+	nanosleep(&ms5, NULL);
+	run(&r);
+	t = trailer_of(&r, 1);
+	CHECK(r.retval == XDP_PASS && t->count == 1 && (t->e[0].flags & XTX_DEFER_REPLAY),
+	      "lost round trip: back to xtxd for its record (%d, flags %#x)", r.retval,
+	      t->e[0].flags);
+	set_runtime(0);
+	bucket_reset();
+}
+
+int main(void)
+{
+	xtx_log_libbpf();
+	test_kv_buckets = KV_BUCKETS;
+	skel = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
+	tc = xtx_tc__open();
+	if (!skel || !tc) {
+		printf("FAIL: load_server (%s)\n", strerror(errno));
+		return 1;
+	}
+	/* TC shares the XDP program's maps, as xtxd's pins make it on a real server */
+	tc->rodata->xtx_max_clients = TEST_MAX_CLIENTS;
+	tc->rodata->xtx_kv_buckets = KV_BUCKETS;
+	if (bpf_map__reuse_fd(tc->maps.xtx_kv, kv_fd()) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(skel->maps.xtx_locks)) ||
+	    xtx_tc__load(tc)) {
+		printf("FAIL: load the TC program (%s)\n", strerror(errno));
+		return 1;
+	}
+	set_runtime(0);
+	RUN_CASE(test_insert_get_update_delete);
+	RUN_CASE(test_tombstone);
+	RUN_CASE(test_bloom_filter_answers_misses);
+	RUN_CASE(test_defer_frame);
+	RUN_CASE(test_bucket_lease);
+	RUN_CASE(test_all_dirty_victim);
+	RUN_CASE(test_one_deferral_per_bucket_and_budget);
+	RUN_CASE(test_oversized_value);
+	RUN_CASE(test_tc_applies_fix);
+	RUN_CASE(test_tc_victim_saved);
+	RUN_CASE(test_redefer_after_lost_round_trip);
+	xtx_tc__destroy(tc);
+	xtx_xdp__destroy(skel);
+	printf("# test_kv: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}

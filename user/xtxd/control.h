@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The control channel: a unix socket where xtxctl asks xtxd for what only it knows. */
+#ifndef XTXD_CONTROL_H
+#define XTXD_CONTROL_H
+
+#include "target.h"
+
+/* Listens on XTX_RUN_DIR/<netns>-<iface>.sock; 0 or a negative errno after printing why. */
+int xtxd_control_start(const struct xtx_target *t);
+void xtxd_control_stop(void);
+
+#endif /* XTXD_CONTROL_H */

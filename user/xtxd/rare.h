@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The rare path: threads that complete the ops XDP deferred, against the overflow store. */
+#ifndef XTXD_RARE_H
+#define XTXD_RARE_H
+
+#include <stdint.h>
+#include "target.h"
+
+#define XTXD_OVERFLOW_MAX_DEFAULT	(4u << 20)
+#define XTXD_OVERFLOW_MAX_LIMIT		(1ull << 32)
+#define XTXD_RARE_THREADS_MAX		64
+
+struct xtxd_rare_opts {
+	uint16_t port;		/* the xtx UDP port: packets XDP passed arrive there */
+	uint32_t threads;
+	uint64_t overflow_max;	/* keys the overflow store may hold */
+	int cpus_set;		/* unused for now: threads inherit xtxd's --cpus */
+};
+
+/* Opens the sockets and starts the threads; 0 or a negative errno after printing why. */
+int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o);
+/* Stops and joins the threads; safe to call when never started. */
+void xtxd_rare_stop(void);
+
+#endif /* XTXD_RARE_H */
