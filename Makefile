@@ -44,6 +44,8 @@ ULIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(ULIB_SRCS))
 CLIENT_LIB_SRCS := $(filter-out clients/xtxbench.c clients/bench_%.c,$(wildcard clients/*.c))
 CLIENT_LIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(CLIENT_LIB_SRCS))
 XTXD_SRCS := $(wildcard user/xtxd/*.c)
+# Everything of xtxd but its main(), for unit tests of its parts.
+XTXD_LIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(filter-out user/xtxd/main.c,$(XTXD_SRCS)))
 XTXCTL_SRCS := $(wildcard user/xtxctl/*.c)
 BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
@@ -99,10 +101,11 @@ $(OUT)/xtxbench: $(patsubst %.c,$(OBJ_OUT)/%.o,$(BENCH_SRCS)) $(CLIENT_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
+$(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(CLIENT_LIB_OBJS) \
+		$(XTXD_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
 
 $(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
 	$(call msg,LINK,$@)

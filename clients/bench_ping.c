@@ -420,43 +420,29 @@ static void gather(struct ping_thread *th, unsigned int n, struct ping_counts *s
 	}
 }
 
-/* Sleeps until the duration is over, printing a progress line each second. */
-static void run_progress(const struct ping_opts *o, struct ping_thread *th, uint64_t start)
+struct ping_progress {
+	struct ping_thread *th;
+	unsigned int nthreads;
+	struct ping_counts prev;
+};
+
+/* A progress line on stderr for the second just over. */
+static void progress_tick(void *ctx, unsigned int sec, double dt)
 {
-	struct ping_counts prev = {}, cur;
+	struct ping_progress *p = ctx;
+	struct ping_counts cur;
 	struct xtx_hist h;
-	uint64_t end = start + o->duration_ns, tick = start, prev_ns = start, now;
-	unsigned int sec = 0;
-	double dt;
 
-	while (!ping_interrupted) {
-		struct timespec ts;
-		uint64_t wake;
-
-		tick += 1000000000ull;
-		wake = tick < end ? tick : end;
-		ts.tv_sec = wake / 1000000000ull;
-		ts.tv_nsec = wake % 1000000000ull;
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
-		       !ping_interrupted)
-			;
-		if (ping_interrupted || wake == end)
-			break;
-		now = xtx_now_ns();
-		gather(th, o->threads, &cur, &h);
-		dt = (double)(now - prev_ns) / 1e9;
-		fprintf(stderr, "t=%us  rt/s=%.0f  ops/s=%.0f  p50=%.1fus p99=%.1fus  retrans=%llu",
-			++sec, (double)(cur.round_trips - prev.round_trips) / dt,
-			(double)(cur.ops - prev.ops) / dt,
-			(double)xtx_hist_percentile(&h, 50) / 1e3,
-			(double)xtx_hist_percentile(&h, 99) / 1e3,
-			(unsigned long long)(cur.retrans - prev.retrans));
-		if (cur.errors)
-			fprintf(stderr, "  errors=%llu", (unsigned long long)cur.errors);
-		fputc('\n', stderr);
-		prev = cur;
-		prev_ns = now;
-	}
+	gather(p->th, p->nthreads, &cur, &h);
+	fprintf(stderr, "t=%us  rt/s=%.0f  ops/s=%.0f  p50=%.1fus p99=%.1fus  retrans=%llu", sec,
+		(double)(cur.round_trips - p->prev.round_trips) / dt,
+		(double)(cur.ops - p->prev.ops) / dt, (double)xtx_hist_percentile(&h, 50) / 1e3,
+		(double)xtx_hist_percentile(&h, 99) / 1e3,
+		(unsigned long long)(cur.retrans - p->prev.retrans));
+	if (cur.errors)
+		fprintf(stderr, "  errors=%llu", (unsigned long long)cur.errors);
+	fputc('\n', stderr);
+	p->prev = cur;
 }
 
 static void print_summary(const struct ping_opts *o, const struct ping_counts *c,
@@ -507,7 +493,7 @@ static void free_threads(struct ping_thread *th, unsigned int n)
 
 	for (i = 0; i < n; i++) {
 		xtx_transport_close(&th[i].tr);
-		free(th[i].srv);
+		xtx_reqwins_free(&th[i].win);
 		pthread_mutex_destroy(&th[i].lock);
 	}
 	free(th);
@@ -518,7 +504,7 @@ static struct ping_thread *setup_threads(const struct ping_opts *o)
 {
 	struct ping_thread *th = calloc(o->threads, sizeof(*th));
 	uint64_t first = xtx_req_id_start();
-	unsigned int i, s;
+	unsigned int i;
 
 	if (!th) {
 		fprintf(stderr, "Error: allocating threads: %s\n", strerror(ENOMEM));
@@ -535,14 +521,12 @@ static struct ping_thread *setup_threads(const struct ping_opts *o)
 		t->o = o;
 		t->client_id = o->client_base + i;
 		t->rng = first * 2654435761u + i + 1;
-		t->srv = calloc(o->nservers, sizeof(*t->srv));
-		if (!t->srv) {
+		/* Each (client id, server) pair numbers its requests on its own. */
+		if (xtx_reqwins_init(&t->win, o->nservers, t->client_id, first, o->inflight,
+				     o->timeout_ns)) {
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
 		}
-		/* Each (client id, server) pair numbers its requests on its own. */
-		for (s = 0; s < o->nservers; s++)
-			t->srv[s].first_id = t->srv[s].next_id = first;
 		if (xtx_transport_open(&t->tr, o->servers, o->nservers))
 			goto fail;
 	}
@@ -554,15 +538,15 @@ fail:
 
 int bench_ping_main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
 	struct ping_counts total = {}, at_stop = {};
 	struct ping_opts o = {};
+	struct ping_progress prog = {};
+	struct xtx_run run;
 	struct ping_thread *th;
 	struct xtx_hist h;
-	sigset_t block, old;
 	uint64_t start, stop, stray = 0;
-	unsigned int i, s, started = 0;
-	int rc, err;
+	unsigned int i, s;
+	int rc;
 
 	rc = parse_args(argc, argv, &o);
 	if (rc)
@@ -574,32 +558,20 @@ int bench_ping_main(int argc, char **argv)
 		return BENCH_EXIT_FAIL;
 	}
 	pr_info("ping: client ids %u..%u, first request id %llu\n", o.client_base,
-		o.client_base + o.threads - 1, (unsigned long long)th[0].srv[0].first_id);
+		o.client_base + o.threads - 1, (unsigned long long)th[0].win.srv[0].first_id);
 
-	/* Ctrl-C ends the run early (a second one kills); only this thread takes it. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	start = xtx_now_ns();
-	for (i = 0; i < o.threads; i++) {
-		err = pthread_create(&th[i].tid, NULL, ping_thread_main, &th[i]);
-		if (err) {
-			fprintf(stderr, "Error: starting thread %u: %s\n", i, strerror(err));
-			break;
-		}
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (started == o.threads)
-		run_progress(&o, th, start);
-	atomic_store(&ping_stop, true);
-	stop = xtx_now_ns();
-	for (i = 0; i < started; i++)
-		pthread_join(th[i].tid, NULL);
-	if (started != o.threads) {
+	prog.th = th;
+	prog.nthreads = o.threads;
+	run = (struct xtx_run){
+		.nthreads = o.threads,
+		.fn = ping_thread_main,
+		.args = th,
+		.arg_size = sizeof(*th),
+		.duration_ns = o.duration_ns,
+		.tick = progress_tick,
+		.ctx = &prog,
+	};
+	if (xtx_run_threads(&run, &start, &stop)) {
 		rc = BENCH_EXIT_FAIL;
 		goto out;
 	}
@@ -621,8 +593,8 @@ int bench_ping_main(int argc, char **argv)
 		uint64_t sent = 0, replies = 0;
 
 		for (i = 0; i < o.threads; i++) {
-			sent += th[i].srv[s].sent;
-			replies += th[i].srv[s].replies;
+			sent += th[i].win.srv[s].sent;
+			replies += th[i].win.srv[s].replies;
 		}
 		pr_info("server %s: sent_packets=%llu replies=%llu\n",
 			xtx_addr_str(&o.servers[s], addr, sizeof(addr)),

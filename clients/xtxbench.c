@@ -11,6 +11,8 @@ static const struct bench_cmd {
 } bench_cmds[] = {
 	{ "ping", bench_ping_main, "PING round trips: latency and throughput of the data path" },
 	{ "counter", bench_counter_main, "COUNTER_ADD sequence: retransmissions run once" },
+	{ "lock2pl", bench_lock2pl_main, "2PL lock manager: shared/exclusive locks on skewed keys" },
+	{ "lockocc", bench_lockocc_main, "OCC lock manager: validates and try-locks on skewed keys" },
 };
 
 #define NR_CMDS (sizeof(bench_cmds) / sizeof(bench_cmds[0]))

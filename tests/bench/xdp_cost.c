@@ -22,7 +22,8 @@
  */
 #define ITERS 200000
 
-enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE };
+enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
+	    K_GET_BLOOM_MISS };
 
 struct bench_case {
 	const char *name;
@@ -71,6 +72,16 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			op = xtx_msg_add(payload, XTX_OP_OCC_VALIDATE, 0, bench_key(i));
 			op->txn = txn;
 			break;
+		case K_GET_HIT:
+			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i));
+			break;
+		case K_UPDATE_HIT:
+			op = xtx_msg_add(payload, XTX_OP_UPDATE, 0, bench_key(i));
+			op->vlen = XTX_VALUE_MAX;
+			break;
+		case K_GET_BLOOM_MISS:
+			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
+			break;
 		case K_LOCK_PAIRS:
 		case K_SHARED_PAIRS:
 			if (i % 2 == 0) {
@@ -114,12 +125,39 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 			for (i = 1; i < c->ops; i += 2)
 				bad += (out_op(&r, i)->flags & XTX_LOCKF_STALE) ||
 				       out_op(&r, i - 1)->status != XTX_ST_OK;
+		if (c->kind == K_GET_HIT || c->kind == K_UPDATE_HIT || c->kind == K_GET_BLOOM_MISS)
+			for (i = 0; i < c->ops; i++)
+				bad += out_op(&r, i)->status != (c->kind == K_GET_BLOOM_MISS ?
+								 XTX_ST_NOT_FOUND : XTX_ST_OK);
 	}
 	if (bad) {
-		fprintf(stderr, "Error: %s: %d lock pairs did not grant and release\n", c->name, bad);
+		fprintf(stderr, "Error: %s: %d ops did not answer as expected\n", c->name, bad);
 		return -EINVAL;
 	}
 	*ns_per_pkt = (double)total / ITERS;
+	return 0;
+}
+
+/* The keys the KV cases read and write, inserted once through the program itself. */
+static int populate(void)
+{
+	static struct run r;
+	int i;
+
+	for (i = 0; i < XTX_MAX_OPS; i++) {
+		uint8_t payload[PKT_MAX];
+		struct xtx_op *op;
+
+		xtx_msg_init(payload, 1, req_id++);
+		op = xtx_msg_add(payload, XTX_OP_INSERT, 0, bench_key(i));
+		op->vlen = XTX_VALUE_MAX;
+		r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(1));
+		if (run(&r) || out_op(&r, 0)->status != XTX_ST_OK) {
+			fprintf(stderr, "Error: populating key %d: status %u\n", i,
+				out_op(&r, 0)->status);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -135,6 +173,12 @@ int main(void)
 		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16 },
 		{ "occ_validate", K_VALIDATE, 1 },
 		{ "occ_validate", K_VALIDATE, 16 },
+		{ "get (kernel hit)", K_GET_HIT, 1 },
+		{ "get (kernel hit)", K_GET_HIT, 16 },
+		{ "update (kernel hit)", K_UPDATE_HIT, 1 },
+		{ "update (kernel hit)", K_UPDATE_HIT, 16 },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1 },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16 },
 	};
 	unsigned int i;
 	double ns;
@@ -143,6 +187,10 @@ int main(void)
 	skel = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
 	if (!skel) {
 		fprintf(stderr, "Error: loading the server: %s\n", strerror(errno));
+		return 1;
+	}
+	if (populate()) {
+		xtx_xdp__destroy(skel);
 		return 1;
 	}
 	printf("%-28s %8s %12s %10s\n", "case", "ops/pkt", "ns/packet", "ns/op");

@@ -154,7 +154,7 @@ int xtx_target_map_fd(const struct xtx_target *t, const char *name)
  * True when pid runs xtxd and has not exited: a killed daemon stays a
  * zombie until reaped, and a stale pidfile may name a recycled pid.
  */
-static bool process_is_xtxd(int pid)
+bool xtx_pid_is_xtxd(int pid)
 {
 	char path[64], buf[256], *p;
 	FILE *f;
@@ -183,5 +183,5 @@ int xtx_pidfile_alive(const char *path)
 	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
 		pid = 0;
 	fclose(f);
-	return pid && process_is_xtxd(pid) ? pid : 0;
+	return pid && xtx_pid_is_xtxd(pid) ? pid : 0;
 }

@@ -4,6 +4,7 @@
 #define XTX_TARGET_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <net/if.h>
 
 struct xtx_target {
@@ -34,6 +35,8 @@ int xtx_mkdirs(const char *path, unsigned int mode);
 int xtx_target_map_fd(const struct xtx_target *t, const char *name);
 /* Reads a pidfile; returns the pid if that process is alive, else 0. */
 int xtx_pidfile_alive(const char *path);
+/* True while pid runs xtxd and has not exited (a zombie has). */
+bool xtx_pid_is_xtxd(int pid);
 int xtx_require_root(const char *prog);
 
 #endif /* XTX_TARGET_H */
