@@ -13,6 +13,7 @@
 #include "ops_basic.h"
 #include "locks.h"
 #include "kv.h"
+#include "txn.h"
 #include "pktctx.h"
 #include "fault.h"
 
@@ -53,6 +54,13 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 		if (op->vlen > xtx_value_size)
 			return XTX_ST_BAD_ARG;
 		return XTX_ST_OK | mutates;
+	case XTX_OP_READ:
+		return XTX_ST_OK | mutates;
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_COMMIT_PRIMARY:
+		if (op->vlen > xtx_value_size)
+			return XTX_ST_BAD_ARG;
+		/* fall through: a commit belongs to a transaction too */
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 		/* a lock belongs to a transaction of the client that sent it */
 		if (!op->txn || xtx_txn_client(op->txn) != client_id)
@@ -88,8 +96,17 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		return XTX_ST_MALFORMED;
 	mutates = xtx_op_mutates(op->opcode);
 	if (mutates && (pc->mode == XTX_EXEC_REPLAY || pc->mode == XTX_EXEC_REDEFER)) {
+		bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
+
 		status = xtx_dedupe_replay(pc->rec_key, idx, op);
 		if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
+			/* a grant's value is not recorded: read it again, under the lock */
+			if (status == XTX_ST_OK && want_value && xtx_is_acquire(op->opcode)) {
+				__u8 st = xtx_op_kv(op, idx, pc, false);
+
+				if (st == XTX_ST_DEFERRED)
+					status = st;
+			}
 			op->status = status;
 			return status;
 		}
@@ -107,7 +124,8 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		status = xtx_op_counter_add(op);
 		break;
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
-		status = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+	case XTX_OP_READ ... XTX_OP_COMMIT_PRIMARY:
+		status = xtx_op_txn(op, idx, pc, force_defer);
 		break;
 	case XTX_OP_GET ... XTX_OP_DELETE:
 		status = xtx_op_kv(op, idx, pc, force_defer);

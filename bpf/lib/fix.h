@@ -46,7 +46,7 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 	}
 	if ((f->action & XTX_FIX_RAISE_FLOOR) && b->vfloor < f->floor_to)
 		b->vfloor = f->floor_to;
-	if ((f->action & XTX_FIX_FILL) && op->status == XTX_ST_OK) {
+	if ((f->action & XTX_FIX_FILL) && op->status == XTX_ST_OK && !(op->flags & XTX_TXF_ABSENT)) {
 		w = f->fill_way & (XTX_KV_WAYS - 1);
 		/* never over a write the store has not confirmed */
 		if (!(b->flags[w] & XTX_KVF_DIRTY)) {

@@ -178,6 +178,127 @@ static __always_inline __u8 xtx_kv_delete(struct xtx_kv_bucket *b, int w, struct
 }
 
 /*
+ * The KV half of a lock op (FaSST/Xenic fused read+lock): the value of a
+ * key the transaction now holds.  An absent key is granted too, with
+ * XTX_TXF_ABSENT and the version its creating commit must expect.
+ */
+static __always_inline __u8 xtx_kv_read_locked(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					       __u64 h)
+{
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (b->flags[w] & XTX_KVF_VALID) {
+			xtx_kv_copy_value(op->value, b->value[w]);
+			op->vlen = b->vlen[w];
+			op->version = b->version[w];
+			return XTX_ST_OK;
+		}
+		op->version = b->version[w];	/* a tombstone's history */
+	} else if (xtx_kv_bloom_maybe(b, h)) {
+		return XTX_KV_DEFER;
+	} else {
+		op->version = b->vfloor;
+	}
+	op->vlen = 0;
+	op->flags |= XTX_TXF_ABSENT;
+	return XTX_ST_OK;
+}
+
+/* OCC validation's second half: is the version still the one read? */
+static __always_inline __u8 xtx_kv_validate(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					    __u64 h)
+{
+	__u64 expected = op->version, cur;
+
+	if (w >= 0)
+		cur = b->version[w & (XTX_KV_WAYS - 1)];
+	else if (xtx_kv_bloom_maybe(b, h))
+		return XTX_KV_DEFER;
+	else
+		cur = b->vfloor;
+	op->version = cur;
+	return cur == expected ? XTX_ST_OK : XTX_ST_CHANGED;
+}
+
+/* Deletes way w (live) at version v: a tombstone if the store holds the key. */
+static __always_inline void xtx_kv_delete_at(struct xtx_kv_bucket *b, int w, __u64 v)
+{
+	w &= XTX_KV_WAYS - 1;
+	b->version[w] = v;
+	b->vlen[w] = 0;
+	if (b->flags[w] & XTX_KVF_IN_USER) {
+		b->flags[w] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
+	} else {
+		b->flags[w] = 0;
+		if (b->vfloor < v)
+			b->vfloor = v;
+	}
+}
+
+/*
+ * COMMIT_BACKUP and COMMIT_PRIMARY: install (or delete) at a version the
+ * coordinator fixed, so every replica ends with the same one.  Both are
+ * idempotent: a version already there answers ALREADY_APPLIED, which is
+ * what makes a retransmitted commit harmless even without its record.
+ */
+static __always_inline __u8 xtx_kv_commit(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
+					  __u64 h, bool primary)
+{
+	bool del = op->flags & XTX_OPF_DELETE;
+	__u64 v;
+	__u8 way;
+
+	if (w >= 0) {
+		__u64 cur = b->version[w & (XTX_KV_WAYS - 1)];
+
+		if (primary) {
+			if (cur == op->version + 1)
+				return XTX_ST_ALREADY_APPLIED;
+			if (cur != op->version)
+				return XTX_ST_CHANGED;
+			v = op->version + 1;
+		} else {
+			if (cur >= op->version)
+				return XTX_ST_ALREADY_APPLIED;
+			v = op->version;
+		}
+		if (del) {
+			if (b->flags[w & (XTX_KV_WAYS - 1)] & XTX_KVF_TOMB)
+				b->version[w & (XTX_KV_WAYS - 1)] = v;
+			else
+				xtx_kv_delete_at(b, w, v);
+		} else {
+			xtx_kv_install(b, w, op, v, XTX_KVF_VALID | XTX_KVF_DIRTY |
+			       (b->flags[w & (XTX_KV_WAYS - 1)] & XTX_KVF_IN_USER));
+		}
+		op->version = v;
+		return XTX_ST_OK;
+	}
+	if (xtx_kv_bloom_maybe(b, h))
+		return XTX_KV_DEFER;
+	/*
+	 * Absent for sure.  The version the coordinator brings is above the
+	 * key's history (it read it under its lock); the floor may have risen
+	 * since for other keys of the bucket, which does not concern this one.
+	 */
+	v = primary ? op->version + 1 : op->version;
+	if (del) {
+		if (b->vfloor < v)
+			b->vfloor = v;
+		op->version = v;
+		return XTX_ST_OK;
+	}
+	way = xtx_kv_free_way(b);
+	if (way == XTX_KV_NO_WAY)
+		way = xtx_kv_clean_way(b);
+	if (way == XTX_KV_NO_WAY)
+		return XTX_KV_DEFER;
+	xtx_kv_install(b, way, op, v, XTX_KVF_VALID | XTX_KVF_DIRTY);
+	op->version = v;
+	return XTX_ST_OK;
+}
+
+/*
  * Prepares the hand-off of an op to xtxd: which way TC egress fills with
  * the answer, and which dirty slot rides along to be written back (needed
  * when every way is dirty; otherwise DINT's lazy write-back).  The victim
@@ -240,16 +361,36 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		return XTX_ST_RETRY;
 	}
 	w = xtx_kv_find(b, op->table, op->key);
-	if (force_defer)
-		st = XTX_KV_DEFER;
-	else if (op->opcode == XTX_OP_GET)
+	switch (force_defer ? XTX_OP_NOP : op->opcode) {
+	case XTX_OP_GET:
+	case XTX_OP_READ:
 		st = xtx_kv_get(b, w, op, h);
-	else if (op->opcode == XTX_OP_INSERT)
+		break;
+	case XTX_OP_INSERT:
 		st = xtx_kv_insert(b, w, op, h);
-	else if (op->opcode == XTX_OP_UPDATE)
+		break;
+	case XTX_OP_UPDATE:
 		st = xtx_kv_update(b, w, op, h);
-	else
+		break;
+	case XTX_OP_DELETE:
 		st = xtx_kv_delete(b, w, op, h);
+		break;
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		st = xtx_kv_read_locked(b, w, op, h);
+		break;
+	case XTX_OP_OCC_VALIDATE:
+		st = xtx_kv_validate(b, w, op, h);
+		break;
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_COMMIT_PRIMARY:
+		st = xtx_kv_commit(b, w, op, h, op->opcode == XTX_OP_COMMIT_PRIMARY);
+		break;
+	default:
+		st = XTX_KV_DEFER;
+		break;
+	}
 	if (st != XTX_KV_DEFER || nd >= pc->max_deferred || nd >= XTX_MAX_DEFERRED) {
 		xtx_kv_unlock(b);
 		return st == XTX_KV_DEFER ? XTX_ST_RETRY : st;
@@ -259,7 +400,9 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	e->op_idx = idx;
 	e->bucket = bidx;
 	e->vfloor = b->vfloor;
-	xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE, e);
+	/* TC fills the slot with what xtxd answers, for ops that answer a key's value */
+	xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE && op->opcode != XTX_OP_OCC_VALIDATE &&
+			  !(op->flags & XTX_OPF_DELETE), e);
 	if (force_defer)
 		e->flags |= XTX_DEFER_REPLAY;
 	/* from a frequent-path hold to a rare-path one, with a lease */

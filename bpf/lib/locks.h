@@ -168,6 +168,31 @@ static __always_inline __u8 xtx_release_excl(struct xtx_lock_slot *s, struct xtx
 	return XTX_ST_OK;
 }
 
+/*
+ * Releases txn's exclusive hold on hash's slot (a commit's unlock).  It
+ * must not fail for a busy spin bit the way a request may: the critical
+ * sections are a few instructions, so a bounded wait is enough.  Returns
+ * XTX_ST_OK (also when the hold was already gone) or XTX_ST_RETRY.
+ */
+static __always_inline __u8 xtx_lock_release_excl(__u64 txn, __u64 hash, __u64 token)
+{
+	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
+	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
+	int i;
+
+	if (!s)
+		return XTX_ST_OK;
+	for (i = 0; i < 64; i++) {
+		if (xtx_slot_trylock(s)) {
+			xtx_release_excl(s, &c, token);
+			xtx_slot_unlock(s);
+			return XTX_ST_OK;
+		}
+	}
+	xtx_count(XTX_CTR_LOCK_BUSY);
+	return XTX_ST_RETRY;
+}
+
 /* Runs one lock op on its slot; fills status, flags and token. */
 static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 now, __u64 lease_ns)
 {

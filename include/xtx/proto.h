@@ -138,6 +138,27 @@ enum xtx_opcode {
 	XTX_OP_INSERT = 17,
 	XTX_OP_UPDATE = 18,
 	XTX_OP_DELETE = 19,
+	/*
+	 * Transaction ops (FaSST/DINT OCC and 2PL, design §3).  The lock ops
+	 * above also read: a grant answers value, vlen and version unless the
+	 * request sets XTX_OPF_NO_VALUE; a key that does not exist answers
+	 * XTX_TXF_ABSENT with the version a creating commit must expect.
+	 *
+	 * READ: value, version and the key's lock state (flags), no lock.
+	 * OCC_VALIDATE (above): lock word first, then version == op.version:
+	 *   OK, LOCKED (by another txn; XTX_LOCKF_MINE tells it is one's
+	 *   own), or CHANGED.
+	 * COMMIT_BACKUP: install value with version op.version unless the
+	 *   replica already has it or newer (ALREADY_APPLIED).
+	 * COMMIT_PRIMARY: if the version is still op.version, install value
+	 *   with op.version + 1 and release the exclusive lock (op.token);
+	 *   ALREADY_APPLIED when op.version + 1 is already there.
+	 * With XTX_OPF_DELETE both commits delete instead (a tombstone at the
+	 * new version).  Abort is OCC_UNLOCK / UNLOCK_*.
+	 */
+	XTX_OP_READ = 20,
+	XTX_OP_COMMIT_BACKUP = 21,
+	XTX_OP_COMMIT_PRIMARY = 22,
 	XTX_OP__COUNT = 64,
 };
 
@@ -159,6 +180,9 @@ enum xtx_status {
 	XTX_ST_EXISTS = 13,	/* op: INSERT of a key that exists */
 	XTX_ST_FULL = 14,	/* op: the overflow store is full; nothing changed */
 	XTX_ST_DEFERRED = 15,	/* internal: XDP handed the op to xtxd; never in a reply */
+	XTX_ST_LOCKED = 16,	/* validate: locked by another transaction */
+	XTX_ST_CHANGED = 17,	/* validate/commit: the version is not the expected one */
+	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
 	XTX_ST__COUNT = 32,
 };
 
@@ -170,6 +194,12 @@ enum xtx_status {
 #define XTX_STATS_PER_OP	5
 #define XTX_STATS_KEY_OP	0x100
 #define XTX_STATS_OP_GROUPS	((XTX_ST__COUNT - 1 + XTX_STATS_PER_OP - 1) / XTX_STATS_PER_OP)
+
+/* Request modifiers in op.flags (the reply reuses flags for state bits). */
+#define XTX_OPF_NO_VALUE	0x1000	/* lock ops: grant only, do not read the value */
+#define XTX_OPF_DELETE		0x2000	/* commits: delete the key at the new version */
+/* Reply: the key does not exist; version is what a creating commit expects. */
+#define XTX_TXF_ABSENT		0x100
 
 /* Lock-state bits in a lock op's reply flags. */
 #define XTX_LOCKF_EXCL		0x01	/* held exclusively */
@@ -194,7 +224,8 @@ enum xtx_status {
 	 (1ull << XTX_OP_LOCK_EXCL) | (1ull << XTX_OP_UNLOCK_SHARED) |         \
 	 (1ull << XTX_OP_UNLOCK_EXCL) | (1ull << XTX_OP_OCC_LOCK) |            \
 	 (1ull << XTX_OP_OCC_UNLOCK) | (1ull << XTX_OP_INSERT) |               \
-	 (1ull << XTX_OP_UPDATE) | (1ull << XTX_OP_DELETE))
+	 (1ull << XTX_OP_UPDATE) | (1ull << XTX_OP_DELETE) |                   \
+	 (1ull << XTX_OP_COMMIT_BACKUP) | (1ull << XTX_OP_COMMIT_PRIMARY))
 
 static inline int xtx_op_mutates(__u8 opcode)
 {

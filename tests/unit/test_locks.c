@@ -47,6 +47,7 @@ static struct xtx_op lock_op_on(struct xtx_xdp *s, __u64 req, __u64 txn, __u8 op
 	in_op(&r, 0)->txn = txn;
 	in_op(&r, 0)->key = key;
 	in_op(&r, 0)->token = token;
+	in_op(&r, 0)->version = 0;	/* validates: the keys were never written */
 	run_on(s, &r);
 	CHECK(r.retval == XDP_TX, "lock op verdict %d", r.retval);
 	return *out_op(&r, 0);
@@ -298,7 +299,7 @@ static void test_occ_lock_bits(void)
 {
 	static const struct step steps[] = {
 		{ T(1), XTX_OP_OCC_LOCK, 80, -1, XTX_ST_OK, XTX_LOCKF_EXCL | XTX_LOCKF_MINE, 0 },
-		{ T(2), XTX_OP_OCC_VALIDATE, 80, -1, XTX_ST_OK, XTX_LOCKF_EXCL, XTX_LOCKF_MINE },
+		{ T(2), XTX_OP_OCC_VALIDATE, 80, -1, XTX_ST_LOCKED, XTX_LOCKF_EXCL, XTX_LOCKF_MINE },
 		{ T(1), XTX_OP_OCC_VALIDATE, 80, -1, XTX_ST_OK, XTX_LOCKF_EXCL | XTX_LOCKF_MINE, 0 },
 		{ T(2), XTX_OP_OCC_LOCK, 80, -1, XTX_ST_REJECTED, XTX_LOCKF_EXCL, XTX_LOCKF_MINE },
 		{ T(1), XTX_OP_OCC_UNLOCK, 80, 0, XTX_ST_OK, 0, XTX_LOCKF_STALE | XTX_LOCKF_EXCL },

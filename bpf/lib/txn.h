@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Transaction ops: a lock-table half and a KV half in one op (fused, per Xenic). */
+#ifndef XTX_BPF_TXN_H
+#define XTX_BPF_TXN_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <xtx/proto.h>
+#include <xtx/hash.h>
+#include "locks.h"
+#include "kv.h"
+#include "pktctx.h"
+
+static __always_inline bool xtx_is_acquire(__u8 opcode)
+{
+	return opcode == XTX_OP_LOCK_SHARED || opcode == XTX_OP_LOCK_EXCL ||
+	       opcode == XTX_OP_OCC_LOCK;
+}
+
+/*
+ * A grant that cannot read its value right now (bucket busy) is undone:
+ * the client sends the op again in a new request, and a second grant of a
+ * re-entrant lock would otherwise leave a hold nobody releases.
+ */
+static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+{
+	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
+	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+
+	if (st != XTX_ST_OK || !want_value)
+		return st;
+	st = xtx_op_kv(op, idx, pc, false);
+	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
+		return st;
+	if (op->opcode == XTX_OP_LOCK_SHARED) {
+		struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_hash(op->table, op->key) };
+		struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
+
+		if (s && xtx_slot_trylock(s)) {
+			xtx_release_shared(s, &c, op->token);
+			xtx_slot_unlock(s);
+		}
+	} else {
+		xtx_lock_release_excl(op->txn, xtx_hash(op->table, op->key), op->token);
+	}
+	return XTX_ST_RETRY;
+}
+
+/* Lock word first, then version: a lock held by another fails fast. */
+static __always_inline __u8 xtx_txn_validate(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+{
+	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+
+	if (st != XTX_ST_OK)
+		return st;
+	if ((op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE))
+		return XTX_ST_LOCKED;
+	return xtx_op_kv(op, idx, pc, false);
+}
+
+/* A read reports the key's lock state too: a FaSST reader aborts on a locked key. */
+static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+{
+	struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_hash(op->table, op->key) };
+	struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
+	__u8 st = xtx_op_kv(op, idx, pc, false);
+
+	op->flags = 0;
+	if (s)
+		op->flags = xtx_lock_state(s, c.txn);
+	return st;
+}
+
+/*
+ * Commit at the primary: install, then release the transaction's lock.
+ * Releasing when the install went to xtxd is safe: the bucket stays locked
+ * until TC egress has installed the answer, so nobody reads around it.
+ */
+static __always_inline __u8 xtx_txn_commit_primary(struct xtx_op *op, __u32 idx,
+						   struct xtx_pkt_ctx *pc)
+{
+	__u8 st = xtx_op_kv(op, idx, pc, false), rel;
+
+	if (st == XTX_ST_RETRY || st == XTX_ST_BAD_ARG)
+		return st;
+	rel = xtx_lock_release_excl(op->txn, xtx_hash(op->table, op->key), op->token);
+	return rel == XTX_ST_OK || st == XTX_ST_DEFERRED ? st : rel;
+}
+
+/* Runs a transaction op; force_defer: see xtx_op_kv(). */
+static __always_inline __u8 xtx_op_txn(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
+				       bool force_defer)
+{
+	__u8 opcode = op->opcode;
+
+	/* the lock half already ran the first time: only xtxd's record is left */
+	if (force_defer)
+		return xtx_op_kv(op, idx, pc, true);
+	if (xtx_is_acquire(opcode))
+		return xtx_txn_acquire(op, idx, pc);
+	if (opcode == XTX_OP_OCC_VALIDATE)
+		return xtx_txn_validate(op, idx, pc);
+	if (opcode == XTX_OP_READ)
+		return xtx_txn_read(op, idx, pc);
+	if (opcode == XTX_OP_COMMIT_PRIMARY)
+		return xtx_txn_commit_primary(op, idx, pc);
+	if (opcode == XTX_OP_COMMIT_BACKUP)
+		return xtx_op_kv(op, idx, pc, false);
+	/* releases */
+	return xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+}
+
+#endif /* XTX_BPF_TXN_H */
