@@ -107,6 +107,14 @@ $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(CLIENT
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
 
+# The rare path's core without sockets, threads or main(), and no XDP program
+# to load (so no harness): what test_overflow exercises.
+XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,overflow replay rare_exec)
+$(OUT)/tests/test_overflow: $(OBJ_OUT)/tests/unit/test_overflow.o $(XTXD_CORE_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lpthread
+
 $(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

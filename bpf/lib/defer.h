@@ -68,8 +68,10 @@ static __always_inline int xtx_defer_pass(struct xdp_md *ctx, struct xtx_pkt_ctx
 		return -1;
 	ops_end = XTX_OPS_OFF + nops * sizeof(struct xtx_op);
 	new_len = ops_end + XTX_TRAILER_HDR_LEN + n * sizeof(struct xtx_defer_entry);
-	if (bpf_xdp_adjust_tail(ctx, (int)new_len - (int)bpf_xdp_get_buff_len(ctx)))
+	if (bpf_xdp_adjust_tail(ctx, (int)new_len - (int)bpf_xdp_get_buff_len(ctx))) {
+		xtx_count(XTX_CTR_KV_NO_ROOM);
 		return -1;
+	}
 
 	data = (void *)(long)ctx->data;
 	data_end = (void *)(long)ctx->data_end;

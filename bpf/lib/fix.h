@@ -27,6 +27,12 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 	if (!b)
 		return;
 	if (b->lock != f->token) {
+		/*
+		 * Still let GETs find what the store now holds: an extra
+		 * filter bit only costs a trip to xtxd, a missing one would
+		 * answer NOT_FOUND for a key that exists.
+		 */
+		__sync_fetch_and_or(&b->bloom, f->bloom);
 		xtx_count(XTX_CTR_KV_FIX_STALE);
 		return;
 	}

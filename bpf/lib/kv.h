@@ -361,6 +361,13 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		return XTX_ST_RETRY;
 	}
 	w = xtx_kv_find(b, op->table, op->key);
+	/*
+	 * A retransmission whose first copy reached xtxd finds its key only
+	 * in the store (xtxd records what it ran); a key in the kernel means
+	 * that copy never ran, so it runs here like a first execution.
+	 */
+	if (w >= 0)
+		force_defer = false;
 	switch (force_defer ? XTX_OP_NOP : op->opcode) {
 	case XTX_OP_GET:
 	case XTX_OP_READ:

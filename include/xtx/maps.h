@@ -48,6 +48,7 @@ enum xtx_counter {
 	XTX_CTR_KV_VICTIMS,	/* dirty slots piggybacked for write-back */
 	XTX_CTR_KV_FIXES,	/* fixes applied by TC egress */
 	XTX_CTR_KV_FIX_STALE,	/* fixes skipped: the bucket lock had been taken over */
+	XTX_CTR_KV_NO_ROOM,	/* frames that could not grow for the trailer: ops RETRY */
 	XTX_CTR__COUNT,
 };
 

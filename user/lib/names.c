@@ -16,6 +16,13 @@ static const char *const op_names[XTX_OP__COUNT] = {
 	[XTX_OP_OCC_LOCK] = "occ_lock",
 	[XTX_OP_OCC_UNLOCK] = "occ_unlock",
 	[XTX_OP_OCC_VALIDATE] = "occ_validate",
+	[XTX_OP_GET] = "get",
+	[XTX_OP_INSERT] = "insert",
+	[XTX_OP_UPDATE] = "update",
+	[XTX_OP_DELETE] = "delete",
+	[XTX_OP_READ] = "read",
+	[XTX_OP_COMMIT_BACKUP] = "commit_backup",
+	[XTX_OP_COMMIT_PRIMARY] = "commit_primary",
 };
 
 static const char *const status_names[XTX_ST__COUNT] = {
@@ -31,6 +38,13 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_NOT_EXECUTED] = "not_executed",
 	[XTX_ST_REJECTED] = "rejected",
 	[XTX_ST_BAD_TXN] = "bad_txn",
+	[XTX_ST_NOT_FOUND] = "not_found",
+	[XTX_ST_EXISTS] = "exists",
+	[XTX_ST_FULL] = "full",
+	[XTX_ST_DEFERRED] = "deferred",
+	[XTX_ST_LOCKED] = "locked",
+	[XTX_ST_CHANGED] = "changed",
+	[XTX_ST_ALREADY_APPLIED] = "already_applied",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {
@@ -55,6 +69,15 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_LOCK_RECLAIM] = "lock_lease_reclaim",
 	[XTX_CTR_LOCK_STALE] = "lock_stale_release",
 	[XTX_CTR_LOCK_BUSY] = "lock_busy",
+	[XTX_CTR_KV_BUSY] = "kv_busy",
+	[XTX_CTR_KV_DEFERRED] = "kv_deferred",
+	[XTX_CTR_KV_DEFER_PKTS] = "kv_defer_packets",
+	[XTX_CTR_KV_BLOOM_MISS] = "kv_bloom_miss",
+	[XTX_CTR_KV_TAKEOVER] = "kv_lease_takeover",
+	[XTX_CTR_KV_VICTIMS] = "kv_victims",
+	[XTX_CTR_KV_FIXES] = "kv_fixes",
+	[XTX_CTR_KV_FIX_STALE] = "kv_fix_stale",
+	[XTX_CTR_KV_NO_ROOM] = "kv_defer_no_room",
 };
 
 const char *xtx_op_name(unsigned int opcode)

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <bpf/bpf.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
@@ -23,6 +25,7 @@ struct ctl_opts {
 	const char *iface;
 	const char *netns;
 	bool json;
+	int table;		/* dump --table, -1: all */
 	bool set_req, set_rep;
 	uint32_t drop_req_ppm, drop_rep_ppm;
 };
@@ -39,12 +42,17 @@ static void usage(FILE *out)
 		"  fault [--drop-request-ppm N] [--drop-reply-ppm N]\n"
 		"                          lose that share (parts per million) of requests or\n"
 		"                          replies in XDP, for loss tests; no option shows them\n"
+		"  dump [--table N] [--json]\n"
+		"                          every live key, value and version of the KV store\n"
+		"                          (kernel cache and xtxd's overflow store), by table and key\n"
+		"  rare-stats [--json]     xtxd's rare-path counters and overflow store size\n"
 		"  unload                  stop xtxd, detach the program, remove the pinned maps\n"
 		"\n"
 		"Options:\n"
 		"  -n, --netns NAME        the interface lives in network namespace NAME\n"
 		"  -i, --iface IF          the interface xtx serves\n"
 		"  -j, --json              machine-readable output\n"
+		"  -t, --table N           dump: only table N\n"
 		"  -v, --verbose           more output\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -263,17 +271,102 @@ out:
 	return rc;
 }
 
+/*
+ * Asks xtxd over its control socket and prints the answer: every line up
+ * to the final "OK"; "ERR <why>" makes it an error.
+ */
+static int ctl_request(const struct xtx_target *t, const char *req)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char buf[65536], *line, *nl;
+	size_t len = 0;
+	ssize_t n;
+	int fd, rc = 1;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", t->ctl_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, "Error: socket: %s\n", strerror(errno));
+		return 1;
+	}
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			fprintf(stderr, "Error: xtxd is not running for %s "
+				"(control socket %s: %s)\n", t->iface, t->ctl_sock, strerror(errno));
+		else
+			fprintf(stderr, "Error: connecting to xtxd at %s: %s\n", t->ctl_sock,
+				strerror(errno));
+		goto out;
+	}
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		fprintf(stderr, "Error: sending to xtxd at %s: %s\n", t->ctl_sock,
+			strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "Error: xtxd closed the control connection without an "
+				"answer%s%s\n", n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+			goto out;
+		}
+		len += n;
+		buf[len] = '\0';
+		line = buf;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			if (!strcmp(line, "OK")) {
+				rc = 0;
+				goto out;
+			}
+			if (!strncmp(line, "ERR", 3) && (!line[3] || line[3] == ' ')) {
+				fprintf(stderr, "Error: %s\n",
+					line[3] ? line + 4 : "xtxd refused the request");
+				goto out;
+			}
+			puts(line);
+			line = nl + 1;
+		}
+		len -= line - buf;
+		memmove(buf, line, len);
+		if (len == sizeof(buf) - 1) {
+			fprintf(stderr, "Error: xtxd sent a line longer than %zu bytes\n", len);
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	if (fflush(stdout))
+		rc = 1;
+	return rc;
+}
+
+static int cmd_dump(const struct xtx_target *t, const struct ctl_opts *o)
+{
+	char req[64];
+
+	if (o->table >= 0)
+		snprintf(req, sizeof(req), "dump --table %d%s\n", o->table,
+			 o->json ? " --json" : "");
+	else
+		snprintf(req, sizeof(req), "dump%s\n", o->json ? " --json" : "");
+	return ctl_request(t, req);
+}
+
 /* Stops the daemon if one runs, then removes whatever it (or a crash) left. */
 static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 {
-	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
 	int pid = xtx_pidfile_alive(t->pidfile), i, err;
 
 	if (pid) {
+		/* a stopped daemon may linger as a zombie until reaped: look at /proc */
 		kill(pid, SIGTERM);
-		for (i = 0; i < 250 && !kill(pid, 0); i++)
+		for (i = 0; i < 1000 && xtx_pid_is_xtxd(pid); i++)
 			nanosleep(&pause, NULL);
-		if (!kill(pid, 0)) {
+		if (xtx_pid_is_xtxd(pid)) {
 			pr_warn("xtxd (pid %d) did not stop in 5 s; killing it\n", pid);
 			kill(pid, SIGKILL);
 		}
@@ -292,23 +385,30 @@ int main(int argc, char **argv)
 		{ "iface", required_argument, NULL, 'i' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "table", required_argument, NULL, 't' },
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
 		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct ctl_opts o = {};
+	struct ctl_opts o = { .table = -1 };
 	struct xtx_target t;
 	const char *cmd;
+	uint32_t table;
 	int c;
 
 	/* permute so options may follow the command */
-	while ((c = getopt_long(argc, argv, "i:n:jvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:n:jt:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o.iface = optarg; break;
 		case 'n': o.netns = optarg; break;
 		case 'j': o.json = true; break;
+		case 't':
+			if (xtx_parse_u32("--table", optarg, 0, XTX_MAX_TABLES - 1, &table))
+				return 2;
+			o.table = (int)table;
+			break;
 		case OPT_DROP_REQ:
 			if (xtx_parse_u32("--drop-request-ppm", optarg, 0, 1000000, &o.drop_req_ppm))
 				return 2;
@@ -353,6 +453,10 @@ int main(int argc, char **argv)
 		return cmd_info(&t, &o);
 	if (!strcmp(cmd, "fault"))
 		return cmd_fault(&t, &o);
+	if (!strcmp(cmd, "dump"))
+		return cmd_dump(&t, &o);
+	if (!strcmp(cmd, "rare-stats"))
+		return ctl_request(&t, o.json ? "stats --json\n" : "stats\n");
 	if (!strcmp(cmd, "unload"))
 		return cmd_unload(&t, true);
 	fprintf(stderr, "Error: unknown command '%s'\n", cmd);

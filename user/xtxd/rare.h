@@ -4,6 +4,7 @@
 #define XTXD_RARE_H
 
 #include <stdint.h>
+#include "rare_exec.h"
 #include "target.h"
 
 #define XTXD_OVERFLOW_MAX_DEFAULT	(4u << 20)
@@ -19,7 +20,15 @@ struct xtxd_rare_opts {
 
 /* Opens the sockets and starts the threads; 0 or a negative errno after printing why. */
 int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o);
-/* Stops and joins the threads; safe to call when never started. */
+/* Stops and joins the threads, closes the sockets, frees the store; safe when never started. */
 void xtxd_rare_stop(void);
+
+/*
+ * For the control channel, between start and stop (NULL otherwise): the
+ * overflow store and the counters.  Only xtxd_rare_stop frees them, and
+ * xtxd stops the control channel first.
+ */
+struct xtxd_ovf *xtxd_rare_store(void);
+const struct xtxd_rare_stats *xtxd_rare_stats(void);
 
 #endif /* XTXD_RARE_H */

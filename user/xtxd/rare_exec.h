@@ -33,10 +33,11 @@ struct xtxd_rare_stats {
 	uint64_t op[XTXD_KV_OPS][XTX_ST__COUNT];	/* deferred ops by final status */
 	uint64_t victims_saved;		/* VALID victims stored */
 	uint64_t victims_stale;		/* VALID victims older than the store's copy: ignored */
-	uint64_t victims_full;		/* VALID victims the full store could not take: kept dirty */
+	uint64_t victims_full;		/* VALID victims the store had no room for: kept dirty */
 	uint64_t tombs_saved;		/* TOMB victims: deleted from the store, floor raised */
 	uint64_t replays;		/* REPLAY ops answered from the record */
 	uint64_t replays_unrecorded;	/* REPLAY ops with no record: executed */
+	uint64_t duplicates;		/* unmarked ops that had a record: answered from it */
 	uint64_t fills;			/* fixes that fill a kernel way */
 };
 

@@ -1,0 +1,920 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu.h>
+#include <xtx/hash.h>
+#include <xtx/kv.h>
+#include <xtx/maps.h>
+#include <xtx/proto.h>
+#include "check.h"
+#include "../../user/xtxd/rare_exec.h"
+
+/* This suite loads no BPF program, so it does without harness.o and defines these itself. */
+int check_failed, cases_passed, cases_failed;
+
+static uint64_t rng = 0x1234567;
+
+static uint64_t rnd(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return xtx_mix64(rng);
+}
+
+/* ---- store helpers: the store wants its bucket lock held for changes ---- */
+
+static struct xtxd_ovf_item item(uint8_t table, uint64_t key, uint64_t version, uint8_t fillc)
+{
+	struct xtxd_ovf_item it = { .key = key, .version = version, .table = table, .vlen = 8 };
+
+	memset(it.value, fillc, it.vlen);
+	return it;
+}
+
+static int put(struct xtxd_ovf *s, struct xtxd_ovf_item it)
+{
+	uint32_t b = xtxd_ovf_bucket_of(s, it.table, it.key);
+	int ret;
+
+	xtxd_ovf_lock(s, b);
+	ret = xtxd_ovf_put(s, &it);
+	xtxd_ovf_unlock(s, b);
+	return ret;
+}
+
+static int del(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t below)
+{
+	uint32_t b = xtxd_ovf_bucket_of(s, table, key);
+	int ret;
+
+	xtxd_ovf_lock(s, b);
+	ret = xtxd_ovf_del(s, table, key, below, NULL);
+	xtxd_ovf_unlock(s, b);
+	return ret;
+}
+
+static uint64_t bloom(struct xtxd_ovf *s, uint32_t bucket)
+{
+	uint64_t bl;
+
+	xtxd_ovf_lock(s, bucket);
+	bl = xtxd_ovf_bloom(s, bucket);
+	xtxd_ovf_unlock(s, bucket);
+	return bl;
+}
+
+static uint64_t bit_of(uint8_t table, uint64_t key)
+{
+	return 1ull << xtx_bloom_bit_of(xtx_hash(table, key));
+}
+
+/* The filters recomputed from what foreach sees. */
+struct recompute {
+	struct xtxd_ovf *s;
+	uint64_t *bloom;
+	uint64_t n;
+};
+
+static int recompute_one(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct recompute *r = arg;
+
+	r->bloom[xtxd_ovf_bucket_of(r->s, it->table, it->key)] |= bit_of(it->table, it->key);
+	r->n++;
+	return 0;
+}
+
+/* Every bucket's filter equals the brute-force one, and count matches the items. */
+static void check_filters_exact(struct xtxd_ovf *s)
+{
+	uint32_t nb = xtxd_ovf_nbuckets(s), b;
+	struct recompute r = { .s = s, .bloom = calloc(nb, sizeof(uint64_t)) };
+
+	xtxd_ovf_foreach(s, recompute_one, &r);
+	CHECK(r.n == xtxd_ovf_count(s), "foreach saw %llu items, count says %llu",
+	      (unsigned long long)r.n, (unsigned long long)xtxd_ovf_count(s));
+	for (b = 0; b < nb; b++)
+		CHECK(bloom(s, b) == r.bloom[b], "bucket %u filter %#llx, recomputed %#llx", b,
+		      (unsigned long long)bloom(s, b), (unsigned long long)r.bloom[b]);
+	free(r.bloom);
+}
+
+/* ---- store cases ---- */
+
+static void store_put_if_newer(void)
+{
+	struct xtxd_ovf *s = xtxd_ovf_new(16, 100);
+	struct xtxd_ovf_item got;
+
+	CHECK(xtxd_ovf_get(s, 1, 42, &got) == -ENOENT, "empty store has the key");
+	CHECK(put(s, item(1, 42, 5, 0xaa)) == 1, "first put not stored");
+	CHECK(put(s, item(1, 42, 3, 0xbb)) == 0, "older put not ignored");
+	CHECK(!xtxd_ovf_get(s, 1, 42, &got) && got.version == 5 && got.value[0] == 0xaa,
+	      "older put changed the item: version %llu", (unsigned long long)got.version);
+	CHECK(put(s, item(1, 42, 5, 0xaa)) == 1, "a repeated write-back is not applied");
+	CHECK(put(s, item(1, 42, 7, 0xcc)) == 1, "newer put not stored");
+	CHECK(!xtxd_ovf_get(s, 1, 42, &got) && got.version == 7 && got.value[7] == 0xcc &&
+	      got.vlen == 8 && got.value[8] == 0, "newer put not visible");
+	/* the same key in another table is another item */
+	CHECK(xtxd_ovf_get(s, 2, 42, &got) == -ENOENT, "table is not part of the key");
+	CHECK(xtxd_ovf_count(s) == 1, "count %llu", (unsigned long long)xtxd_ovf_count(s));
+	xtxd_ovf_free(s);
+}
+
+static void store_delete(void)
+{
+	struct xtxd_ovf *s = xtxd_ovf_new(16, 100);
+	struct xtxd_ovf_item got;
+	uint32_t b = xtxd_ovf_bucket_of(s, 3, 9);
+
+	put(s, item(3, 9, 10, 1));
+	CHECK(del(s, 3, 9, 10) == 0, "delete below the stored version removed it");
+	CHECK(del(s, 3, 9, 5) == 0, "delete below an older version removed it");
+	CHECK(!xtxd_ovf_get(s, 3, 9, &got), "a refused delete lost the key");
+	CHECK(bloom(s, b) == bit_of(3, 9), "filter %#llx", (unsigned long long)bloom(s, b));
+	CHECK(del(s, 3, 9, 11) == 1, "delete of an older version refused");
+	CHECK(xtxd_ovf_get(s, 3, 9, &got) == -ENOENT, "deleted key still there");
+	CHECK(del(s, 3, 9, UINT64_MAX) == 0, "second delete removed something");
+	CHECK(xtxd_ovf_count(s) == 0 && bloom(s, b) == 0, "count %llu filter %#llx",
+	      (unsigned long long)xtxd_ovf_count(s), (unsigned long long)bloom(s, b));
+	xtxd_ovf_free(s);
+}
+
+static void store_full(void)
+{
+	struct xtxd_ovf *s = xtxd_ovf_new(1, 3);
+	struct xtxd_ovf_item got;
+	uint64_t before;
+
+	CHECK(put(s, item(0, 1, 1, 1)) == 1 && put(s, item(0, 2, 1, 2)) == 1 &&
+	      put(s, item(0, 3, 1, 3)) == 1, "three keys do not fit a store of three");
+	before = bloom(s, 0);
+	CHECK(put(s, item(0, 4, 1, 4)) == -ENOSPC, "a fourth key was not refused");
+	CHECK(xtxd_ovf_count(s) == 3, "count %llu after FULL",
+	      (unsigned long long)xtxd_ovf_count(s));
+	CHECK(xtxd_ovf_get(s, 0, 4, &got) == -ENOENT, "the refused key is there");
+	CHECK(bloom(s, 0) == before, "FULL changed the filter");
+	CHECK(put(s, item(0, 2, 2, 9)) == 1, "an update at the limit was refused");
+	CHECK(!xtxd_ovf_get(s, 0, 2, &got) && got.version == 2, "update at the limit lost");
+	del(s, 0, 1, UINT64_MAX);
+	CHECK(put(s, item(0, 4, 1, 4)) == 1, "no room after a delete");
+	check_filters_exact(s);
+	xtxd_ovf_free(s);
+}
+
+static void bloom_counts(void)
+{
+	struct xtxd_ovf *s = xtxd_ovf_new(1, 100);
+	uint64_t k1 = 1, k2 = 2, k3;
+
+	/* two keys sharing a filter bit, and a third on another bit */
+	while (bit_of(0, k2) != bit_of(0, k1))
+		k2++;
+	for (k3 = k2 + 1; bit_of(0, k3) == bit_of(0, k1); k3++)
+		;
+	put(s, item(0, k1, 1, 0));
+	put(s, item(0, k2, 1, 0));
+	put(s, item(0, k3, 1, 0));
+	CHECK(bloom(s, 0) == (bit_of(0, k1) | bit_of(0, k3)), "filter %#llx",
+	      (unsigned long long)bloom(s, 0));
+	del(s, 0, k1, UINT64_MAX);
+	CHECK(bloom(s, 0) == (bit_of(0, k1) | bit_of(0, k3)),
+	      "bit cleared while another key still has it");
+	del(s, 0, k3, UINT64_MAX);
+	CHECK(bloom(s, 0) == bit_of(0, k2), "bit of the last key not cleared: %#llx",
+	      (unsigned long long)bloom(s, 0));
+	del(s, 0, k2, UINT64_MAX);
+	CHECK(bloom(s, 0) == 0, "empty bucket has filter %#llx", (unsigned long long)bloom(s, 0));
+	xtxd_ovf_free(s);
+}
+
+/* Random puts and deletes against a model; the filters must always be exact. */
+static void bloom_random_exact(void)
+{
+	enum { TABLES = 3, KEYS = 150, NB = 8, STEPS = 30000, MAX = 200 };
+	static uint64_t ver[TABLES][KEYS];	/* 0: absent */
+	struct xtxd_ovf *s = xtxd_ovf_new(NB, MAX);
+	struct xtxd_ovf_item got;
+	uint64_t model_n = 0;
+	int i, t, k, ret, bad = 0;
+
+	memset(ver, 0, sizeof(ver));
+	for (i = 0; i < STEPS && !bad; i++) {
+		uint64_t v = 1 + rnd() % 20, want = 0;
+		uint32_t b;
+
+		t = rnd() % TABLES;
+		k = rnd() % KEYS;
+		b = xtxd_ovf_bucket_of(s, t, k);
+		if (rnd() % 3) {
+			ret = put(s, item(t, k, v, (uint8_t)v));
+			if (ver[t][k] && v >= ver[t][k]) {
+				CHECK(ret == 1, "step %d: put over v%llu of v%llu: %d", i,
+				      (unsigned long long)ver[t][k], (unsigned long long)v, ret);
+				ver[t][k] = v;
+			} else if (ver[t][k]) {
+				CHECK(ret == 0, "step %d: older put answered %d", i, ret);
+			} else if (model_n < MAX) {
+				CHECK(ret == 1, "step %d: new put answered %d", i, ret);
+				ver[t][k] = v;
+				model_n++;
+			} else {
+				CHECK(ret == -ENOSPC, "step %d: put into a full store: %d", i, ret);
+			}
+		} else {
+			ret = del(s, t, k, v);
+			CHECK(ret == (ver[t][k] && ver[t][k] < v), "step %d: delete answered %d", i,
+			      ret);
+			if (ver[t][k] && ver[t][k] < v) {
+				ver[t][k] = 0;
+				model_n--;
+			}
+		}
+		for (t = 0; t < TABLES; t++)
+			for (k = 0; k < KEYS; k++)
+				if (ver[t][k] && xtxd_ovf_bucket_of(s, t, k) == b)
+					want |= bit_of(t, k);
+		if (bloom(s, b) != want) {
+			CHECK(0, "step %d: bucket %u filter %#llx, brute force %#llx", i, b,
+			      (unsigned long long)bloom(s, b), (unsigned long long)want);
+			bad = 1;
+		}
+		if (xtxd_ovf_count(s) != model_n) {
+			CHECK(0, "step %d: count %llu, model %llu", i,
+			      (unsigned long long)xtxd_ovf_count(s), (unsigned long long)model_n);
+			bad = 1;
+		}
+	}
+	for (t = 0; t < TABLES; t++)
+		for (k = 0; k < KEYS; k++) {
+			ret = xtxd_ovf_get(s, t, k, &got);
+			CHECK(ver[t][k] ? !ret && got.version == ver[t][k] : ret == -ENOENT,
+			      "table %d key %d: model v%llu, store %d v%llu", t, k,
+			      (unsigned long long)ver[t][k], ret, (unsigned long long)got.version);
+		}
+	check_filters_exact(s);
+	xtxd_ovf_free(s);
+}
+
+struct hammer {
+	struct xtxd_ovf *s;
+	uint64_t seed;
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+	uint64_t x = h->seed;
+	int i;
+
+	rcu_register_thread();
+	for (i = 0; i < 100000; i++) {
+		uint64_t r = xtx_mix64(x++);
+		uint8_t t = r % 4;
+		uint64_t k = (r >> 8) % 500, v = 1 + ((r >> 20) % 50);
+		struct xtxd_ovf_item got;
+
+		if ((r >> 40) % 3)
+			put(h->s, item(t, k, v, (uint8_t)k));
+		else if ((r >> 40) % 3 == 1)
+			xtxd_ovf_get(h->s, t, k, &got);
+		else
+			del(h->s, t, k, v);
+		if (!((r >> 44) % 8))
+			del(h->s, t, k, UINT64_MAX);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* Threads racing on the same keys: afterwards, filters and count still agree with the items. */
+static void store_concurrent(void)
+{
+	struct xtxd_ovf *s = xtxd_ovf_new(32, 1500);
+	struct hammer h[3];
+	pthread_t tid[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		h[i] = (struct hammer){ .s = s, .seed = 1000003ull * (i + 1) };
+		pthread_create(&tid[i], NULL, hammer_main, &h[i]);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_join(tid[i], NULL);
+	CHECK(xtxd_ovf_count(s) <= 1500, "count %llu over the limit",
+	      (unsigned long long)xtxd_ovf_count(s));
+	check_filters_exact(s);
+	xtxd_ovf_free(s);
+}
+
+/* ---- executor: hand-built requests as XDP would pass them ---- */
+
+#define NB	64
+
+struct req {
+	uint8_t buf[2048] __attribute__((aligned(8)));
+	int nops;
+	struct xtx_defer_trailer dt;
+	size_t len;
+};
+
+struct reply {
+	uint8_t buf[2048] __attribute__((aligned(8)));
+	int len;
+	struct xtx_fix_trailer ft;
+};
+
+static struct xtxd_exec x;
+
+static void exec_setup(uint64_t max)
+{
+	memset(&x, 0, sizeof(x));
+	x.store = xtxd_ovf_new(NB, max);
+	x.replay = xtxd_replay_new(XTXD_REPLAY_ENTRIES);
+}
+
+static void exec_teardown(void)
+{
+	xtxd_ovf_free(x.store);
+	xtxd_replay_free(x.replay);
+	memset(&x, 0, sizeof(x));
+}
+
+static struct xtx_op *op_at(uint8_t *buf, int i)
+{
+	return (struct xtx_op *)(buf + sizeof(struct xtx_hdr) + i * sizeof(struct xtx_op));
+}
+
+static struct xtx_hdr *hdr_of(uint8_t *buf)
+{
+	return (struct xtx_hdr *)buf;
+}
+
+/* nops ops; op i is a PING "XDP already answered" until req_defer makes it a KV op. */
+static void req_init(struct req *r, uint32_t client, uint64_t req_id, int nops)
+{
+	struct xtx_hdr *h = hdr_of(r->buf);
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->nops = nops;
+	h->magic = XTX_MAGIC;
+	h->version = XTX_VERSION;
+	h->nops = nops;
+	h->status = XTX_ST_NONE;
+	h->client_id = client;
+	h->req_id = req_id;
+	for (i = 0; i < nops; i++) {
+		struct xtx_op *op = op_at(r->buf, i);
+
+		op->opcode = XTX_OP_PING;
+		op->status = XTX_ST_OK;
+		op->version = 0x1111 * (i + 1);
+		op->value[0] = 0x5a;
+	}
+	r->dt.magic = XTX_DEFER_MAGIC;
+}
+
+static struct xtx_defer_entry *req_defer(struct req *r, int idx, uint8_t opcode, uint8_t table,
+					 uint64_t key, uint8_t valc)
+{
+	struct xtx_op *op = op_at(r->buf, idx);
+	struct xtx_defer_entry *e = &r->dt.e[r->dt.count++];
+
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	op->status = XTX_ST_DEFERRED;
+	op->table = table;
+	op->key = key;
+	op->txn = xtx_txn_make(hdr_of(r->buf)->client_id, 1);
+	if (opcode == XTX_OP_INSERT || opcode == XTX_OP_UPDATE) {
+		op->vlen = 8;
+		memset(op->value, valc, 8);
+	}
+	memset(e, 0, sizeof(*e));
+	e->op_idx = idx;
+	e->fill_way = opcode == XTX_OP_DELETE ? XTX_KV_NO_WAY : 2;
+	e->victim_way = XTX_KV_NO_WAY;
+	e->bucket = xtx_bucket_of(xtx_hash(table, key), NB);
+	e->token = 0xabc0001 + 2 * idx;
+	return e;
+}
+
+static void set_victim(struct xtx_defer_entry *e, uint8_t table, uint64_t key, uint64_t version,
+		       uint8_t flags, uint8_t valc)
+{
+	e->flags |= XTX_DEFER_HAS_VICTIM;
+	e->victim_way = 1;
+	e->victim.key = key;
+	e->victim.table = table;
+	e->victim.version = version;
+	e->victim.flags = flags;
+	e->victim.vlen = flags & XTX_KVF_TOMB ? 0 : 8;
+	memset(e->victim.value, valc, e->victim.vlen);
+}
+
+static size_t req_finish(struct req *r)
+{
+	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	size_t tl = offsetof(struct xtx_defer_trailer, e) + r->dt.count * sizeof(r->dt.e[0]);
+
+	memcpy(r->buf + off, &r->dt, tl);
+	r->len = off + tl;
+	return r->len;
+}
+
+static int run(struct req *r, struct reply *rep)
+{
+	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+
+	if (!r->len)
+		req_finish(r);
+	memset(rep, 0, sizeof(*rep));
+	rep->len = xtxd_exec_packet(&x, r->buf, r->len, rep->buf, sizeof(rep->buf));
+	if (rep->len > 0) {
+		memcpy(&rep->ft, rep->buf + off, rep->len - off);
+		CHECK((size_t)rep->len == off + 8 + r->dt.count * sizeof(struct xtx_fix_entry),
+		      "reply length %d", rep->len);
+		CHECK(rep->ft.magic == XTX_FIX_MAGIC && rep->ft.count == r->dt.count,
+		      "fix trailer magic %#x count %u", rep->ft.magic, rep->ft.count);
+		CHECK(hdr_of(rep->buf)->flags & XTX_F_REPLY, "reply flag not set");
+	}
+	return rep->len;
+}
+
+static struct xtx_op *rop(struct reply *rep, int i)
+{
+	return op_at(rep->buf, i);
+}
+
+static void seed(uint8_t table, uint64_t key, uint64_t version, uint8_t valc)
+{
+	CHECK(put(x.store, item(table, key, version, valc)) == 1, "seeding the store");
+}
+
+/* A second key of the same bucket as (table, key), with another filter bit. */
+static uint64_t neighbour(uint8_t table, uint64_t key)
+{
+	uint32_t b = xtx_bucket_of(xtx_hash(table, key), NB);
+	uint64_t k;
+
+	for (k = key + 1;; k++)
+		if (xtx_bucket_of(xtx_hash(table, k), NB) == b &&
+		    bit_of(table, k) != bit_of(table, key))
+			return k;
+}
+
+static void exec_get(void)
+{
+	struct req r;
+	struct reply rep;
+	struct xtx_op before;
+	uint32_t b;
+
+	exec_setup(100);
+	seed(1, 77, 10, 0xee);
+	b = xtxd_ovf_bucket_of(x.store, 1, 77);
+	req_init(&r, 5, 1000, 3);
+	req_defer(&r, 1, XTX_OP_GET, 1, 77, 0);
+	req_defer(&r, 2, XTX_OP_GET, 1, 78, 0)->fill_way = 0;
+	before = *op_at(r.buf, 0);
+	CHECK(run(&r, &rep) > 0, "dropped: %d", rep.len);
+	CHECK(!memcmp(rop(&rep, 0), &before, sizeof(before)), "an op XDP answered was changed");
+	CHECK(hdr_of(rep.buf)->status == XTX_ST_OK, "packet status %u", hdr_of(rep.buf)->status);
+	CHECK(rop(&rep, 1)->status == XTX_ST_OK && rop(&rep, 1)->version == 10 &&
+	      rop(&rep, 1)->vlen == 8 && rop(&rep, 1)->value[7] == 0xee,
+	      "hit: status %u version %llu", rop(&rep, 1)->status,
+	      (unsigned long long)rop(&rep, 1)->version);
+	CHECK(rep.ft.e[0].op_idx == 1 && rep.ft.e[0].action == XTX_FIX_FILL &&
+	      rep.ft.e[0].fill_way == 2 && rep.ft.e[0].bucket == b &&
+	      rep.ft.e[0].token == 0xabc0003 && rep.ft.e[0].bloom == bit_of(1, 77) &&
+	      rep.ft.e[0].victim_way == XTX_KV_NO_WAY,
+	      "hit fix: action %#x way %u bucket %u token %#llx bloom %#llx",
+	      rep.ft.e[0].action, rep.ft.e[0].fill_way, rep.ft.e[0].bucket,
+	      (unsigned long long)rep.ft.e[0].token, (unsigned long long)rep.ft.e[0].bloom);
+	CHECK(rop(&rep, 2)->status == XTX_ST_NOT_FOUND, "miss: status %u", rop(&rep, 2)->status);
+	CHECK(rep.ft.e[1].op_idx == 2 && rep.ft.e[1].action == 0 && rep.ft.e[1].fill_way == 0,
+	      "miss fix: action %#x", rep.ft.e[1].action);
+	CHECK(x.stats.op[0][XTX_ST_OK] == 1 && x.stats.op[0][XTX_ST_NOT_FOUND] == 1,
+	      "op counters");
+
+	/* no way to fill: the answer alone */
+	req_init(&r, 5, 1001, 1);
+	req_defer(&r, 0, XTX_OP_GET, 1, 77, 0)->fill_way = XTX_KV_NO_WAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK && rep.ft.e[0].action == 0,
+	      "GET without a fill way: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+	exec_teardown();
+}
+
+static void exec_insert(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint64_t k2;
+
+	exec_setup(100);
+	seed(2, 500, 4, 0x11);
+	req_init(&r, 5, 2000, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 2, 500, 0x22)->vfloor = 50;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_EXISTS &&
+	      rep.ft.e[0].action == 0, "insert of a stored key: status %u action %#x",
+	      rop(&rep, 0)->status, rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 500, &got) && got.version == 4 && got.value[0] == 0x11,
+	      "EXISTS changed the stored key");
+
+	/* new: above the bucket's floor */
+	req_init(&r, 5, 2001, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 2, 501, 0x33)->vfloor = 50;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 51 && rep.ft.e[0].action == XTX_FIX_FILL,
+	      "new key: status %u version %llu action %#x", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 501, &got) && got.version == 51 && got.value[3] == 0x33 &&
+	      got.vlen == 8, "new key not stored");
+	CHECK(rep.ft.e[0].bloom & bit_of(2, 501), "the filter misses the new key");
+
+	/* a tombstone written back first raises the floor the new key starts above */
+	k2 = neighbour(2, 600);
+	req_init(&r, 5, 2002, 1);
+	e = req_defer(&r, 0, XTX_OP_INSERT, 2, 600, 0x44);
+	e->vfloor = 50;
+	set_victim(e, 2, k2, 70, XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 71, "insert after a tombstone: version %llu",
+	      (unsigned long long)rop(&rep, 0)->version);
+	CHECK(rep.ft.e[0].action == (XTX_FIX_FILL | XTX_FIX_VICTIM_SAVED | XTX_FIX_RAISE_FLOOR) &&
+	      rep.ft.e[0].floor_to == 70, "action %#x floor_to %llu", rep.ft.e[0].action,
+	      (unsigned long long)rep.ft.e[0].floor_to);
+
+	/* xtxd's own floor: the kernel never heard of that tombstone (fix lost) */
+	req_init(&r, 5, 2003, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 2, neighbour(2, k2), 0x55)->vfloor = 50;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->version == 71,
+	      "insert below xtxd's floor: version %llu", (unsigned long long)rop(&rep, 0)->version);
+	exec_teardown();
+}
+
+static void exec_update(void)
+{
+	struct xtxd_ovf_item got;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	seed(3, 9, 5, 0x01);
+	req_init(&r, 6, 3000, 2);
+	req_defer(&r, 0, XTX_OP_UPDATE, 3, 9, 0x02);
+	req_defer(&r, 1, XTX_OP_UPDATE, 3, 10, 0x03);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	CHECK(rop(&rep, 0)->status == XTX_ST_OK && rop(&rep, 0)->version == 6 &&
+	      rep.ft.e[0].action == XTX_FIX_FILL, "update: status %u version %llu action %#x",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 3, 9, &got) && got.version == 6 && got.value[0] == 0x02,
+	      "update not stored");
+	CHECK(rop(&rep, 1)->status == XTX_ST_NOT_FOUND && rep.ft.e[1].action == 0,
+	      "update of an absent key: status %u action %#x", rop(&rep, 1)->status,
+	      rep.ft.e[1].action);
+	CHECK(xtxd_ovf_get(x.store, 3, 10, &got) == -ENOENT, "update created a key");
+	exec_teardown();
+}
+
+static void exec_delete(void)
+{
+	struct xtxd_ovf_item got;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	seed(4, 1, 8, 0x01);
+	req_init(&r, 6, 4000, 2);
+	req_defer(&r, 0, XTX_OP_DELETE, 4, 1, 0);
+	req_defer(&r, 1, XTX_OP_DELETE, 4, 2, 0);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	CHECK(rop(&rep, 0)->status == XTX_ST_OK && rop(&rep, 0)->version == 9,
+	      "delete: status %u version %llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+	CHECK(rep.ft.e[0].action == XTX_FIX_RAISE_FLOOR && rep.ft.e[0].floor_to == 9 &&
+	      rep.ft.e[0].bloom == 0, "delete fix: action %#x floor_to %llu bloom %#llx",
+	      rep.ft.e[0].action, (unsigned long long)rep.ft.e[0].floor_to,
+	      (unsigned long long)rep.ft.e[0].bloom);
+	CHECK(xtxd_ovf_get(x.store, 4, 1, &got) == -ENOENT, "deleted key still stored");
+	CHECK(rop(&rep, 1)->status == XTX_ST_NOT_FOUND && rep.ft.e[1].action == 0,
+	      "delete of an absent key: status %u action %#x", rop(&rep, 1)->status,
+	      rep.ft.e[1].action);
+	exec_teardown();
+}
+
+static void exec_tomb_victim(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint64_t v = neighbour(1, 100);
+
+	exec_setup(100);
+	seed(1, v, 11, 0x07);
+	seed(1, 100, 3, 0x08);
+	req_init(&r, 7, 5000, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 1, 100, 0);
+	set_victim(e, 1, v, 12, XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	CHECK(xtxd_ovf_get(x.store, 1, v, &got) == -ENOENT, "tombstone's key still stored");
+	CHECK(rep.ft.e[0].action == (XTX_FIX_VICTIM_SAVED | XTX_FIX_RAISE_FLOOR | XTX_FIX_FILL) &&
+	      rep.ft.e[0].floor_to == 12 && rep.ft.e[0].victim_key == v &&
+	      rep.ft.e[0].victim_version == 12 && rep.ft.e[0].victim_way == 1,
+	      "fix: action %#x floor_to %llu victim %llu v%llu", rep.ft.e[0].action,
+	      (unsigned long long)rep.ft.e[0].floor_to, (unsigned long long)rep.ft.e[0].victim_key,
+	      (unsigned long long)rep.ft.e[0].victim_version);
+	CHECK(rep.ft.e[0].bloom == bit_of(1, 100), "filter after the write-back %#llx",
+	      (unsigned long long)rep.ft.e[0].bloom);
+	CHECK(rop(&rep, 0)->status == XTX_ST_OK && rop(&rep, 0)->version == 3, "the GET itself");
+	CHECK(x.stats.tombs_saved == 1, "tombs_saved %llu",
+	      (unsigned long long)x.stats.tombs_saved);
+	exec_teardown();
+}
+
+static void exec_valid_victim(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint64_t v = neighbour(1, 200);
+
+	exec_setup(100);
+	seed(1, v, 5, 0x05);
+	/* older than the store's copy: ignored */
+	req_init(&r, 7, 6000, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 1, 200, 0);
+	set_victim(e, 1, v, 3, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x03);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	CHECK(!xtxd_ovf_get(x.store, 1, v, &got) && got.version == 5 && got.value[0] == 0x05,
+	      "an older victim overwrote the store: v%llu", (unsigned long long)got.version);
+	CHECK(rep.ft.e[0].action == XTX_FIX_VICTIM_SAVED && rep.ft.e[0].victim_key == v &&
+	      rep.ft.e[0].victim_version == 3, "fix: action %#x", rep.ft.e[0].action);
+	CHECK(rop(&rep, 0)->status == XTX_ST_NOT_FOUND, "GET of an absent key");
+	CHECK(x.stats.victims_stale == 1, "victims_stale %llu",
+	      (unsigned long long)x.stats.victims_stale);
+
+	/* newer: stored, and its bit joins the filter */
+	req_init(&r, 7, 6001, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 1, 200, 0);
+	set_victim(e, 1, v, 9, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0x09);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	CHECK(!xtxd_ovf_get(x.store, 1, v, &got) && got.version == 9 && got.value[7] == 0x09,
+	      "a newer victim was not stored");
+	CHECK(rep.ft.e[0].action == XTX_FIX_VICTIM_SAVED && rep.ft.e[0].bloom == bit_of(1, v),
+	      "fix: action %#x bloom %#llx", rep.ft.e[0].action,
+	      (unsigned long long)rep.ft.e[0].bloom);
+	exec_teardown();
+}
+
+static void exec_full(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(1);
+	seed(0, 1, 1, 0x01);
+	req_init(&r, 8, 7000, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 0, 2, 0x02);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_FULL && rep.ft.e[0].action == 0,
+	      "insert into a full store: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+	CHECK(xtxd_ovf_get(x.store, 0, 2, &got) == -ENOENT && xtxd_ovf_count(x.store) == 1,
+	      "FULL changed the store");
+
+	/* a victim the store has no room for stays dirty, and its way is not filled over */
+	req_init(&r, 8, 7001, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 0, 1, 0);
+	set_victim(e, 0, neighbour(0, 1), 4, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x04);
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK && rep.ft.e[0].action == 0,
+	      "unsaved victim: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+	CHECK(x.stats.victims_full == 1, "victims_full %llu",
+	      (unsigned long long)x.stats.victims_full);
+	exec_teardown();
+}
+
+static void exec_replay(void)
+{
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	req_init(&r, 9, 8000, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 5, 1, 0x10)->vfloor = 20;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 21, "first insert: status %u", rop(&rep, 0)->status);
+
+	/* its retransmission: the same answer, not EXISTS, and the fill still applies */
+	req_init(&r, 9, 8000, 1);
+	e = req_defer(&r, 0, XTX_OP_INSERT, 5, 1, 0x10);
+	e->vfloor = 20;
+	e->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 21 && rep.ft.e[0].action == XTX_FIX_FILL,
+	      "replayed insert: status %u version %llu action %#x", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+	CHECK(x.stats.replays == 1, "replays %llu", (unsigned long long)x.stats.replays);
+
+	/* the first copy delivered late, after its re-deferred retransmission ran */
+	req_init(&r, 9, 8000, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 5, 1, 0x10)->vfloor = 20;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 21 && x.stats.duplicates == 1,
+	      "late first copy: status %u version %llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+
+	/* another client updates it; a late replay answers as before, but fills nothing stale */
+	req_init(&r, 10, 1, 1);
+	req_defer(&r, 0, XTX_OP_UPDATE, 5, 1, 0x20);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->version == 22, "update");
+	req_init(&r, 9, 8000, 1);
+	e = req_defer(&r, 0, XTX_OP_INSERT, 5, 1, 0x10);
+	e->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 21 && rep.ft.e[0].action == 0,
+	      "late replay: status %u version %llu action %#x", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+
+	/* a delete, replayed: OK with its version and the floor raise, not NOT_FOUND */
+	req_init(&r, 9, 8001, 1);
+	req_defer(&r, 0, XTX_OP_DELETE, 5, 1, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->version == 23, "delete");
+	req_init(&r, 9, 8001, 1);
+	req_defer(&r, 0, XTX_OP_DELETE, 5, 1, 0)->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 23 && rep.ft.e[0].action == XTX_FIX_RAISE_FLOOR &&
+	      rep.ft.e[0].floor_to == 23, "replayed delete: status %u action %#x",
+	      rop(&rep, 0)->status, rep.ft.e[0].action);
+
+	/* no record (the first attempt never reached xtxd): executed */
+	req_init(&r, 9, 8002, 1);
+	e = req_defer(&r, 0, XTX_OP_INSERT, 5, 1, 0x30);
+	e->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 24, "unrecorded replay: status %u version %llu",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version);
+	CHECK(x.stats.replays_unrecorded == 1, "replays_unrecorded %llu",
+	      (unsigned long long)x.stats.replays_unrecorded);
+
+	/* a record of another op under the same ids answers nothing */
+	req_init(&r, 9, 8002, 1);
+	req_defer(&r, 0, XTX_OP_GET, 5, 1, 0)->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 24 && rop(&rep, 0)->value[0] == 0x30,
+	      "mismatched record: status %u", rop(&rep, 0)->status);
+	exec_teardown();
+}
+
+/* A valid two-entry request to break in one place at a time. */
+/* A key of another bucket than (table, key). */
+static uint64_t elsewhere(uint8_t table, uint64_t key)
+{
+	uint32_t b = xtx_bucket_of(xtx_hash(table, key), NB);
+	uint64_t k;
+
+	for (k = key + 1; xtx_bucket_of(xtx_hash(table, k), NB) == b; k++)
+		;
+	return k;
+}
+
+static void good_req(struct req *r)
+{
+	struct xtx_defer_entry *e;
+
+	req_init(r, 11, 9000, 3);
+	req_defer(r, 0, XTX_OP_GET, 1, 1, 0);
+	e = req_defer(r, 2, XTX_OP_INSERT, 1, 2, 0x42);
+	set_victim(e, 1, neighbour(1, 2), 3, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x01);
+	req_finish(r);
+}
+
+static struct xtx_defer_entry *raw_entry(struct req *r, int i)
+{
+	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op) + 8;
+
+	return (struct xtx_defer_entry *)(r->buf + off + i * sizeof(struct xtx_defer_entry));
+}
+
+static void expect_drop(struct req *r, const char *what)
+{
+	struct reply rep;
+	uint64_t n = xtxd_ovf_count(x.store);
+
+	CHECK(run(r, &rep) < 0, "accepted: %s", what);
+	CHECK(xtxd_ovf_count(x.store) == n, "a dropped request changed the store: %s", what);
+}
+
+static void exec_malformed(void)
+{
+	struct reply rep;
+	struct req r;
+	uint64_t drops = 0;
+	int i, d, accepted = 0;
+
+	exec_setup(100);
+	good_req(&r);
+	CHECK(run(&r, &rep) > 0, "the good request was dropped");
+	exec_teardown();
+	exec_setup(100);
+
+#define BREAK(what, stmt)                                                                        \
+	do {                                                                                     \
+		good_req(&r);                                                                    \
+		stmt;                                                                            \
+		expect_drop(&r, what);                                                           \
+	} while (0)
+	BREAK("short", r.len = 10);
+	BREAK("header only", r.len = sizeof(struct xtx_hdr));
+	BREAK("magic", hdr_of(r.buf)->magic ^= 1);
+	BREAK("version", hdr_of(r.buf)->version = 2);
+	BREAK("a reply", hdr_of(r.buf)->flags |= XTX_F_REPLY);
+	BREAK("nops 0", hdr_of(r.buf)->nops = 0);
+	BREAK("nops 17", hdr_of(r.buf)->nops = 17);
+	BREAK("nops 2", hdr_of(r.buf)->nops = 2);
+	BREAK("one byte more", r.len++);
+	BREAK("one byte less", r.len--);
+	BREAK("no trailer", r.len = sizeof(struct xtx_hdr) + 3 * sizeof(struct xtx_op));
+	BREAK("trailer magic", *(uint32_t *)(r.buf + r.len - 8 - 2 * 88) = XTX_FIX_MAGIC);
+	BREAK("count 0", r.buf[r.len - 2 * 88 - 4] = 0);
+	BREAK("count 1 of 2", r.buf[r.len - 2 * 88 - 4] = 1);
+	BREAK("count 5", r.buf[r.len - 2 * 88 - 4] = 5);
+	BREAK("op_idx past nops", raw_entry(&r, 0)->op_idx = 3);
+	BREAK("op_idx twice", raw_entry(&r, 1)->op_idx = 0);
+	BREAK("op not deferred", op_at(r.buf, 0)->status = XTX_ST_OK);
+	BREAK("non-deferred slot named", raw_entry(&r, 0)->op_idx = 1);
+	BREAK("not a KV op", op_at(r.buf, 0)->opcode = XTX_OP_COUNTER_ADD);
+	BREAK("table 16", op_at(r.buf, 0)->table = XTX_MAX_TABLES);
+	BREAK("vlen 41", op_at(r.buf, 2)->vlen = XTX_VALUE_MAX + 1);
+	BREAK("bucket of another key", raw_entry(&r, 0)->bucket ^= 1);
+	BREAK("bucket out of range", raw_entry(&r, 0)->bucket = NB);
+	BREAK("huge bucket", raw_entry(&r, 0)->bucket = 0xffffffffu);
+	BREAK("fill way 7", raw_entry(&r, 0)->fill_way = 7);
+	BREAK("unknown flag", raw_entry(&r, 0)->flags |= 0x80);
+	BREAK("victim valid and tomb", raw_entry(&r, 1)->victim.flags |= XTX_KVF_TOMB);
+	BREAK("victim neither", raw_entry(&r, 1)->victim.flags = XTX_KVF_DIRTY);
+	BREAK("victim of another bucket", raw_entry(&r, 1)->victim.key = elsewhere(1, 2));
+	BREAK("victim table", raw_entry(&r, 1)->victim.table = 200);
+	BREAK("victim vlen", raw_entry(&r, 1)->victim.vlen = 200);
+	BREAK("victim way", raw_entry(&r, 1)->victim_way = XTX_KV_NO_WAY);
+#undef BREAK
+	for (d = 0; d < XTXD_DROP__COUNT; d++)
+		drops += x.stats.drop[d];
+	CHECK(drops == 33, "drop counters add up to %llu", (unsigned long long)drops);
+
+	/* garbage, and valid requests with random bytes flipped: no crash, nothing out of bounds */
+	for (i = 0; i < 20000; i++) {
+		size_t j, n;
+
+		good_req(&r);
+		if (i % 4 == 0) {
+			r.len = rnd() % sizeof(r.buf);
+			for (j = 0; j < r.len; j++)
+				r.buf[j] = rnd();
+		} else {
+			for (n = 1 + rnd() % 4; n; n--)
+				r.buf[rnd() % r.len] ^= 1u << (rnd() % 8);
+		}
+		if (xtxd_exec_packet(&x, r.buf, r.len, rep.buf, sizeof(rep.buf)) > 0)
+			accepted++;
+	}
+	CHECK(xtxd_ovf_count(x.store) <= 100, "fuzzing overfilled the store");
+	check_filters_exact(x.store);
+	printf("#   fuzz: %d of 20000 mangled requests were still well-formed\n", accepted);
+	exec_teardown();
+}
+
+int main(void)
+{
+	rcu_register_thread();
+	RUN_CASE(store_put_if_newer);
+	RUN_CASE(store_delete);
+	RUN_CASE(store_full);
+	RUN_CASE(bloom_counts);
+	RUN_CASE(bloom_random_exact);
+	RUN_CASE(store_concurrent);
+	RUN_CASE(exec_get);
+	RUN_CASE(exec_insert);
+	RUN_CASE(exec_update);
+	RUN_CASE(exec_delete);
+	RUN_CASE(exec_tomb_victim);
+	RUN_CASE(exec_valid_victim);
+	RUN_CASE(exec_full);
+	RUN_CASE(exec_replay);
+	RUN_CASE(exec_malformed);
+	rcu_unregister_thread();
+	printf("# test_overflow: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}

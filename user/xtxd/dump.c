@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Dumps the KV store: kernel buckets and overflow store read, merged by (table, key), printed. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xtx/kv.h>
+#include <xtx/maps.h>
+#include "dump.h"
+
+#define KV_CHUNK	1024	/* buckets per batch lookup: 264 KiB */
+
+enum { SRC_KERNEL, SRC_STORE };	/* sort order within a key: the kernel's slot first */
+
+struct dump_rec {
+	uint64_t key;
+	uint64_t version;
+	uint8_t table;
+	uint8_t src;
+	uint8_t flags;		/* kernel slot flags */
+	uint8_t vlen;
+	uint8_t value[XTX_VALUE_MAX];
+};
+
+struct dump_vec {
+	struct dump_rec *r;
+	size_t n, cap;
+	int table;		/* -1: all */
+};
+
+static int vec_push(struct dump_vec *v, const struct dump_rec *rec)
+{
+	if (v->table >= 0 && rec->table != v->table)
+		return 0;
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 4096;
+		struct dump_rec *r = realloc(v->r, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		v->r = r;
+		v->cap = cap;
+	}
+	v->r[v->n++] = *rec;
+	return 0;
+}
+
+/* Runs inside the store's RCU read-side section: only copies. */
+static int push_item(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct dump_rec rec = {
+		.key = it->key,
+		.version = it->version,
+		.table = it->table,
+		.src = SRC_STORE,
+		.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen,
+	};
+
+	memcpy(rec.value, it->value, XTX_VALUE_MAX);
+	return vec_push(arg, &rec);
+}
+
+static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *b)
+{
+	int w, err;
+
+	for (w = 0; w < XTX_KV_WAYS; w++) {
+		struct dump_rec rec = {
+			.key = b->key[w],
+			.version = b->version[w],
+			.table = b->table[w],
+			.src = SRC_KERNEL,
+			.flags = b->flags[w],
+			.vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w],
+		};
+
+		if (!(b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)))
+			continue;
+		memcpy(rec.value, b->value[w], XTX_VALUE_MAX);
+		err = vec_push(v, &rec);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* For kernels without batch lookups on arrays: one bucket at a time. */
+static int read_buckets_one_by_one(int fd, uint32_t nbuckets, struct dump_vec *v)
+{
+	struct xtx_kv_bucket b;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < nbuckets; i++) {
+		if (bpf_map_lookup_elem(fd, &i, &b))
+			return -errno;
+		err = push_bucket(v, &b);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int read_kernel(const struct xtx_target *t, uint32_t nbuckets, struct dump_vec *v,
+		       const char **why)
+{
+	struct xtx_kv_bucket *vals = NULL;
+	__u32 *keys = NULL, out_batch, n, i;
+	void *in = NULL;
+	int fd, err;
+
+	*why = "opening the kernel cache map " XTX_MAP_KV;
+	fd = xtx_target_map_fd(t, XTX_MAP_KV);
+	if (fd < 0)
+		return fd;
+	*why = "reading the kernel cache";
+	keys = calloc(KV_CHUNK, sizeof(*keys));
+	vals = calloc(KV_CHUNK, sizeof(*vals));
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		n = KV_CHUNK;
+		err = bpf_map_lookup_batch(fd, in, &out_batch, keys, vals, &n, &opts);
+		if (err && errno != ENOENT) {
+			err = -errno;
+			if (!in && (err == -EINVAL || err == -EOPNOTSUPP || err == -524))
+				err = read_buckets_one_by_one(fd, nbuckets, v);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			int e = push_bucket(v, &vals[i]);
+
+			if (e) {
+				err = e;
+				goto out;
+			}
+		}
+		if (err) {	/* ENOENT: that was the last batch */
+			err = 0;
+			break;
+		}
+		in = &out_batch;
+	}
+out:
+	free(keys);
+	free(vals);
+	close(fd);
+	return err;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct dump_rec *x = a, *y = b;
+
+	if (x->table != y->table)
+		return x->table < y->table ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (int)x->src - (int)y->src;
+}
+
+static void print_rec(struct xtxd_out *out, const struct dump_rec *r, bool json)
+{
+	static const char digits[] = "0123456789abcdef";
+	char hex[2 * XTX_VALUE_MAX + 1];
+	int i;
+
+	for (i = 0; i < r->vlen; i++) {
+		hex[2 * i] = digits[r->value[i] >> 4];
+		hex[2 * i + 1] = digits[r->value[i] & 15];
+	}
+	hex[2 * r->vlen] = '\0';
+	if (json)
+		xtxd_out_printf(out, "{\"table\":%u,\"key\":%llu,\"version\":%llu,\"vlen\":%u,"
+				"\"value\":\"%s\",\"where\":\"%s\"}\n", r->table,
+				(unsigned long long)r->key, (unsigned long long)r->version,
+				r->vlen, hex, r->src == SRC_KERNEL ? "kernel" : "overflow");
+	else
+		xtxd_out_printf(out, "table=%u key=%llu version=%llu vlen=%u value=%s\n",
+				r->table, (unsigned long long)r->key,
+				(unsigned long long)r->version, r->vlen, hex);
+}
+
+/* One (table, key): its kernel slot (if any) sorts first, then the store's copy. */
+static const struct dump_rec *winner(const struct dump_rec *k, const struct dump_rec *s)
+{
+	if (!k)
+		return s;
+	if (!(k->flags & XTX_KVF_VALID))
+		return NULL;	/* a tombstone: deleted, whatever the store still holds */
+	if (!s || (k->flags & XTX_KVF_DIRTY) || k->version >= s->version)
+		return k;
+	return s;
+}
+
+int xtxd_dump(const struct xtx_target *t, struct xtxd_ovf *s, int table, bool json,
+	      struct xtxd_out *out, const char **why)
+{
+	struct dump_vec v = { .table = table };
+	size_t i, j;
+	int err;
+
+	err = read_kernel(t, xtxd_ovf_nbuckets(s), &v, why);
+	if (err)
+		goto out;
+	*why = "reading the overflow store";
+	err = xtxd_ovf_foreach(s, push_item, &v);
+	if (err)
+		goto out;
+	qsort(v.r, v.n, sizeof(*v.r), rec_cmp);
+	for (i = 0; i < v.n; i = j) {
+		const struct dump_rec *k = NULL, *st = NULL, *w;
+
+		for (j = i; j < v.n && v.r[j].table == v.r[i].table && v.r[j].key == v.r[i].key;
+		     j++) {
+			if (v.r[j].src == SRC_KERNEL && !k)
+				k = &v.r[j];
+			if (v.r[j].src == SRC_STORE && !st)
+				st = &v.r[j];
+		}
+		w = winner(k, st);
+		if (w)
+			print_rec(out, w, json);
+	}
+out:
+	free(v.r);
+	return err;
+}

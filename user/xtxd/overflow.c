@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The overflow store: an RCU hash table of the keys beyond the kernel cache, with exact filters. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu.h>
+#include <urcu/rculfhash.h>
+#include <xtx/hash.h>
+#include "overflow.h"
+
+#define BLOOM_BITS	64
+/* Bucket locks are striped: a rare path never holds more than one at a time. */
+#define OVF_STRIPES	256
+
+struct ovf_node {
+	struct cds_lfht_node node;
+	struct rcu_head rcu;
+	struct xtxd_ovf_item it;
+};
+
+/* Per kernel bucket, allocated with its first key and freed with its last. */
+struct ovf_filter {
+	uint32_t keys;
+	uint32_t ctr[BLOOM_BITS];
+};
+
+struct xtxd_ovf {
+	struct cds_lfht *ht;
+	uint32_t nbuckets;
+	uint64_t max;
+	uint64_t count;			/* atomic: reserved before a new key goes in */
+	struct ovf_filter **filter;	/* [nbuckets], under the bucket's lock */
+	uint64_t *floor;		/* [nbuckets], under the bucket's lock */
+	pthread_mutex_t stripe[OVF_STRIPES];
+};
+
+struct ovf_lookup {
+	uint8_t table;
+	uint64_t key;
+};
+
+/*
+ * The table's own hash is mixed once more: xtx_bucket_of() already spends
+ * the low word's top bits, and keys of one kernel bucket should still
+ * spread over the hash table.
+ */
+static unsigned long ovf_hash(uint8_t table, uint64_t key)
+{
+	return (unsigned long)xtx_mix64(xtx_hash(table, key) ^ 0x6a09e667f3bcc909ull);
+}
+
+static int ovf_match(struct cds_lfht_node *node, const void *arg)
+{
+	const struct ovf_node *n = caa_container_of(node, struct ovf_node, node);
+	const struct ovf_lookup *l = arg;
+
+	return n->it.key == l->key && n->it.table == l->table;
+}
+
+static void ovf_node_free_rcu(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct ovf_node, rcu));
+}
+
+struct xtxd_ovf *xtxd_ovf_new(uint32_t nbuckets, uint64_t max)
+{
+	struct xtxd_ovf *s;
+	int i;
+
+	if (!nbuckets)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->nbuckets = nbuckets;
+	s->max = max;
+	/* calloc'd pages stay untouched until a bucket is used: cheap even at 2^25 buckets */
+	s->filter = calloc(nbuckets, sizeof(*s->filter));
+	s->floor = calloc(nbuckets, sizeof(*s->floor));
+	s->ht = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	if (!s->filter || !s->floor || !s->ht) {
+		if (s->ht)
+			cds_lfht_destroy(s->ht, NULL);
+		free(s->filter);
+		free(s->floor);
+		free(s);
+		return NULL;
+	}
+	for (i = 0; i < OVF_STRIPES; i++)
+		pthread_mutex_init(&s->stripe[i], NULL);
+	return s;
+}
+
+void xtxd_ovf_free(struct xtxd_ovf *s)
+{
+	struct cds_lfht_iter iter;
+	struct ovf_node *n;
+	uint32_t b;
+	int i;
+
+	if (!s)
+		return;
+	rcu_read_lock();
+	cds_lfht_for_each_entry(s->ht, &iter, n, node) {
+		if (!cds_lfht_del(s->ht, &n->node))
+			call_rcu(&n->rcu, ovf_node_free_rcu);
+	}
+	rcu_read_unlock();
+	/* every node freed before the table goes */
+	rcu_barrier();
+	cds_lfht_destroy(s->ht, NULL);
+	for (b = 0; b < s->nbuckets; b++)
+		free(s->filter[b]);
+	free(s->filter);
+	free(s->floor);
+	for (i = 0; i < OVF_STRIPES; i++)
+		pthread_mutex_destroy(&s->stripe[i]);
+	free(s);
+}
+
+uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s)
+{
+	return s->nbuckets;
+}
+
+uint64_t xtxd_ovf_max(const struct xtxd_ovf *s)
+{
+	return s->max;
+}
+
+uint64_t xtxd_ovf_count(const struct xtxd_ovf *s)
+{
+	return __atomic_load_n(&s->count, __ATOMIC_RELAXED);
+}
+
+uint32_t xtxd_ovf_bucket_of(const struct xtxd_ovf *s, uint8_t table, uint64_t key)
+{
+	return xtx_bucket_of(xtx_hash(table, key), s->nbuckets);
+}
+
+void xtxd_ovf_lock(struct xtxd_ovf *s, uint32_t bucket)
+{
+	pthread_mutex_lock(&s->stripe[bucket % OVF_STRIPES]);
+}
+
+void xtxd_ovf_unlock(struct xtxd_ovf *s, uint32_t bucket)
+{
+	pthread_mutex_unlock(&s->stripe[bucket % OVF_STRIPES]);
+}
+
+/* Under rcu_read_lock: the node holding (table, key), or NULL. */
+static struct ovf_node *ovf_find(struct xtxd_ovf *s, uint8_t table, uint64_t key,
+				 struct cds_lfht_iter *iter)
+{
+	struct ovf_lookup l = { .table = table, .key = key };
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(s->ht, ovf_hash(table, key), ovf_match, &l, iter);
+	node = cds_lfht_iter_get_node(iter);
+	return node ? caa_container_of(node, struct ovf_node, node) : NULL;
+}
+
+int xtxd_ovf_get(struct xtxd_ovf *s, uint8_t table, uint64_t key, struct xtxd_ovf_item *out)
+{
+	struct cds_lfht_iter iter;
+	struct ovf_node *n;
+
+	rcu_read_lock();
+	n = ovf_find(s, table, key, &iter);
+	if (n)
+		*out = n->it;
+	rcu_read_unlock();
+	return n ? 0 : -ENOENT;
+}
+
+static struct ovf_node *ovf_node_new(const struct xtxd_ovf_item *it)
+{
+	struct ovf_node *n = calloc(1, sizeof(*n));
+	uint8_t vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+
+	if (!n)
+		return NULL;
+	cds_lfht_node_init(&n->node);
+	n->it.key = it->key;
+	n->it.version = it->version;
+	n->it.table = it->table;
+	n->it.vlen = vlen;
+	/* canonical: bytes past vlen are zero, so equal items compare equal */
+	memcpy(n->it.value, it->value, vlen);
+	return n;
+}
+
+/* Holding the bucket lock. */
+static int filter_add(struct xtxd_ovf *s, uint64_t h)
+{
+	uint32_t b = xtx_bucket_of(h, s->nbuckets);
+	struct ovf_filter *f = s->filter[b];
+
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		s->filter[b] = f;
+	}
+	f->keys++;
+	f->ctr[xtx_bloom_bit_of(h)]++;
+	return 0;
+}
+
+static void filter_remove(struct xtxd_ovf *s, uint64_t h)
+{
+	uint32_t b = xtx_bucket_of(h, s->nbuckets);
+	struct ovf_filter *f = s->filter[b];
+
+	if (!f)
+		return;
+	f->ctr[xtx_bloom_bit_of(h)]--;
+	if (!--f->keys) {
+		/* only ever read under the bucket lock, so no grace period is needed */
+		free(f);
+		s->filter[b] = NULL;
+	}
+}
+
+int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
+{
+	uint64_t h = xtx_hash(it->table, it->key);
+	struct ovf_lookup l = { .table = it->table, .key = it->key };
+	struct cds_lfht_iter iter;
+	struct ovf_node *old, *n;
+	int err = 1;
+
+	rcu_read_lock();
+	old = ovf_find(s, it->table, it->key, &iter);
+	if (old && it->version < old->it.version) {
+		err = 0;
+		goto out;
+	}
+	n = ovf_node_new(it);
+	if (!n) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (old) {
+		/* readers see the old item or the new one, never a torn mix */
+		if (cds_lfht_replace(s->ht, &iter, ovf_hash(it->table, it->key), ovf_match, &l,
+				     &n->node)) {
+			/* only a writer without the bucket lock could have raced us */
+			free(n);
+			err = -EAGAIN;
+			goto out;
+		}
+		call_rcu(&old->rcu, ovf_node_free_rcu);
+		goto out;
+	}
+	/* reserve first: concurrent inserts into other buckets never overshoot max */
+	if (__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED) >= s->max) {
+		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
+		free(n);
+		err = -ENOSPC;
+		goto out;
+	}
+	if (filter_add(s, h)) {
+		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
+		free(n);
+		err = -ENOMEM;
+		goto out;
+	}
+	if (cds_lfht_add_unique(s->ht, ovf_hash(it->table, it->key), ovf_match, &l, &n->node) !=
+	    &n->node) {
+		filter_remove(s, h);
+		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
+		free(n);
+		err = -EAGAIN;
+	}
+out:
+	rcu_read_unlock();
+	return err;
+}
+
+int xtxd_ovf_del(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t below,
+		 struct xtxd_ovf_item *old)
+{
+	struct cds_lfht_iter iter;
+	struct ovf_node *n;
+	int removed = 0;
+
+	rcu_read_lock();
+	n = ovf_find(s, table, key, &iter);
+	if (n && n->it.version < below && !cds_lfht_del(s->ht, &n->node)) {
+		if (old)
+			*old = n->it;
+		filter_remove(s, xtx_hash(table, key));
+		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
+		call_rcu(&n->rcu, ovf_node_free_rcu);
+		removed = 1;
+	}
+	rcu_read_unlock();
+	return removed;
+}
+
+uint64_t xtxd_ovf_bloom(struct xtxd_ovf *s, uint32_t bucket)
+{
+	const struct ovf_filter *f;
+	uint64_t bloom = 0;
+	int i;
+
+	if (bucket >= s->nbuckets)
+		return 0;
+	f = s->filter[bucket];
+	if (!f)
+		return 0;
+	for (i = 0; i < BLOOM_BITS; i++)
+		if (f->ctr[i])
+			bloom |= 1ull << i;
+	return bloom;
+}
+
+uint64_t xtxd_ovf_floor(struct xtxd_ovf *s, uint32_t bucket)
+{
+	return bucket < s->nbuckets ? s->floor[bucket] : 0;
+}
+
+void xtxd_ovf_raise_floor(struct xtxd_ovf *s, uint32_t bucket, uint64_t version)
+{
+	if (bucket < s->nbuckets && s->floor[bucket] < version)
+		s->floor[bucket] = version;
+}
+
+int xtxd_ovf_foreach(struct xtxd_ovf *s, int (*fn)(const struct xtxd_ovf_item *it, void *arg),
+		     void *arg)
+{
+	struct cds_lfht_iter iter;
+	struct ovf_node *n;
+	int ret = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each_entry(s->ht, &iter, n, node) {
+		ret = fn(&n->it, arg);
+		if (ret)
+			break;
+	}
+	rcu_read_unlock();
+	return ret;
+}
