@@ -191,7 +191,7 @@ int xtx_xdp(struct xdp_md *ctx)
 
 	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
 	if (pc->ndeferred) {
-		st = xtx_defer_pass(ctx, pc, nops);
+		st = xtx_defer_pass(ctx, pc);
 		if (st == XDP_PASS)
 			return XDP_PASS;
 		xtx_defer_abort(ctx, pc);

@@ -11,7 +11,6 @@
 #include <xtx/proto.h>
 #include <xtx/kv.h>
 #include "parse.h"
-#include "csum.h"
 #include "maps.h"
 #include "stats.h"
 #include "dedupe.h"
@@ -55,47 +54,37 @@ static __always_inline void xtx_defer_abort(struct xdp_md *ctx, struct xtx_pkt_c
 	pc->ndeferred = 0;
 }
 
-/* Returns XDP_PASS with the trailer in place, or -1 when the frame cannot grow. */
-static __always_inline int xtx_defer_pass(struct xdp_md *ctx, struct xtx_pkt_ctx *pc, __u32 nops)
+/*
+ * Records the deferred ops in this CPU's next defer-ring slot and passes
+ * the packet to xtxd.  Returns XDP_PASS, or -1 when it cannot (the caller
+ * then answers the deferred ops RETRY).
+ */
+static __always_inline int xtx_defer_pass(struct xdp_md *ctx, struct xtx_pkt_ctx *pc)
 {
-	__u32 n = pc->ndeferred, i, ops_end, new_len;
-	struct xtx_defer_trailer *t;
-	struct iphdr *ip;
+	__u32 cpu = bpf_get_smp_processor_id(), ticket;
+	struct xtx_defer_record *rec;
+	struct xtx_hdr *hdr;
 	struct udphdr *udp;
 	void *data, *data_end;
 
-	if (nops > XTX_MAX_OPS || n > XTX_MAX_DEFERRED)
-		return -1;
-	ops_end = XTX_OPS_OFF + nops * sizeof(struct xtx_op);
-	new_len = ops_end + XTX_TRAILER_HDR_LEN + n * sizeof(struct xtx_defer_entry);
-	if (bpf_xdp_adjust_tail(ctx, (int)new_len - (int)bpf_xdp_get_buff_len(ctx))) {
+	ticket = cpu * XTX_DEFER_RING + (pc->ring_pos++ & (XTX_DEFER_RING - 1));
+	rec = bpf_map_lookup_elem(&xtx_defer_ring, &ticket);
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	udp = data + XTX_UDP_OFF;
+	hdr = data + XTX_HDR_OFF;
+	if (!rec || (void *)(hdr + 1) > data_end || pc->ndeferred > XTX_MAX_DEFERRED) {
 		xtx_count(XTX_CTR_KV_NO_ROOM);
 		return -1;
 	}
-
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	ip = data + XTX_IP_OFF;
-	udp = data + XTX_UDP_OFF;
-	if ((void *)(udp + 1) > data_end)
-		return -1;
-	ip->tot_len = bpf_htons(new_len - XTX_IP_OFF);
-	ip->check = xtx_ip_csum(ip);
-	udp->len = bpf_htons(new_len - XTX_UDP_OFF);
-	/* the payload changed: no checksum rather than a wrong one (legal on IPv4) */
+	rec->client_id = hdr->client_id;
+	rec->req_id = hdr->req_id;
+	rec->t.magic = XTX_DEFER_MAGIC;
+	rec->t.count = pc->ndeferred;
+	__builtin_memcpy(rec->t.e, pc->deferred, sizeof(rec->t.e));
+	hdr->reserved = ticket + 1;
+	/* statuses changed in the payload: no checksum rather than a wrong one (IPv4) */
 	udp->check = 0;
-
-	t = data + ops_end;
-	if ((void *)t + XTX_TRAILER_HDR_LEN > data_end)
-		return -1;
-	t->magic = XTX_DEFER_MAGIC;
-	t->count = n;
-	t->pad[0] = t->pad[1] = t->pad[2] = 0;
-	for (i = 0; i < XTX_MAX_DEFERRED && i < n; i++) {
-		if ((void *)&t->e[i + 1] > data_end)
-			return -1;
-		__builtin_memcpy(&t->e[i], &pc->deferred[i], sizeof(t->e[i]));
-	}
 	xtx_count(XTX_CTR_KV_DEFER_PKTS);
 	xtx_count(XTX_CTR_PASS);
 	return XDP_PASS;

@@ -68,6 +68,18 @@ struct {
 } xtx_kv SEC(".maps");
 
 /*
+ * Deferred ops on their way to xtxd, XTX_DEFER_RING slots per CPU; xtxd
+ * maps it read-only.  xtxd sizes it to XTX_DEFER_RING * possible CPUs.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_DEFER_RING);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xtx_defer_record);
+} xtx_defer_ring SEC(".maps");
+
+/*
  * What every op of the packet being served shares (clock, knobs, dedupe
  * record), computed once per packet.  Per-CPU is safe: an XDP program runs
  * to completion on one CPU.
@@ -80,6 +92,8 @@ struct xtx_pkt_ctx {
 	__u32 mode;		/* enum xtx_exec_mode */
 	__u32 ndeferred;	/* ops handed to xtxd so far */
 	__u32 max_deferred;	/* what the reply's MTU leaves room for */
+	__u32 ring_pos;		/* this CPU's next slot in xtx_defer_ring */
+	__u32 pad;
 	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 

@@ -84,13 +84,17 @@ _Static_assert(sizeof(struct xtx_kv_item) == 64, "item layout");
  * 1. XDP runs every op it can.  An op that needs the overflow store gets
  *    status XTX_ST_DEFERRED; its bucket is locked and stays locked.  At
  *    most XTX_MAX_DEFERRED ops per packet and one per bucket: the excess
- *    answers RETRY.  XDP grows the packet (bpf_xdp_adjust_tail) by a
- *    struct xtx_defer_trailer, fixes IP and UDP lengths and the IP
- *    checksum, and passes it to the stack; xtxd receives it on its socket.
+ *    answers RETRY.  XDP writes a struct xtx_defer_trailer (with the dirty
+ *    victims to write back) into a struct xtx_defer_record of the
+ *    mmap-able ring XTX_MAP_DEFER, puts the record's ticket + 1 in the
+ *    header's reserved field, and passes the packet, unchanged in size, to
+ *    the stack; xtxd receives it on its socket and reads the record.
+ *    (DINT grows the packet instead; on veth, and on NICs whose frames have
+ *    no tailroom, bpf_xdp_adjust_tail cannot grow it.)
  * 2. xtxd executes the deferred ops in order against the overflow store
- *    (and writes back the dirty victims XDP piggybacked), fills their
- *    results, and sends the reply (header, ops, then a struct
- *    xtx_fix_trailer) to the client from its socket.
+ *    (and writes back the dirty victims), fills their results, and sends
+ *    the reply (header, ops, then a struct xtx_fix_trailer) to the client
+ *    from its socket.
  * 3. TC egress sees that reply, applies each fix to its bucket if it still
  *    holds the lock token, releases the lock, completes the dedupe record,
  *    and cuts the trailer off: the client sees an ordinary reply.
@@ -162,6 +166,20 @@ struct xtx_fix_trailer {
 _Static_assert(__builtin_offsetof(struct xtx_defer_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
 _Static_assert(__builtin_offsetof(struct xtx_fix_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
 _Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");
+
+/*
+ * One slot of the defer ring: XTX_DEFER_RING records per CPU, reused in
+ * turn.  client_id and req_id name the packet the record belongs to, so a
+ * reader that finds them changed knows the slot was reused under it.
+ */
+#define XTX_DEFER_RING		1024
+
+struct xtx_defer_record {
+	__u32 client_id;
+	__u32 pad;
+	__u64 req_id;
+	struct xtx_defer_trailer t;
+};
 _Static_assert(sizeof(struct xtx_fix_entry) == 48, "fix entry layout");
 
 #endif /* XTX_KV_H */

@@ -15,6 +15,7 @@
 #define XTX_MAP_INFO		"xtx_info"
 #define XTX_MAP_LOCKS		"xtx_locks"
 #define XTX_MAP_KV		"xtx_kv"
+#define XTX_MAP_DEFER		"xtx_defer_ring"
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 
@@ -48,7 +49,7 @@ enum xtx_counter {
 	XTX_CTR_KV_VICTIMS,	/* dirty slots piggybacked for write-back */
 	XTX_CTR_KV_FIXES,	/* fixes applied by TC egress */
 	XTX_CTR_KV_FIX_STALE,	/* fixes skipped: the bucket lock had been taken over */
-	XTX_CTR_KV_NO_ROOM,	/* frames that could not grow for the trailer: ops RETRY */
+	XTX_CTR_KV_NO_ROOM,	/* packets whose deferral could not be recorded: ops RETRY */
 	XTX_CTR__COUNT,
 };
 
@@ -67,7 +68,9 @@ struct xtx_runtime {
 	__u64 lock_lease_ns;
 	/* A bucket held across a rare-path round trip is taken over after this. */
 	__u64 kv_lease_ns;
-	__u64 reserved;
+	/* Fault injection in xtxd: lose rare-path replies after executing them. */
+	__u32 drop_rare_reply_ppm;
+	__u32 reserved;
 };
 
 #define XTX_KV_LEASE_DEFAULT_NS		(50ull * 1000 * 1000)

@@ -11,6 +11,7 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include <xtx/msg.h>
+#include <xtx/kv.h>
 #include "check.h"
 #include "harness.h"
 #include "stats_read.h"
@@ -32,7 +33,10 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	s->rodata->xtx_kv_buckets = test_kv_buckets;
 	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
 	    bpf_map__set_max_entries(s->maps.xtx_locks, lock_slots) ||
-	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) || xtx_xdp__load(s)) {
+	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) ||
+	    bpf_map__set_max_entries(s->maps.xtx_defer_ring,
+				     XTX_DEFER_RING * libbpf_num_possible_cpus()) ||
+	    xtx_xdp__load(s)) {
 		xtx_xdp__destroy(s);
 		return NULL;
 	}

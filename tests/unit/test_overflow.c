@@ -498,7 +498,7 @@ static void exec_get(void)
 	CHECK(rop(&rep, 2)->status == XTX_ST_NOT_FOUND, "miss: status %u", rop(&rep, 2)->status);
 	CHECK(rep.ft.e[1].op_idx == 2 && rep.ft.e[1].action == 0 && rep.ft.e[1].fill_way == 0,
 	      "miss fix: action %#x", rep.ft.e[1].action);
-	CHECK(x.stats.op[0][XTX_ST_OK] == 1 && x.stats.op[0][XTX_ST_NOT_FOUND] == 1,
+	CHECK(x.stats.op[XTX_OP_GET][XTX_ST_OK] == 1 && x.stats.op[XTX_OP_GET][XTX_ST_NOT_FOUND] == 1,
 	      "op counters");
 
 	/* no way to fill: the answer alone */

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 #include <xtx/maps.h>
+#include <xtx/kv.h>
 #include "xtx_xdp.skel.h"
 #include "xtx_tc.skel.h"
 #include "attach.h"
@@ -189,16 +190,19 @@ static void report_attachment(const struct xtx_target *t)
 static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
 			const struct xtx_load_opts *o)
 {
-	static const struct { const char *name; int which; } sized[] = {
-		{ XTX_MAP_DEDUPE, 0 }, { XTX_MAP_LOCKS, 1 }, { XTX_MAP_KV, 2 },
+	int ncpu = libbpf_num_possible_cpus();
+	const struct { const char *name; __u32 entries; } sized[] = {
+		{ XTX_MAP_DEDUPE, o->max_clients * XTX_DEDUPE_WINDOW },
+		{ XTX_MAP_LOCKS, o->lock_slots },
+		{ XTX_MAP_KV, o->kv_buckets },
+		{ XTX_MAP_DEFER, XTX_DEFER_RING * (ncpu > 0 ? ncpu : 1) },
 	};
 	unsigned int i;
 	int err;
 
 	for (i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
 		struct bpf_map *map = bpf_object__find_map_by_name(obj, sized[i].name);
-		__u32 n = sized[i].which == 0 ? o->max_clients * XTX_DEDUPE_WINDOW :
-			  sized[i].which == 1 ? o->lock_slots : o->kv_buckets;
+		__u32 n = sized[i].entries;
 
 		if (!map)
 			return -ENOENT;

@@ -26,8 +26,8 @@ struct ctl_opts {
 	const char *netns;
 	bool json;
 	int table;		/* dump --table, -1: all */
-	bool set_req, set_rep;
-	uint32_t drop_req_ppm, drop_rep_ppm;
+	bool set_req, set_rep, set_rare;
+	uint32_t drop_req_ppm, drop_rep_ppm, drop_rare_ppm;
 };
 
 static void usage(FILE *out)
@@ -39,9 +39,10 @@ static void usage(FILE *out)
 		"Commands:\n"
 		"  stats [--json]          packet, op and status counters, summed over CPUs\n"
 		"  info [--json]           how the loaded program was configured\n"
-		"  fault [--drop-request-ppm N] [--drop-reply-ppm N]\n"
+		"  fault [--drop-request-ppm N] [--drop-reply-ppm N] [--drop-rare-reply-ppm N]\n"
 		"                          lose that share (parts per million) of requests or\n"
-		"                          replies in XDP, for loss tests; no option shows them\n"
+		"                          replies in XDP, or of xtxd's replies after it ran\n"
+		"                          them, for loss tests; no option shows them\n"
 		"  dump [--table N] [--json]\n"
 		"                          every live key, value and version of the KV store\n"
 		"                          (kernel cache and xtxd's overflow store), by table and key\n"
@@ -259,12 +260,14 @@ static int cmd_fault(const struct xtx_target *t, const struct ctl_opts *o)
 		rt.drop_request_ppm = o->drop_req_ppm;
 	if (o->set_rep)
 		rt.drop_reply_ppm = o->drop_rep_ppm;
-	if ((o->set_req || o->set_rep) && bpf_map_update_elem(fd, &zero, &rt, 0)) {
+	if (o->set_rare)
+		rt.drop_rare_reply_ppm = o->drop_rare_ppm;
+	if ((o->set_req || o->set_rep || o->set_rare) && bpf_map_update_elem(fd, &zero, &rt, 0)) {
 		fprintf(stderr, "Error: writing xtx_runtime: %s\n", strerror(errno));
 		goto out;
 	}
-	printf("drop_request_ppm %u\ndrop_reply_ppm %u\n", rt.drop_request_ppm,
-	       rt.drop_reply_ppm);
+	printf("drop_request_ppm %u\ndrop_reply_ppm %u\ndrop_rare_reply_ppm %u\n",
+	       rt.drop_request_ppm, rt.drop_reply_ppm, rt.drop_rare_reply_ppm);
 	rc = 0;
 out:
 	close(fd);
@@ -377,7 +380,7 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 	return err ? 1 : 0;
 }
 
-enum { OPT_DROP_REQ = 256, OPT_DROP_REP };
+enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE };
 
 int main(int argc, char **argv)
 {
@@ -388,6 +391,7 @@ int main(int argc, char **argv)
 		{ "table", required_argument, NULL, 't' },
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
 		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REP },
+		{ "drop-rare-reply-ppm", required_argument, NULL, OPT_DROP_RARE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -418,6 +422,12 @@ int main(int argc, char **argv)
 			if (xtx_parse_u32("--drop-reply-ppm", optarg, 0, 1000000, &o.drop_rep_ppm))
 				return 2;
 			o.set_rep = true;
+			break;
+		case OPT_DROP_RARE:
+			if (xtx_parse_u32("--drop-rare-reply-ppm", optarg, 0, 1000000,
+					  &o.drop_rare_ppm))
+				return 2;
+			o.set_rare = true;
 			break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); return 0;

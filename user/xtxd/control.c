@@ -38,7 +38,6 @@ static struct {
 	struct xtxd_out out;
 } ctl = { .listen_fd = -1, .stop_fd = -1, .conn_lock = PTHREAD_MUTEX_INITIALIZER, .conn_fd = -1 };
 
-static const char *const kv_op_names[XTXD_KV_OPS] = { "get", "insert", "update", "delete" };
 
 /* names.c predates the KV statuses */
 static const char *status_name(unsigned int st)
@@ -65,6 +64,7 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 		{ "rx", xtxd_stat_read(&s->rx) },
 		{ "tx", xtxd_stat_read(&s->tx) },
 		{ "send_errors", xtxd_stat_read(&s->send_errors) },
+		{ "fault_drops", xtxd_stat_read(&s->fault_drops) },
 		{ "victims_saved", xtxd_stat_read(&s->victims_saved) },
 		{ "victims_stale", xtxd_stat_read(&s->victims_stale) },
 		{ "victims_full", xtxd_stat_read(&s->victims_full) },
@@ -88,11 +88,11 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 			xtxd_out_printf(out, "drop_%-17s %16llu\n", xtxd_drop_name(i),
 					(unsigned long long)xtxd_stat_read(&s->drop[i]));
 		xtxd_out_printf(out, "\n%-14s %-14s %16s\n", "op", "status", "count");
-		for (op = 0; op < XTXD_KV_OPS; op++)
+		for (op = 0; op < XTX_OP__COUNT; op++)
 			for (st = 0; st < XTX_ST__COUNT; st++)
-				if (xtxd_stat_read(&s->op[op][st]))
+				if (xtx_op_name(op) && xtxd_stat_read(&s->op[op][st]))
 					xtxd_out_printf(out, "%-14s %-14s %16llu\n",
-							kv_op_names[op], status_name(st),
+							xtx_op_name(op), status_name(st),
 							(unsigned long long)xtxd_stat_read(
 								&s->op[op][st]));
 		return;
@@ -106,10 +106,12 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 		xtxd_out_printf(out, "%s\"%s\":%llu", i ? "," : "", xtxd_drop_name(i),
 				(unsigned long long)xtxd_stat_read(&s->drop[i]));
 	xtxd_out_printf(out, "},\"ops\":{");
-	for (op = 0; op < XTXD_KV_OPS; op++) {
+	for (op = 0; op < XTX_OP__COUNT; op++) {
 		const char *inner = "";
 
-		xtxd_out_printf(out, "%s\"%s\":{", sep, kv_op_names[op]);
+		if (!xtx_op_name(op))
+			continue;
+		xtxd_out_printf(out, "%s\"%s\":{", sep, xtx_op_name(op));
 		for (st = 0; st < XTX_ST__COUNT; st++) {
 			if (!xtxd_stat_read(&s->op[op][st]))
 				continue;

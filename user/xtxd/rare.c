@@ -16,6 +16,7 @@
 #include <xtx/maps.h>
 #include "log.h"
 #include "rare.h"
+#include "defer_ring.h"
 
 #define RARE_BATCH	32
 /* above the largest valid request, so an oversized datagram shows as MSG_TRUNC */
@@ -41,11 +42,13 @@ struct rare_thread {
 
 static struct {
 	struct xtxd_exec x;
+	struct xtxd_defer_ring ring;
+	int runtime_fd;
 	struct rare_thread **th;
 	uint32_t nthreads;
 	int stop_fd;
 	bool live;
-} rare = { .stop_fd = -1 };
+} rare = { .stop_fd = -1, .runtime_fd = -1 };
 
 struct xtxd_ovf *xtxd_rare_store(void)
 {
@@ -212,6 +215,27 @@ static void send_replies(struct rare_thread *th, int n)
 	}
 }
 
+/*
+ * Fault injection (xtxctl fault --drop-rare-reply-ppm): answers executed
+ * but never sent, the case the bucket lease and xtxd's record exist for.
+ * Dropped from the end of the batch; the knob is re-read every batch.
+ */
+static int drop_for_fault(int nrep)
+{
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+	int kept = nrep, i;
+
+	if (rare.runtime_fd < 0 || bpf_map_lookup_elem(rare.runtime_fd, &zero, &rt) ||
+	    !rt.drop_rare_reply_ppm)
+		return nrep;
+	for (i = 0; i < nrep; i++)
+		if ((uint32_t)random() % 1000000 < rt.drop_rare_reply_ppm)
+			kept--;
+	xtxd_stat_add(&rare.x.stats.fault_drops, nrep - kept);
+	return kept;
+}
+
 static void serve_batch(struct rare_thread *th, int n)
 {
 	int i, nrep = 0, len;
@@ -222,14 +246,21 @@ static void serve_batch(struct rare_thread *th, int n)
 			xtxd_stat_inc(&rare.x.stats.drop[XTXD_DROP_TRUNCATED]);
 			continue;
 		}
-		len = xtxd_exec_packet(&rare.x, th->buf[i], th->msg[i].msg_len, th->buf[i],
-				       RARE_BUF);
+		len = xtxd_defer_ring_complete(&rare.ring, th->buf[i], th->msg[i].msg_len,
+					       RARE_BUF);
+		if (len < 0) {
+			xtxd_stat_inc(&rare.x.stats.rx);
+			xtxd_stat_inc(&rare.x.stats.drop[XTXD_DROP_RECORD]);
+			continue;
+		}
+		len = xtxd_exec_packet(&rare.x, th->buf[i], len, th->buf[i], RARE_BUF);
 		if (len < 0)
 			continue;
 		prepare_reply(th, i, &th->rep[nrep], &th->rep_iov[nrep], th->rep_cmsg[nrep],
 			      sizeof(th->rep_cmsg[nrep]), len);
 		nrep++;
 	}
+	nrep = drop_for_fault(nrep);
 	if (nrep)
 		send_replies(th, nrep);
 }
@@ -277,8 +308,11 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 		return -EINVAL;
 	}
 	err = read_kv_buckets(t, &nbuckets);
+	if (!err)
+		err = xtxd_defer_ring_open(&rare.ring, t);
 	if (err)
 		return err;
+	rare.runtime_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
 	rare.x.store = xtxd_ovf_new(nbuckets, o->overflow_max);
 	rare.x.replay = xtxd_replay_new(XTXD_REPLAY_ENTRIES);
 	rare.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -351,6 +385,10 @@ void xtxd_rare_stop(void)
 	}
 	xtxd_replay_free(rare.x.replay);
 	rare.x.replay = NULL;
+	xtxd_defer_ring_close(&rare.ring);
+	if (rare.runtime_fd >= 0)
+		close(rare.runtime_fd);
+	rare.runtime_fd = -1;
 	if (rare.stop_fd >= 0)
 		close(rare.stop_fd);
 	rare.stop_fd = -1;

@@ -22,6 +22,7 @@ static const char *const drop_names[XTXD_DROP__COUNT] = {
 	[XTXD_DROP_TRAILER] = "bad_trailer",
 	[XTXD_DROP_ENTRY] = "bad_entry",
 	[XTXD_DROP_TOO_BIG] = "too_big",
+	[XTXD_DROP_RECORD] = "no_defer_record",
 };
 
 const char *xtxd_drop_name(int drop)
@@ -40,9 +41,20 @@ static size_t op_off(uint32_t idx)
 	return sizeof(struct xtx_hdr) + (size_t)idx * sizeof(struct xtx_op);
 }
 
+/* The ops XDP may hand over: the KV ops and the KV half of transaction ops. */
 static bool is_kv_op(uint8_t opcode)
 {
-	return opcode >= XTX_OP_GET && opcode <= XTX_OP_DELETE;
+	switch (opcode) {
+	case XTX_OP_GET ... XTX_OP_DELETE:
+	case XTX_OP_READ ... XTX_OP_COMMIT_PRIMARY:
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+	case XTX_OP_OCC_VALIDATE:
+		return true;
+	default:
+		return false;
+	}
 }
 
 static bool way_ok(uint8_t way)
@@ -161,6 +173,79 @@ static void raise_floor(struct xtxd_exec *x, const struct xtx_defer_entry *e,
 	fix->action |= XTX_FIX_RAISE_FLOOR;
 }
 
+/* The version an absent key's next incarnation must start above: the bucket's floor. */
+static uint64_t absent_base(struct xtxd_exec *x, const struct xtx_defer_entry *e,
+			    const struct xtx_fix_entry *fix)
+{
+	uint64_t v = e->vfloor;
+
+	if (v < fix->floor_to)
+		v = fix->floor_to;
+	if (v < xtxd_ovf_floor(x->store, e->bucket))
+		v = xtxd_ovf_floor(x->store, e->bucket);
+	return v;
+}
+
+/*
+ * The KV half of transaction ops, with the kernel's semantics (bpf/lib/kv.h):
+ * the lock half already ran in XDP.  Commits install at the version the
+ * coordinator fixed and answer ALREADY_APPLIED when it is there already.
+ */
+static uint8_t run_txn_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
+			  struct xtx_fix_entry *fix, bool can_fill, bool found,
+			  const struct xtxd_ovf_item *cur)
+{
+	bool primary = op->opcode == XTX_OP_COMMIT_PRIMARY, del = op->flags & XTX_OPF_DELETE;
+	struct xtxd_ovf_item it;
+	uint64_t v;
+
+	switch (op->opcode) {
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		if (!found) {
+			op->flags |= XTX_TXF_ABSENT;
+			op->vlen = 0;
+			op->version = absent_base(x, e, fix);
+			return XTX_ST_OK;
+		}
+		op->vlen = cur->vlen;
+		op->version = cur->version;
+		memcpy(op->value, cur->value, XTX_VALUE_MAX);
+		fill(x, e, fix, can_fill);
+		return XTX_ST_OK;
+	case XTX_OP_OCC_VALIDATE:
+		v = found ? cur->version : absent_base(x, e, fix);
+		if (v == op->version)
+			return XTX_ST_OK;
+		op->version = v;
+		return XTX_ST_CHANGED;
+	default:	/* the commits */
+		if (found) {
+			if (primary && cur->version == op->version + 1)
+				return XTX_ST_ALREADY_APPLIED;
+			if (primary && cur->version != op->version)
+				return XTX_ST_CHANGED;
+			if (!primary && cur->version >= op->version)
+				return XTX_ST_ALREADY_APPLIED;
+		}
+		v = primary ? op->version + 1 : op->version;
+		if (del) {
+			if (found)
+				xtxd_ovf_del(x->store, op->table, op->key, UINT64_MAX, NULL);
+			raise_floor(x, e, fix, v);
+			op->version = v;
+			return XTX_ST_OK;
+		}
+		item_of_op(&it, op, v);
+		if (xtxd_ovf_put(x->store, &it) < 0)
+			return XTX_ST_FULL;
+		op->version = v;
+		fill(x, e, fix, can_fill);
+		return XTX_ST_OK;
+	}
+}
+
 /* Runs one op against the store (holding its bucket lock); returns its status. */
 static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
 		      struct xtx_fix_entry *fix, bool can_fill)
@@ -171,6 +256,7 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 
 	switch (op->opcode) {
 	case XTX_OP_GET:
+	case XTX_OP_READ:
 		if (!found)
 			return XTX_ST_NOT_FOUND;
 		op->vlen = cur.vlen;
@@ -202,6 +288,10 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 		op->version = cur.version + 1;
 		fill(x, e, fix, can_fill);
 		return XTX_ST_OK;
+	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_COMMIT_PRIMARY:
+		return run_txn_op(x, e, op, fix, can_fill, found, &cur);
 	default: /* XTX_OP_DELETE */
 		if (!found || !xtxd_ovf_del(x->store, op->table, op->key, UINT64_MAX, &cur))
 			return XTX_ST_NOT_FOUND;
@@ -302,7 +392,7 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	}
 	fix->bloom = xtxd_ovf_bloom(x->store, e->bucket);
 	xtxd_ovf_unlock(x->store, e->bucket);
-	xtxd_stat_inc(&x->stats.op[op->opcode - XTX_OP_GET][op->status]);
+	xtxd_stat_inc(&x->stats.op[op->opcode & (XTX_OP__COUNT - 1)][op->status & (XTX_ST__COUNT - 1)]);
 }
 
 int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out,

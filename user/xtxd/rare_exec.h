@@ -18,19 +18,20 @@ enum xtxd_drop {
 	XTXD_DROP_TRAILER,	/* defer trailer magic or count */
 	XTXD_DROP_ENTRY,	/* a defer entry names a wrong op, bucket, way or victim */
 	XTXD_DROP_TOO_BIG,	/* the reply would not fit one unfragmented datagram */
+	XTXD_DROP_RECORD,	/* no defer record for the packet (bad ticket, slot reused) */
 	XTXD_DROP__COUNT,
 };
 
 /* The KV opcodes, GET..DELETE, index the per-op counters. */
-#define XTXD_KV_OPS	(XTX_OP_DELETE - XTX_OP_GET + 1)
 
 /* Counters: updated with relaxed atomics by every rare-path thread. */
 struct xtxd_rare_stats {
 	uint64_t rx;			/* datagrams handed to the executor */
 	uint64_t tx;			/* replies sent */
 	uint64_t send_errors;		/* replies the socket refused */
+	uint64_t fault_drops;		/* replies dropped by drop_rare_reply_ppm */
 	uint64_t drop[XTXD_DROP__COUNT];
-	uint64_t op[XTXD_KV_OPS][XTX_ST__COUNT];	/* deferred ops by final status */
+	uint64_t op[XTX_OP__COUNT][XTX_ST__COUNT];	/* deferred ops by final status */
 	uint64_t victims_saved;		/* VALID victims stored */
 	uint64_t victims_stale;		/* VALID victims older than the store's copy: ignored */
 	uint64_t victims_full;		/* VALID victims the store had no room for: kept dirty */
@@ -66,6 +67,11 @@ const char *xtxd_drop_name(int drop);
 static inline void xtxd_stat_inc(uint64_t *ctr)
 {
 	__atomic_fetch_add(ctr, 1, __ATOMIC_RELAXED);
+}
+
+static inline void xtxd_stat_add(uint64_t *ctr, uint64_t n)
+{
+	__atomic_fetch_add(ctr, n, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t xtxd_stat_read(const uint64_t *ctr)
