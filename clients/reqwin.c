@@ -159,8 +159,11 @@ enum xtx_reqwin_match xtx_reqwin_match(struct xtx_reqwins *w, const struct xtx_d
 	if (!xtx_msg_is_reply_to(m, d->len, &r->msg.hdr))
 		return XTX_RW_MISMATCH;
 	if (h->status == XTX_ST_RETRY) {
-		/* The same request again: the server had it executing elsewhere. */
-		r->pending = true;
+		/*
+		 * The same request again, but not at once: the server has it
+		 * executing elsewhere (or waits out a lost rare-path round
+		 * trip's lease), so the timeout paces the resend.
+		 */
 		return XTX_RW_RETRY;
 	}
 	return XTX_RW_ANSWER;

@@ -82,7 +82,7 @@ int xtx_reqwins_send(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *
 
 enum xtx_reqwin_match {
 	XTX_RW_ANSWER,		/* *req answered (packet status in the header): done() it */
-	XTX_RW_RETRY,		/* the server asked for the same request again: queued */
+	XTX_RW_RETRY,		/* the server asked for the same request again: resent on timeout */
 	XTX_RW_DUPLICATE,	/* a retransmission's twin after the first answer */
 	XTX_RW_FOREIGN,		/* not an xtx reply for this client */
 	XTX_RW_UNKNOWN,		/* a request id never sent */

@@ -21,6 +21,12 @@ const volatile __u32 xtx_lock_slots = XTX_LOCK_SLOTS_DEFAULT;
 const volatile __u32 xtx_kv_buckets = XTX_KV_BUCKETS_DEFAULT;
 /* Largest value a write may carry (<= XTX_VALUE_MAX): 8 for SmallBank, 40 for TATP. */
 const volatile __u8 xtx_value_size = XTX_VALUE_MAX;
+/*
+ * Ablations of DINT's design (Table 1): write-through sends every write to
+ * xtxd (BMC's policy), and without the Bloom filter every miss asks xtxd.
+ */
+const volatile __u8 xtx_kv_write_through = 0;
+const volatile __u8 xtx_kv_no_bloom = 0;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

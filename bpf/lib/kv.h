@@ -21,7 +21,31 @@
 
 static __always_inline bool xtx_kv_bloom_maybe(const struct xtx_kv_bucket *b, __u64 h)
 {
-	return (b->bloom >> xtx_bloom_bit_of(h)) & 1;
+	return xtx_kv_no_bloom || ((b->bloom >> xtx_bloom_bit_of(h)) & 1);
+}
+
+static __always_inline bool xtx_kv_is_write(__u8 opcode)
+{
+	return opcode == XTX_OP_INSERT || opcode == XTX_OP_UPDATE || opcode == XTX_OP_DELETE;
+}
+
+/*
+ * Write-through (the ablation): a write goes to the store first, so the
+ * kernel only ever holds clean copies.  A key cached here is refreshed in
+ * its own way by TC (DELETE drops it now: the bucket stays locked until the
+ * store has deleted it too).
+ */
+static __always_inline __u8 xtx_kv_write_through_op(struct xtx_kv_bucket *b, int w,
+						    struct xtx_op *op)
+{
+	if (w >= 0) {
+		w &= XTX_KV_WAYS - 1;
+		if (op->opcode == XTX_OP_INSERT && (b->flags[w] & XTX_KVF_VALID))
+			return XTX_ST_EXISTS;
+		if (op->opcode == XTX_OP_DELETE)
+			b->flags[w] = 0;
+	}
+	return XTX_KV_DEFER;
 }
 
 /* The way holding (table, key), live or tombstone, or -1. */
@@ -368,7 +392,9 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	 */
 	if (w >= 0)
 		force_defer = false;
-	switch (force_defer ? XTX_OP_NOP : op->opcode) {
+	if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
+		st = xtx_kv_write_through_op(b, w, op);
+	else switch (force_defer ? XTX_OP_NOP : op->opcode) {
 	case XTX_OP_GET:
 	case XTX_OP_READ:
 		st = xtx_kv_get(b, w, op, h);
@@ -410,6 +436,9 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	/* TC fills the slot with what xtxd answers, for ops that answer a key's value */
 	xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE && op->opcode != XTX_OP_OCC_VALIDATE &&
 			  !(op->flags & XTX_OPF_DELETE), e);
+	/* a key cached here is refreshed in place, never copied into a second way */
+	if (w >= 0 && e->fill_way != XTX_KV_NO_WAY)
+		e->fill_way = w;
 	if (force_defer)
 		e->flags |= XTX_DEFER_REPLAY;
 	/* from a frequent-path hold to a rare-path one, with a lease */

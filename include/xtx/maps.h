@@ -87,8 +87,13 @@ struct xtx_info {
 	__u64 loaded_ns;	/* CLOCK_MONOTONIC at load */
 	__u32 lock_slots;
 	__u32 kv_buckets;
-	__u64 reserved[3];
+	__u32 kv_flags;		/* XTX_INFO_KV_* ablations */
+	__u32 reserved32;
+	__u64 reserved[2];
 };
+
+#define XTX_INFO_KV_WRITE_THROUGH	0x1
+#define XTX_INFO_KV_NO_BLOOM		0x2
 
 /* ---- lock table (DINT §3.1): an ARRAY indexed by xtx_lock_slot_of() ----
  *

@@ -113,6 +113,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.echo_mode = o->echo,
 		.lock_slots = o->lock_slots,
 		.kv_buckets = o->kv_buckets,
+		.kv_flags = o->kv_flags,
 	};
 	struct xtx_runtime rt;
 	struct timespec ts;
@@ -185,6 +186,9 @@ static void report_attachment(const struct xtx_target *t)
 		(skel)->rodata->xtx_echo_mode = (o)->echo;                        \
 		(skel)->rodata->xtx_lock_slots = (o)->lock_slots;                 \
 		(skel)->rodata->xtx_kv_buckets = (o)->kv_buckets;                 \
+		(skel)->rodata->xtx_kv_write_through =                            \
+			!!((o)->kv_flags & XTX_INFO_KV_WRITE_THROUGH);            \
+		(skel)->rodata->xtx_kv_no_bloom = !!((o)->kv_flags & XTX_INFO_KV_NO_BLOOM); \
 	} while (0)
 
 static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,

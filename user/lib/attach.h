@@ -18,6 +18,7 @@ struct xtx_load_opts {
 	__u64 lock_lease_ns;
 	__u32 kv_buckets;
 	__u64 kv_lease_ns;
+	__u32 kv_flags;		/* XTX_INFO_KV_* */
 	bool echo;
 	enum xtx_xdp_mode mode;
 };

@@ -53,6 +53,8 @@ static void usage(FILE *out)
 		"  -b, --kv-buckets N       kernel cache buckets of %u ways, 1..%u (default %u)\n"
 		"      --kv-lease DUR       take over a bucket held across a lost rare-path round\n"
 		"                           trip after DUR (default 50ms)\n"
+		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
+		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
 		"                           answer FULL\n"
 		"      --rare-threads N     threads serving the rare path (default 2)\n"
@@ -76,7 +78,8 @@ static void usage(FILE *out)
 }
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
-       OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS };
+       OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
+       OPT_NO_BLOOM };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -89,6 +92,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "lock-lease", required_argument, NULL, OPT_LEASE },
 		{ "kv-buckets", required_argument, NULL, 'b' },
 		{ "kv-lease", required_argument, NULL, OPT_KV_LEASE },
+		{ "kv-write-through", no_argument, NULL, OPT_WRITE_THROUGH },
+		{ "kv-no-bloom", no_argument, NULL, OPT_NO_BLOOM },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -159,6 +164,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 					  &o->rare.threads))
 				return -1;
 			break;
+		case OPT_WRITE_THROUGH: o->load.kv_flags |= XTX_INFO_KV_WRITE_THROUGH; break;
+		case OPT_NO_BLOOM: o->load.kv_flags |= XTX_INFO_KV_NO_BLOOM; break;
 		case OPT_ECHO: o->load.echo = true; break;
 		case OPT_GENERIC: o->generic_ok = true; break;
 		case OPT_REPLACE: o->replace = true; break;
@@ -256,7 +263,7 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 		}
 		if (info.port != o->load.port || info.max_clients != o->load.max_clients ||
 		    info.echo_mode != o->load.echo || info.lock_slots != o->load.lock_slots ||
-		    info.kv_buckets != o->load.kv_buckets) {
+		    info.kv_buckets != o->load.kv_buckets || info.kv_flags != o->load.kv_flags) {
 			fprintf(stderr, "Error: xtx already runs on %s with other settings (port %u, "
 				"max-clients %u, lock-slots %u, kv-buckets %u, echo %u); use --replace "
 				"or unload first\n", t->iface, info.port, info.max_clients,
