@@ -109,11 +109,12 @@ $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(CLIENT
 
 # The rare path's core without sockets, threads or main(), and no XDP program
 # to load (so no harness): what test_overflow exercises.
-XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,overflow replay rare_exec)
+XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,overflow replay rare_exec) \
+	$(OBJ_OUT)/user/lib/log.o $(OBJ_OUT)/user/lib/names.o
 $(OUT)/tests/test_overflow: $(OBJ_OUT)/tests/unit/test_overflow.o $(XTXD_CORE_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lpthread
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lbpf -lpthread
 
 $(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
 	$(call msg,LINK,$@)

@@ -58,9 +58,14 @@ int xtx_tc_egress(struct __sk_buff *skb)
 		    bpf_skb_load_bytes(skb, XTX_OPS_OFF + (f->op_idx & (XTX_MAX_OPS - 1)) *
 				       sizeof(op), &op, sizeof(op)))
 			return TC_ACT_OK;
-		xtx_fix_apply(f, &op);
+		/*
+		 * Record before the fix releases the bucket: a re-deferral of
+		 * this request that takes the bucket next must find the answer
+		 * (xtx_op_kv checks the record once it holds the bucket).
+		 */
 		if (slot)
 			xtx_fix_record(slot, f->op_idx, &op);
+		xtx_fix_apply(f, &op);
 	}
 	if (slot)
 		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(h.req_id, XTX_DEDUPE_DONE));

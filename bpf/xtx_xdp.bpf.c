@@ -161,6 +161,7 @@ int xtx_xdp(struct xdp_md *ctx)
 	pc->mode = XTX_EXEC_RUN;
 	pc->rec_key = 0;
 	pc->ndeferred = 0;
+	pc->redefer_busy = 0;
 	pc->max_deferred = xtx_defer_budget(nops);
 	if (mutates) {
 		__u64 req_id = hdr->req_id;
@@ -189,12 +190,17 @@ int xtx_xdp(struct xdp_md *ctx)
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
 		xtx_exec_op(ctx, i);
 
+	if (pc->mode == XTX_EXEC_REDEFER && pc->redefer_busy) {
+		xtx_defer_abort(ctx, pc, false);
+		xtx_dedupe_expire(pc->rec_key);
+		return xtx_refuse(ctx, rt, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
+	}
 	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
 	if (pc->ndeferred) {
 		st = xtx_defer_pass(ctx, pc);
 		if (st == XDP_PASS)
 			return XDP_PASS;
-		xtx_defer_abort(ctx, pc);
+		xtx_defer_abort(ctx, pc, true);
 	}
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)

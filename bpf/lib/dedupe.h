@@ -83,6 +83,18 @@ static __always_inline void xtx_dedupe_record(__u32 key, __u32 idx, const struct
 	r->token = op->token;
 }
 
+/*
+ * A re-deferral that could not run now: the next duplicate tries again at
+ * once instead of waiting out another lease.
+ */
+static __always_inline void xtx_dedupe_expire(__u32 key)
+{
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+
+	if (slot)
+		slot->claimed_ns = 0;
+}
+
 /* Returns the recorded status, or XTX_ST_NONE when there is no record. */
 static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_op *op)
 {

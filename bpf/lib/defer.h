@@ -33,7 +33,8 @@ static __always_inline __u32 xtx_defer_budget(__u32 nops)
  * Frees what the deferred ops hold when the packet cannot be handed over
  * (no tailroom): each answers RETRY, to be sent again in a later request.
  */
-static __always_inline void xtx_defer_abort(struct xdp_md *ctx, struct xtx_pkt_ctx *pc)
+static __always_inline void xtx_defer_abort(struct xdp_md *ctx, struct xtx_pkt_ctx *pc,
+					    bool record)
 {
 	__u32 i;
 
@@ -47,7 +48,7 @@ static __always_inline void xtx_defer_abort(struct xdp_md *ctx, struct xtx_pkt_c
 		if (!op)
 			continue;
 		op->status = XTX_ST_RETRY;
-		if (xtx_op_mutates(op->opcode) &&
+		if (record && xtx_op_mutates(op->opcode) &&
 		    (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER))
 			xtx_dedupe_record(pc->rec_key, e->op_idx, op);
 	}

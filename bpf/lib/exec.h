@@ -135,8 +135,13 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		break;
 	}
 	op->status = status;
-	/* deferred ops are recorded by TC egress, once xtxd has answered */
-	if (mutates && status != XTX_ST_DEFERRED &&
+	/*
+	 * Deferred ops are recorded by TC egress, once xtxd has answered.  A
+	 * re-deferral that could not go now is no answer either: its request
+	 * is retried whole (redefer_busy), and a recorded RETRY would make a
+	 * later duplicate tell the client "did not run" for an op xtxd ran.
+	 */
+	if (mutates && status != XTX_ST_DEFERRED && !(force_defer && status == XTX_ST_RETRY) &&
 	    (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER))
 		xtx_dedupe_record(pc->rec_key, idx, op);
 

@@ -13,6 +13,7 @@
 #include "maps.h"
 #include "stats.h"
 #include "pktctx.h"
+#include "dedupe.h"
 
 /* Slot states and the version rules are described in include/xtx/kv.h. */
 
@@ -329,7 +330,7 @@ static __always_inline __u8 xtx_kv_commit(struct xtx_kv_bucket *b, int w, struct
  * stays in the bucket, dirty, until TC egress learns it was saved: a lost
  * packet never loses a write.
  */
-static __always_inline void xtx_kv_plan_defer(const struct xtx_kv_bucket *b, bool needs_fill,
+static __always_inline void xtx_kv_plan_defer(struct xtx_kv_bucket *b, bool needs_fill,
 					      struct xtx_defer_entry *e)
 {
 	__u8 fill = XTX_KV_NO_WAY, dirty = xtx_kv_dirty_way(b);
@@ -355,6 +356,12 @@ static __always_inline void xtx_kv_plan_defer(const struct xtx_kv_bucket *b, boo
 		e->victim.vlen = b->vlen[v];
 		xtx_kv_copy_value(e->victim.value, b->value[v]);
 		xtx_count(XTX_CTR_KV_VICTIMS);
+		/*
+		 * From now on the store may hold the key, whether or not TC
+		 * ever confirms it: a delete must then leave a tombstone, or
+		 * the store's copy would outlive it.
+		 */
+		b->flags[v] |= XTX_KVF_IN_USER;
 	}
 }
 
@@ -373,16 +380,38 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	__u8 st;
 	int w;
 
-	/* one deferred op per bucket and packet: TC egress releases a bucket once */
-	for (i = 0; i < XTX_MAX_DEFERRED; i++)
-		if (i < nd && pc->deferred[i].bucket == bidx)
+	/*
+	 * One deferred op per bucket and packet: TC egress releases a bucket
+	 * once.  An op that may have run in xtxd must never answer RETRY ("did
+	 * not run"): a re-deferral that cannot go now retries the request whole.
+	 */
+	for (i = 0; i < XTX_MAX_DEFERRED; i++) {
+		if (i < nd && pc->deferred[i].bucket == bidx) {
+			if (force_defer)
+				pc->redefer_busy = 1;
 			return XTX_ST_RETRY;
+		}
+	}
 	b = bpf_map_lookup_elem(&xtx_kv, &bidx);
 	if (!b)
 		return XTX_ST_BAD_ARG;
 	if (!xtx_kv_trylock(b, pc)) {
 		xtx_count(XTX_CTR_KV_BUSY);
+		if (force_defer)
+			pc->redefer_busy = 1;
 		return XTX_ST_RETRY;
+	}
+	/*
+	 * A re-deferral races with its first copy's answer, which TC records
+	 * before it lets the bucket go: holding the bucket now, a record that
+	 * appeared meanwhile is the answer.
+	 */
+	if (force_defer) {
+		st = xtx_dedupe_replay(pc->rec_key, idx, op);
+		if (st != XTX_ST_NONE) {
+			xtx_kv_unlock(b);
+			return st;
+		}
 	}
 	w = xtx_kv_find(b, op->table, op->key);
 	/*
@@ -426,6 +455,8 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	}
 	if (st != XTX_KV_DEFER || nd >= pc->max_deferred || nd >= XTX_MAX_DEFERRED) {
 		xtx_kv_unlock(b);
+		if (st == XTX_KV_DEFER && force_defer)
+			pc->redefer_busy = 1;
 		return st == XTX_KV_DEFER ? XTX_ST_RETRY : st;
 	}
 

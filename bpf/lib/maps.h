@@ -59,10 +59,14 @@ struct {
 	__type(value, struct xtx_lock_slot);
 } xtx_locks SEC(".maps");
 
-/* The kernel KV cache (struct xtx_kv_bucket); xtxd sizes it from --kv-buckets. */
+/*
+ * The kernel KV cache (struct xtx_kv_bucket); xtxd sizes it from
+ * --kv-buckets and maps it to add Bloom filter bits (see xtxd's executor).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, XTX_KV_BUCKETS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct xtx_kv_bucket);
 } xtx_kv SEC(".maps");
@@ -93,7 +97,7 @@ struct xtx_pkt_ctx {
 	__u32 ndeferred;	/* ops handed to xtxd so far */
 	__u32 max_deferred;	/* what the reply's MTU leaves room for */
 	__u32 ring_pos;		/* this CPU's next slot in xtx_defer_ring */
-	__u32 pad;
+	__u32 redefer_busy;	/* a re-deferral could not get its bucket: retry it whole */
 	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 

@@ -20,10 +20,21 @@ static __always_inline void xtx_count(__u32 counter)
 		s->ctr[counter]++;
 }
 
+/*
+ * Masked indices behind a compiler barrier: otherwise clang drops the mask
+ * it can prove redundant and indexes with a copy the verifier cannot bound.
+ */
 static __always_inline void xtx_count_op(struct xtx_stats *s, __u8 opcode, __u8 status)
 {
+	__u32 o = opcode, st = status;
+
+	barrier_var(o);
+	barrier_var(st);
 	if (s && opcode < XTX_OP__COUNT && status < XTX_ST__COUNT)
-		s->op[opcode][status]++;
+		s->op[o & (XTX_OP__COUNT - 1)][st & (XTX_ST__COUNT - 1)]++;
 }
+
+_Static_assert((XTX_OP__COUNT & (XTX_OP__COUNT - 1)) == 0, "op index is a mask");
+_Static_assert((XTX_ST__COUNT & (XTX_ST__COUNT - 1)) == 0, "status index is a mask");
 
 #endif /* XTX_BPF_STATS_H */

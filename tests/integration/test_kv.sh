@@ -58,7 +58,7 @@ run() {
 
 # Four buckets of four ways: the keys of all threads collide, so eviction,
 # write-back and the Bloom filters are at work all the time.
-setup_servers --kv-buckets 4 --rare-threads 2
+setup_servers --kv-buckets 4 --rare-threads 2 --kv-lease 10ms
 tmp=$(mktemp -d /tmp/xtx-test-kv.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 : >"$tmp/expect"
@@ -82,4 +82,22 @@ check "the servers dropped packets (fault_drop=${srv[fault_drop]})" test "${srv[
 for ((i = 0; i < NSERVERS; i++)); do
 	ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null
 done
+
+# xtxd loses 5% of the answers it already executed: the bucket stays held
+# until its lease (here 10ms) runs out, the retransmission is re-deferred,
+# and xtxd answers it from its record instead of running it again.
+for ((i = 0; i < NSERVERS; i++)); do
+	ctl "$i" fault --drop-rare-reply-ppm 50000 >/dev/null
+done
+run "kv with lost rare-path answers" --client-id 300 --key-base 2000000 --timeout 5ms
+server_counters kv_lease_takeover replayed
+check "buckets were taken over after their lease (${srv[kv_lease_takeover]})" \
+	test "${srv[kv_lease_takeover]}" -gt 0
+rare_replays=0
+for ((i = 0; i < NSERVERS; i++)); do
+	v=$(ctl "$i" rare-stats --json | grep -o '"replays":[0-9]*' | cut -d: -f2)
+	rare_replays=$((rare_replays + ${v:-0}))
+	ctl "$i" fault --drop-rare-reply-ppm 0 >/dev/null
+done
+check "xtxd answered re-deferred ops from its record ($rare_replays)" test "$rare_replays" -gt 0
 finish

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <urcu.h>
@@ -43,6 +44,7 @@ struct rare_thread {
 static struct {
 	struct xtxd_exec x;
 	struct xtxd_defer_ring ring;
+	size_t kv_size;
 	int runtime_fd;
 	struct rare_thread **th;
 	uint32_t nthreads;
@@ -297,6 +299,32 @@ static void *rare_thread_main(void *arg)
 	return NULL;
 }
 
+/* The kernel buckets, shared with XDP, for the executor's filter updates. */
+static int map_kv(const struct xtx_target *t, uint32_t nbuckets)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t size = ((size_t)nbuckets * sizeof(struct xtx_kv_bucket) + page - 1) &
+		      ~(size_t)(page - 1);
+	void *p;
+	int fd = xtx_target_map_fd(t, XTX_MAP_KV), err;
+
+	if (fd < 0) {
+		fprintf(stderr, "Error: rare path: opening %s: %s\n", XTX_MAP_KV, strerror(-fd));
+		return fd;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (err) {
+		fprintf(stderr, "Error: rare path: mapping %s: %s\n", XTX_MAP_KV, strerror(-err));
+		return err;
+	}
+	rare.kv_size = size;
+	rare.x.kv = p;
+	rare.x.kv_buckets = nbuckets;
+	return 0;
+}
+
 int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 {
 	uint32_t nbuckets, i;
@@ -310,6 +338,8 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 	err = read_kv_buckets(t, &nbuckets);
 	if (!err)
 		err = xtxd_defer_ring_open(&rare.ring, t);
+	if (!err)
+		err = map_kv(t, nbuckets);
 	if (err)
 		return err;
 	rare.runtime_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
@@ -386,6 +416,9 @@ void xtxd_rare_stop(void)
 	xtxd_replay_free(rare.x.replay);
 	rare.x.replay = NULL;
 	xtxd_defer_ring_close(&rare.ring);
+	if (rare.x.kv)
+		munmap(rare.x.kv, rare.kv_size);
+	rare.x.kv = NULL;
 	if (rare.runtime_fd >= 0)
 		close(rare.runtime_fd);
 	rare.runtime_fd = -1;

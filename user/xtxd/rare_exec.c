@@ -8,6 +8,8 @@
 #include <xtx/kv.h>
 #include <xtx/maps.h>
 #include "rare_exec.h"
+#include "log.h"
+#include "names.h"
 
 #define DEFER_HDR_LEN	offsetof(struct xtx_defer_trailer, e)
 #define FIX_HDR_LEN	offsetof(struct xtx_fix_trailer, e)
@@ -390,7 +392,13 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		/* recorded before the bucket unlocks: a replay of it finds it */
 		record(x, hdr, e->op_idx, op);
 	}
+	pr_debug("rare: client %u req %llu op %u %s key %llu -> %s v%llu%s\n", hdr->client_id,
+		 (unsigned long long)hdr->req_id, e->op_idx, xtx_op_name(op->opcode) ?: "?",
+		 (unsigned long long)op->key, xtx_status_name(op->status),
+		 (unsigned long long)op->version, (e->flags & XTX_DEFER_REPLAY) ? " (replay)" : "");
 	fix->bloom = xtxd_ovf_bloom(x->store, e->bucket);
+	if (x->kv && e->bucket < x->kv_buckets)
+		__atomic_fetch_or(&x->kv[e->bucket].bloom, fix->bloom, __ATOMIC_SEQ_CST);
 	xtxd_ovf_unlock(x->store, e->bucket);
 	xtxd_stat_inc(&x->stats.op[op->opcode & (XTX_OP__COUNT - 1)][op->status & (XTX_ST__COUNT - 1)]);
 }

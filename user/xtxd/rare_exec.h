@@ -46,6 +46,14 @@ struct xtxd_exec {
 	struct xtxd_ovf *store;
 	struct xtxd_replay *replay;
 	struct xtxd_rare_stats stats;
+	/*
+	 * The kernel buckets, mapped (NULL in unit tests): before answering,
+	 * xtxd ORs the store's filter bits into the bucket itself, so a key
+	 * it stored is never answered NOT_FOUND by XDP even when this answer,
+	 * and with it TC's exact fix, is lost.
+	 */
+	struct xtx_kv_bucket *kv;
+	uint32_t kv_buckets;
 };
 
 /* Largest request the executor accepts: header, 16 ops and a full defer trailer. */
