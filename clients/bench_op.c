@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxbench op: send one op to one server and print the answer, for people and shell tests. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xtx/proto.h>
+#include <xtx/msg.h>
+#include <xtx/maps.h>
+#include "bench.h"
+#include "clock.h"
+#include "ids.h"
+#include "msgbuf.h"
+#include "names.h"
+#include "num.h"
+#include "servers.h"
+#include "transport.h"
+
+#define OP_MAX_TRIES	50
+
+struct op_opts {
+	struct sockaddr_in *server;
+	unsigned int nservers;
+	uint16_t port;
+	uint32_t client_id;
+	uint64_t timeout_ns;
+	bool json;
+	struct xtx_op op;	/* what to send */
+};
+
+static const struct { const char *name; uint8_t opcode; } op_names[] = {
+	{ "ping", XTX_OP_PING }, { "stats", XTX_OP_STATS }, { "counter-add", XTX_OP_COUNTER_ADD },
+	{ "get", XTX_OP_GET }, { "insert", XTX_OP_INSERT }, { "update", XTX_OP_UPDATE },
+	{ "delete", XTX_OP_DELETE }, { "read", XTX_OP_READ },
+	{ "lock-shared", XTX_OP_LOCK_SHARED }, { "lock-excl", XTX_OP_LOCK_EXCL },
+	{ "unlock-shared", XTX_OP_UNLOCK_SHARED }, { "unlock-excl", XTX_OP_UNLOCK_EXCL },
+	{ "occ-lock", XTX_OP_OCC_LOCK }, { "occ-unlock", XTX_OP_OCC_UNLOCK },
+	{ "validate", XTX_OP_OCC_VALIDATE }, { "commit-backup", XTX_OP_COMMIT_BACKUP },
+	{ "commit-primary", XTX_OP_COMMIT_PRIMARY },
+};
+
+static void usage(FILE *out)
+{
+	unsigned int i;
+
+	fprintf(out,
+		"Usage: xtxbench op --server IP [options] OP TABLE KEY [FIELD=VALUE...]\n"
+		"Sends one op and prints the answer as key=value fields (or --json).\n"
+		"\n"
+		"  -s, --server IP         the server\n"
+		"  -p, --port N            UDP port (default %d)\n"
+		"  -c, --client-id ID      client id; txn=SEQ names transaction SEQ of it\n"
+		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
+		"  -j, --json              one JSON object\n"
+		"\n"
+		"Fields: value=HEX version=N token=N txn=SEQ flags=delete|no-value\n"
+		"OP:",
+		XTX_DEFAULT_PORT, OP_MAX_TRIES);
+	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		fprintf(out, " %s", op_names[i].name);
+	fprintf(out, "\n\nExample: xtxbench op --server 10.77.0.2 --client-id 7 occ-lock 0 42 txn=1\n");
+}
+
+static int parse_hex(const char *s, uint8_t *out, uint8_t *len)
+{
+	size_t n = strlen(s), i;
+
+	if (n % 2 || n / 2 > XTX_VALUE_MAX) {
+		fprintf(stderr, "Error: value: '%s' is not up to %d bytes of hex\n", s,
+			XTX_VALUE_MAX);
+		return -1;
+	}
+	for (i = 0; i < n / 2; i++) {
+		unsigned int b;
+
+		if (sscanf(s + 2 * i, "%2x", &b) != 1) {
+			fprintf(stderr, "Error: value: '%s' is not hex\n", s);
+			return -1;
+		}
+		out[i] = b;
+	}
+	*len = n / 2;
+	return 0;
+}
+
+static int parse_field(const char *arg, struct op_opts *o)
+{
+	const char *eq = strchr(arg, '=');
+	uint64_t v;
+
+	if (!eq) {
+		fprintf(stderr, "Error: '%s' is not FIELD=VALUE\n", arg);
+		return -1;
+	}
+	if (!strncmp(arg, "value=", 6))
+		return parse_hex(eq + 1, o->op.value, &o->op.vlen);
+	if (!strncmp(arg, "flags=", 6)) {
+		if (!strcmp(eq + 1, "delete"))
+			o->op.flags |= XTX_OPF_DELETE;
+		else if (!strcmp(eq + 1, "no-value"))
+			o->op.flags |= XTX_OPF_NO_VALUE;
+		else {
+			fprintf(stderr, "Error: flags: 'delete' or 'no-value', not '%s'\n", eq + 1);
+			return -1;
+		}
+		return 0;
+	}
+	if (xtx_parse_u64(arg, eq + 1, 0, UINT64_MAX, &v))
+		return -1;
+	if (!strncmp(arg, "version=", 8))
+		o->op.version = v;
+	else if (!strncmp(arg, "token=", 6))
+		o->op.token = v;
+	else if (!strncmp(arg, "txn=", 4))
+		o->op.txn = xtx_txn_make(o->client_id, v);
+	else {
+		fprintf(stderr, "Error: unknown field in '%s'\n", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct op_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "server", required_argument, NULL, 's' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "client-id", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *server = NULL;
+	uint32_t port = XTX_DEFAULT_PORT;
+	unsigned int i;
+	uint64_t v;
+	int c;
+
+	o->client_id = xtx_client_base_default(1);
+	o->timeout_ns = 20000000ull;
+	while ((c = getopt_long(argc, argv, "+s:p:c:t:jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': server = optarg; break;
+		case 'p':
+			if (xtx_parse_u32("--port", optarg, 1, 65535, &port))
+				return -1;
+			break;
+		case 'c':
+			if (xtx_parse_u32("--client-id", optarg, 0, XTX_MAX_CLIENTS_LIMIT - 1,
+					  &o->client_id))
+				return -1;
+			break;
+		case 't':
+			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
+				return -1;
+			break;
+		case 'j': o->json = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (!server || argc - optind < 3) {
+		fprintf(stderr, "Error: --server, OP, TABLE and KEY are required\n");
+		usage(stderr);
+		return -1;
+	}
+	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
+		if (!strcmp(argv[optind], op_names[i].name))
+			o->op.opcode = op_names[i].opcode;
+	if (!o->op.opcode) {
+		fprintf(stderr, "Error: unknown op '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (xtx_parse_u64("TABLE", argv[optind + 1], 0, XTX_MAX_TABLES - 1, &v))
+		return -1;
+	o->op.table = v;
+	if (xtx_parse_u64("KEY", argv[optind + 2], 0, UINT64_MAX, &v))
+		return -1;
+	o->op.key = v;
+	for (i = optind + 3; i < (unsigned int)argc; i++)
+		if (parse_field(argv[i], o))
+			return -1;
+	return xtx_parse_servers("--server", server, port, &o->server, &o->nservers);
+}
+
+static void print_value(const struct xtx_op *op)
+{
+	unsigned int i;
+
+	for (i = 0; i < op->vlen && i < XTX_VALUE_MAX; i++)
+		printf("%02x", op->value[i]);
+}
+
+static void print_answer(const struct op_opts *o, const struct xtx_op *a, uint32_t tries)
+{
+	const char *fmt = o->json ?
+		"{\"op\":\"%s\",\"status\":\"%s\",\"version\":%llu,\"token\":%llu,\"flags\":%u,"
+		"\"tries\":%u,\"vlen\":%u,\"value\":\"" :
+		"op=%s status=%s version=%llu token=%llu flags=0x%x tries=%u vlen=%u value=";
+
+	printf(fmt, xtx_op_name(a->opcode) ?: "?", xtx_status_name(a->status),
+	       (unsigned long long)a->version, (unsigned long long)a->token, a->flags, tries,
+	       a->vlen);
+	print_value(a);
+	printf(o->json ? "\"}\n" : "\n");
+}
+
+/* One request, the same id until answered: a retransmission is never run twice. */
+static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_msgbuf *reply,
+		uint32_t *tries)
+{
+	struct xtx_msgbuf req;
+	struct xtx_dgram d = { .buf = &req, .len = xtx_msg_len(1) }, in = {
+		.buf = reply, .cap = sizeof(*reply) };
+	struct xtx_op *op;
+	uint64_t deadline;
+	int n;
+
+	xtx_msg_init(&req, o->client_id, xtx_req_id_start());
+	op = xtx_msg_add(&req, o->op.opcode, o->op.table, o->op.key);
+	*op = o->op;
+	for (*tries = 1; *tries <= OP_MAX_TRIES; (*tries)++) {
+		if (xtx_transport_send(tr, &d, 1) < 0)
+			return -1;
+		deadline = xtx_now_ns() + o->timeout_ns;
+		/* a RETRY answer ends the wait early, but the resend waits for the timeout */
+		bool retry = false;
+
+		for (uint64_t now; (now = xtx_now_ns()) < deadline;) {
+			n = xtx_transport_recv(tr, &in, 1, deadline - now);
+			if (n < 0)
+				return -1;
+			if (!retry && n && xtx_msg_is_reply_to(reply, in.len, &req.hdr)) {
+				if (reply->hdr.status != XTX_ST_RETRY)
+					return 0;
+				retry = true;
+			}
+		}
+	}
+	return -1;
+}
+
+int bench_op_main(int argc, char **argv)
+{
+	struct op_opts o = {};
+	struct xtx_transport tr;
+	struct xtx_msgbuf reply;
+	uint32_t tries;
+	int rc = BENCH_EXIT_FAIL;
+
+	if (parse_args(argc, argv, &o))
+		return BENCH_EXIT_USAGE;
+	if (xtx_transport_open(&tr, o.server, 1)) {
+		free(o.server);
+		return BENCH_EXIT_FAIL;
+	}
+	if (call(&tr, &o, &reply, &tries)) {
+		fprintf(stderr, "Error: no answer from the server after %u tries\n", OP_MAX_TRIES);
+	} else if (reply.hdr.status != XTX_ST_OK) {
+		fprintf(stderr, "Error: request refused: %s\n", xtx_status_name(reply.hdr.status));
+	} else {
+		print_answer(&o, &reply.ops[0], tries);
+		rc = BENCH_EXIT_OK;
+	}
+	xtx_transport_close(&tr);
+	free(o.server);
+	return rc;
+}
