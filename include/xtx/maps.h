@@ -88,7 +88,7 @@ struct xtx_info {
 	__u32 lock_slots;
 	__u32 kv_buckets;
 	__u32 kv_flags;		/* XTX_INFO_KV_* ablations */
-	__u32 reserved32;
+	__u32 value_size;	/* largest value a write may carry */
 	__u64 reserved[2];
 };
 

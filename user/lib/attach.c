@@ -114,6 +114,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.lock_slots = o->lock_slots,
 		.kv_buckets = o->kv_buckets,
 		.kv_flags = o->kv_flags,
+		.value_size = o->value_size,
 	};
 	struct xtx_runtime rt;
 	struct timespec ts;
@@ -189,6 +190,7 @@ static void report_attachment(const struct xtx_target *t)
 		(skel)->rodata->xtx_kv_write_through =                            \
 			!!((o)->kv_flags & XTX_INFO_KV_WRITE_THROUGH);            \
 		(skel)->rodata->xtx_kv_no_bloom = !!((o)->kv_flags & XTX_INFO_KV_NO_BLOOM); \
+		(skel)->rodata->xtx_value_size = (o)->value_size;                 \
 	} while (0)
 
 static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,

@@ -228,15 +228,19 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	pid = xtx_pidfile_alive(t->pidfile);
 	if (o->json) {
 		printf("{\"iface\":\"%s\",\"netns\":\"%s\",\"port\":%u,\"max_clients\":%u,"
-		       "\"echo\":%u,\"prog_id\":%u,\"libxdp\":%s,\"xtxd_pid\":%d,"
+		       "\"echo\":%u,\"lock_slots\":%u,\"kv_buckets\":%u,\"kv_flags\":%u,"
+		       "\"value_size\":%u,\"prog_id\":%u,\"libxdp\":%s,\"xtxd_pid\":%d,"
 		       "\"pin_dir\":\"%s\"}\n",
 		       t->iface, t->ns_tag, info.port, info.max_clients, info.echo_mode,
+		       info.lock_slots, info.kv_buckets, info.kv_flags, info.value_size,
 		       a.xtx_prog_id, a.xtx_via_libxdp ? "true" : "false", pid, t->pin_dir);
 		return 0;
 	}
 	printf("iface        %s\nnetns        %s\nport         %u\nmax_clients  %u\n"
+	       "lock_slots   %u\nkv_buckets   %u\nkv_flags     %#x\nvalue_size   %u\n"
 	       "echo         %u\nprog_id      %u%s\nxtxd_pid     %d\npin_dir      %s\n",
-	       t->iface, t->ns_tag, info.port, info.max_clients, info.echo_mode, a.xtx_prog_id,
+	       t->iface, t->ns_tag, info.port, info.max_clients, info.lock_slots,
+	       info.kv_buckets, info.kv_flags, info.value_size, info.echo_mode, a.xtx_prog_id,
 	       a.xtx_prog_id ? (a.xtx_via_libxdp ? " (libxdp dispatcher)" : " (alone)") :
 			       " (not attached)",
 	       pid, t->pin_dir);
