@@ -29,7 +29,8 @@ echo
 echo "== 2. make load: xtxd attaches the XDP server on each server link"
 ips=""
 for ((i = 0; i < N; i++)); do
-	make -s -C "$ROOT" load IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i"
+	# a small cache, so the demo's keys also exercise xtxd's overflow store
+	make -s -C "$ROOT" load IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" ARGS="--kv-buckets 64"
 	ips+="${ips:+,}10.77.$i.2"
 	echo "   server $i: $("$BUILD/xtxctl" --netns "$PREFIX-s$i" --iface "${PREFIX}s$i" info |
 		grep prog_id | tr -s ' ')"
@@ -46,11 +47,27 @@ ip netns exec "$PREFIX-c" "$BUILD/xtxbench" lock2pl --servers "$ips" --threads 2
 	--keys 10000 --duration 3 --check
 
 echo
-echo "== 5. Server 0 counters (xtxctl stats)"
+echo "== 5. xtxbench kv --check: random KV ops, every answer checked against a reference model"
+ip netns exec "$PREFIX-c" "$BUILD/xtxbench" kv --servers "$ips" --threads 2 --keys 500 --ops 8 \
+	--count 5000 --check --client-id 300 | grep -v '^  '
+
+echo
+echo "== 6. A transaction by hand (xtxbench op): lock with read, commit at the primary"
+op() { ip netns exec "$PREFIX-c" "$BUILD/xtxbench" op --server 10.77.0.2 --client-id 400 "$@"; }
+op insert 0 424242 value=0badcafe
+l=$(op occ-lock 0 424242 txn=1)
+echo "   $l"
+v=$(grep -o 'version=[0-9]*' <<<"$l" | cut -d= -f2)
+t=$(grep -o 'token=[0-9]*' <<<"$l" | cut -d= -f2)
+echo "   $(op commit-primary 0 424242 txn=1 version="$v" token="$t" value=0defaced)"
+echo "   $(op read 0 424242)"
+
+echo
+echo "== 7. Server 0 counters (xtxctl stats)"
 "$BUILD/xtxctl" --netns "$PREFIX-s0" --iface "${PREFIX}s0" stats | grep -v ' 0$'
 
 echo
-echo "== 6. Teardown"
+echo "== 8. Teardown"
 cleanup
 trap - EXIT
 echo "demo: done"

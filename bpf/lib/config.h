@@ -7,6 +7,7 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include <xtx/kv.h>
+#include <xtx/log.h>
 
 /*
  * const volatile so the verifier sees the loaded values and prunes the
@@ -27,6 +28,8 @@ const volatile __u8 xtx_value_size = XTX_VALUE_MAX;
  */
 const volatile __u8 xtx_kv_write_through = 0;
 const volatile __u8 xtx_kv_no_bloom = 0;
+/* Log entries per CPU, a power of two; xtxd sizes xtx_log to match. */
+const volatile __u32 xtx_log_ring = XTX_LOG_RING_DEFAULT;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

@@ -14,6 +14,7 @@
 #include "locks.h"
 #include "kv.h"
 #include "txn.h"
+#include "log.h"
 #include "pktctx.h"
 #include "fault.h"
 
@@ -55,6 +56,10 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 			return XTX_ST_BAD_ARG;
 		return XTX_ST_OK | mutates;
 	case XTX_OP_READ:
+		return XTX_ST_OK | mutates;
+	case XTX_OP_LOG_APPEND:
+		if (op->vlen > xtx_value_size || !op->txn || xtx_txn_client(op->txn) != client_id)
+			return op->vlen > xtx_value_size ? XTX_ST_BAD_ARG : XTX_ST_BAD_TXN;
 		return XTX_ST_OK | mutates;
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:
@@ -129,6 +134,9 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		break;
 	case XTX_OP_GET ... XTX_OP_DELETE:
 		status = xtx_op_kv(op, idx, pc, force_defer);
+		break;
+	case XTX_OP_LOG_APPEND:
+		status = xtx_op_log_append(op, xtx_txn_client(op->txn));
 		break;
 	default:
 		status = XTX_ST_UNKNOWN_OP;

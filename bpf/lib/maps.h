@@ -7,6 +7,7 @@
 #include <bpf/bpf_helpers.h>
 #include <xtx/maps.h>
 #include <xtx/kv.h>
+#include <xtx/log.h>
 
 /* Per-CPU packet/op/status counters; readers sum over CPUs. */
 struct {
@@ -82,6 +83,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xtx_defer_record);
 } xtx_defer_ring SEC(".maps");
+
+/*
+ * The transaction logs: xtx_log_ring entries per CPU, CPU c's at
+ * c * xtx_log_ring; xtxd maps both maps and drains them (include/xtx/log.h).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_LOG_RING_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xtx_log_entry);
+} xtx_log SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xtx_log_cursor);
+} xtx_log_cursor SEC(".maps");
 
 /*
  * What every op of the packet being served shares (clock, knobs, dedupe

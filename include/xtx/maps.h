@@ -16,6 +16,8 @@
 #define XTX_MAP_LOCKS		"xtx_locks"
 #define XTX_MAP_KV		"xtx_kv"
 #define XTX_MAP_DEFER		"xtx_defer_ring"
+#define XTX_MAP_LOG		"xtx_log"
+#define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 
@@ -89,7 +91,9 @@ struct xtx_info {
 	__u32 kv_buckets;
 	__u32 kv_flags;		/* XTX_INFO_KV_* ablations */
 	__u32 value_size;	/* largest value a write may carry */
-	__u64 reserved[2];
+	__u32 log_ring;		/* log entries per CPU */
+	__u32 reserved32;
+	__u64 reserved;
 };
 
 #define XTX_INFO_KV_WRITE_THROUGH	0x1

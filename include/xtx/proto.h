@@ -159,6 +159,8 @@ enum xtx_opcode {
 	XTX_OP_READ = 20,
 	XTX_OP_COMMIT_BACKUP = 21,
 	XTX_OP_COMMIT_PRIMARY = 22,
+	/* Append one write of a transaction to this CPU's log (include/xtx/log.h). */
+	XTX_OP_LOG_APPEND = 23,
 	XTX_OP__COUNT = 64,
 };
 
@@ -183,6 +185,7 @@ enum xtx_status {
 	XTX_ST_LOCKED = 16,	/* validate: locked by another transaction */
 	XTX_ST_CHANGED = 17,	/* validate/commit: the version is not the expected one */
 	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
+	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
 	XTX_ST__COUNT = 32,
 };
 
@@ -197,7 +200,8 @@ enum xtx_status {
 
 /* Request modifiers in op.flags (the reply reuses flags for state bits). */
 #define XTX_OPF_NO_VALUE	0x1000	/* lock ops: grant only, do not read the value */
-#define XTX_OPF_DELETE		0x2000	/* commits: delete the key at the new version */
+#define XTX_OPF_DELETE		0x2000	/* commits, log: delete the key at the new version */
+#define XTX_OPF_LOG_LAST	0x4000	/* log: the transaction's last write on this server */
 /* Reply: the key does not exist; version is what a creating commit expects. */
 #define XTX_TXF_ABSENT		0x100
 
@@ -225,7 +229,8 @@ enum xtx_status {
 	 (1ull << XTX_OP_UNLOCK_EXCL) | (1ull << XTX_OP_OCC_LOCK) |            \
 	 (1ull << XTX_OP_OCC_UNLOCK) | (1ull << XTX_OP_INSERT) |               \
 	 (1ull << XTX_OP_UPDATE) | (1ull << XTX_OP_DELETE) |                   \
-	 (1ull << XTX_OP_COMMIT_BACKUP) | (1ull << XTX_OP_COMMIT_PRIMARY))
+	 (1ull << XTX_OP_COMMIT_BACKUP) | (1ull << XTX_OP_COMMIT_PRIMARY) |     \
+	 (1ull << XTX_OP_LOG_APPEND))
 
 static inline int xtx_op_mutates(__u8 opcode)
 {

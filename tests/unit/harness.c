@@ -19,6 +19,7 @@
 int check_failed, cases_passed, cases_failed;
 struct xtx_xdp *skel;
 __u32 test_kv_buckets = 1024;
+__u32 test_log_ring = 64;
 
 struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 {
@@ -31,11 +32,14 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	s->rodata->xtx_echo_mode = echo;
 	s->rodata->xtx_lock_slots = lock_slots;
 	s->rodata->xtx_kv_buckets = test_kv_buckets;
+	s->rodata->xtx_log_ring = test_log_ring;
 	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
 	    bpf_map__set_max_entries(s->maps.xtx_locks, lock_slots) ||
 	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) ||
 	    bpf_map__set_max_entries(s->maps.xtx_defer_ring,
 				     XTX_DEFER_RING * libbpf_num_possible_cpus()) ||
+	    bpf_map__set_max_entries(s->maps.xtx_log, test_log_ring * libbpf_num_possible_cpus()) ||
+	    bpf_map__set_max_entries(s->maps.xtx_log_cursor, libbpf_num_possible_cpus()) ||
 	    xtx_xdp__load(s)) {
 		xtx_xdp__destroy(s);
 		return NULL;

@@ -17,6 +17,8 @@
 extern struct xtx_xdp *skel;
 /* KV buckets of servers load_server() creates from now on. */
 extern __u32 test_kv_buckets;
+/* Log entries per CPU of servers load_server() creates (a power of two). */
+extern __u32 test_log_ring;
 
 struct run {
 	int retval;

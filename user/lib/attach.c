@@ -12,6 +12,7 @@
 #include <xdp/libxdp.h>
 #include <xtx/maps.h>
 #include <xtx/kv.h>
+#include <xtx/log.h>
 #include "xtx_xdp.skel.h"
 #include "xtx_tc.skel.h"
 #include "attach.h"
@@ -115,6 +116,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.kv_buckets = o->kv_buckets,
 		.kv_flags = o->kv_flags,
 		.value_size = o->value_size,
+		.log_ring = o->log_ring,
 	};
 	struct xtx_runtime rt;
 	struct timespec ts;
@@ -191,6 +193,7 @@ static void report_attachment(const struct xtx_target *t)
 			!!((o)->kv_flags & XTX_INFO_KV_WRITE_THROUGH);            \
 		(skel)->rodata->xtx_kv_no_bloom = !!((o)->kv_flags & XTX_INFO_KV_NO_BLOOM); \
 		(skel)->rodata->xtx_value_size = (o)->value_size;                 \
+		(skel)->rodata->xtx_log_ring = (o)->log_ring;                     \
 	} while (0)
 
 static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
@@ -202,6 +205,8 @@ static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
 		{ XTX_MAP_LOCKS, o->lock_slots },
 		{ XTX_MAP_KV, o->kv_buckets },
 		{ XTX_MAP_DEFER, XTX_DEFER_RING * (ncpu > 0 ? ncpu : 1) },
+		{ XTX_MAP_LOG, o->log_ring * (ncpu > 0 ? ncpu : 1) },
+		{ XTX_MAP_LOG_CURSOR, ncpu > 0 ? ncpu : 1 },
 	};
 	unsigned int i;
 	int err;

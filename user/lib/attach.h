@@ -20,6 +20,7 @@ struct xtx_load_opts {
 	__u64 kv_lease_ns;
 	__u32 kv_flags;		/* XTX_INFO_KV_* */
 	__u8 value_size;	/* largest value a write may carry */
+	__u32 log_ring;		/* log entries per CPU, a power of two */
 	bool echo;
 	enum xtx_xdp_mode mode;
 };

@@ -23,6 +23,7 @@ static const char *const op_names[XTX_OP__COUNT] = {
 	[XTX_OP_READ] = "read",
 	[XTX_OP_COMMIT_BACKUP] = "commit_backup",
 	[XTX_OP_COMMIT_PRIMARY] = "commit_primary",
+	[XTX_OP_LOG_APPEND] = "log_append",
 };
 
 static const char *const status_names[XTX_ST__COUNT] = {
@@ -45,6 +46,7 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_LOCKED] = "locked",
 	[XTX_ST_CHANGED] = "changed",
 	[XTX_ST_ALREADY_APPLIED] = "already_applied",
+	[XTX_ST_LOG_FULL] = "log_full",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/log.h>
 #include "attach.h"
 #include "control.h"
 #include "log.h"
@@ -55,6 +56,7 @@ static void usage(FILE *out)
 		"                           trip after DUR (default 50ms)\n"
 		"      --value-size B       largest value a write may carry, 1..%u (default %u;\n"
 		"                           SmallBank needs 8, TATP 40)\n"
+		"      --log-entries N      log entries per CPU, a power of two up to %u (default %u)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
 		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
@@ -75,14 +77,15 @@ static void usage(FILE *out)
 		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
-		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTXD_OVERFLOW_MAX_DEFAULT,
+		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
+		XTX_LOG_RING_DEFAULT, XTXD_OVERFLOW_MAX_DEFAULT,
 		XTX_RUN_DIR,
 		XTX_RUN_DIR);
 }
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_VALUE_SIZE };
+       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -98,6 +101,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "kv-write-through", no_argument, NULL, OPT_WRITE_THROUGH },
 		{ "kv-no-bloom", no_argument, NULL, OPT_NO_BLOOM },
 		{ "value-size", required_argument, NULL, OPT_VALUE_SIZE },
+		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -123,6 +127,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.kv_buckets = XTX_KV_BUCKETS_DEFAULT;
 	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
 	o->load.value_size = XTX_VALUE_MAX;
+	o->load.log_ring = XTX_LOG_RING_DEFAULT;
 	o->rare.overflow_max = XTXD_OVERFLOW_MAX_DEFAULT;
 	o->rare.threads = 2;
 	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
@@ -171,6 +176,15 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			break;
 		case OPT_WRITE_THROUGH: o->load.kv_flags |= XTX_INFO_KV_WRITE_THROUGH; break;
 		case OPT_NO_BLOOM: o->load.kv_flags |= XTX_INFO_KV_NO_BLOOM; break;
+		case OPT_LOG_ENTRIES:
+			if (xtx_parse_u32("--log-entries", optarg, 2, XTX_LOG_RING_MAX, &v))
+				return -1;
+			if (v & (v - 1)) {
+				fprintf(stderr, "Error: --log-entries: %u is not a power of two\n", v);
+				return -1;
+			}
+			o->load.log_ring = v;
+			break;
 		case OPT_VALUE_SIZE:
 			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &v))
 				return -1;
@@ -274,7 +288,7 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 		if (info.port != o->load.port || info.max_clients != o->load.max_clients ||
 		    info.echo_mode != o->load.echo || info.lock_slots != o->load.lock_slots ||
 		    info.kv_buckets != o->load.kv_buckets || info.kv_flags != o->load.kv_flags ||
-		    info.value_size != o->load.value_size) {
+		    info.value_size != o->load.value_size || info.log_ring != o->load.log_ring) {
 			fprintf(stderr, "Error: xtx already runs on %s with other settings (port %u, "
 				"max-clients %u, lock-slots %u, kv-buckets %u, echo %u); use --replace "
 				"or unload first\n", t->iface, info.port, info.max_clients,

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The per-CPU transaction logs: entry layout and the cursors XDP and xtxd advance. */
+#ifndef XTX_TXLOG_H
+#define XTX_TXLOG_H
+
+#include <linux/types.h>
+#include "proto.h"
+
+/*
+ * DINT §3.3: each CPU appends to its own circular buffer, so LOG_APPEND
+ * needs no atomics.  XDP advances only tail, xtxd only head; both live in
+ * a plain (mmap-able) ARRAY indexed by CPU, not a per-CPU map: a per-CPU
+ * element written from user space overwrites every CPU's copy (design §7).
+ * A buffer with tail - head == ring size is full: LOG_APPEND answers
+ * LOG_FULL and overwrites nothing.
+ */
+#define XTX_LOG_RING_DEFAULT	(1u << 14)	/* entries per CPU */
+#define XTX_LOG_RING_MAX	(1u << 22)
+
+/* Entry flags. */
+#define XTX_LOGF_DELETE		0x01	/* the write deletes the key */
+#define XTX_LOGF_LAST		0x02	/* the transaction's last write logged on this server */
+
+/*
+ * One logged write.  The replica set (server indices of the coordinator's
+ * configuration) lets recovery ask the other replicas whether they hold the
+ * transaction too, and so whether it is decided (FaRM's rule).
+ */
+struct xtx_log_entry {
+	__u64 seq;		/* the tail value it was appended at, per CPU */
+	__u64 txn;
+	__u64 key;
+	__u64 version;		/* the version the write installs */
+	__u32 client_id;
+	__u8 table;
+	__u8 vlen;
+	__u8 flags;		/* XTX_LOGF_* */
+	__u8 nreplicas;
+	__u16 replicas[3];
+	__u16 pad;
+	__u8 value[XTX_VALUE_MAX];
+};
+
+_Static_assert(sizeof(struct xtx_log_entry) == 88, "log entry layout");
+
+/* One cache line per CPU, so appends on one CPU do not bounce another's line. */
+struct xtx_log_cursor {
+	__u64 tail;		/* next append position: advanced by XDP */
+	__u64 head;		/* first undrained position: advanced by xtxd */
+	__u64 appended;		/* statistics */
+	__u64 full;
+	__u64 pad[4];
+};
+
+_Static_assert(sizeof(struct xtx_log_cursor) == 64, "cursor layout");
+
+/*
+ * LOG_APPEND's request: txn, table, key, version, vlen/value as in the
+ * entry; op.flags carries XTX_OPF_DELETE / XTX_OPF_LOG_LAST; op.token packs
+ * the replica set: bits 0-47 three 16-bit server indices, bits 48-63 their
+ * count.  The reply's version is the entry's seq.  A successful append also
+ * marks the transaction's lock on the key logged: never reclaimed by lease.
+ */
+static inline __u64 xtx_log_replicas_pack(const __u16 *r, __u8 n)
+{
+	__u64 v = (__u64)n << 48;
+	unsigned int i;
+
+	for (i = 0; i < n && i < 3; i++)
+		v |= (__u64)r[i] << (16 * i);
+	return v;
+}
+
+#endif /* XTX_TXLOG_H */

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* BPF_PROG_TEST_RUN tables for LOG_APPEND: entries, full, wrap, duplicates, logged locks. */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include <xtx/log.h>
+#include "check.h"
+#include "harness.h"
+#include "log.h"
+
+#define CLIENT 9
+#define RING 64	/* test_log_ring */
+
+static __u64 next_req = 30000;
+
+/* The test runs the program on CPU 0: its log is the one to read. */
+static struct xtx_log_cursor cursor(void)
+{
+	struct xtx_log_cursor c = {};
+	__u32 cpu = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_log_cursor), &cpu, &c);
+	return c;
+}
+
+static void set_head(__u64 head)
+{
+	struct xtx_log_cursor c = cursor();
+	__u32 cpu = 0;
+
+	c.head = head;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_log_cursor), &cpu, &c, 0);
+}
+
+static struct xtx_log_entry entry_at(__u64 seq)
+{
+	struct xtx_log_entry e = {};
+	__u32 idx = seq & (RING - 1);
+
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_log), &idx, &e);
+	return e;
+}
+
+static struct xtx_op append(__u64 req, __u64 txn_seq, __u64 key, __u64 version, __u32 flags)
+{
+	static const __u16 replicas[3] = { 0, 1, 2 };
+	struct run r;
+
+	make_req(&r, CLIENT, req, 1, XTX_OP_LOG_APPEND);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, txn_seq);
+	in_op(&r, 0)->key = key;
+	in_op(&r, 0)->version = version;
+	in_op(&r, 0)->flags = flags;
+	in_op(&r, 0)->token = xtx_log_replicas_pack(replicas, 3);
+	in_op(&r, 0)->vlen = 8;
+	memset(in_op(&r, 0)->value, (int)key, 8);
+	run(&r);
+	return *out_op(&r, 0);
+}
+
+static void test_append_writes_an_entry(void)
+{
+	struct xtx_log_cursor before = cursor(), after;
+	struct xtx_log_entry e;
+	struct xtx_op o;
+
+	o = append(next_req++, 1, 77, 5, XTX_OPF_LOG_LAST);
+	after = cursor();
+	e = entry_at(before.tail);
+	CHECK(o.status == XTX_ST_OK && o.version == before.tail, "status %u seq %llu", o.status,
+	      (unsigned long long)o.version);
+	CHECK(after.tail == before.tail + 1 && after.appended == before.appended + 1, "tail");
+	CHECK(e.seq == before.tail && e.txn == xtx_txn_make(CLIENT, 1) && e.key == 77 &&
+	      e.version == 5 && e.client_id == CLIENT && e.vlen == 8 && e.value[0] == 77 &&
+	      e.flags == XTX_LOGF_LAST && e.nreplicas == 3 && e.replicas[2] == 2, "entry");
+}
+
+/* A full log refuses and overwrites nothing; drained, it takes appends again and wraps. */
+static void test_full_then_wrap(void)
+{
+	struct xtx_log_cursor c = cursor();
+	struct xtx_log_entry oldest;
+	struct xtx_op o;
+	__u64 i, room = RING - (c.tail - c.head);
+
+	for (i = 0; i < room; i++)
+		CHECK(append(next_req++, 2, 100 + i, 1, 0).status == XTX_ST_OK, "append %llu",
+		      (unsigned long long)i);
+	oldest = entry_at(cursor().head);
+	o = append(next_req++, 3, 999, 1, 0);
+	CHECK(o.status == XTX_ST_LOG_FULL, "full log answered %u", o.status);
+	CHECK(entry_at(cursor().head).key == oldest.key && cursor().full == c.full + 1,
+	      "a full log overwrote an undrained entry");
+	set_head(cursor().tail);	/* what xtxd does once the entries are on disk */
+	o = append(next_req++, 3, 999, 1, 0);
+	CHECK(o.status == XTX_ST_OK && entry_at(o.version).key == 999, "after the drain: %u",
+	      o.status);
+	CHECK(cursor().tail > RING, "the ring wrapped (tail %llu)",
+	      (unsigned long long)cursor().tail);
+}
+
+/* A retransmitted append is answered from its record, not appended twice. */
+static void test_duplicate_appends_once(void)
+{
+	__u64 req = next_req++, t0;
+	struct xtx_op a, b;
+
+	set_head(cursor().tail);
+	t0 = cursor().tail;
+	a = append(req, 4, 55, 9, 0);
+	b = append(req, 4, 55, 9, 0);
+	CHECK(a.status == XTX_ST_OK && b.status == XTX_ST_OK && a.version == b.version,
+	      "duplicate answered differently");
+	CHECK(cursor().tail == t0 + 1, "a duplicate appended again");
+}
+
+/* Once logged, the transaction's lock outlives its lease. */
+static void test_logged_lock_not_reclaimed(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_runtime rt = { .lock_lease_ns = 2 * 1000 * 1000 };
+	__u32 zero = 0;
+	struct run r;
+	__u64 txn = xtx_txn_make(CLIENT, 50);
+
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
+	in_op(&r, 0)->txn = txn;
+	in_op(&r, 0)->key = 60;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "lock");
+	set_head(cursor().tail);
+	CHECK(append(next_req++, 50, 60, 2, 0).status == XTX_ST_OK, "append");
+	nanosleep(&ms5, NULL);
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, 51);
+	in_op(&r, 0)->key = 60;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_REJECTED && (out_op(&r, 0)->flags & XTX_LOCKF_LOGGED),
+	      "a logged transaction's lock was reclaimed (%u)", out_op(&r, 0)->status);
+	memset(&rt, 0, sizeof(rt));
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+}
+
+static void test_append_needs_own_txn(void)
+{
+	struct run r;
+
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOG_APPEND);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT + 1, 1);
+	run(&r);
+	CHECK(out_hdr(&r)->status == XTX_ST_BAD_TXN, "another client's txn: %u",
+	      out_hdr(&r)->status);
+}
+
+int main(void)
+{
+	cpu_set_t cpu0;
+
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	sched_setaffinity(0, sizeof(cpu0), &cpu0);
+	xtx_log_libbpf();
+	test_log_ring = RING;
+	skel = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
+	if (!skel) {
+		printf("FAIL: load_server (%s)\n", strerror(errno));
+		return 1;
+	}
+	RUN_CASE(test_append_writes_an_entry);
+	RUN_CASE(test_full_then_wrap);
+	RUN_CASE(test_duplicate_appends_once);
+	RUN_CASE(test_logged_lock_not_reclaimed);
+	RUN_CASE(test_append_needs_own_txn);
+	xtx_xdp__destroy(skel);
+	printf("# test_log: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}
