@@ -76,17 +76,6 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	}
 }
 
-enum xtx_exec_mode {
-	XTX_EXEC_RUN,		/* first execution */
-	XTX_EXEC_RUN_RECORD,	/* first execution of a packet with a dedupe record */
-	XTX_EXEC_REPLAY,	/* duplicate: answer from the record */
-	/*
-	 * Duplicate of a request whose rare-path round trip was lost: ops
-	 * recorded then are answered from the record, the others were with
-	 * xtxd and go back to it, which answers from its own record.
-	 */
-	XTX_EXEC_REDEFER,
-};
 
 /* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */
 __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)

@@ -453,6 +453,16 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		st = XTX_KV_DEFER;
 		break;
 	}
+	/*
+	 * While a request is re-deferred, only its forced ops may go to xtxd:
+	 * another op taking a bucket first would make a forced op of the
+	 * same bucket retry the request whole, every time (a livelock).  A
+	 * read that needs xtxd answers RETRY instead: it has not run.
+	 */
+	if (st == XTX_KV_DEFER && pc->mode == XTX_EXEC_REDEFER && !force_defer) {
+		xtx_kv_unlock(b);
+		return XTX_ST_RETRY;
+	}
 	if (st != XTX_KV_DEFER || nd >= pc->max_deferred || nd >= XTX_MAX_DEFERRED) {
 		xtx_kv_unlock(b);
 		if (st == XTX_KV_DEFER && force_defer)

@@ -7,6 +7,18 @@
 #include <bpf/bpf_helpers.h>
 #include "maps.h"
 
+enum xtx_exec_mode {
+	XTX_EXEC_RUN,		/* first execution */
+	XTX_EXEC_RUN_RECORD,	/* first execution of a packet with a dedupe record */
+	XTX_EXEC_REPLAY,	/* duplicate: answer from the record */
+	/*
+	 * Duplicate of a request whose rare-path round trip was lost: ops
+	 * recorded then are answered from the record, the others were with
+	 * xtxd and go back to it, which answers from its own record.
+	 */
+	XTX_EXEC_REDEFER,
+};
+
 static __always_inline struct xtx_pkt_ctx *xtx_pkt_ctx_get(void)
 {
 	__u32 zero = 0;

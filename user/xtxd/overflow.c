@@ -12,6 +12,7 @@
 #define BLOOM_BITS	64
 /* Bucket locks are striped: a rare path never holds more than one at a time. */
 #define OVF_STRIPES	256
+#define OVF_HT_MIN	1024	/* the hash table's buckets at first */
 
 struct ovf_node {
 	struct cds_lfht_node node;
@@ -33,6 +34,15 @@ struct xtxd_ovf {
 	struct ovf_filter **filter;	/* [nbuckets], under the bucket's lock */
 	uint64_t *floor;		/* [nbuckets], under the bucket's lock */
 	pthread_mutex_t stripe[OVF_STRIPES];
+	/*
+	 * The hash table grows when count reaches grow_at, by our own
+	 * synchronous cds_lfht_resize: liburcu 0.13's lazy auto-resize
+	 * queues its work before it marks it queued, and when the worker
+	 * runs it first (it preempts us on our CPU) the mark stays set and
+	 * the table never grows again: chains of hundreds of keys.
+	 */
+	uint64_t grow_at;
+	int growing;
 };
 
 struct ovf_lookup {
@@ -78,7 +88,8 @@ struct xtxd_ovf *xtxd_ovf_new(uint32_t nbuckets, uint64_t max)
 	/* calloc'd pages stay untouched until a bucket is used: cheap even at 2^25 buckets */
 	s->filter = calloc(nbuckets, sizeof(*s->filter));
 	s->floor = calloc(nbuckets, sizeof(*s->floor));
-	s->ht = cds_lfht_new(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	s->ht = cds_lfht_new(OVF_HT_MIN, OVF_HT_MIN, 0, CDS_LFHT_ACCOUNTING, NULL);
+	s->grow_at = OVF_HT_MIN;
 	if (!s->filter || !s->floor || !s->ht) {
 		if (s->ht)
 			cds_lfht_destroy(s->ht, NULL);
@@ -223,6 +234,27 @@ static void filter_remove(struct xtxd_ovf *s, uint64_t h)
 	}
 }
 
+/*
+ * Outside any RCU read-side section: at most a key a bucket, grown 2x
+ * at a time.  The thread that crosses the mark resizes; others go on.
+ */
+static void maybe_grow(struct xtxd_ovf *s)
+{
+	uint64_t count = __atomic_load_n(&s->count, __ATOMIC_RELAXED), size;
+
+	if (count < __atomic_load_n(&s->grow_at, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&s->growing, 1, __ATOMIC_ACQUIRE))
+		return;
+	size = __atomic_load_n(&s->grow_at, __ATOMIC_RELAXED);
+	if (count >= size) {
+		while (size <= count)
+			size *= 2;
+		cds_lfht_resize(s->ht, size);
+		__atomic_store_n(&s->grow_at, size, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&s->growing, 0, __ATOMIC_RELEASE);
+}
+
 int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 {
 	uint64_t h = xtx_hash(it->table, it->key);
@@ -276,6 +308,8 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 	}
 out:
 	rcu_read_unlock();
+	if (err == 1)
+		maybe_grow(s);
 	return err;
 }
 
