@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxctl: operator CLI for a loaded xtx server (stats, fault knobs, unload). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -10,16 +11,20 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <bpf/bpf.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/log.h>
 #include "attach.h"
 #include "log.h"
+#include "logfile.h"
 #include "names.h"
 #include "num.h"
 #include "stats_read.h"
 #include "target.h"
+#include "../xtxd/load.h"
 
 struct ctl_opts {
 	const char *iface;
@@ -28,6 +33,12 @@ struct ctl_opts {
 	int table;		/* dump --table, -1: all */
 	bool set_req, set_rep, set_rare;
 	uint32_t drop_req_ppm, drop_rep_ppm, drop_rare_ppm;
+	/* load */
+	bool has_count, has_vsize, print;
+	uint64_t count, first, seed;
+	uint32_t vsize;
+	const char *file;
+	const char *data_dir;	/* log: where xtxd drains to, if not its default */
 };
 
 static void usage(FILE *out)
@@ -47,17 +58,29 @@ static void usage(FILE *out)
 		"                          every live key, value and version of the KV store\n"
 		"                          (kernel cache and xtxd's overflow store), by table and key\n"
 		"  rare-stats [--json]     xtxd's rare-path counters and overflow store size\n"
+		"  load --count N [--table T] [--first K] [--value-size B] [--seed S] [--print]\n"
+		"                          bulk-load keys K..K+N-1 of table T (default 0 and 0),\n"
+		"                          skipping (never overwriting) keys present; values of B\n"
+		"                          bytes (default 40, or the server's --value-size) made\n"
+		"                          from (S, T, key); --print writes them as file lines\n"
+		"  load --file PATH        the same for the lines 'table key hexvalue' of PATH\n"
+		"                          ('-': stdin; '#' comments); a bad line loads nothing\n"
 		"  unload                  stop xtxd, detach the program, remove the pinned maps\n"
+		"  log stats [--json]      per CPU log tail, head, fill, appends and LOG_FULLs; the\n"
+		"                          data directory's files and records; the drain's counters\n"
+		"  log dump [--json]       every log record on disk, then those still in the ring;\n"
+		"                          reports a torn tail or corruption\n"
 		"\n"
 		"Options:\n"
 		"  -n, --netns NAME        the interface lives in network namespace NAME\n"
 		"  -i, --iface IF          the interface xtx serves\n"
 		"  -j, --json              machine-readable output\n"
-		"  -t, --table N           dump: only table N\n"
+		"  -t, --table N           dump: only table N; load: the table of the keys\n"
+		"      --data-dir DIR      log: xtxd's --data-dir (default %s/<netns>-<iface>)\n"
 		"  -v, --verbose           more output\n"
 		"  -h, --help              this text\n"
 		"\n"
-		"Example: xtxctl --netns xtx-s0 --iface xtxs0 stats\n");
+		"Example: xtxctl --netns xtx-s0 --iface xtxs0 stats\n", XTX_LOGFILE_DIR_ROOT);
 }
 
 static int open_map(const struct xtx_target *t, const char *name)
@@ -362,6 +385,658 @@ static int cmd_dump(const struct xtx_target *t, const struct ctl_opts *o)
 	return ctl_request(t, req);
 }
 
+/* ---- load ---- */
+
+/* The value xtxd's generator gives (table, key): the same function, from load.h. */
+static int cmd_load_print(const struct ctl_opts *o)
+{
+	uint8_t value[XTX_VALUE_MAX];
+	uint64_t i;
+	uint32_t j;
+
+	for (i = 0; i < o->count; i++) {
+		xtxd_load_gen_value(o->seed, (uint8_t)o->table, o->first + i, o->vsize, value);
+		printf("%d %llu%s", o->table, (unsigned long long)(o->first + i),
+		       o->vsize ? " " : "");
+		for (j = 0; j < o->vsize; j++)
+			printf("%02x", value[j]);
+		putchar('\n');
+	}
+	return fflush(stdout) ? 1 : 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A progress bar on stderr, redrawn in place; only when stderr is a terminal. */
+static void draw_bar(bool tty, const char *what, uint64_t done, uint64_t total, const char *unit,
+		     double secs)
+{
+	char bar[31];
+	int width = sizeof(bar) - 1, fill, i;
+
+	if (!tty)
+		return;
+	fill = total ? (int)((double)done / total * width) : 0;
+	for (i = 0; i < width; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[width] = '\0';
+	fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %llu/%llu %s", what, bar,
+		total ? 100.0 * done / total : 0.0, (unsigned long long)done,
+		(unsigned long long)total, unit);
+	if (secs > 0)
+		fprintf(stderr, ", %.0f %s/s", done / secs, unit);
+}
+
+static void clear_bar(bool tty)
+{
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+}
+
+static int load_connect(const struct xtx_target *t)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", t->ctl_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fprintf(stderr, "Error: socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			fprintf(stderr, "Error: xtxd is not running for %s (control socket %s: "
+				"%s)\n", t->iface, t->ctl_sock, strerror(errno));
+		else
+			fprintf(stderr, "Error: connecting to xtxd at %s: %s\n", t->ctl_sock,
+				strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	ssize_t r;
+
+	while (n) {
+		r = send(fd, p, n, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		p += r;
+		n -= r;
+	}
+	return 0;
+}
+
+/*
+ * Streams the file after the request.  xtxd answers only after the end of
+ * the stream, except for a bad line: then it answers at once and stops
+ * reading, our send fails, and the answer waits in the socket.
+ */
+static int load_send_file(int fd, const char *path, bool tty)
+{
+	static char buf[256 * 1024];
+	uint64_t size = 0, sent = 0;
+	double t0 = mono_s();
+	struct stat st;
+	int in, err = 0;
+	ssize_t n;
+
+	in = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (in < 0) {
+		fprintf(stderr, "Error: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (!fstat(in, &st) && S_ISREG(st.st_mode))
+		size = st.st_size;
+	for (;;) {
+		n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "Error: reading %s: %s\n", path, strerror(errno));
+			err = -1;
+			break;
+		}
+		if (!n)
+			break;
+		if (send_all(fd, buf, n))
+			break;	/* xtxd stopped reading: its answer says why */
+		sent += n;
+		if (size)
+			draw_bar(tty, "sending", sent >> 20, size >> 20, "MiB", mono_s() - t0);
+	}
+	if (in != STDIN_FILENO)
+		close(in);
+	shutdown(fd, SHUT_WR);
+	return err;
+}
+
+struct load_answer {
+	bool result;
+	unsigned long long keys, kernel, store, duplicates, takeovers, busy;
+	double xtxd_s;
+};
+
+static void parse_result(const char *line, struct load_answer *a)
+{
+	a->result = sscanf(line, "result keys=%llu kernel=%llu store=%llu duplicates=%llu "
+			   "takeovers=%llu busy=%llu seconds=%lf", &a->keys, &a->kernel,
+			   &a->store, &a->duplicates, &a->takeovers, &a->busy, &a->xtxd_s) == 7;
+}
+
+static void print_loaded(const struct load_answer *a, double secs)
+{
+	if (!a->result)
+		return;
+	printf("loaded %llu keys in %.2f s (%.0f keys/s): %llu in the kernel cache, %llu in the "
+	       "overflow store, %llu duplicates skipped\n", a->keys, secs,
+	       secs > 0 ? a->keys / secs : 0.0, a->kernel, a->store, a->duplicates);
+	pr_info("xtxd took %.3f s to insert; %llu busy buckets retried, %llu taken over\n",
+		a->xtxd_s, a->busy, a->takeovers);
+	fflush(stdout);
+}
+
+/* Reads xtxd's answer to a load: progress lines, the result, OK or ERR. */
+static int load_answer(int fd, const struct ctl_opts *o, bool tty, double t0)
+{
+	struct load_answer a = {};
+	char buf[4096], *line, *nl;
+	unsigned long long done, total;
+	size_t len = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			clear_bar(tty);
+			print_loaded(&a, mono_s() - t0);
+			fprintf(stderr, "Error: xtxd closed the control connection without an "
+				"answer%s%s\n", n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+			return 1;
+		}
+		len += n;
+		buf[len] = '\0';
+		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			if (sscanf(line, "progress %llu %llu", &done, &total) == 2) {
+				draw_bar(tty, "loading", done, total, "keys", mono_s() - t0);
+				continue;
+			}
+			if (!strncmp(line, "result ", 7)) {
+				parse_result(line, &a);
+				continue;
+			}
+			if (!strcmp(line, "OK")) {
+				clear_bar(tty);
+				print_loaded(&a, mono_s() - t0);
+				return 0;
+			}
+			if (!strncmp(line, "ERR", 3) && (!line[3] || line[3] == ' ')) {
+				clear_bar(tty);
+				print_loaded(&a, mono_s() - t0);
+				if (o->file && !strncmp(line, "ERR line ", 9))
+					fprintf(stderr, "Error: %s: %s; nothing was loaded\n",
+						o->file, line + 4);
+				else
+					fprintf(stderr, "Error: %s\n",
+						line[3] ? line + 4 : "xtxd refused the request");
+				return 1;
+			}
+			clear_bar(tty);
+			puts(line);
+		}
+		len -= line - buf;
+		memmove(buf, line, len);
+		if (len == sizeof(buf) - 1) {
+			fprintf(stderr, "Error: xtxd sent a line longer than %zu bytes\n", len);
+			return 1;
+		}
+	}
+}
+
+/* The server's largest value (xtxd --value-size), or XTX_VALUE_MAX when unknown. */
+static uint32_t server_value_size(const struct xtx_target *t)
+{
+	struct xtx_info info;
+	__u32 zero = 0;
+	int fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	uint32_t vs = XTX_VALUE_MAX;
+
+	if (fd < 0)
+		return vs;
+	if (!bpf_map_lookup_elem(fd, &zero, &info) && info.value_size &&
+	    info.value_size < XTX_VALUE_MAX)
+		vs = info.value_size;
+	close(fd);
+	return vs;
+}
+
+static int cmd_load(const struct xtx_target *t, struct ctl_opts *o)
+{
+	bool tty = isatty(STDERR_FILENO);
+	char req[160];
+	double t0;
+	int fd, rc;
+
+	if (!o->has_vsize)
+		o->vsize = server_value_size(t);
+	fd = load_connect(t);
+	if (fd < 0)
+		return 1;
+	t0 = mono_s();
+	if (o->file) {
+		rc = send_all(fd, "load file\n", 10);
+		if (rc) {
+			fprintf(stderr, "Error: sending to xtxd at %s: %s\n", t->ctl_sock,
+				strerror(-rc));
+			close(fd);
+			return 1;
+		}
+		if (load_send_file(fd, o->file, tty)) {
+			close(fd);
+			return 1;
+		}
+	} else {
+		snprintf(req, sizeof(req), "load gen %d %llu %llu %u %llu\n", o->table,
+			 (unsigned long long)o->first, (unsigned long long)o->count, o->vsize,
+			 (unsigned long long)o->seed);
+		rc = send_all(fd, req, strlen(req));
+		if (rc) {
+			fprintf(stderr, "Error: sending to xtxd at %s: %s\n", t->ctl_sock,
+				strerror(-rc));
+			close(fd);
+			return 1;
+		}
+	}
+	rc = load_answer(fd, o, tty, t0);
+	close(fd);
+	return rc;
+}
+
+/* Which of --count and --file, and whether the rest fits. */
+static int load_check_opts(struct ctl_opts *o)
+{
+	if (o->has_count == !!o->file) {
+		fprintf(stderr, "Error: load: give either --count N or --file PATH\n");
+		return -1;
+	}
+	if (o->file && (o->print || o->has_vsize || o->first || o->seed != XTXD_LOAD_SEED_DEFAULT ||
+			o->table >= 0)) {
+		fprintf(stderr, "Error: load --file: the file names tables, keys and values; "
+			"--table, --first, --value-size, --seed and --print are for --count\n");
+		return -1;
+	}
+	if (o->count && o->count - 1 > UINT64_MAX - o->first) {
+		fprintf(stderr, "Error: load: --first %llu --count %llu runs past the last key\n",
+			(unsigned long long)o->first, (unsigned long long)o->count);
+		return -1;
+	}
+	if (o->table < 0)
+		o->table = 0;
+	if (o->print && !o->has_vsize)
+		o->vsize = XTX_VALUE_MAX;
+	return 0;
+}
+
+/* ---- log ---- */
+
+/* The ring side of the logs: every CPU's cursor and the incarnation they belong to. */
+struct log_ring {
+	uint32_t ncpu, ring, map_id;
+	struct xtx_log_cursor *cur;
+	int log_fd;
+};
+
+static int log_ring_open(const struct xtx_target *t, struct log_ring *r)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), zero = 0, c;
+	struct xtx_info xi;
+	int fd, err = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->log_fd = -1;
+	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, &zero, &xi))
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	r->ring = xi.log_ring;
+	fd = xtx_target_map_fd(t, XTX_MAP_LOG_CURSOR);
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.max_entries) {
+		err = -errno ?: -EINVAL;
+		close(fd);
+		return err;
+	}
+	r->ncpu = info.max_entries;
+	r->map_id = info.id;
+	r->cur = calloc(r->ncpu, sizeof(*r->cur));
+	for (c = 0; r->cur && c < r->ncpu && !err; c++)
+		if (bpf_map_lookup_elem(fd, &c, &r->cur[c]))
+			err = -errno;
+	close(fd);
+	if (!r->cur || err)
+		goto fail;
+	r->log_fd = xtx_target_map_fd(t, XTX_MAP_LOG);
+	if (r->log_fd < 0) {
+		err = r->log_fd;
+		goto fail;
+	}
+	return 0;
+fail:
+	free(r->cur);
+	r->cur = NULL;
+	return err ?: -ENOMEM;
+}
+
+static void log_ring_close(struct log_ring *r)
+{
+	free(r->cur);
+	if (r->log_fd >= 0)
+		close(r->log_fd);
+}
+
+static int log_dir_open(const char *dir)
+{
+	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* The drain's counters, as xtxd rewrites them each second: "key value" lines. */
+static void log_print_drain(const struct xtx_target *t, bool json)
+{
+	char path[PATH_MAX], key[64], val[PATH_MAX];
+	const char *sep = "";
+	FILE *f;
+
+	xtx_logdrain_stats_path(t, path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f) {
+		if (json)
+			printf(",\"drain\":null");
+		else
+			printf("drain                (xtxd is not draining: %s)\n", strerror(errno));
+		return;
+	}
+	if (json)
+		printf(",\"drain\":{");
+	while (fscanf(f, "%63s %4095s", key, val) == 2) {
+		if (!json) {
+			printf("drain_%-14s %s\n", key, val);
+			continue;
+		}
+		if (val[strspn(val, "0123456789")] || !val[0] || (val[0] == '0' && val[1]))
+			printf("%s\"%s\":\"%s\"", sep, key, val);
+		else
+			printf("%s\"%s\":%s", sep, key, val);
+		sep = ",";
+	}
+	if (json)
+		printf("}");
+	fclose(f);
+}
+
+static int cmd_log_stats(const struct xtx_target *t, const struct ctl_opts *o, const char *dir)
+{
+	uint64_t files = 0, records = 0, partial = 0;
+	struct xtx_logseg *segs = NULL;
+	struct log_ring r;
+	size_t nseg = 0, i;
+	int err, dirfd, dir_err;
+
+	err = log_ring_open(t, &r);
+	if (err) {
+		fprintf(stderr, "Error: no xtx log on %s (%s: %s); is it loaded?\n", t->iface,
+			t->pin_dir, strerror(-err));
+		return 1;
+	}
+	/* sizes only: a count that needs no reading of the records */
+	dirfd = log_dir_open(dir);
+	dir_err = errno;
+	if (dirfd >= 0 && !xtx_logfile_list(dirfd, &segs, &nseg)) {
+		for (i = 0; i < nseg; i++) {
+			struct stat st;
+			uint64_t body;
+
+			if (fstatat(dirfd, segs[i].name, &st, 0))
+				continue;
+			files++;
+			body = st.st_size > (off_t)sizeof(struct xtx_logfile_hdr) ?
+			       st.st_size - sizeof(struct xtx_logfile_hdr) : 0;
+			records += body / sizeof(struct xtx_logfile_rec);
+			partial += body % sizeof(struct xtx_logfile_rec);
+		}
+	}
+	if (o->json) {
+		printf("{\"ring\":%u,\"cpus\":[", r.ring);
+		for (i = 0; i < r.ncpu; i++)
+			printf("%s{\"cpu\":%zu,\"tail\":%llu,\"head\":%llu,\"fill\":%llu,"
+			       "\"appended\":%llu,\"full\":%llu}", i ? "," : "", i,
+			       (unsigned long long)r.cur[i].tail, (unsigned long long)r.cur[i].head,
+			       (unsigned long long)(r.cur[i].tail - r.cur[i].head),
+			       (unsigned long long)r.cur[i].appended,
+			       (unsigned long long)r.cur[i].full);
+		printf("],\"data_dir\":\"%s\",\"readable\":%s,\"files\":%llu,\"records\":%llu,"
+		       "\"partial_bytes\":%llu", dir, dirfd >= 0 ? "true" : "false",
+		       (unsigned long long)files, (unsigned long long)records,
+		       (unsigned long long)partial);
+		log_print_drain(t, true);
+		printf("}\n");
+	} else {
+		printf("%-4s %16s %16s %8s %16s %10s\n", "cpu", "tail", "head", "fill", "appended",
+		       "full");
+		for (i = 0; i < r.ncpu; i++)
+			printf("%-4zu %16llu %16llu %8llu %16llu %10llu\n", i,
+			       (unsigned long long)r.cur[i].tail, (unsigned long long)r.cur[i].head,
+			       (unsigned long long)(r.cur[i].tail - r.cur[i].head),
+			       (unsigned long long)r.cur[i].appended,
+			       (unsigned long long)r.cur[i].full);
+		printf("\n%-20s %u entries per CPU\n", "ring", r.ring);
+		if (dirfd >= 0)
+			printf("%-20s %s: %llu files, %llu records%s\n", "data_dir", dir,
+			       (unsigned long long)files, (unsigned long long)records,
+			       partial ? " and a partial one (torn tail)" : "");
+		else
+			printf("%-20s %s: %s\n", "data_dir", dir, strerror(dir_err));
+		log_print_drain(t, false);
+	}
+	free(segs);
+	if (dirfd >= 0)
+		close(dirfd);
+	log_ring_close(&r);
+	return 0;
+}
+
+/* Prints dump records one way or the other; in JSON, elements of an array. */
+struct log_out {
+	bool json;
+	bool first;
+	uint64_t n;
+};
+
+static void log_out_entry(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e)
+{
+	if (out->json)
+		fputs(out->first ? "" : ",", stdout);
+	xtx_logfile_print_entry(stdout, cpu, e, out->json);
+	out->first = false;
+	out->n++;
+}
+
+/*
+ * Every record on disk, CPU by CPU and segment by segment, then what the
+ * ring holds beyond it; a torn tail or damage is reported where found.
+ */
+static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, const char *dir)
+{
+	struct log_out out = { .json = o->json, .first = true };
+	struct xtx_logseg *segs = NULL;
+	struct xtx_log_epoch ep = {};
+	struct log_ring r;
+	uint64_t *disk_next = NULL, torn = 0, bad = 0, ring_n = 0, drained_meanwhile = 0;
+	bool have_ring, *disk_matches = NULL;
+	size_t nseg = 0, i;
+	int dirfd, err;
+
+	/* the cursors first: whatever leaves the ring after this is on disk when we look */
+	have_ring = !log_ring_open(t, &r);
+	if (have_ring) {
+		ep.map_id = r.map_id;
+		xtx_log_epoch_boot_id(ep.boot_id);
+		disk_next = calloc(r.ncpu, sizeof(*disk_next));
+		disk_matches = calloc(r.ncpu, sizeof(*disk_matches));
+		if (!disk_next || !disk_matches) {
+			fprintf(stderr, "Error: %s\n", strerror(ENOMEM));
+			return 1;
+		}
+	}
+	dirfd = log_dir_open(dir);
+	if (dirfd < 0 && errno != ENOENT) {
+		fprintf(stderr, "Error: data directory %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (dirfd >= 0) {
+		err = xtx_logfile_list(dirfd, &segs, &nseg);
+		if (err) {
+			fprintf(stderr, "Error: listing %s: %s\n", dir, strerror(-err));
+			return 1;
+		}
+	}
+	if (o->json)
+		printf("{\"data_dir\":\"%s\",\"records\":[", dir);
+	else
+		printf("# data_dir %s%s\n", dir, dirfd < 0 ? " (none)" : "");
+	for (i = 0; i < nseg; i++) {
+		const struct xtx_logseg *s = &segs[i];
+		struct xtx_log_entry e;
+		struct xtx_logr rd;
+
+		err = xtx_logr_open(&rd, dirfd, s->name);
+		if (err) {
+			fprintf(stderr, "Error: %s: %s\n", s->name, strerror(-err));
+			bad++;
+			continue;
+		}
+		while (xtx_logr_next(&rd, &e) == 1)
+			log_out_entry(&out, s->cpu, &e);
+		if (rd.status == XTX_LOGR_TORN) {
+			torn++;
+			if (!o->json)
+				printf("# torn tail: %s at offset %llu: %llu bytes after %llu good "
+				       "records (cut when xtxd next starts)\n", s->name,
+				       (unsigned long long)rd.off,
+				       (unsigned long long)(rd.file_size - rd.off),
+				       (unsigned long long)rd.good);
+		} else if (rd.status != XTX_LOGR_OK) {
+			bad++;
+			if (!o->json)
+				printf("# corrupt: %s: %s at offset %llu after %llu good records%s\n",
+				       s->name, xtx_logr_status_name(rd.status),
+				       (unsigned long long)rd.off, (unsigned long long)rd.good,
+				       rd.status == XTX_LOGR_BAD_SEQ ? " (seq does not follow)" : "");
+		}
+		if (have_ring && s->cpu < r.ncpu && rd.status != XTX_LOGR_BAD_HDR &&
+		    rd.status != XTX_LOGR_IO) {
+			disk_matches[s->cpu] = xtx_log_epoch_eq(&ep, &rd.hdr);
+			disk_next[s->cpu] = rd.hdr.first_seq + rd.good;
+		}
+		xtx_logr_close(&rd);
+	}
+	if (o->json)
+		printf("],\"ring\":[");
+	else if (have_ring)
+		printf("# ring: entries not yet on disk\n");
+	else
+		printf("# ring: no xtx server on %s\n", t->iface);
+	out.first = true;
+	for (i = 0; have_ring && i < r.ncpu; i++) {
+		uint64_t seq = r.cur[i].head, n0 = out.n;
+
+		/* written but not yet synced: on disk already, so listed above */
+		if (disk_matches[i] && disk_next[i] > seq)
+			seq = disk_next[i];
+		for (; seq < r.cur[i].tail; seq++) {
+			__u32 idx = i * r.ring + (__u32)(seq & (r.ring - 1));
+			struct xtx_log_entry e;
+
+			if (bpf_map_lookup_elem(r.log_fd, &idx, &e) || e.seq != seq) {
+				drained_meanwhile++;	/* drained and reused since we looked */
+				continue;
+			}
+			log_out_entry(&out, i, &e);
+		}
+		ring_n += out.n - n0;
+	}
+	if (o->json) {
+		printf("],\"files\":[");
+		for (i = 0; i < nseg; i++) {
+			struct xtx_logscan sc;
+
+			if (xtx_logfile_scan(dirfd, segs[i].name, &sc))
+				continue;
+			printf("%s{\"name\":\"%s\",\"cpu\":%u,\"seg\":%u,\"first_seq\":%llu,"
+			       "\"records\":%llu,\"size\":%llu,\"end\":%llu,\"status\":\"%s\"}",
+			       i ? "," : "", segs[i].name, segs[i].cpu, segs[i].seg,
+			       (unsigned long long)sc.hdr.first_seq, (unsigned long long)sc.good,
+			       (unsigned long long)sc.file_size, (unsigned long long)sc.end,
+			       xtx_logr_status_name(sc.status));
+		}
+		printf("],\"disk_records\":%llu,\"ring_records\":%llu,\"torn\":%llu,\"corrupt\":%llu,"
+		       "\"skipped\":%llu}\n", (unsigned long long)(out.n - ring_n),
+		       (unsigned long long)ring_n, (unsigned long long)torn,
+		       (unsigned long long)bad, (unsigned long long)drained_meanwhile);
+	} else {
+		printf("# %llu records on disk in %zu files, %llu in the ring%s%s\n",
+		       (unsigned long long)(out.n - ring_n), nseg, (unsigned long long)ring_n,
+		       torn ? ", torn tail found" : "", bad ? ", CORRUPTION found" : "");
+		if (drained_meanwhile)
+			printf("# %llu ring entries were drained while dumping: dump again\n",
+			       (unsigned long long)drained_meanwhile);
+	}
+	free(segs);
+	free(disk_next);
+	free(disk_matches);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (have_ring)
+		log_ring_close(&r);
+	return bad || fflush(stdout) ? 1 : 0;
+}
+
+static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const char *sub)
+{
+	char dir[PATH_MAX];
+
+	if (o->data_dir)
+		snprintf(dir, sizeof(dir), "%s", o->data_dir);
+	else
+		xtx_logfile_default_dir(t, dir, sizeof(dir));
+	if (sub && !strcmp(sub, "stats"))
+		return cmd_log_stats(t, o, dir);
+	if (sub && !strcmp(sub, "dump"))
+		return cmd_log_dump(t, o, dir);
+	fprintf(stderr, "Error: log: expected 'stats' or 'dump', not '%s'\n", sub ?: "nothing");
+	return 2;
+}
+
 /* Stops the daemon if one runs, then removes whatever it (or a crash) left. */
 static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 {
@@ -384,7 +1059,8 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 	return err ? 1 : 0;
 }
 
-enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE };
+enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
+       OPT_FILE, OPT_PRINT, OPT_DATA_DIR };
 
 int main(int argc, char **argv)
 {
@@ -396,11 +1072,18 @@ int main(int argc, char **argv)
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
 		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REP },
 		{ "drop-rare-reply-ppm", required_argument, NULL, OPT_DROP_RARE },
+		{ "count", required_argument, NULL, OPT_COUNT },
+		{ "first", required_argument, NULL, OPT_FIRST },
+		{ "value-size", required_argument, NULL, OPT_VSIZE },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "file", required_argument, NULL, OPT_FILE },
+		{ "print", no_argument, NULL, OPT_PRINT },
+		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct ctl_opts o = { .table = -1 };
+	struct ctl_opts o = { .table = -1, .seed = XTXD_LOAD_SEED_DEFAULT };
 	struct xtx_target t;
 	const char *cmd;
 	uint32_t table;
@@ -433,12 +1116,34 @@ int main(int argc, char **argv)
 				return 2;
 			o.set_rare = true;
 			break;
+		case OPT_COUNT:
+			if (xtx_parse_u64("--count", optarg, 0, UINT64_MAX, &o.count))
+				return 2;
+			o.has_count = true;
+			break;
+		case OPT_FIRST:
+			if (xtx_parse_u64("--first", optarg, 0, UINT64_MAX, &o.first))
+				return 2;
+			break;
+		case OPT_VSIZE:
+			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_MAX, &o.vsize))
+				return 2;
+			o.has_vsize = true;
+			break;
+		case OPT_SEED:
+			if (xtx_parse_u64("--seed", optarg, 0, UINT64_MAX, &o.seed))
+				return 2;
+			break;
+		case OPT_FILE: o.file = optarg; break;
+		case OPT_PRINT: o.print = true; break;
+		case OPT_DATA_DIR: o.data_dir = optarg; break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc - 1) {
+	/* log takes a subcommand */
+	if (optind != argc - 1 && (optind != argc - 2 || strcmp(argv[optind], "log"))) {
 		fprintf(stderr, "Error: expected exactly one command\n");
 		usage(stderr);
 		return 2;
@@ -448,6 +1153,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "Error: --iface is required\n");
 		return 2;
 	}
+	if (!strcmp(cmd, "load")) {
+		if (load_check_opts(&o))
+			return 2;
+		/* the generator alone: no server needed */
+		if (o.print)
+			return cmd_load_print(&o);
+	}
 	if (xtx_require_root("xtxctl"))
 		return 1;
 	xtx_log_libbpf();
@@ -455,6 +1167,9 @@ int main(int argc, char **argv)
 	if (xtx_bpffs_ensure())
 		return 1;
 	if (xtx_target_open(&t, o.netns, o.iface)) {
+		/* the log on disk outlives the server and its namespace */
+		if (!strcmp(cmd, "log"))
+			return cmd_log(&t, &o, argv[optind + 1]);
 		if (strcmp(cmd, "unload"))
 			return 1;
 		/* the interface or namespace is gone: still clean up after it */
@@ -471,6 +1186,10 @@ int main(int argc, char **argv)
 		return cmd_dump(&t, &o);
 	if (!strcmp(cmd, "rare-stats"))
 		return ctl_request(&t, o.json ? "stats --json\n" : "stats\n");
+	if (!strcmp(cmd, "load"))
+		return cmd_load(&t, &o);
+	if (!strcmp(cmd, "log"))
+		return cmd_log(&t, &o, argv[optind + 1]);
 	if (!strcmp(cmd, "unload"))
 		return cmd_unload(&t, true);
 	fprintf(stderr, "Error: unknown command '%s'\n", cmd);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The control channel: a unix socket serving line requests (dump, stats) from xtxctl. */
+/* The control channel: a unix socket serving line requests (dump, stats, load) from xtxctl. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -17,6 +17,7 @@
 #include "control.h"
 #include "ctl_out.h"
 #include "dump.h"
+#include "load.h"
 #include "log.h"
 #include "names.h"
 #include "rare.h"
@@ -36,6 +37,10 @@ static struct {
 	pthread_mutex_t conn_lock;
 	int conn_fd;
 	struct xtxd_out out;
+	/* what came after the request being handled, and whether it took the rest (load file) */
+	const char *rest;
+	size_t rest_len;
+	bool rest_taken;
 } ctl = { .listen_fd = -1, .stop_fd = -1, .conn_lock = PTHREAD_MUTEX_INITIALIZER, .conn_fd = -1 };
 
 
@@ -155,6 +160,66 @@ static void cmd_dump(struct xtxd_out *out, char **argv, int argc)
 		xtxd_out_printf(out, "OK\n");
 }
 
+/* Strict: all of s, decimal or 0x hex, in [0, max]. */
+static bool arg_u64(const char *s, uint64_t max, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
+	return !errno && !*end && *v <= max;
+}
+
+/*
+ * load gen TABLE FIRST COUNT VSIZE SEED: xtxd makes the keys itself.
+ * load file: the lines follow, up to the client's end of stream, and the
+ * connection ends with the answer.
+ */
+static void cmd_load(struct xtxd_out *out, char **argv, int argc)
+{
+	struct xtxd_load_env env = {
+		.t = &ctl.t,
+		.store = xtxd_rare_store(),
+		.out = out,
+		.stop_fd = ctl.stop_fd,
+	};
+	uint64_t table, first, count, vsize, seed;
+
+	if (argc == 2 && !strcmp(argv[1], "file")) {
+		ctl.rest_taken = true;
+		xtxd_load_file(&env, ctl.conn_fd, ctl.rest, ctl.rest_len);
+		return;
+	}
+	if (argc != 7 || strcmp(argv[1], "gen")) {
+		xtxd_out_printf(out, "ERR load: expected 'load gen TABLE FIRST COUNT VSIZE SEED' "
+				"or 'load file'\n");
+		return;
+	}
+	if (!arg_u64(argv[2], XTX_MAX_TABLES - 1, &table)) {
+		xtxd_out_printf(out, "ERR load: table '%s' is not 0..%d\n", argv[2],
+				XTX_MAX_TABLES - 1);
+		return;
+	}
+	if (!arg_u64(argv[3], UINT64_MAX, &first) || !arg_u64(argv[4], UINT64_MAX, &count) ||
+	    (count && count - 1 > UINT64_MAX - first)) {
+		xtxd_out_printf(out, "ERR load: keys '%s' + '%s' are not a range of 64-bit keys\n",
+				argv[3], argv[4]);
+		return;
+	}
+	if (!arg_u64(argv[5], XTX_VALUE_MAX, &vsize)) {
+		xtxd_out_printf(out, "ERR load: value size '%s' is not 0..%d\n", argv[5],
+				XTX_VALUE_MAX);
+		return;
+	}
+	if (!arg_u64(argv[6], UINT64_MAX, &seed)) {
+		xtxd_out_printf(out, "ERR load: seed '%s' is not a 64-bit number\n", argv[6]);
+		return;
+	}
+	xtxd_load_gen(&env, (uint8_t)table, first, count, (unsigned int)vsize, seed);
+}
+
 static void handle_line(struct xtxd_out *out, char *line)
 {
 	char *argv[CTL_MAX_ARGS], *save = NULL, *tok;
@@ -180,6 +245,10 @@ static void handle_line(struct xtxd_out *out, char *line)
 		cmd_dump(out, argv, argc);
 		return;
 	}
+	if (!strcmp(argv[0], "load")) {
+		cmd_load(out, argv, argc);
+		return;
+	}
 	if (!strcmp(argv[0], "stats")) {
 		for (i = 1; i < argc; i++) {
 			if (strcmp(argv[i], "--json")) {
@@ -194,7 +263,7 @@ static void handle_line(struct xtxd_out *out, char *line)
 		return;
 	}
 	xtxd_out_printf(out, "ERR unknown request '%s' (dump [--table N] [--json], "
-			"stats [--json])\n", argv[0]);
+			"stats [--json], load gen|file ...)\n", argv[0]);
 }
 
 /* Answers requests, one per line, until the client closes, stalls or hangs up. */
@@ -214,13 +283,17 @@ static void serve_conn(int fd)
 
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	xtxd_out_init(&ctl.out, fd);
+	ctl.rest_taken = false;
 	for (;;) {
 		while ((nl = memchr(line, '\n', len))) {
 			*nl = '\0';
+			ctl.rest = nl + 1;
+			ctl.rest_len = len - (nl + 1 - line);
 			if (!skipping)
 				handle_line(&ctl.out, line);
 			skipping = false;
-			if (xtxd_out_flush(&ctl.out))
+			/* a request that read the rest of the stream (load file) ends it */
+			if (xtxd_out_flush(&ctl.out) || ctl.rest_taken)
 				return;
 			len -= nl + 1 - line;
 			memmove(line, nl + 1, len);
