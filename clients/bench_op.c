@@ -9,6 +9,7 @@
 #include <xtx/proto.h>
 #include <xtx/msg.h>
 #include <xtx/maps.h>
+#include <xtx/log.h>
 #include "bench.h"
 #include "clock.h"
 #include "ids.h"
@@ -38,7 +39,7 @@ static const struct { const char *name; uint8_t opcode; } op_names[] = {
 	{ "unlock-shared", XTX_OP_UNLOCK_SHARED }, { "unlock-excl", XTX_OP_UNLOCK_EXCL },
 	{ "occ-lock", XTX_OP_OCC_LOCK }, { "occ-unlock", XTX_OP_OCC_UNLOCK },
 	{ "validate", XTX_OP_OCC_VALIDATE }, { "commit-backup", XTX_OP_COMMIT_BACKUP },
-	{ "commit-primary", XTX_OP_COMMIT_PRIMARY },
+	{ "commit-primary", XTX_OP_COMMIT_PRIMARY }, { "log-append", XTX_OP_LOG_APPEND },
 };
 
 static void usage(FILE *out)
@@ -55,7 +56,8 @@ static void usage(FILE *out)
 		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
 		"  -j, --json              one JSON object\n"
 		"\n"
-		"Fields: value=HEX version=N token=N txn=SEQ flags=delete|no-value\n"
+		"Fields: value=HEX version=N token=N txn=SEQ flags=delete|no-value|last\n"
+		"        replicas=A[,B[,C]] (log-append: the replica set, packed into token)\n"
 		"OP:",
 		XTX_DEFAULT_PORT, OP_MAX_TRIES);
 	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
@@ -85,6 +87,29 @@ static int parse_hex(const char *s, uint8_t *out, uint8_t *len)
 	return 0;
 }
 
+/* "0,1,2": up to three server indices, packed the way LOG_APPEND reads op.token. */
+static int parse_replicas(const char *s, struct op_opts *o)
+{
+	__u16 r[3];
+	__u8 n = 0;
+	const char *p = s;
+
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v > 0xffff || n == 3 || (*end && *end != ',')) {
+			fprintf(stderr, "Error: replicas: '%s' is not up to three server indices "
+				"(e.g. 0,1,2)\n", s);
+			return -1;
+		}
+		r[n++] = v;
+		p = *end ? end + 1 : end;
+	}
+	o->op.token = xtx_log_replicas_pack(r, n);
+	return 0;
+}
+
 static int parse_field(const char *arg, struct op_opts *o)
 {
 	const char *eq = strchr(arg, '=');
@@ -101,12 +126,17 @@ static int parse_field(const char *arg, struct op_opts *o)
 			o->op.flags |= XTX_OPF_DELETE;
 		else if (!strcmp(eq + 1, "no-value"))
 			o->op.flags |= XTX_OPF_NO_VALUE;
+		else if (!strcmp(eq + 1, "last"))
+			o->op.flags |= XTX_OPF_LOG_LAST;
 		else {
-			fprintf(stderr, "Error: flags: 'delete' or 'no-value', not '%s'\n", eq + 1);
+			fprintf(stderr, "Error: flags: 'delete', 'no-value' or 'last', not '%s'\n",
+				eq + 1);
 			return -1;
 		}
 		return 0;
 	}
+	if (!strncmp(arg, "replicas=", 9))
+		return parse_replicas(eq + 1, o);
 	if (xtx_parse_u64(arg, eq + 1, 0, UINT64_MAX, &v))
 		return -1;
 	if (!strncmp(arg, "version=", 8))

@@ -22,6 +22,7 @@ cleanup() {
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was"
 	make -s -C "$ROOT" unload IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
 	topo down >/dev/null 2>&1 || true
+	rm -rf /var/lib/xtx/"$PREFIX"-*	# the servers' logs belong to this run only
 }
 trap cleanup EXIT INT TERM
 

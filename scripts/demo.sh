@@ -14,6 +14,7 @@ cleanup() {
 		make -s -C "$ROOT" unload IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" >/dev/null 2>&1 || true
 	done
 	topo down >/dev/null 2>&1 || true
+	rm -rf /var/lib/xtx/"$PREFIX"-*	# the servers' logs belong to this run only
 }
 trap cleanup EXIT INT TERM
 

@@ -44,6 +44,8 @@ cleanup() {
 			unload >/dev/null 2>&1
 	done
 	topo down >/dev/null 2>&1
+	# each server's data directory (its logs) belongs to this run only
+	rm -rf /var/lib/xtx/"$PREFIX"-*
 }
 
 # Brings up the topology and loads a server on each link with make load.

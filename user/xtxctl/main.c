@@ -768,12 +768,13 @@ static void log_print_drain(const struct xtx_target *t, bool json)
 	FILE *f;
 
 	xtx_logdrain_stats_path(t, path, sizeof(path));
-	f = fopen(path, "r");
+	/* a crashed xtxd leaves its last counters behind */
+	f = xtx_pidfile_alive(t->pidfile) ? fopen(path, "r") : NULL;
 	if (!f) {
 		if (json)
 			printf(",\"drain\":null");
 		else
-			printf("drain                (xtxd is not draining: %s)\n", strerror(errno));
+			printf("drain                (xtxd is not running)\n");
 		return;
 	}
 	if (json)
@@ -892,7 +893,9 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 	struct xtx_log_epoch ep = {};
 	struct log_ring r;
 	uint64_t *disk_next = NULL, torn = 0, bad = 0, ring_n = 0, drained_meanwhile = 0;
-	bool have_ring, *disk_matches = NULL;
+	uint64_t prev_next = 0;
+	struct xtx_logfile_hdr prev = {};
+	bool have_ring, *disk_matches = NULL, prev_ok = false;
 	size_t nseg = 0, i;
 	int dirfd, err;
 
@@ -935,6 +938,18 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 			bad++;
 			continue;
 		}
+		/* within one ring incarnation a segment starts where the last one ended */
+		if (i && segs[i - 1].cpu == s->cpu && prev_ok && rd.status == XTX_LOGR_OK &&
+		    prev.map_id == rd.hdr.map_id &&
+		    !memcmp(prev.boot_id, rd.hdr.boot_id, sizeof(prev.boot_id)) &&
+		    prev_next != rd.hdr.first_seq) {
+			bad++;
+			if (!o->json)
+				printf("# gap: %s starts at seq %llu, the segment before ends "
+				       "before %llu\n", s->name,
+				       (unsigned long long)rd.hdr.first_seq,
+				       (unsigned long long)prev_next);
+		}
 		while (xtx_logr_next(&rd, &e) == 1)
 			log_out_entry(&out, s->cpu, &e);
 		if (rd.status == XTX_LOGR_TORN) {
@@ -953,6 +968,9 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 				       (unsigned long long)rd.off, (unsigned long long)rd.good,
 				       rd.status == XTX_LOGR_BAD_SEQ ? " (seq does not follow)" : "");
 		}
+		prev_ok = rd.status == XTX_LOGR_OK || rd.status == XTX_LOGR_TORN;
+		prev = rd.hdr;
+		prev_next = rd.hdr.first_seq + rd.good;
 		if (have_ring && s->cpu < r.ncpu && rd.status != XTX_LOGR_BAD_HDR &&
 		    rd.status != XTX_LOGR_IO) {
 			disk_matches[s->cpu] = xtx_log_epoch_eq(&ep, &rd.hdr);

@@ -19,6 +19,8 @@
 #include "attach.h"
 #include "control.h"
 #include "log.h"
+#include "logdrain.h"
+#include "logfile.h"
 #include "num.h"
 #include "rare.h"
 #include "target.h"
@@ -31,6 +33,7 @@ struct xtxd_opts {
 	const char *cpus;
 	struct xtx_load_opts load;
 	struct xtxd_rare_opts rare;
+	struct xtxd_logdrain_opts drain;
 	bool daemon;
 	bool replace;
 	bool keep_state;
@@ -57,6 +60,10 @@ static void usage(FILE *out)
 		"      --value-size B       largest value a write may carry, 1..%u (default %u;\n"
 		"                           SmallBank needs 8, TATP 40)\n"
 		"      --log-entries N      log entries per CPU, a power of two up to %u (default %u)\n"
+		"      --data-dir DIR       where the logs are drained to (default\n"
+		"                           %s/<netns>-<iface>, created 0700)\n"
+		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
+		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
 		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
@@ -78,14 +85,14 @@ static void usage(FILE *out)
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
 		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
-		XTX_LOG_RING_DEFAULT, XTXD_OVERFLOW_MAX_DEFAULT,
+		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTXD_OVERFLOW_MAX_DEFAULT,
 		XTX_RUN_DIR,
 		XTX_RUN_DIR);
 }
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES };
+       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -102,6 +109,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "kv-no-bloom", no_argument, NULL, OPT_NO_BLOOM },
 		{ "value-size", required_argument, NULL, OPT_VALUE_SIZE },
 		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
+		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -130,6 +139,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.log_ring = XTX_LOG_RING_DEFAULT;
 	o->rare.overflow_max = XTXD_OVERFLOW_MAX_DEFAULT;
 	o->rare.threads = 2;
+	o->drain.sync_ns = XTXD_LOG_SYNC_DEFAULT_NS;
 	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
@@ -184,6 +194,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 				return -1;
 			}
 			o->load.log_ring = v;
+			break;
+		case OPT_DATA_DIR: o->drain.data_dir = optarg; break;
+		case OPT_LOG_SYNC:
+			if (xtx_parse_duration("--log-sync", optarg, &o->drain.sync_ns))
+				return -1;
 			break;
 		case OPT_VALUE_SIZE:
 			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &v))
@@ -445,10 +460,15 @@ int main(int argc, char **argv)
 		report_ready(&ready_fd, 1);
 		return 1;
 	}
-	/* the rare path and the control channel come up before anyone is told we serve */
+	/*
+	 * The log drain, the rare path and the control channel come up before
+	 * anyone is told we serve; an adopted log resumes from its head.
+	 */
 	o.rare.port = o.load.port;
-	if (xtxd_rare_start(&t, &o.rare) || xtxd_control_start(&t)) {
+	if (xtxd_logdrain_start(&t, &o.drain) || xtxd_rare_start(&t, &o.rare) ||
+	    xtxd_control_start(&t)) {
 		xtxd_rare_stop();
+		xtxd_logdrain_stop();
 		if (!adopted && !o.keep_state) {
 			xtx_detach(&t);
 			xtx_unpin(&t);
@@ -466,9 +486,13 @@ int main(int argc, char **argv)
 	xtxd_rare_stop();
 
 	if (o.keep_state) {
+		/* what XDP appends from now on waits in the ring for the next xtxd */
+		xtxd_logdrain_stop();
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
 	} else {
 		err = xtx_detach(&t);
+		/* no more appends: the last ones reach the disk before the maps go */
+		xtxd_logdrain_stop();
 		xtx_unpin(&t);
 	}
 	unlink(pidfile);

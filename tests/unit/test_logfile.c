@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The log's on-disk format: round trip, torn and corrupt records, seq gaps, rotation, resume. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <xtx/log.h>
+#include "check.h"
+#include "logfile.h"
+
+#define HDR	sizeof(struct xtx_logfile_hdr)
+#define REC	sizeof(struct xtx_logfile_rec)
+
+static char dir[64];
+static int dirfd_ = -1;
+static const struct xtx_log_epoch ep1 = { .boot_id = { 1, 2, 3 }, .map_id = 11 };
+static const struct xtx_log_epoch ep2 = { .boot_id = { 1, 2, 3 }, .map_id = 12 };
+
+static void fresh_dir(void)
+{
+	if (dirfd_ >= 0) {
+		char cmd[96];
+
+		close(dirfd_);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd))
+			printf("# cannot remove %s\n", dir);
+	}
+	snprintf(dir, sizeof(dir), "/tmp/xtx-logfile.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	dirfd_ = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static struct xtx_log_entry mk(uint64_t seq)
+{
+	struct xtx_log_entry e = {};
+
+	e.seq = seq;
+	e.txn = xtx_txn_make(7, 1000 + seq);
+	e.key = seq * 3;
+	e.version = seq + 100;
+	e.client_id = 7;
+	e.table = seq % 4;
+	e.vlen = 1 + seq % XTX_VALUE_MAX;
+	e.flags = seq % 2 ? XTX_LOGF_LAST : 0;
+	e.nreplicas = 3;
+	e.replicas[0] = 0;
+	e.replicas[1] = 1;
+	e.replicas[2] = 2;
+	memset(e.value, (int)seq, e.vlen);
+	return e;
+}
+
+/* Appends seqs [from, to) in batches of `batch`. */
+static int append_range(struct xtx_logw *w, uint64_t from, uint64_t to, size_t batch)
+{
+	struct xtx_log_entry *v = calloc(batch, sizeof(*v));
+	int err = 0;
+
+	while (from < to && !err) {
+		size_t i, k = to - from < batch ? to - from : batch;
+
+		for (i = 0; i < k; i++)
+			v[i] = mk(from + i);
+		err = xtx_logw_append(w, v, k);
+		from += k;
+	}
+	free(v);
+	return err;
+}
+
+/* Reads every segment of cpu in order; checks each entry is mk(seq); returns the count. */
+static uint64_t read_all(uint32_t cpu, uint64_t first, enum xtx_logr_status *last_status,
+			 uint64_t *stop_off)
+{
+	struct xtx_logseg *segs;
+	struct xtx_log_entry e, want;
+	uint64_t n = 0, expect = first;
+	size_t nseg, i;
+
+	*last_status = XTX_LOGR_OK;
+	if (xtx_logfile_list(dirfd_, &segs, &nseg))
+		return 0;
+	for (i = 0; i < nseg; i++) {
+		struct xtx_logr r;
+
+		if (segs[i].cpu != cpu || xtx_logr_open(&r, dirfd_, segs[i].name))
+			continue;
+		CHECK(r.status == XTX_LOGR_OK, "%s: header %s", segs[i].name,
+		      xtx_logr_status_name(r.status));
+		CHECK(r.hdr.first_seq == expect, "%s starts at %llu, want %llu", segs[i].name,
+		      (unsigned long long)r.hdr.first_seq, (unsigned long long)expect);
+		while (xtx_logr_next(&r, &e) == 1) {
+			want = mk(expect);
+			CHECK(!memcmp(&e, &want, sizeof(e)), "seq %llu differs",
+			      (unsigned long long)expect);
+			expect++;
+			n++;
+		}
+		*last_status = r.status;
+		*stop_off = r.off;
+		xtx_logr_close(&r);
+	}
+	free(segs);
+	return n;
+}
+
+static const char *seg0(void)
+{
+	static char name[40];
+
+	snprintf(name, sizeof(name), "log-cpu0-000000.xlog");
+	return name;
+}
+
+static off_t file_size(const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd_, name, &st, 0) ? -1 : st.st_size;
+}
+
+static void corrupt_byte(const char *name, off_t off)
+{
+	int fd = openat(dirfd_, name, O_RDWR);
+	uint8_t b;
+
+	if (pread(fd, &b, 1, off) == 1) {
+		b ^= 0x40;
+		if (pwrite(fd, &b, 1, off) != 1)
+			printf("# pwrite failed\n");
+	}
+	close(fd);
+}
+
+static void test_crc32c_vector(void)
+{
+	static const char v[] = "123456789";
+	uint8_t zeros[32] = {};
+
+	CHECK(xtx_crc32c(0, v, 9) == 0xe3069283u, "crc32c(123456789) = %#x",
+	      xtx_crc32c(0, v, 9));
+	/* the iSCSI test vector: 32 zero bytes */
+	CHECK(xtx_crc32c(0, zeros, 32) == 0x8a9136aau, "crc32c(32 zeros) = %#x",
+	      xtx_crc32c(0, zeros, 32));
+	/* in pieces as at once */
+	CHECK(xtx_crc32c(xtx_crc32c(0, v, 4), v + 4, 5) == 0xe3069283u, "incremental");
+}
+
+static void test_round_trip(void)
+{
+	enum xtx_logr_status st;
+	struct xtx_logw w;
+	uint64_t off;
+
+	fresh_dir();
+	CHECK(!xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX), "open");
+	CHECK(!append_range(&w, 0, 3000, 700), "append");
+	CHECK(!xtx_logw_sync(&w) && w.syncs == 1, "sync");
+	CHECK(xtx_logw_append(&w, (struct xtx_log_entry[]){ mk(3001) }, 1) == -EINVAL,
+	      "a seq that does not follow is refused");
+	xtx_logw_close(&w);
+	CHECK(read_all(0, 0, &st, &off) == 3000, "3000 records back");
+	CHECK(st == XTX_LOGR_OK && off == HDR + 3000 * REC, "clean end: %s at %llu",
+	      xtx_logr_status_name(st), (unsigned long long)off);
+	CHECK(file_size(seg0()) == (off_t)(HDR + 3000 * REC), "size");
+}
+
+static void test_torn_tail_cut(void)
+{
+	struct xtx_logscan sc;
+	enum xtx_logr_status st;
+	struct xtx_logw w;
+	uint64_t off;
+
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	append_range(&w, 0, 20, 20);
+	xtx_logw_close(&w);
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, seg0());
+		CHECK(!truncate(path, HDR + 20 * REC - 10), "truncate -s -10");
+	}
+	CHECK(!xtx_logfile_scan(dirfd_, seg0(), &sc), "scan");
+	CHECK(sc.status == XTX_LOGR_TORN && sc.good == 19 && sc.end == HDR + 19 * REC,
+	      "torn after 19: %s good %llu end %llu", xtx_logr_status_name(sc.status),
+	      (unsigned long long)sc.good, (unsigned long long)sc.end);
+	CHECK(read_all(0, 0, &st, &off) == 19 && st == XTX_LOGR_TORN, "reader stops at the tear");
+
+	/* recovery: the ring still holds 15..24 (head 15); 19 was never made durable */
+	CHECK(!xtx_logw_open(&w, dirfd_, 0, &ep1, 15, 25, XTX_LOGFILE_SEG_MAX), "reopen");
+	CHECK(w.next_seq == 19 && w.seg == 0 && w.cut_bytes == REC - 10,
+	      "resumes at 19 in segment 0 after cutting %llu", (unsigned long long)w.cut_bytes);
+	CHECK(!append_range(&w, 19, 25, 8), "append the rest from the ring");
+	xtx_logw_sync(&w);
+	xtx_logw_close(&w);
+	CHECK(read_all(0, 0, &st, &off) == 25 && st == XTX_LOGR_OK,
+	      "0..24 exactly once, torn record never replayed");
+}
+
+static void test_flipped_byte(void)
+{
+	struct xtx_logscan sc;
+	struct xtx_logw w;
+
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	append_range(&w, 0, 10, 10);
+	xtx_logw_close(&w);
+	/* the value of record 4 */
+	corrupt_byte(seg0(), HDR + 4 * REC + 60);
+	xtx_logfile_scan(dirfd_, seg0(), &sc);
+	CHECK(sc.status == XTX_LOGR_BAD_CRC && sc.good == 4 && sc.end == HDR + 4 * REC,
+	      "bad crc at record 4: %s good %llu", xtx_logr_status_name(sc.status),
+	      (unsigned long long)sc.good);
+	/* damage before the tail is not a crash: the writer leaves it and starts anew */
+	CHECK(!xtx_logw_open(&w, dirfd_, 0, &ep1, 10, 10, XTX_LOGFILE_SEG_MAX), "reopen");
+	CHECK(w.seg == 1 && w.next_seq == 10, "new segment %u at %llu", w.seg,
+	      (unsigned long long)w.next_seq);
+	xtx_logw_close(&w);
+	CHECK(file_size(seg0()) == (off_t)(HDR + 10 * REC), "the damaged segment is kept whole");
+
+	/* the last record's CRC: a torn write */
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	append_range(&w, 0, 10, 10);
+	xtx_logw_close(&w);
+	corrupt_byte(seg0(), HDR + 9 * REC + 88);	/* its crc */
+	xtx_logfile_scan(dirfd_, seg0(), &sc);
+	CHECK(sc.status == XTX_LOGR_TORN && sc.good == 9, "bad last record is torn: %s",
+	      xtx_logr_status_name(sc.status));
+
+	/* a header byte */
+	corrupt_byte(seg0(), 12);
+	xtx_logfile_scan(dirfd_, seg0(), &sc);
+	CHECK(sc.status == XTX_LOGR_BAD_HDR && !sc.hdr_ok && !sc.good, "bad header: %s",
+	      xtx_logr_status_name(sc.status));
+}
+
+static void test_seq_gap(void)
+{
+	struct xtx_logfile_rec rec;
+	struct xtx_log_entry e;
+	struct xtx_logscan sc;
+	struct xtx_logw w;
+	int fd;
+
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	append_range(&w, 0, 5, 5);
+	xtx_logw_close(&w);
+	/* seq 6 after 4, with a valid CRC: a gap, not a tear */
+	e = mk(6);
+	xtx_logfile_rec_make(&rec, &e);
+	fd = openat(dirfd_, seg0(), O_WRONLY | O_APPEND);
+	CHECK(write(fd, &rec, REC) == REC, "write");
+	e = mk(7);
+	xtx_logfile_rec_make(&rec, &e);
+	CHECK(write(fd, &rec, REC) == REC, "write");
+	close(fd);
+	xtx_logfile_scan(dirfd_, seg0(), &sc);
+	CHECK(sc.status == XTX_LOGR_BAD_SEQ && sc.good == 5 && sc.end == HDR + 5 * REC,
+	      "gap after 4: %s good %llu", xtx_logr_status_name(sc.status),
+	      (unsigned long long)sc.good);
+}
+
+static void test_rotation(void)
+{
+	struct xtx_logseg *segs;
+	enum xtx_logr_status st;
+	struct xtx_logw w;
+	uint64_t off;
+	size_t n = 0;
+
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 0, &ep1, 0, 0, HDR + 10 * REC);
+	CHECK(!append_range(&w, 0, 35, 7), "append");
+	xtx_logw_sync(&w);
+	xtx_logw_close(&w);
+	xtx_logfile_list(dirfd_, &segs, &n);
+	CHECK(n == 4 && segs[3].seg == 3, "4 segments of 10 records at most: %zu", n);
+	free(segs);
+	CHECK(read_all(0, 0, &st, &off) == 35 && st == XTX_LOGR_OK, "continuous across segments");
+}
+
+static void test_resume_and_epochs(void)
+{
+	struct xtx_logseg *segs;
+	struct xtx_logw w;
+	size_t n = 0;
+
+	fresh_dir();
+	xtx_logw_open(&w, dirfd_, 1, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	append_range(&w, 0, 10, 10);
+	xtx_logw_close(&w);
+
+	/* a restarted drain: head 5, tail 20; 5..9 are on disk already */
+	xtx_logw_open(&w, dirfd_, 1, &ep1, 5, 20, XTX_LOGFILE_SEG_MAX);
+	CHECK(w.seg == 0 && w.next_seq == 10, "resume at 10, not at head: seg %u next %llu",
+	      w.seg, (unsigned long long)w.next_seq);
+	xtx_logw_close(&w);
+
+	/* head beyond what is on disk: entries are missing; never glue across the hole */
+	xtx_logw_open(&w, dirfd_, 1, &ep1, 15, 20, XTX_LOGFILE_SEG_MAX);
+	CHECK(w.seg == 1 && w.next_seq == 15, "new segment at 15: seg %u next %llu", w.seg,
+	      (unsigned long long)w.next_seq);
+	CHECK(!append_range(&w, 15, 20, 5), "append 15..19");
+	xtx_logw_close(&w);
+
+	/* a CPU that never logs leaves no file */
+	xtx_logw_open(&w, dirfd_, 3, &ep1, 0, 0, XTX_LOGFILE_SEG_MAX);
+	CHECK(!xtx_logw_sync(&w), "sync with nothing written");
+	xtx_logw_close(&w);
+
+	/* a new ring incarnation starts again at 0, in a new segment */
+	xtx_logw_open(&w, dirfd_, 1, &ep2, 0, 0, XTX_LOGFILE_SEG_MAX);
+	CHECK(w.seg == 2 && w.next_seq == 0, "new incarnation: seg %u next %llu", w.seg,
+	      (unsigned long long)w.next_seq);
+	CHECK(!append_range(&w, 0, 3, 3), "append 0..2 again");
+	xtx_logw_close(&w);
+
+	xtx_logfile_list(dirfd_, &segs, &n);
+	CHECK(n == 3 && segs[0].cpu == 1, "3 segments of cpu 1: %zu", n);
+	free(segs);
+}
+
+int main(void)
+{
+	RUN_CASE(test_crc32c_vector);
+	RUN_CASE(test_round_trip);
+	RUN_CASE(test_torn_tail_cut);
+	RUN_CASE(test_flipped_byte);
+	RUN_CASE(test_seq_gap);
+	RUN_CASE(test_rotation);
+	RUN_CASE(test_resume_and_epochs);
+	fresh_dir();	/* removes the last one */
+	rmdir(dir);
+	printf("# test_logfile: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The log drain: copies each CPU's log entries head..tail to its segment files, then frees them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include <xtx/maps.h>
+#include <xtx/log.h>
+#include "log.h"
+#include "logfile.h"
+#include "logdrain.h"
+
+#define DRAIN_BATCH		1024		/* entries copied out of the ring per append */
+#define IDLE_SLEEP_MIN_NS	(100ull * 1000)
+#define IDLE_SLEEP_MAX_NS	(1000ull * 1000)
+#define STATS_EVERY_NS		(1000ull * 1000 * 1000)
+
+struct drain_cpu {
+	struct xtx_logw w;
+	uint64_t head;		/* what we last stored: everything before it is durable */
+	uint64_t tail0;		/* tail when we started, for the appended count */
+	uint64_t tail;		/* tail at the last pass */
+};
+
+static struct {
+	bool running;
+	pthread_t tid;
+	int stop;		/* atomic */
+	int failed;		/* a sync failed: head stays put (fail-stop) */
+	int dirfd, lockfd;
+	char dir[PATH_MAX];
+	char stats_path[PATH_MAX];
+	uint64_t sync_ns;
+	const uint8_t *log;	/* read-only mapping of xtx_log */
+	size_t log_size, stride;
+	struct xtx_log_cursor *cur;	/* read-write mapping of xtx_log_cursor */
+	size_t cur_size;
+	uint32_t ncpu, ring;
+	struct drain_cpu *cpus;
+	struct xtx_log_entry *batch;
+	struct xtxd_logdrain_stats st;	/* written by the thread, read with relaxed loads */
+} D = { .dirfd = -1, .lockfd = -1 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+#define ST_ADD(f, v)	__atomic_fetch_add(&D.st.f, (v), __ATOMIC_RELAXED)
+#define ST_SET(f, v)	__atomic_store_n(&D.st.f, (v), __ATOMIC_RELAXED)
+
+void xtxd_logdrain_get_stats(struct xtxd_logdrain_stats *s)
+{
+	uint64_t *dst = (uint64_t *)s, *src = (uint64_t *)&D.st;
+	size_t i;
+
+	for (i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+/* Maps an mmap-able array map whole; values sit back to back, each rounded up to 8 bytes. */
+static void *map_array(int fd, const char *name, int prot, size_t *size, size_t *stride,
+		       uint32_t *entries)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		fprintf(stderr, "Error: log: inspecting %s: %s\n", name, strerror(errno));
+		return NULL;
+	}
+	*stride = (info.value_size + 7) & ~7u;
+	*entries = info.max_entries;
+	*size = ((size_t)*stride * info.max_entries + page - 1) & ~(size_t)(page - 1);
+	p = mmap(NULL, *size, prot, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "Error: log: mapping %s: %s\n", name, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+static int open_maps(const struct xtx_target *t, struct xtx_log_epoch *ep)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), zero = 0, cur_entries, log_entries;
+	size_t cur_stride;
+	struct xtx_info xi;
+	int fd, err;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &xi)) {
+		err = fd < 0 ? fd : -errno;
+		fprintf(stderr, "Error: log: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	D.ring = xi.log_ring;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_LOG_CURSOR);
+	if (fd < 0) {
+		fprintf(stderr, "Error: log: opening %s: %s\n", XTX_MAP_LOG_CURSOR, strerror(-fd));
+		return fd;
+	}
+	/* the cursor map's id names this ring incarnation in the segment headers */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = -errno;
+		fprintf(stderr, "Error: log: inspecting %s: %s\n", XTX_MAP_LOG_CURSOR,
+			strerror(errno));
+		close(fd);
+		return err;
+	}
+	ep->map_id = info.id;
+	/* read-write: head is ours to store */
+	D.cur = map_array(fd, XTX_MAP_LOG_CURSOR, PROT_READ | PROT_WRITE, &D.cur_size,
+			  &cur_stride, &cur_entries);
+	close(fd);
+	if (!D.cur)
+		return -EIO;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_LOG);
+	if (fd < 0) {
+		fprintf(stderr, "Error: log: opening %s: %s\n", XTX_MAP_LOG, strerror(-fd));
+		return fd;
+	}
+	D.log = map_array(fd, XTX_MAP_LOG, PROT_READ, &D.log_size, &D.stride, &log_entries);
+	close(fd);
+	if (!D.log)
+		return -EIO;
+	D.ncpu = cur_entries;
+	if (cur_stride != sizeof(struct xtx_log_cursor) ||
+	    D.stride != sizeof(struct xtx_log_entry) || !D.ring || (D.ring & (D.ring - 1)) ||
+	    (uint64_t)D.ring * D.ncpu != log_entries) {
+		fprintf(stderr, "Error: log: the pinned logs do not match this xtxd (%u entries "
+			"for %u CPUs of %u, values of %zu and %zu bytes)\n", log_entries, D.ncpu,
+			D.ring, D.stride, cur_stride);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int open_dir(const char *dir)
+{
+	char parent[PATH_MAX], *slash;
+	int pfd;
+
+	if (xtx_mkdirs(dir, 0700)) {
+		fprintf(stderr, "Error: log: creating data directory %s: %s\n", dir,
+			strerror(errno));
+		return -errno;
+	}
+	/* a data directory made just now must not vanish with a power cut */
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash) {
+		*(slash == parent ? slash + 1 : slash) = '\0';
+		pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (pfd >= 0) {
+			fsync(pfd);
+			close(pfd);
+		}
+	}
+	D.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (D.dirfd < 0) {
+		fprintf(stderr, "Error: log: opening data directory %s: %s\n", dir,
+			strerror(errno));
+		return -errno;
+	}
+	/* two drains appending to the same segments would interleave garbage */
+	D.lockfd = openat(D.dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (D.lockfd < 0 || flock(D.lockfd, LOCK_EX | LOCK_NB)) {
+		int err = errno;
+
+		fprintf(stderr, "Error: log: data directory %s: %s\n", dir,
+			err == EWOULDBLOCK ? "another xtxd drains into it" : strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+static void write_stats_file(void)
+{
+	struct xtxd_logdrain_stats s;
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	xtxd_logdrain_get_stats(&s);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", D.stats_path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "data_dir %s\nappended %llu\ndrained %llu\nresumed %llu\nbytes %llu\n"
+		"fsyncs %llu\nlag %llu\nmax_lag %llu\nsync_max_us %llu\nwrite_errors %llu\n"
+		"ring %llu\ncpus %llu\nfailed %d\n", D.dir,
+		(unsigned long long)s.appended, (unsigned long long)s.drained,
+		(unsigned long long)s.resumed, (unsigned long long)s.bytes,
+		(unsigned long long)s.fsyncs, (unsigned long long)s.lag,
+		(unsigned long long)s.max_lag, (unsigned long long)(s.sync_max_ns / 1000),
+		(unsigned long long)s.write_errors, (unsigned long long)s.ring,
+		(unsigned long long)s.cpus, D.failed);
+	if (fclose(f) || rename(tmp, D.stats_path))
+		unlink(tmp);
+}
+
+/*
+ * Copies CPU c's entries next..tail out of the ring and appends them to
+ * its segment.  The slots stay XDP's to fill again only once head passes
+ * them, which happens after they are synced.  Returns entries written.
+ */
+static uint64_t drain_cpu(uint32_t c)
+{
+	struct drain_cpu *dc = &D.cpus[c];
+	const uint8_t *base = D.log + (size_t)c * D.ring * D.stride;
+	uint64_t tail, next, moved = 0, n, i;
+	int err;
+
+	/* acquire: pairs with XDP's xchg of tail, so the entries below are complete */
+	tail = __atomic_load_n(&D.cur[c].tail, __ATOMIC_ACQUIRE);
+	if (tail != dc->tail) {
+		ST_ADD(appended, tail - dc->tail);
+		dc->tail = tail;
+	}
+	next = dc->w.next_seq;
+	if (tail < next || tail - dc->head > D.ring) {
+		/* cannot happen unless someone else moves the cursors */
+		if (!D.failed)
+			pr_warn("Error: log: CPU %u: tail %llu, head %llu, written %llu: the "
+				"cursor moved under the drain; stopping it\n", c,
+				(unsigned long long)tail, (unsigned long long)dc->head,
+				(unsigned long long)next);
+		D.failed = -EIO;
+		return 0;
+	}
+	while (next < tail) {
+		n = tail - next < DRAIN_BATCH ? tail - next : DRAIN_BATCH;
+		for (i = 0; i < n; i++) {
+			uint64_t seq = next + i;
+
+			memcpy(&D.batch[i], base + (seq & (D.ring - 1)) * D.stride,
+			       sizeof(D.batch[i]));
+			if (D.batch[i].seq != seq) {
+				if (!D.failed)
+					pr_warn("Error: log: CPU %u: slot of seq %llu holds "
+						"seq %llu; stopping the drain\n", c,
+						(unsigned long long)seq,
+						(unsigned long long)D.batch[i].seq);
+				D.failed = -EIO;
+				return moved;
+			}
+		}
+		err = xtx_logw_append(&dc->w, D.batch, n);
+		/* what did reach the file counts even when the rest failed */
+		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
+		moved += dc->w.next_seq - next;
+		next = dc->w.next_seq;
+		if (err) {
+			/* ENOSPC and friends: head stays, the ring fills, XDP says LOG_FULL */
+			if (!D.st.write_errors || xtx_log_level >= XTX_LOG_DEBUG)
+				pr_warn("Error: log: writing CPU %u's segment: %s (retrying)\n", c,
+					strerror(-err));
+			ST_ADD(write_errors, 1);
+			break;
+		}
+	}
+	return moved;
+}
+
+/* Makes every segment written durable, then lets XDP reuse what is on disk. */
+static void sync_and_release(void)
+{
+	uint64_t t0 = mono_ns(), dt, drained = 0;
+	uint32_t c;
+	int err;
+
+	for (c = 0; c < D.ncpu; c++) {
+		struct drain_cpu *dc = &D.cpus[c];
+
+		if (!dc->w.dirty)
+			continue;
+		err = xtx_logw_sync(&dc->w);
+		if (err) {
+			/*
+			 * After a failed fdatasync the kernel may have dropped the
+			 * dirty pages: nothing written since the last good sync can
+			 * be trusted, so head must never pass it (fail-stop).
+			 */
+			pr_warn("Error: log: syncing CPU %u's segment: %s; the log stops "
+				"draining\n", c, strerror(-err));
+			D.failed = err;
+			return;
+		}
+		ST_ADD(fsyncs, 1);
+	}
+	dt = mono_ns() - t0;
+	if (dt > D.st.sync_max_ns)
+		ST_SET(sync_max_ns, dt);
+	for (c = 0; c < D.ncpu; c++) {
+		struct drain_cpu *dc = &D.cpus[c];
+		uint64_t durable = dc->w.next_seq;
+
+		if (durable == dc->head)
+			continue;
+		/* release: our reads of the slots happen before XDP may overwrite them */
+		__atomic_store_n(&D.cur[c].head, durable, __ATOMIC_RELEASE);
+		drained += durable - dc->head;
+		dc->head = durable;
+	}
+	if (drained)
+		ST_ADD(drained, drained);
+}
+
+/* Written and not yet synced, or synced (say by a rotation) and not yet released. */
+static bool any_pending(void)
+{
+	uint32_t c;
+
+	for (c = 0; c < D.ncpu; c++)
+		if (D.cpus[c].w.dirty || D.cpus[c].w.next_seq != D.cpus[c].head)
+			return true;
+	return false;
+}
+
+static void note_lag(void)
+{
+	uint64_t lag = 0, fill;
+	uint32_t c;
+
+	for (c = 0; c < D.ncpu; c++) {
+		fill = __atomic_load_n(&D.cur[c].tail, __ATOMIC_RELAXED) - D.cpus[c].head;
+		lag += fill;
+		if (fill > D.st.max_lag)
+			ST_SET(max_lag, fill);
+	}
+	ST_SET(lag, lag);
+}
+
+/* One pass over every CPU; syncs when due.  Returns entries written. */
+static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
+{
+	uint64_t moved = 0, now;
+	uint32_t c;
+
+	if (D.failed)
+		return 0;
+	for (c = 0; c < D.ncpu; c++)
+		moved += drain_cpu(c);
+	note_lag();
+	now = mono_ns();
+	/* group commit: one fdatasync per segment covers everything written since the last */
+	if (!D.failed && any_pending() && (force_sync || now - *last_sync >= D.sync_ns)) {
+		*last_sync = now;
+		sync_and_release();
+	}
+	return moved;
+}
+
+static void *drain_main(void *arg)
+{
+	uint64_t last_sync = 0, sleep_ns = IDLE_SLEEP_MIN_NS, last_stats = 0, moved, now;
+	struct timespec ts;
+
+	(void)arg;
+	while (!__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE)) {
+		moved = drain_pass(&last_sync, false);
+		now = mono_ns();
+		if (now - last_stats >= STATS_EVERY_NS) {
+			write_stats_file();
+			last_stats = now;
+		}
+		if (moved >= DRAIN_BATCH)
+			continue;	/* falling behind: no sleep */
+		/* idle: back off to 1 ms; busy: look again soon */
+		sleep_ns = moved ? IDLE_SLEEP_MIN_NS :
+			   (sleep_ns * 2 > IDLE_SLEEP_MAX_NS ? IDLE_SLEEP_MAX_NS : sleep_ns * 2);
+		/* written or synced but not released: wake when the sync is due */
+		if (!D.failed && any_pending()) {
+			uint64_t due = last_sync + D.sync_ns;
+
+			if (due <= now)
+				continue;
+			if (due - now < sleep_ns)
+				sleep_ns = due - now;
+		}
+		ts.tv_sec = sleep_ns / 1000000000ull;
+		ts.tv_nsec = sleep_ns % 1000000000ull;
+		nanosleep(&ts, NULL);
+	}
+	/* stopping: take what is there, then once more for appends still in flight */
+	while (drain_pass(&last_sync, true))
+		;
+	ts.tv_sec = 0;
+	ts.tv_nsec = 2 * 1000 * 1000;
+	nanosleep(&ts, NULL);
+	while (drain_pass(&last_sync, true))
+		;
+	write_stats_file();
+	return NULL;
+}
+
+static void cleanup(void)
+{
+	uint32_t c;
+
+	if (D.cpus)
+		for (c = 0; c < D.ncpu; c++)
+			xtx_logw_close(&D.cpus[c].w);
+	free(D.cpus);
+	free(D.batch);
+	if (D.log)
+		munmap((void *)D.log, D.log_size);
+	if (D.cur)
+		munmap(D.cur, D.cur_size);
+	if (D.lockfd >= 0)
+		close(D.lockfd);
+	if (D.dirfd >= 0)
+		close(D.dirfd);
+	memset(&D, 0, sizeof(D));
+	D.dirfd = D.lockfd = -1;
+}
+
+int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_opts *o)
+{
+	struct xtx_log_epoch ep = {};
+	uint64_t seg_max = o->seg_max ? o->seg_max : XTX_LOGFILE_SEG_MAX, resumed = 0;
+	uint32_t c;
+	int err;
+
+	if (D.running)
+		return -EBUSY;
+	cleanup();
+	D.sync_ns = o->sync_ns;
+	if (o->data_dir)
+		snprintf(D.dir, sizeof(D.dir), "%s", o->data_dir);
+	else
+		xtx_logfile_default_dir(t, D.dir, sizeof(D.dir));
+	xtx_logdrain_stats_path(t, D.stats_path, sizeof(D.stats_path));
+	err = xtx_log_epoch_boot_id(ep.boot_id);
+	if (err) {
+		fprintf(stderr, "Error: log: reading the boot id: %s\n", strerror(-err));
+		goto fail;
+	}
+	err = open_maps(t, &ep);
+	if (err)
+		goto fail;
+	err = open_dir(D.dir);
+	if (err)
+		goto fail;
+	D.cpus = calloc(D.ncpu, sizeof(*D.cpus));
+	D.batch = calloc(DRAIN_BATCH, sizeof(*D.batch));
+	if (!D.cpus || !D.batch) {
+		err = -ENOMEM;
+		fprintf(stderr, "Error: log: %s\n", strerror(ENOMEM));
+		goto fail;
+	}
+	for (c = 0; c < D.ncpu; c++) {
+		struct drain_cpu *dc = &D.cpus[c];
+		uint64_t head = __atomic_load_n(&D.cur[c].head, __ATOMIC_ACQUIRE);
+		uint64_t tail = __atomic_load_n(&D.cur[c].tail, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Adopted after a crash: head..tail is still in the ring; the
+		 * writer skips the part the old xtxd already wrote (and syncs it).
+		 */
+		err = xtx_logw_open(&dc->w, D.dirfd, c, &ep, head, tail, seg_max);
+		if (err)
+			goto fail;
+		dc->head = head;
+		dc->tail0 = dc->tail = tail;
+		if (dc->w.next_seq > head) {
+			resumed += dc->w.next_seq - head;
+			__atomic_store_n(&D.cur[c].head, dc->w.next_seq, __ATOMIC_RELEASE);
+			dc->head = dc->w.next_seq;
+		}
+		if (tail != head)
+			pr_info("log: CPU %u: %llu entries undrained (head %llu, tail %llu), %llu "
+				"already on disk\n", c, (unsigned long long)(tail - head),
+				(unsigned long long)head, (unsigned long long)tail,
+				(unsigned long long)(dc->w.next_seq - head));
+	}
+	ST_SET(resumed, resumed);
+	ST_SET(ring, D.ring);
+	ST_SET(cpus, D.ncpu);
+	err = -pthread_create(&D.tid, NULL, drain_main, NULL);
+	if (err) {
+		fprintf(stderr, "Error: log: starting the drain thread: %s\n", strerror(-err));
+		goto fail;
+	}
+	pthread_setname_np(D.tid, "xtxd-logdrain");
+	D.running = true;
+	pr_info("log: draining %u CPUs x %u entries to %s (sync every %llu us)\n", D.ncpu, D.ring,
+		D.dir, (unsigned long long)(D.sync_ns / 1000));
+	return 0;
+fail:
+	cleanup();
+	return err;
+}
+
+void xtxd_logdrain_stop(void)
+{
+	struct xtxd_logdrain_stats s;
+	uint64_t lost = 0;
+	uint32_t c;
+
+	if (!D.running)
+		return;
+	__atomic_store_n(&D.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(D.tid, NULL);
+	for (c = 0; c < D.ncpu; c++)
+		lost += D.cur[c].tail - D.cpus[c].head;
+	xtxd_logdrain_get_stats(&s);
+	pr_info("log: drained %llu entries (%llu bytes, %llu fsyncs, fill at most %llu of %u, "
+		"longest sync %llu us)%s\n", (unsigned long long)s.drained,
+		(unsigned long long)s.bytes, (unsigned long long)s.fsyncs,
+		(unsigned long long)s.max_lag, D.ring, (unsigned long long)(s.sync_max_ns / 1000),
+		D.failed ? "; the drain had FAILED" : "");
+	if (lost)
+		pr_warn("log: %llu entries left undrained in the ring\n", (unsigned long long)lost);
+	unlink(D.stats_path);
+	cleanup();
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The log drain: a thread that moves XDP's per-CPU log entries to disk and advances head. */
+#ifndef XTXD_LOGDRAIN_H
+#define XTXD_LOGDRAIN_H
+
+#include <stdint.h>
+#include "target.h"
+
+#define XTXD_LOG_SYNC_DEFAULT_NS	(2ull * 1000 * 1000)
+
+struct xtxd_logdrain_opts {
+	const char *data_dir;	/* NULL: xtx_logfile_default_dir() */
+	uint64_t sync_ns;	/* fdatasync at most this often (0: after every pass) */
+	uint64_t seg_max;	/* rotate segments at this size (0: XTX_LOGFILE_SEG_MAX) */
+};
+
+struct xtxd_logdrain_stats {
+	uint64_t appended;	/* entries XDP appended while we ran (tail moved) */
+	uint64_t drained;	/* entries durable on disk and released (head moved) */
+	uint64_t resumed;	/* entries a previous xtxd wrote but had not released */
+	uint64_t bytes;		/* record bytes written */
+	uint64_t fsyncs;	/* fdatasync calls on segments */
+	uint64_t lag;		/* tail - head over all CPUs at the last pass */
+	uint64_t max_lag;	/* the fullest any CPU's log was seen (LOG_FULL at the ring size) */
+	uint64_t sync_max_ns;	/* the longest sync round */
+	uint64_t write_errors;	/* failed writes, retried */
+	uint64_t ring;		/* entries per CPU */
+	uint64_t cpus;
+};
+
+/*
+ * Maps the pinned logs of t, recovers the data directory (cutting torn
+ * tails, resuming after what a previous xtxd already wrote) and starts
+ * the thread.  0 or a negative errno after printing why.
+ */
+int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_opts *o);
+/*
+ * Drains what the logs hold, syncs, advances head and joins the thread;
+ * safe when never started.  Call it after XDP is detached when the maps
+ * are going away, so the last appends reach the disk too.
+ */
+void xtxd_logdrain_stop(void);
+/* The counters so far (zeros when not running); safe from any thread. */
+void xtxd_logdrain_get_stats(struct xtxd_logdrain_stats *s);
+
+#endif /* XTXD_LOGDRAIN_H */
