@@ -55,7 +55,7 @@ TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
 
-.PHONY: all help clean deps test demo bench load unload format
+.PHONY: all help clean deps test demo bench bench-kv load unload format
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -67,6 +67,7 @@ help:
 	@echo '  test           run unit and netns integration tests (root)'
 	@echo '  demo           bring up 3 servers in namespaces, run clients, tear down'
 	@echo '  bench          side-by-side benchmarks; see docs/performance.md'
+	@echo '  bench-kv       DINT Table 1 and Figure 11a: the KV cache ablations'
 	@echo '  load           make load IFACE=dev [NETNS=name] [ARGS="xtxd options"]'
 	@echo '  unload         make unload IFACE=dev [NETNS=name]'
 	@echo '  clean          remove build/'
@@ -136,6 +137,10 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) all
 	$(Q)scripts/bench.sh
+
+bench-kv: deps
+	$(Q)$(MAKE) all
+	$(Q)scripts/bench_kv.sh
 
 load: deps
 	$(Q)$(MAKE) all

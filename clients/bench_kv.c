@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* xtxbench kv: GET/INSERT/UPDATE/DELETE load, packed many per packet, checked against a model. */
+/* xtxbench kv: GET/INSERT/UPDATE/DELETE load, many per packet, checked against a model or timed. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -53,6 +53,12 @@
 /* --check mismatches printed in all; the rest are only counted. */
 #define KV_MISMATCH_REPORTS	20
 #define PEND_NONE		UINT32_MAX
+/*
+ * --check with a skewed draw: draws that hit a key with an op going are
+ * redrawn this often before a random idle key is taken instead, so the
+ * model's one-op-per-key rule holds at the price of some skew.
+ */
+#define KV_REDRAWS		8
 
 struct kv_opts {
 	struct sockaddr_in *servers;
@@ -75,6 +81,21 @@ struct kv_opts {
 	const char *dump_file;
 	bool check;
 	bool json;
+	double theta;		/* --zipf, 0: uniform */
+	uint32_t exist_pct;	/* share of requests aimed at keys that exist */
+	uint32_t exist_keys;	/* per thread: indices 0 .. exist_keys-1 are the loaded ones */
+	int value_size;		/* INSERT/UPDATE value bytes, -1: random 0..XTX_VALUE_MAX */
+	bool preload;
+	bool preload_only;	/* stop after the preload: a script times the run on its own */
+	/*
+	 * --zipf or --exist-pct: keys come from the distribution, not from the
+	 * idle set.  Without --check they are drawn freely, so a hot key may
+	 * have several ops going (even in one packet), as with real clients.
+	 */
+	bool skewed;
+	bool free_keys;		/* skewed && !check */
+	struct xtx_zipf zipf_exist;	/* over the exist_keys loaded keys */
+	struct xtx_zipf zipf_missing;	/* over the keys - exist_keys others */
 };
 
 /* Only u64 fields: added and copied as an array. */
@@ -91,6 +112,10 @@ struct kv_counts {
 	uint64_t mismatches;	/* --check: replies the model disagrees with */
 	uint64_t dropped;	/* ops never sent, or answered RETRY, when the run stopped */
 	uint64_t unanswered;	/* ops in requests never answered: outcome unknown */
+	uint64_t started;	/* ops started */
+	uint64_t to_missing;	/* ... of which on keys --exist-pct leaves out */
+	uint64_t redraws;	/* --check, skewed: draws that fell back to an idle key */
+	uint64_t gave_up;	/* ops still RETRY after KV_OP_GIVEUP_NS, given up */
 	uint64_t st[KV_NOPS][XTX_ST__COUNT];	/* answers by op and status */
 };
 
@@ -121,6 +146,8 @@ struct kv_thread {
 	uint64_t rng;
 	uint64_t key_base;	/* key of index 0: the thread's keys are disjoint */
 	uint64_t started;	/* ops started, for --count */
+	bool preloading;	/* the --preload phase: INSERTs of keys 0..exist_keys-1 */
+	uint32_t preload_next;	/* the next key index to preload */
 	bool stopping;
 	unsigned int err_reports;
 
@@ -156,9 +183,9 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: xtxbench kv --servers IP[,IP...] [options]\n"
 		"Runs GET, INSERT, UPDATE and DELETE on random keys, packing up to K ops\n"
-		"(distinct keys, none with another op in flight) into each packet, W\n"
-		"packets in flight per server and thread.  Thread i owns keys\n"
-		"B+i*N .. B+i*N+N-1, so every key's history is sequential; key k lives in\n"
+		"(distinct keys, none with another op in flight; but see --zipf) into\n"
+		"each packet, W packets in flight per server and thread.  Thread i owns\n"
+		"keys B+i*N .. B+i*N+N-1, so every key's history is sequential; key k lives in\n"
 		"table k %% T on server xtx_shard_of(xtx_hash(table, k), servers), and\n"
 		"threads' keys share the servers' buckets.  An op answered RETRY is sent\n"
 		"again in a later request; a lost request or reply is retransmitted\n"
@@ -170,6 +197,12 @@ static void usage(FILE *out)
 		"that never saw these keys (fresh ones, or another --key-base).  A mismatch\n"
 		"prints op, key, expected and got.  Exits 1 on a mismatch, an op whose\n"
 		"answer never came (--check), a bad reply, or no reply at all.\n"
+		"\n"
+		"Without --check the run measures: every answer is counted by op and\n"
+		"status (OK, NOT_FOUND, RETRY, ...), and only a transport failure (no\n"
+		"reply, a reply that is not the request's, a refused packet) fails it.\n"
+		"--zipf and --exist-pct shape which keys are asked for; without --check\n"
+		"keys are then drawn freely, so a hot key may have several ops going.\n"
 		"\n"
 		"Options:\n"
 		"  -s, --servers IP[,IP...]  the servers (IPv4)\n"
@@ -190,6 +223,18 @@ static void usage(FILE *out)
 		"                            from the pid, below %u)\n"
 		"  -T, --timeout DUR         retransmit after this long without a reply\n"
 		"                            (default 20ms; %u tries at most)\n"
+		"  -z, --zipf THETA          key skew within each thread's keys, 0 (uniform)\n"
+		"                            to %.3f (default 0); rank 0 is the hottest\n"
+		"  -e, --exist-pct P         only E = N*P/100 keys of each thread's N exist\n"
+		"                            (the first E: what --preload loads); an op aims\n"
+		"                            at one of them with probability P%%, else at one\n"
+		"                            of the others, skewed within each (default 100)\n"
+		"      --preload             before the run, INSERT every key that should\n"
+		"                            exist, K per packet, and report keys/s\n"
+		"      --preload-only        the same, then stop without a run (so a script\n"
+		"                            can read the server's counters around the run)\n"
+		"      --value-size B        INSERT and UPDATE values of B bytes, 0..%u\n"
+		"                            (default: random lengths)\n"
 		"  -C, --check               check every answer against the model\n"
 		"  -f, --dump-file PATH      with --check: write the model's live keys at\n"
 		"                            the end as `xtxctl dump` prints them, sorted\n"
@@ -197,10 +242,13 @@ static void usage(FILE *out)
 		"  -v, --verbose             more output\n"
 		"  -h, --help                this text\n"
 		"\n"
-		"Example: xtxbench kv --servers 10.77.0.2,10.77.1.2 --threads 4 --keys 200 "
-		"--count 5000 --check --dump-file /tmp/kv.dump\n",
+		"Examples: xtxbench kv --servers 10.77.0.2,10.77.1.2 --threads 4 --keys 200 "
+		"--count 5000 --check --dump-file /tmp/kv.dump\n"
+		"          xtxbench kv --servers 10.77.0.2 --threads 2 --keys 100000 --preload "
+		"--zipf 0.99 --exist-pct 31 --mix 80:0:20:0 --value-size 40 --ops 16\n",
 		XTX_DEFAULT_PORT, KV_MAX_THREADS, KV_MAX_KEYS, XTX_MAX_TABLES, XTX_MAX_OPS,
-		XTX_REQWIN_MAX_INFLIGHT, XTX_MAX_CLIENTS_DEFAULT, KV_MAX_TRIES);
+		XTX_REQWIN_MAX_INFLIGHT, XTX_MAX_CLIENTS_DEFAULT, KV_MAX_TRIES, XTX_ZIPF_THETA_MAX,
+		XTX_VALUE_MAX);
 }
 
 static const char *op_name(uint8_t opcode)
@@ -273,16 +321,72 @@ static void idle_put(struct kv_thread *t, uint32_t kidx)
 	t->idle[t->nidle++] = kidx;
 }
 
-/* A random idle key, taken out of the set. */
-static uint32_t idle_take(struct kv_thread *t)
+/* Takes idle key kidx out of the set. */
+static void idle_remove(struct kv_thread *t, uint32_t kidx)
 {
-	uint32_t i = (uint32_t)xtx_rng_below(&t->rng, t->nidle), kidx = t->idle[i];
-	uint32_t last = t->idle[--t->nidle];
+	uint32_t i = t->idle_pos[kidx], last = t->idle[--t->nidle];
 
 	t->idle[i] = last;
 	t->idle_pos[last] = i;
 	t->idle_pos[kidx] = PEND_NONE;
+}
+
+/* A random idle key, taken out of the set. */
+static uint32_t idle_take(struct kv_thread *t)
+{
+	uint32_t kidx = t->idle[xtx_rng_below(&t->rng, t->nidle)];
+
+	idle_remove(t, kidx);
 	return kidx;
+}
+
+/*
+ * A key index from the --zipf / --exist-pct distribution.  The loaded and
+ * the missing keys are drawn from separately, so exactly P% of the ops aim
+ * at loaded keys however skewed the draw: with one Zipf over the whole
+ * range, whether the few hottest keys happen to exist would decide it.
+ */
+static uint32_t draw_key(struct kv_thread *t)
+{
+	const struct kv_opts *o = t->o;
+	bool exist;
+
+	if (o->exist_keys == o->keys)
+		exist = true;
+	else if (!o->exist_keys)
+		exist = false;
+	else
+		exist = xtx_rng_below(&t->rng, 100) < o->exist_pct;
+	if (exist)
+		return (uint32_t)xtx_zipf_next(&o->zipf_exist, &t->rng);
+	return o->exist_keys + (uint32_t)xtx_zipf_next(&o->zipf_missing, &t->rng);
+}
+
+/* The key of the next op, out of the idle set unless keys are drawn freely. */
+static uint32_t pick_key(struct kv_thread *t)
+{
+	const struct kv_opts *o = t->o;
+	uint32_t kidx, i;
+
+	if (t->preloading) {
+		kidx = t->preload_next++;
+		if (!o->free_keys)
+			idle_remove(t, kidx);
+		return kidx;
+	}
+	if (!o->skewed)
+		return idle_take(t);
+	if (o->free_keys)
+		return draw_key(t);
+	for (i = 0; i < KV_REDRAWS; i++) {
+		kidx = draw_key(t);
+		if (t->idle_pos[kidx] != PEND_NONE) {
+			idle_remove(t, kidx);
+			return kidx;
+		}
+	}
+	t->c.redraws++;
+	return idle_take(t);
 }
 
 static void enqueue(struct kv_thread *t, struct pend_queue *q, uint32_t pi)
@@ -319,10 +423,16 @@ static uint8_t pick_op(struct kv_thread *t)
 
 static bool may_start(const struct kv_thread *t)
 {
-	return !t->stopping && t->nidle && (!t->o->count || t->started < t->o->count);
+	const struct kv_opts *o = t->o;
+
+	if (t->stopping || (!o->free_keys && !t->nidle))
+		return false;
+	if (t->preloading)
+		return t->preload_next < o->exist_keys;
+	return !o->count || t->started < o->count;
 }
 
-/* Starts a new op on a random idle key and queues it for its server, if it may. */
+/* Starts a new op on the next key and queues it for its server, if it may. */
 static void pend_start(struct kv_thread *t, uint32_t pi, uint64_t now)
 {
 	struct kv_pend *p = &t->p[pi];
@@ -331,15 +441,21 @@ static void pend_start(struct kv_thread *t, uint32_t pi, uint64_t now)
 
 	if (!may_start(t))
 		return;
-	p->kidx = idle_take(t);
-	p->opcode = pick_op(t);
+	p->kidx = pick_key(t);
+	p->opcode = t->preloading ? XTX_OP_INSERT : pick_op(t);
 	p->server = t->key_server[p->kidx];
 	p->first_ns = now;
 	p->vlen = 0;
 	memset(p->value, 0, sizeof(p->value));
+	t->c.started++;
+	if (p->kidx >= t->o->exist_keys)
+		t->c.to_missing++;
 	if (p->opcode == XTX_OP_INSERT || p->opcode == XTX_OP_UPDATE) {
 		/* empty values included: they are values too */
-		p->vlen = (uint8_t)xtx_rng_below(&t->rng, XTX_VALUE_MAX + 1);
+		if (t->o->value_size >= 0)
+			p->vlen = (uint8_t)t->o->value_size;
+		else
+			p->vlen = (uint8_t)xtx_rng_below(&t->rng, XTX_VALUE_MAX + 1);
 		for (i = 0; i < p->vlen; i++) {
 			if (!(i % 8))
 				r = xtx_rng_next(&t->rng);
@@ -357,7 +473,8 @@ static void pend_done(struct kv_thread *t, uint32_t pi, uint64_t now)
 	struct kv_pend *p = &t->p[pi];
 
 	t->busy--;
-	idle_put(t, p->kidx);
+	if (!t->o->free_keys)
+		idle_put(t, p->kidx);
 	pend_start(t, pi, now);
 }
 
@@ -462,9 +579,13 @@ static void handle_op(struct kv_thread *t, unsigned int s, uint32_t pi, const st
 			t->c.dropped++;
 			pend_done(t, pi, now);
 		} else if (now - p->first_ns > KV_OP_GIVEUP_NS) {
-			bad_reply(t, s, "%s table %u key %llu: still RETRY after %llus, given up",
-				  op_name(q->opcode), q->table, (unsigned long long)q->key,
-				  (unsigned long long)(KV_OP_GIVEUP_NS / 1000000000ull));
+			t->c.gave_up++;
+			/* a measuring run counts it: the server answered, just never OK */
+			if (t->o->check)
+				bad_reply(t, s, "%s table %u key %llu: still RETRY after %llus, "
+					  "given up", op_name(q->opcode), q->table,
+					  (unsigned long long)q->key,
+					  (unsigned long long)(KV_OP_GIVEUP_NS / 1000000000ull));
 			pend_done(t, pi, now);
 		} else {
 			enqueue(t, &t->sendq[s], pi);
@@ -473,15 +594,9 @@ static void handle_op(struct kv_thread *t, unsigned int s, uint32_t pi, const st
 	}
 	t->c.ops++;
 	xtx_hist_add(&t->op_lat, now - p->first_ns);
-	if (t->model) {
-		if (kvmodel_check(t->model, q, a, why, sizeof(why)))
-			mismatch(t, s, req_id, q, why);
-	} else if (st != XTX_ST_OK && st != XTX_ST_NOT_FOUND && st != XTX_ST_FULL &&
-		   !(st == XTX_ST_EXISTS && q->opcode == XTX_OP_INSERT)) {
-		bad_reply(t, s, "request %llu: %s table %u key %llu: status %s",
-			  (unsigned long long)req_id, op_name(q->opcode), q->table,
-			  (unsigned long long)q->key, xtx_status_name(st));
-	}
+	/* without --check every status is a result, counted above */
+	if (t->model && kvmodel_check(t->model, q, a, why, sizeof(why)))
+		mismatch(t, s, req_id, q, why);
 	pend_done(t, pi, now);
 }
 
@@ -683,9 +798,25 @@ static int parse_mix(const char *s, struct kv_opts *o)
 	return 0;
 }
 
+/* A number in [0, max] with nothing after it: strtod alone takes "0.9x" or "nan". */
+static int parse_theta(const char *what, const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0 && v <= max)) {
+		fprintf(stderr, "Error: %s: '%s' is not a number in [0, %.3f]\n", what, s, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct kv_opts *o)
 {
-	enum { OPT_TABLES = 256 };
+	enum { OPT_TABLES = 256, OPT_PRELOAD, OPT_PRELOAD_ONLY, OPT_VALUE_SIZE };
 	static const struct option longopts[] = {
 		{ "servers", required_argument, NULL, 's' },
 		{ "port", required_argument, NULL, 'p' },
@@ -700,6 +831,11 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 		{ "mix", required_argument, NULL, 'm' },
 		{ "client-id", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "zipf", required_argument, NULL, 'z' },
+		{ "exist-pct", required_argument, NULL, 'e' },
+		{ "preload", no_argument, NULL, OPT_PRELOAD },
+		{ "preload-only", no_argument, NULL, OPT_PRELOAD_ONLY },
+		{ "value-size", required_argument, NULL, OPT_VALUE_SIZE },
 		{ "check", no_argument, NULL, 'C' },
 		{ "dump-file", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
@@ -710,6 +846,7 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 	const char *servers = NULL;
 	uint32_t port = XTX_DEFAULT_PORT;
 	bool base_given = false, duration_given = false;
+	uint32_t value_size;
 	uint64_t drain;
 	int c;
 
@@ -720,10 +857,12 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 	o->ops = 8;
 	o->inflight = 8;
 	o->timeout_ns = 20000000ull;
+	o->exist_pct = 100;
+	o->value_size = -1;
 	if (parse_mix("50:20:20:10", o))
 		return -1;
-	while ((c = getopt_long(argc, argv, "s:p:t:d:n:K:b:k:w:m:c:T:Cf:jvh", longopts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, "s:p:t:d:n:K:b:k:w:m:c:T:z:e:Cf:jvh", longopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 's':
 			servers = optarg;
@@ -780,6 +919,25 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
 				return -1;
 			break;
+		case 'z':
+			if (parse_theta("--zipf", optarg, XTX_ZIPF_THETA_MAX, &o->theta))
+				return -1;
+			break;
+		case 'e':
+			if (xtx_parse_u32("--exist-pct", optarg, 0, 100, &o->exist_pct))
+				return -1;
+			break;
+		case OPT_PRELOAD:
+			o->preload = true;
+			break;
+		case OPT_PRELOAD_ONLY:
+			o->preload = o->preload_only = true;
+			break;
+		case OPT_VALUE_SIZE:
+			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_MAX, &value_size))
+				return -1;
+			o->value_size = (int)value_size;
+			break;
 		case 'C':
 			o->check = true;
 			break;
@@ -813,6 +971,11 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 		fprintf(stderr, "Error: --duration and --count exclude each other\n");
 		return -1;
 	}
+	if (o->preload_only && (duration_given || o->count)) {
+		fprintf(stderr, "Error: --preload-only runs nothing to give a --%s\n",
+			o->count ? "count" : "duration");
+		return -1;
+	}
 	if (o->count)
 		o->duration_ns = 0;
 	else if (!o->duration_ns) {
@@ -839,6 +1002,24 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 	}
 	if (!base_given)
 		o->client_base = xtx_client_base_default(o->threads);
+	o->exist_keys = (uint32_t)((uint64_t)o->keys * o->exist_pct / 100);
+	if (o->exist_pct && o->exist_pct < 100 && (!o->exist_keys || o->exist_keys == o->keys)) {
+		fprintf(stderr, "Error: --exist-pct %u of %u keys leaves no key %s\n", o->exist_pct,
+			o->keys, o->exist_keys ? "missing" : "loaded");
+		return -1;
+	}
+	if (o->preload && !o->exist_keys) {
+		fprintf(stderr, "Error: --preload with --exist-pct 0 has no key to load\n");
+		return -1;
+	}
+	o->skewed = o->theta > 0 || o->exist_pct < 100;
+	o->free_keys = o->skewed && !o->check;
+	if ((o->exist_keys && xtx_zipf_init(&o->zipf_exist, o->exist_keys, o->theta)) ||
+	    (o->exist_keys < o->keys &&
+	     xtx_zipf_init(&o->zipf_missing, o->keys - o->exist_keys, o->theta))) {
+		fprintf(stderr, "Error: --zipf %g over %u keys\n", o->theta, o->keys);
+		return -1;
+	}
 	/*
 	 * Stopping gives lost requests some retransmissions; --check more,
 	 * since an op whose answer never came leaves its key unknown.
@@ -883,6 +1064,7 @@ static double ratio(uint64_t a, uint64_t b)
 struct kv_progress {
 	struct kv_thread *th;
 	unsigned int nthreads;
+	const char *phase;	/* prefix of the lines: "" or "preload " */
 	struct kv_counts prev;
 };
 
@@ -895,9 +1077,9 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 
 	gather(p->th, p->nthreads, &cur, &h);
 	fprintf(stderr,
-		"t=%us  kv_ops/s=%.0f  pkts/s=%.0f  ops/pkt=%.1f  p50=%.1fus p99=%.1fus  "
+		"%st=%us  kv_ops/s=%.0f  pkts/s=%.0f  ops/pkt=%.1f  p50=%.1fus p99=%.1fus  "
 		"retries=%llu  retrans=%llu",
-		sec, (double)(cur.ops - p->prev.ops) / dt,
+		p->phase, sec, (double)(cur.ops - p->prev.ops) / dt,
 		(double)(cur.packets - p->prev.packets) / dt,
 		ratio(cur.packet_ops - p->prev.packet_ops, cur.packets - p->prev.packets),
 		(double)xtx_hist_percentile(&h, 50) / 1e3,
@@ -912,11 +1094,11 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 	p->prev = cur;
 }
 
-static void print_op_counts_json(const struct kv_counts *c)
+static void print_op_counts_json(const char *name, const struct kv_counts *c)
 {
 	unsigned int op, st;
 
-	printf("\"ops\":{");
+	printf("\"%s\":{", name);
 	for (op = 0; op < KV_NOPS; op++) {
 		const char *sep = "";
 
@@ -949,11 +1131,38 @@ static void print_hist_text(const char *name, const struct xtx_hist *h)
 	       xtx_hist_percentile(h, 99.9) / 1e3, h->max / 1e3);
 }
 
+/* What the --preload phase did, summed over the threads. */
+struct kv_preload {
+	bool ran;
+	double secs;
+	struct kv_counts c;
+};
+
+/* Last in the object: flat readers that take a name's first match find the run's own fields. */
+static void print_preload_json(const struct kv_opts *o, const struct kv_preload *pl)
+{
+	if (!pl->ran) {
+		printf("\"preload\":null");
+		return;
+	}
+	printf("\"preload\":{\"keys\":%llu,\"duration_s\":%.3f,\"keys_per_s\":%.1f,"
+	       "\"packets\":%llu,\"retries\":%llu,\"retransmits\":%llu,\"errors\":%llu,",
+	       (unsigned long long)o->exist_keys * o->threads, pl->secs,
+	       pl->secs > 0 ? pl->c.ops / pl->secs : 0.0, (unsigned long long)pl->c.packets,
+	       (unsigned long long)pl->c.retries, (unsigned long long)pl->c.retrans,
+	       (unsigned long long)pl->c.errors);
+	print_op_counts_json("statuses", &pl->c);
+	printf("\"kv_ops\":%llu}", (unsigned long long)pl->c.ops);
+}
+
 static void print_summary(const struct kv_opts *o, const struct kv_counts *c,
 			  const struct kv_counts *at_stop, const struct xtx_hist *h,
-			  const struct xtx_hist *oph, double run_s, uint64_t stray, uint64_t live)
+			  const struct xtx_hist *oph, double run_s, uint64_t stray, uint64_t live,
+			  const struct kv_preload *pl)
 {
-	double ops_s = at_stop->ops / run_s, pkts_s = at_stop->packets / run_s;
+	/* --preload-only: no run, and rates of 0 rather than NaN, which JSON lacks */
+	double ops_s = run_s > 0 ? at_stop->ops / run_s : 0;
+	double pkts_s = run_s > 0 ? at_stop->packets / run_s : 0;
 	double per_pkt = ratio(c->packet_ops, c->packets);
 	unsigned int op, st;
 
@@ -970,17 +1179,26 @@ static void print_summary(const struct kv_opts *o, const struct kv_counts *c,
 		       o->client_base, run_s, (unsigned long long)c->sent,
 		       (unsigned long long)c->replies, (unsigned long long)c->packets, pkts_s,
 		       per_pkt, (unsigned long long)c->ops, ops_s);
-		print_op_counts_json(c);
+		printf("\"zipf\":%.3f,\"exist_pct\":%u,\"exist_keys_per_thread\":%u,"
+		       "\"value_size\":%d,\"key_choice\":\"%s\",\"to_missing\":%llu,"
+		       "\"missing_share\":%.4f,\"redraws\":%llu,\"gave_up\":%llu,",
+		       o->theta, o->exist_pct, o->exist_keys, o->value_size,
+		       o->free_keys ? "free" : "idle", (unsigned long long)c->to_missing,
+		       ratio(c->to_missing, c->started),
+		       (unsigned long long)c->redraws, (unsigned long long)c->gave_up);
+		print_op_counts_json("ops", c);
 		print_hist_json("latency_us", h);
 		print_hist_json("op_latency_us", oph);
 		printf("\"retries\":%llu,\"retransmits\":%llu,\"duplicates\":%llu,"
 		       "\"dropped\":%llu,\"unanswered\":%llu,\"stray\":%llu,\"errors\":%llu,"
-		       "\"check\":%s,\"mismatches\":%llu,\"live_keys\":%llu}\n",
+		       "\"check\":%s,\"mismatches\":%llu,\"live_keys\":%llu,",
 		       (unsigned long long)c->retries, (unsigned long long)c->retrans,
 		       (unsigned long long)c->dups, (unsigned long long)c->dropped,
 		       (unsigned long long)c->unanswered, (unsigned long long)stray,
 		       (unsigned long long)c->errors, o->check ? "true" : "false",
 		       (unsigned long long)c->mismatches, (unsigned long long)live);
+		print_preload_json(o, pl);
+		printf("}\n");
 		return;
 	}
 	printf("kv: servers=%u threads=%u keys=%u tables=%u ops=%u inflight=%u mix=%u:%u:%u:%u "
@@ -988,6 +1206,24 @@ static void print_summary(const struct kv_opts *o, const struct kv_counts *c,
 	       o->nservers, o->threads, o->keys, o->tables, o->ops, o->inflight, o->mix[0],
 	       o->mix[1], o->mix[2], o->mix[3], o->client_base, o->client_base + o->threads - 1,
 	       run_s);
+	if (o->skewed || o->value_size >= 0)
+		printf("zipf=%.3f  exist_pct=%u (%u keys per thread)  value_size=%d  keys=%s  "
+		       "to_missing=%llu  redraws=%llu\n",
+		       o->theta, o->exist_pct, o->exist_keys, o->value_size,
+		       o->free_keys ? "free" : "idle", (unsigned long long)c->to_missing,
+		       (unsigned long long)c->redraws);
+	if (pl->ran) {
+		const uint64_t *ins = pl->c.st[XTX_OP_INSERT - XTX_OP_GET];
+
+		printf("preload: keys=%llu  %.2fs  keys/s=%.0f  retries=%llu  errors=%llu",
+		       (unsigned long long)o->exist_keys * o->threads, pl->secs,
+		       pl->secs > 0 ? pl->c.ops / pl->secs : 0.0,
+		       (unsigned long long)pl->c.retries, (unsigned long long)pl->c.errors);
+		for (st = 0; st < XTX_ST__COUNT; st++)
+			if (ins[st])
+				printf(" %s=%llu", xtx_status_name(st), (unsigned long long)ins[st]);
+		putchar('\n');
+	}
 	printf("sent_packets=%llu  replies=%llu\n", (unsigned long long)c->sent,
 	       (unsigned long long)c->replies);
 	printf("packets=%llu  packets/s=%.0f  ops_per_packet=%.2f\n",
@@ -1009,6 +1245,9 @@ static void print_summary(const struct kv_opts *o, const struct kv_counts *c,
 	       (unsigned long long)c->dups, (unsigned long long)c->dropped,
 	       (unsigned long long)c->unanswered, (unsigned long long)stray,
 	       (unsigned long long)c->errors);
+	if (c->gave_up)
+		printf("gave_up=%llu (still RETRY after %llus)\n", (unsigned long long)c->gave_up,
+		       (unsigned long long)(KV_OP_GIVEUP_NS / 1000000000ull));
 	if (o->check)
 		printf("check: mismatches=%llu  live_keys=%llu\n",
 		       (unsigned long long)c->mismatches, (unsigned long long)live);
@@ -1123,11 +1362,79 @@ fail:
 	return NULL;
 }
 
+/* Everything a phase counted, so the next one starts from zero. */
+static void thread_reset(struct kv_thread *t)
+{
+	memset(&t->c, 0, sizeof(t->c));
+	memset(&t->at_stop, 0, sizeof(t->at_stop));
+	xtx_hist_reset(&t->total);
+	xtx_hist_reset(&t->recent);
+	xtx_hist_reset(&t->op_lat);
+	pthread_mutex_lock(&t->lock);
+	memset(&t->pub, 0, sizeof(t->pub));
+	xtx_hist_reset(&t->interval);
+	pthread_mutex_unlock(&t->lock);
+	t->started = 0;
+	t->stopping = false;
+}
+
+/*
+ * --preload: every thread INSERTs its keys 0..exist_keys-1, K per packet,
+ * through the same machinery as the run (so --check's model learns them),
+ * then the counters start afresh for the run.  Returns 0, or -1 after
+ * printing why the load is incomplete.
+ */
+static int preload(const struct kv_opts *o, struct kv_thread *th, struct kv_progress *prog,
+		   struct kv_preload *pl)
+{
+	struct xtx_run run = {
+		.nthreads = o->threads,
+		.fn = kv_thread_main,
+		.args = th,
+		.arg_size = sizeof(*th),
+		/* the threads end when their keys are in, the last one signals */
+		.duration_ns = KV_COUNT_MAX_NS,
+		.tick = progress_tick,
+		.ctx = prog,
+	};
+	uint64_t start, stop, want = (uint64_t)o->exist_keys * o->threads;
+	unsigned int i;
+
+	for (i = 0; i < o->threads; i++) {
+		th[i].preloading = true;
+		th[i].preload_next = 0;
+	}
+	prog->phase = "preload ";
+	memset(&prog->prev, 0, sizeof(prog->prev));
+	kv_count_mode = true;
+	atomic_store(&kv_running, o->threads);
+	if (xtx_run_threads(&run, &start, &stop))
+		return -1;
+	pl->ran = true;
+	pl->secs = (double)(stop - start) / 1e9;
+	for (i = 0; i < o->threads; i++) {
+		counts_add(&pl->c, &th[i].c);
+		th[i].preloading = false;
+		thread_reset(&th[i]);
+	}
+	pr_info("kv: preloaded %llu keys in %.2fs (%.0f keys/s)\n", (unsigned long long)pl->c.ops,
+		pl->secs, pl->secs > 0 ? pl->c.ops / pl->secs : 0.0);
+	if (pl->c.ops + pl->c.gave_up < want || pl->c.errors || pl->c.mismatches) {
+		fprintf(stderr, "Error: --preload: %llu of %llu keys answered, %llu errors, "
+			"%llu disagreeing with the model\n", (unsigned long long)pl->c.ops,
+			(unsigned long long)want, (unsigned long long)pl->c.errors,
+			(unsigned long long)pl->c.mismatches);
+		return -1;
+	}
+	return 0;
+}
+
 int bench_kv_main(int argc, char **argv)
 {
 	struct kv_counts total = {}, at_stop = {};
 	struct kv_opts o = {};
 	struct kv_progress prog = {};
+	struct kv_preload pl = {};
 	struct kv_thread *th;
 	struct xtx_run run;
 	struct xtx_hist h, oph;
@@ -1151,10 +1458,16 @@ int bench_kv_main(int argc, char **argv)
 
 	prog.th = th;
 	prog.nthreads = o.threads;
-	kv_count_mode = o.count != 0;
 	kv_main_thread = pthread_self();
-	atomic_store(&kv_running, o.threads);
 	atomic_store(&kv_mismatch_reports, 0);
+	if (o.preload && preload(&o, th, &prog, &pl)) {
+		rc = BENCH_EXIT_FAIL;
+		goto out;
+	}
+	prog.phase = "";
+	memset(&prog.prev, 0, sizeof(prog.prev));
+	kv_count_mode = o.count != 0;
+	atomic_store(&kv_running, o.threads);
 	run = (struct xtx_run){
 		.nthreads = o.threads,
 		.fn = kv_thread_main,
@@ -1168,7 +1481,8 @@ int bench_kv_main(int argc, char **argv)
 		.tick = progress_tick,
 		.ctx = &prog,
 	};
-	if (xtx_run_threads(&run, &start, &stop)) {
+	start = stop = 0;
+	if (!o.preload_only && xtx_run_threads(&run, &start, &stop)) {
 		rc = BENCH_EXIT_FAIL;
 		goto out;
 	}
@@ -1187,7 +1501,8 @@ int bench_kv_main(int argc, char **argv)
 			 th[i].client_id, (unsigned long long)th[i].c.sent,
 			 (unsigned long long)th[i].c.replies, (unsigned long long)th[i].c.ops);
 	}
-	print_summary(&o, &total, &at_stop, &h, &oph, (double)(stop - start) / 1e9, stray, live);
+	print_summary(&o, &total, &at_stop, &h, &oph, (double)(stop - start) / 1e9, stray, live,
+		      &pl);
 	for (s = 0; s < o.nservers; s++) {
 		char addr[XTX_ADDR_STRLEN];
 		uint64_t sent = 0, replies = 0;
@@ -1222,7 +1537,7 @@ int bench_kv_main(int argc, char **argv)
 			(unsigned long long)total.errors);
 		rc = BENCH_EXIT_FAIL;
 	}
-	if (!total.replies) {
+	if (!total.replies && !(o.preload_only && pl.c.replies)) {
 		fprintf(stderr, "Error: no reply arrived; is a server listening on port %u?\n",
 			o.port);
 		rc = BENCH_EXIT_FAIL;
