@@ -41,7 +41,7 @@ run_row() {
 		--argjson dc $((c1 - c0)) '
 		def r(x): (x * 10 | round) / 10;
 		"| \($name) | \($ops) | \(.round_trips_per_s // .packets_per_s | round) | " +
-		"\(.ops_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
+		"\(.ops_per_s // .lock_ops_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
 		"\(if $dc > 0 then r($dt / $dc) else "-" end) | " +
 		"\(if $dc > 0 then r($dt / $dc / $ops) else "-" end) |"' <<<"$js" | tee -a "$report"
 }
