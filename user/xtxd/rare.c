@@ -325,6 +325,24 @@ static int map_kv(const struct xtx_target *t, uint32_t nbuckets)
 	return 0;
 }
 
+/*
+ * The overflow store lives in xtxd's memory.  A new xtxd that finds kernel
+ * buckets whose Bloom filters point into a store says so loudly: those
+ * keys went with the old process (until the store is rebuilt from the
+ * logs), and their GETs will answer NOT_FOUND.
+ */
+static void warn_lost_store(void)
+{
+	uint64_t b, referenced = 0;
+
+	for (b = 0; b < rare.x.kv_buckets; b++)
+		referenced += rare.x.kv[b].bloom != 0;
+	if (referenced)
+		pr_warn("WARNING: %llu kernel buckets refer to keys in an overflow store this xtxd "
+			"did not build (a previous xtxd died or was replaced): those keys are lost "
+			"until they are loaded again\n", (unsigned long long)referenced);
+}
+
 int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 {
 	uint32_t nbuckets, i;
@@ -377,6 +395,7 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 		}
 		rare.th[i]->running = true;
 	}
+	warn_lost_store();
 	pr_info("rare path: %u threads on UDP port %u, overflow store of %llu keys over %u "
 		"buckets\n", rare.nthreads, o->port, (unsigned long long)o->overflow_max,
 		nbuckets);
