@@ -47,6 +47,7 @@ cleanup() {
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was" || true
 	[ "$loaded" -eq 0 ] || unload
 	topo down >/dev/null 2>&1 || true
+	rm -rf /var/lib/xtx/"$PREFIX"-*	# the servers' logs belong to this run only
 }
 trap cleanup EXIT
 # An interrupted run still cleans up, through the EXIT trap.
