@@ -1062,12 +1062,16 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 	int pid = xtx_pidfile_alive(t->pidfile), i, err;
 
 	if (pid) {
-		/* a stopped daemon may linger as a zombie until reaped: look at /proc */
+		/*
+		 * A stopped daemon may linger as a zombie until reaped: look at
+		 * /proc.  Stopping drains the log and frees a store of millions
+		 * of keys, which takes seconds: give it 30 before SIGKILL.
+		 */
 		kill(pid, SIGTERM);
-		for (i = 0; i < 1000 && xtx_pid_is_xtxd(pid); i++)
+		for (i = 0; i < 6000 && xtx_pid_is_xtxd(pid); i++)
 			nanosleep(&pause, NULL);
 		if (xtx_pid_is_xtxd(pid)) {
-			pr_warn("xtxd (pid %d) did not stop in 5 s; killing it\n", pid);
+			pr_warn("xtxd (pid %d) did not stop in 30 s; killing it\n", pid);
 			kill(pid, SIGKILL);
 		}
 	}
