@@ -4,7 +4,6 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <xtx/hash.h>
 #include <xtx/msg.h>
 #include "bench.h"
+#include "benchthread.h"
 #include "clock.h"
 #include "hist.h"
 #include "ids.h"
@@ -48,8 +48,6 @@
 #define KV_OP_GIVEUP_NS		(10ull * 1000 * 1000 * 1000)
 /* --count without --duration: the run's upper bound. */
 #define KV_COUNT_MAX_NS		(24ull * 3600 * 1000 * 1000 * 1000)
-/* Detailed messages per thread about bad replies; the rest are only counted. */
-#define KV_ERR_REPORTS		5
 /* --check mismatches printed in all; the rest are only counted. */
 #define KV_MISMATCH_REPORTS	20
 #define PEND_NONE		UINT32_MAX
@@ -137,8 +135,7 @@ struct pend_queue {
 };
 
 struct kv_thread {
-	unsigned int idx;
-	uint32_t client_id;
+	struct bench_thread bt;	/* bt.total: packet round trips */
 	const struct kv_opts *o;
 	struct xtx_transport tr;
 	struct xtx_reqwins win;
@@ -149,7 +146,6 @@ struct kv_thread {
 	bool preloading;	/* the --preload phase: INSERTs of keys 0..exist_keys-1 */
 	uint32_t preload_next;	/* the next key index to preload */
 	bool stopping;
-	unsigned int err_reports;
 
 	uint8_t *key_server;	/* [keys] */
 	/* Keys with no op going, as a set with O(1) random pick and removal. */
@@ -163,14 +159,10 @@ struct kv_thread {
 	/* Owned by the thread. */
 	struct kv_counts c;
 	struct kv_counts at_stop;	/* c when the stop was seen: rates use this */
-	struct xtx_hist total;		/* packet round trips */
-	struct xtx_hist recent;		/* since the last publish */
 	struct xtx_hist op_lat;		/* op start to final answer, retries included */
 
-	/* Read by the progress reporter under lock. */
-	pthread_mutex_t lock;
+	/* Read by the progress reporter under bt.lock. */
 	struct kv_counts pub;
-	struct xtx_hist interval;
 };
 
 static atomic_uint kv_mismatch_reports;
@@ -264,44 +256,17 @@ static const char *op_name(uint8_t opcode)
 
 static void counts_add(struct kv_counts *a, const struct kv_counts *b)
 {
-	uint64_t *x = (uint64_t *)a;
-	const uint64_t *y = (const uint64_t *)b;
-	unsigned int i;
-
-	for (i = 0; i < KV_NCOUNTS; i++)
-		x[i] += y[i];
+	bench_counts_add((uint64_t *)a, (const uint64_t *)b, KV_NCOUNTS);
 }
 
 static void publish(struct kv_thread *t)
 {
-	pthread_mutex_lock(&t->lock);
-	t->pub = t->c;
-	xtx_hist_merge(&t->interval, &t->recent);
-	pthread_mutex_unlock(&t->lock);
-	xtx_hist_merge(&t->total, &t->recent);
-	xtx_hist_reset(&t->recent);
+	bench_publish(&t->bt, &t->pub, &t->c, sizeof(t->c));
 }
 
-static void bad_reply(struct kv_thread *t, unsigned int server, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bad_reply(struct kv_thread *t, unsigned int server, const char *fmt, ...)
-{
-	char addr[XTX_ADDR_STRLEN], msg[200];
-	va_list ap;
-
-	t->c.errors++;
-	if (t->err_reports >= KV_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_warn("Error: bad reply from %s to client %u: %s\n",
-		xtx_addr_str(&t->tr.servers[server], addr, sizeof(addr)), t->client_id, msg);
-	if (++t->err_reports == KV_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		pr_warn("thread %u: further bad replies are only counted (-vv shows them)\n",
-			t->idx);
-}
+/* Every bad reply is counted in c.errors. */
+#define bad_reply(t, server, ...) \
+	bench_bad_reply(&(t)->bt, &(t)->c.errors, &(t)->tr.servers[server], __VA_ARGS__)
 
 /* ---- keys and pends ---- */
 
@@ -550,7 +515,7 @@ static void mismatch(struct kv_thread *t, unsigned int s, uint64_t req_id, const
 		"Error: --check: %s table %u key %llu (vlen %u) on %s, client %u request %llu: "
 		"%s\n",
 		op_name(q->opcode), q->table, (unsigned long long)q->key, q->vlen,
-		xtx_addr_str(&t->tr.servers[s], addr, sizeof(addr)), t->client_id,
+		xtx_addr_str(&t->tr.servers[s], addr, sizeof(addr)), t->bt.client_id,
 		(unsigned long long)req_id, why);
 }
 
@@ -641,7 +606,7 @@ static void handle_reply(struct kv_thread *t, const struct xtx_dgram *d, uint64_
 	}
 	t->c.packets++;
 	t->c.packet_ops += h->nops;
-	xtx_hist_add(&t->recent, now - r->first_ns);
+	xtx_hist_add(&t->bt.recent, now - r->first_ns);
 	map = opmap_of(t, d->server, r);
 	for (i = 0; i < h->nops; i++)
 		handle_op(t, d->server, map[i], &r->msg.ops[i], &m->ops[i], h->req_id, now);
@@ -663,7 +628,7 @@ static bool unreachable(struct kv_thread *t)
 
 			if (r->req_id && r->pending && r->tx >= KV_MAX_TRIES) {
 				fprintf(stderr, "Error: thread %u: %s did not answer request %llu "
-					"in %u tries; giving up\n", t->idx,
+					"in %u tries; giving up\n", t->bt.idx,
 					xtx_addr_str(&t->tr.servers[s], addr, sizeof(addr)),
 					(unsigned long long)r->req_id, r->tx);
 				return true;
@@ -705,7 +670,7 @@ static void *kv_thread_main(void *arg)
 	int n, err;
 
 	if (!rbuf) {
-		fprintf(stderr, "Error: thread %u: %s\n", t->idx, strerror(ENOMEM));
+		fprintf(stderr, "Error: thread %u: %s\n", t->bt.idx, strerror(ENOMEM));
 		t->c.errors++;
 		goto out;
 	}
@@ -734,14 +699,16 @@ static void *kv_thread_main(void *arg)
 		}
 		err = xtx_reqwins_send(&t->win, &t->tr, &t->c.sent, &t->c.retrans);
 		if (err) {
-			fprintf(stderr, "Error: thread %u: sending: %s\n", t->idx, strerror(-err));
+			fprintf(stderr, "Error: thread %u: sending: %s\n",
+				t->bt.idx, strerror(-err));
 			t->c.errors++;
 			break;
 		}
 		now = xtx_now_ns();
 		n = xtx_transport_recv(&t->tr, recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
 		if (n < 0) {
-			fprintf(stderr, "Error: thread %u: receiving: %s\n", t->idx, strerror(-n));
+			fprintf(stderr, "Error: thread %u: receiving: %s\n",
+				t->bt.idx, strerror(-n));
 			t->c.errors++;
 			break;
 		}
@@ -1048,11 +1015,8 @@ static void gather(struct kv_thread *th, unsigned int n, struct kv_counts *sum,
 	memset(sum, 0, sizeof(*sum));
 	xtx_hist_reset(h);
 	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&th[i].lock);
-		counts_add(sum, &th[i].pub);
-		xtx_hist_merge(h, &th[i].interval);
-		xtx_hist_reset(&th[i].interval);
-		pthread_mutex_unlock(&th[i].lock);
+		bench_gather(&th[i].bt, (uint64_t *)sum, (const uint64_t *)&th[i].pub,
+			     KV_NCOUNTS, h);
 	}
 }
 
@@ -1299,7 +1263,7 @@ static void free_threads(struct kv_thread *th, unsigned int n)
 		free(th[i].p);
 		free(th[i].sendq);
 		free(th[i].opmap);
-		pthread_mutex_destroy(&th[i].lock);
+		pthread_mutex_destroy(&th[i].bt.lock);
 	}
 	free(th);
 }
@@ -1318,14 +1282,14 @@ static struct kv_thread *setup_threads(const struct kv_opts *o)
 	}
 	for (i = 0; i < o->threads; i++) {
 		th[i].tr.fd = -1;
-		pthread_mutex_init(&th[i].lock, NULL);
+		pthread_mutex_init(&th[i].bt.lock, NULL);
 	}
 	for (i = 0; i < o->threads; i++) {
 		struct kv_thread *t = &th[i];
 
-		t->idx = i;
+		t->bt.idx = i;
 		t->o = o;
-		t->client_id = o->client_base + i;
+		t->bt.client_id = o->client_base + i;
 		t->rng = first * 2654435761u + i + 1;
 		t->key_base = o->key_base + (uint64_t)i * o->keys;
 		t->key_server = calloc(o->keys, sizeof(*t->key_server));
@@ -1339,7 +1303,7 @@ static struct kv_thread *setup_threads(const struct kv_opts *o)
 			t->model = kvmodel_new(0, 0);
 		if (!t->key_server || !t->idle || !t->idle_pos || !t->p || !t->sendq ||
 		    !t->opmap || (o->check && !t->model) ||
-		    xtx_reqwins_init(&t->win, o->nservers, t->client_id, first, o->inflight,
+		    xtx_reqwins_init(&t->win, o->nservers, t->bt.client_id, first, o->inflight,
 				     o->timeout_ns)) {
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
@@ -1367,13 +1331,13 @@ static void thread_reset(struct kv_thread *t)
 {
 	memset(&t->c, 0, sizeof(t->c));
 	memset(&t->at_stop, 0, sizeof(t->at_stop));
-	xtx_hist_reset(&t->total);
-	xtx_hist_reset(&t->recent);
+	xtx_hist_reset(&t->bt.total);
+	xtx_hist_reset(&t->bt.recent);
 	xtx_hist_reset(&t->op_lat);
-	pthread_mutex_lock(&t->lock);
+	pthread_mutex_lock(&t->bt.lock);
 	memset(&t->pub, 0, sizeof(t->pub));
-	xtx_hist_reset(&t->interval);
-	pthread_mutex_unlock(&t->lock);
+	xtx_hist_reset(&t->bt.interval);
+	pthread_mutex_unlock(&t->bt.lock);
 	t->started = 0;
 	t->stopping = false;
 }
@@ -1492,13 +1456,13 @@ int bench_kv_main(int argc, char **argv)
 	for (i = 0; i < o.threads; i++) {
 		counts_add(&total, &th[i].c);
 		counts_add(&at_stop, &th[i].at_stop);
-		xtx_hist_merge(&h, &th[i].total);
+		xtx_hist_merge(&h, &th[i].bt.total);
 		xtx_hist_merge(&oph, &th[i].op_lat);
 		stray += th[i].tr.stray + th[i].tr.truncated;
 		if (th[i].model)
 			live += kvmodel_live(th[i].model);
 		pr_debug("thread %u (client %u): sent=%llu replies=%llu kv_ops=%llu\n", i,
-			 th[i].client_id, (unsigned long long)th[i].c.sent,
+			 th[i].bt.client_id, (unsigned long long)th[i].c.sent,
 			 (unsigned long long)th[i].c.replies, (unsigned long long)th[i].c.ops);
 	}
 	print_summary(&o, &total, &at_stop, &h, &oph, (double)(stop - start) / 1e9, stray, live,

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <xtx/hash.h>
 #include <xtx/msg.h>
 #include "bench.h"
+#include "benchthread.h"
 #include "clock.h"
 #include "hist.h"
 #include "ids.h"
@@ -41,8 +41,6 @@
 #define LOCKS_PUBLISH_NS	(50 * 1000 * 1000ull)
 /* Longest a thread sleeps in receive, so it notices the stop flag. */
 #define LOCKS_MAX_WAIT_NS	(1000 * 1000ull)
-/* Detailed messages per thread about bad replies; the rest are only counted. */
-#define LOCKS_ERR_REPORTS	5
 /* Violations printed in all; the rest are only counted. */
 #define LOCKS_VIOLATION_REPORTS	10
 #define LOCKS_TXN_SEQ_MASK	((1ull << XTX_TXN_SEQ_BITS) - 1)
@@ -145,15 +143,13 @@ struct key_mark {
 };
 
 struct locks_thread {
-	unsigned int idx;
-	uint32_t client_id;
+	struct bench_thread bt;
 	const struct locks_opts *o;
 	struct xtx_transport tr;
 	struct xtx_reqwins win;
 	uint64_t rng;
 	uint64_t txn_seq;
 	bool stopping;
-	unsigned int err_reports;
 
 	struct holder *h;
 	uint32_t busy;			/* holders not idle */
@@ -165,13 +161,9 @@ struct locks_thread {
 	/* Owned by the thread. */
 	struct locks_counts c;
 	struct locks_counts at_stop;	/* c when the stop was seen: rates use this */
-	struct xtx_hist total;
-	struct xtx_hist recent;		/* since the last publish */
 
-	/* Read by the progress reporter under lock. */
-	pthread_mutex_t lock;
+	/* Read by the progress reporter under bt.lock. */
 	struct locks_counts pub;
-	struct xtx_hist interval;
 };
 
 static struct key_mark *locks_marks;
@@ -239,44 +231,17 @@ static void usage(FILE *out, const struct locks_opts *o)
 
 static void counts_add(struct locks_counts *a, const struct locks_counts *b)
 {
-	uint64_t *x = (uint64_t *)a;
-	const uint64_t *y = (const uint64_t *)b;
-	unsigned int i;
-
-	for (i = 0; i < LOCKS_NCOUNTS; i++)
-		x[i] += y[i];
+	bench_counts_add((uint64_t *)a, (const uint64_t *)b, LOCKS_NCOUNTS);
 }
 
 static void publish(struct locks_thread *t)
 {
-	pthread_mutex_lock(&t->lock);
-	t->pub = t->c;
-	xtx_hist_merge(&t->interval, &t->recent);
-	pthread_mutex_unlock(&t->lock);
-	xtx_hist_merge(&t->total, &t->recent);
-	xtx_hist_reset(&t->recent);
+	bench_publish(&t->bt, &t->pub, &t->c, sizeof(t->c));
 }
 
-static void bad_reply(struct locks_thread *t, unsigned int server, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bad_reply(struct locks_thread *t, unsigned int server, const char *fmt, ...)
-{
-	char addr[XTX_ADDR_STRLEN], msg[160];
-	va_list ap;
-
-	t->c.errors++;
-	if (t->err_reports >= LOCKS_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_warn("Error: bad reply from %s to client %u: %s\n",
-		xtx_addr_str(&t->tr.servers[server], addr, sizeof(addr)), t->client_id, msg);
-	if (++t->err_reports == LOCKS_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		pr_warn("thread %u: further bad replies are only counted (-vv shows them)\n",
-			t->idx);
-}
+/* Every bad reply is counted in c.errors. */
+#define bad_reply(t, server, ...) \
+	bench_bad_reply(&(t)->bt, &(t)->c.errors, &(t)->tr.servers[server], __VA_ARGS__)
 
 /* ---- --check ---- */
 
@@ -385,7 +350,7 @@ static uint64_t next_txn(struct locks_thread *t)
 	do
 		t->txn_seq = (t->txn_seq + 1) & LOCKS_TXN_SEQ_MASK;
 	while (!t->txn_seq);
-	return xtx_txn_make(t->client_id, t->txn_seq);
+	return xtx_txn_make(t->bt.client_id, t->txn_seq);
 }
 
 /* A new request on a Zipf-chosen key, queued for its server. */
@@ -638,7 +603,7 @@ static void handle_reply(struct locks_thread *t, const struct xtx_dgram *d, uint
 	}
 	t->c.packets++;
 	t->c.packet_ops += h->nops;
-	xtx_hist_add(&t->recent, now - r->first_ns);
+	xtx_hist_add(&t->bt.recent, now - r->first_ns);
 	map = opmap_of(t, d->server, r);
 	for (i = 0; i < h->nops; i++)
 		handle_op(t, d->server, map[i], &m->ops[i], h->req_id, now);
@@ -657,7 +622,7 @@ static void *locks_thread_main(void *arg)
 	int n, err;
 
 	if (!rbuf) {
-		fprintf(stderr, "Error: thread %u: %s\n", t->idx, strerror(ENOMEM));
+		fprintf(stderr, "Error: thread %u: %s\n", t->bt.idx, strerror(ENOMEM));
 		t->c.errors++;
 		goto out;
 	}
@@ -687,14 +652,16 @@ static void *locks_thread_main(void *arg)
 			break;
 		err = xtx_reqwins_send(&t->win, &t->tr, &t->c.sent, &t->c.retrans);
 		if (err) {
-			fprintf(stderr, "Error: thread %u: sending: %s\n", t->idx, strerror(-err));
+			fprintf(stderr, "Error: thread %u: sending: %s\n",
+				t->bt.idx, strerror(-err));
 			t->c.errors++;
 			break;
 		}
 		now = xtx_now_ns();
 		n = xtx_transport_recv(&t->tr, recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
 		if (n < 0) {
-			fprintf(stderr, "Error: thread %u: receiving: %s\n", t->idx, strerror(-n));
+			fprintf(stderr, "Error: thread %u: receiving: %s\n",
+				t->bt.idx, strerror(-n));
 			t->c.errors++;
 			break;
 		}
@@ -889,11 +856,8 @@ static void gather(struct locks_thread *th, unsigned int n, struct locks_counts 
 	memset(sum, 0, sizeof(*sum));
 	xtx_hist_reset(h);
 	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&th[i].lock);
-		counts_add(sum, &th[i].pub);
-		xtx_hist_merge(h, &th[i].interval);
-		xtx_hist_reset(&th[i].interval);
-		pthread_mutex_unlock(&th[i].lock);
+		bench_gather(&th[i].bt, (uint64_t *)sum, (const uint64_t *)&th[i].pub,
+			     LOCKS_NCOUNTS, h);
 	}
 }
 
@@ -1023,7 +987,7 @@ static void free_threads(struct locks_thread *th, unsigned int n)
 		free(th[i].h);
 		free(th[i].sendq);
 		free(th[i].opmap);
-		pthread_mutex_destroy(&th[i].lock);
+		pthread_mutex_destroy(&th[i].bt.lock);
 	}
 	free(th);
 }
@@ -1041,14 +1005,14 @@ static struct locks_thread *setup_threads(const struct locks_opts *o)
 	}
 	for (i = 0; i < o->threads; i++) {
 		th[i].tr.fd = -1;
-		pthread_mutex_init(&th[i].lock, NULL);
+		pthread_mutex_init(&th[i].bt.lock, NULL);
 	}
 	for (i = 0; i < o->threads; i++) {
 		struct locks_thread *t = &th[i];
 
-		t->idx = i;
+		t->bt.idx = i;
 		t->o = o;
-		t->client_id = o->client_base + i;
+		t->bt.client_id = o->client_base + i;
 		t->rng = first * 2654435761u + i + 1;
 		/*
 		 * Transactions numbered from the clock like request ids, so a
@@ -1061,7 +1025,7 @@ static struct locks_thread *setup_threads(const struct locks_opts *o)
 		t->opmap = calloc((size_t)o->nservers * XTX_DEDUPE_WINDOW * XTX_MAX_OPS,
 				  sizeof(*t->opmap));
 		if (!t->h || !t->sendq || !t->opmap ||
-		    xtx_reqwins_init(&t->win, o->nservers, t->client_id, first, o->inflight,
+		    xtx_reqwins_init(&t->win, o->nservers, t->bt.client_id, first, o->inflight,
 				     o->timeout_ns)) {
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
@@ -1133,10 +1097,10 @@ static int locks_main(int argc, char **argv, enum locks_mode mode)
 	for (i = 0; i < o.threads; i++) {
 		counts_add(&total, &th[i].c);
 		counts_add(&at_stop, &th[i].at_stop);
-		xtx_hist_merge(&h, &th[i].total);
+		xtx_hist_merge(&h, &th[i].bt.total);
 		stray += th[i].tr.stray + th[i].tr.truncated;
 		pr_debug("thread %u (client %u): sent=%llu replies=%llu lock_ops=%llu\n", i,
-			 th[i].client_id, (unsigned long long)th[i].c.sent,
+			 th[i].bt.client_id, (unsigned long long)th[i].c.sent,
 			 (unsigned long long)th[i].c.replies, (unsigned long long)th[i].c.ops);
 	}
 	print_summary(&o, &total, &at_stop, &h, (double)(stop - start) / 1e9, stray);

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <xtx/maps.h>
 #include <xtx/msg.h>
 #include "bench.h"
+#include "benchthread.h"
 #include "clock.h"
 #include "hist.h"
 #include "ids.h"
@@ -30,8 +30,6 @@
 #define PING_PUBLISH_NS		(50 * 1000 * 1000ull)
 /* Longest a thread sleeps in receive, so it notices the stop flag. */
 #define PING_MAX_WAIT_NS	(1000 * 1000ull)
-/* Detailed messages per thread about bad replies; the rest are only counted. */
-#define PING_ERR_REPORTS	5
 
 struct ping_opts {
 	struct sockaddr_in *servers;
@@ -46,6 +44,7 @@ struct ping_opts {
 	bool json;
 };
 
+/* Only u64 fields: added and copied as an array. */
 struct ping_counts {
 	uint64_t sent;		/* datagrams sent, retransmissions included */
 	uint64_t replies;	/* datagrams received from a server */
@@ -57,25 +56,21 @@ struct ping_counts {
 	uint64_t unanswered;	/* requests given up at the end */
 };
 
+#define PING_NCOUNTS	(sizeof(struct ping_counts) / sizeof(uint64_t))
+
 struct ping_thread {
-	unsigned int idx;
-	uint32_t client_id;
+	struct bench_thread bt;
 	const struct ping_opts *o;
 	struct xtx_transport tr;
 	struct xtx_reqwins win;
 	uint64_t rng;
-	unsigned int err_reports;
 
 	/* Owned by the thread. */
 	struct ping_counts c;
 	struct ping_counts at_stop;	/* c when the stop was seen: rates use this */
-	struct xtx_hist total;
-	struct xtx_hist recent;		/* since the last publish */
 
-	/* Read by the progress reporter under lock. */
-	pthread_mutex_t lock;
+	/* Read by the progress reporter under bt.lock. */
 	struct ping_counts pub;
-	struct xtx_hist interval;
 };
 
 static void usage(FILE *out)
@@ -122,46 +117,17 @@ static uint64_t rng_next(uint64_t *s)
 
 static void counts_add(struct ping_counts *a, const struct ping_counts *b)
 {
-	a->sent += b->sent;
-	a->replies += b->replies;
-	a->round_trips += b->round_trips;
-	a->ops += b->ops;
-	a->retrans += b->retrans;
-	a->dups += b->dups;
-	a->errors += b->errors;
-	a->unanswered += b->unanswered;
+	bench_counts_add((uint64_t *)a, (const uint64_t *)b, PING_NCOUNTS);
 }
 
 static void publish(struct ping_thread *t)
 {
-	pthread_mutex_lock(&t->lock);
-	t->pub = t->c;
-	xtx_hist_merge(&t->interval, &t->recent);
-	pthread_mutex_unlock(&t->lock);
-	xtx_hist_merge(&t->total, &t->recent);
-	xtx_hist_reset(&t->recent);
+	bench_publish(&t->bt, &t->pub, &t->c, sizeof(t->c));
 }
 
-static void bad_reply(struct ping_thread *t, unsigned int server, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void bad_reply(struct ping_thread *t, unsigned int server, const char *fmt, ...)
-{
-	char addr[XTX_ADDR_STRLEN], msg[160];
-	va_list ap;
-
-	t->c.errors++;
-	if (t->err_reports >= PING_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pr_warn("Error: bad reply from %s to client %u: %s\n",
-		xtx_addr_str(&t->tr.servers[server], addr, sizeof(addr)), t->client_id, msg);
-	if (++t->err_reports == PING_ERR_REPORTS && xtx_log_level < XTX_LOG_DEBUG)
-		pr_warn("thread %u: further bad replies are only counted (-vv shows them)\n",
-			t->idx);
-}
+/* Every bad reply is counted in c.errors. */
+#define bad_reply(t, server, ...) \
+	bench_bad_reply(&(t)->bt, &(t)->c.errors, &(t)->tr.servers[server], __VA_ARGS__)
 
 /* Fills every server's window with new requests. */
 static void issue(struct ping_thread *t)
@@ -232,7 +198,7 @@ static void handle_reply(struct ping_thread *t, const struct xtx_dgram *d, uint6
 	}
 	t->c.round_trips++;
 	t->c.ops += h->nops;
-	xtx_hist_add(&t->recent, now - sl->first_ns);
+	xtx_hist_add(&t->bt.recent, now - sl->first_ns);
 done:
 	/* Answered, rightly or not: a wrong answer is not retried. */
 	xtx_reqwin_done(&t->win, d->server, sl);
@@ -250,7 +216,7 @@ static void *ping_thread_main(void *arg)
 	int n, err;
 
 	if (!rbuf) {
-		fprintf(stderr, "Error: thread %u: %s\n", t->idx, strerror(ENOMEM));
+		fprintf(stderr, "Error: thread %u: %s\n", t->bt.idx, strerror(ENOMEM));
 		t->c.errors++;
 		goto out;
 	}
@@ -275,14 +241,16 @@ static void *ping_thread_main(void *arg)
 			break;
 		err = xtx_reqwins_send(&t->win, &t->tr, &t->c.sent, &t->c.retrans);
 		if (err) {
-			fprintf(stderr, "Error: thread %u: sending: %s\n", t->idx, strerror(-err));
+			fprintf(stderr, "Error: thread %u: sending: %s\n",
+				t->bt.idx, strerror(-err));
 			t->c.errors++;
 			break;
 		}
 		now = xtx_now_ns();
 		n = xtx_transport_recv(&t->tr, recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
 		if (n < 0) {
-			fprintf(stderr, "Error: thread %u: receiving: %s\n", t->idx, strerror(-n));
+			fprintf(stderr, "Error: thread %u: receiving: %s\n",
+				t->bt.idx, strerror(-n));
 			t->c.errors++;
 			break;
 		}
@@ -412,11 +380,8 @@ static void gather(struct ping_thread *th, unsigned int n, struct ping_counts *s
 	memset(sum, 0, sizeof(*sum));
 	xtx_hist_reset(h);
 	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&th[i].lock);
-		counts_add(sum, &th[i].pub);
-		xtx_hist_merge(h, &th[i].interval);
-		xtx_hist_reset(&th[i].interval);
-		pthread_mutex_unlock(&th[i].lock);
+		bench_gather(&th[i].bt, (uint64_t *)sum, (const uint64_t *)&th[i].pub,
+			     PING_NCOUNTS, h);
 	}
 }
 
@@ -494,7 +459,7 @@ static void free_threads(struct ping_thread *th, unsigned int n)
 	for (i = 0; i < n; i++) {
 		xtx_transport_close(&th[i].tr);
 		xtx_reqwins_free(&th[i].win);
-		pthread_mutex_destroy(&th[i].lock);
+		pthread_mutex_destroy(&th[i].bt.lock);
 	}
 	free(th);
 }
@@ -512,17 +477,17 @@ static struct ping_thread *setup_threads(const struct ping_opts *o)
 	}
 	for (i = 0; i < o->threads; i++) {
 		th[i].tr.fd = -1;
-		pthread_mutex_init(&th[i].lock, NULL);
+		pthread_mutex_init(&th[i].bt.lock, NULL);
 	}
 	for (i = 0; i < o->threads; i++) {
 		struct ping_thread *t = &th[i];
 
-		t->idx = i;
+		t->bt.idx = i;
 		t->o = o;
-		t->client_id = o->client_base + i;
+		t->bt.client_id = o->client_base + i;
 		t->rng = first * 2654435761u + i + 1;
 		/* Each (client id, server) pair numbers its requests on its own. */
-		if (xtx_reqwins_init(&t->win, o->nservers, t->client_id, first, o->inflight,
+		if (xtx_reqwins_init(&t->win, o->nservers, t->bt.client_id, first, o->inflight,
 				     o->timeout_ns)) {
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
@@ -580,10 +545,10 @@ int bench_ping_main(int argc, char **argv)
 	for (i = 0; i < o.threads; i++) {
 		counts_add(&total, &th[i].c);
 		counts_add(&at_stop, &th[i].at_stop);
-		xtx_hist_merge(&h, &th[i].total);
+		xtx_hist_merge(&h, &th[i].bt.total);
 		stray += th[i].tr.stray + th[i].tr.truncated;
 		pr_debug("thread %u (client %u): sent=%llu replies=%llu round_trips=%llu\n", i,
-			 th[i].client_id, (unsigned long long)th[i].c.sent,
+			 th[i].bt.client_id, (unsigned long long)th[i].c.sent,
 			 (unsigned long long)th[i].c.replies,
 			 (unsigned long long)th[i].c.round_trips);
 	}
