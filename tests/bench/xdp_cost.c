@@ -11,6 +11,7 @@
 #include <xtx/maps.h>
 #include <xtx/msg.h>
 #include <xtx/hash.h>
+#include <xtx/log.h>
 #include "check.h"
 #include "harness.h"
 #include "log.h"
@@ -23,7 +24,7 @@
 #define ITERS 200000
 
 enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
-	    K_GET_BLOOM_MISS };
+	    K_GET_BLOOM_MISS, K_LOG_APPEND };
 
 struct bench_case {
 	const char *name;
@@ -82,6 +83,12 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 		case K_GET_BLOOM_MISS:
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
 			break;
+		case K_LOG_APPEND:
+			op = xtx_msg_add(payload, XTX_OP_LOG_APPEND, 0, bench_key(i));
+			op->txn = txn;
+			op->version = iter + 1;
+			op->vlen = XTX_VALUE_MAX;
+			break;
 		case K_LOCK_PAIRS:
 		case K_SHARED_PAIRS:
 			if (i % 2 == 0) {
@@ -100,6 +107,21 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 		}
 	}
 	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_len(c->ops));
+}
+
+/* Every CPU's log emptied: head moved up to tail. */
+static void drain_log(void)
+{
+	int fd = bpf_map__fd(skel->maps.xtx_log_cursor), ncpu = libbpf_num_possible_cpus();
+	struct xtx_log_cursor cur;
+	__u32 cpu;
+
+	for (cpu = 0; cpu < (__u32)ncpu; cpu++) {
+		if (bpf_map_lookup_elem(fd, &cpu, &cur))
+			continue;
+		cur.head = cur.tail;
+		bpf_map_update_elem(fd, &cpu, &cur, 0);
+	}
 }
 
 static int measure(const struct bench_case *c, double *ns_per_pkt)
@@ -125,6 +147,12 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 			for (i = 1; i < c->ops; i += 2)
 				bad += (out_op(&r, i)->flags & XTX_LOCKF_STALE) ||
 				       out_op(&r, i - 1)->status != XTX_ST_OK;
+		if (c->kind == K_LOG_APPEND) {
+			/* what xtxd's drain does, outside the timed run: the log never fills */
+			drain_log();
+			for (i = 0; i < c->ops; i++)
+				bad += out_op(&r, i)->status != XTX_ST_OK;
+		}
 		if (c->kind == K_GET_HIT || c->kind == K_UPDATE_HIT || c->kind == K_GET_BLOOM_MISS)
 			for (i = 0; i < c->ops; i++)
 				bad += out_op(&r, i)->status != (c->kind == K_GET_BLOOM_MISS ?
@@ -179,6 +207,8 @@ int main(void)
 		{ "update (kernel hit)", K_UPDATE_HIT, 16 },
 		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1 },
 		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16 },
+		{ "log_append", K_LOG_APPEND, 1 },
+		{ "log_append", K_LOG_APPEND, 16 },
 	};
 	unsigned int i;
 	double ns;
