@@ -87,7 +87,8 @@ static __always_inline void xtx_lock_note_key(struct xtx_lock_slot *s, __u64 has
 static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64 txn)
 {
 	return (s->excl ? XTX_LOCKF_EXCL : 0) | (s->shared ? XTX_LOCKF_SHARED : 0) |
-	       (s->owner == txn ? XTX_LOCKF_MINE : 0) | (s->flags & XTX_LOCKF_LOGGED);
+	       (xtx_slot_held(s) && s->owner == txn ? XTX_LOCKF_MINE : 0) |
+	       (s->flags & XTX_LOCKF_LOGGED);
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
