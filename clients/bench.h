@@ -19,5 +19,6 @@ int bench_lock2pl_main(int argc, char **argv);
 int bench_lockocc_main(int argc, char **argv);
 int bench_kv_main(int argc, char **argv);
 int bench_op_main(int argc, char **argv);
+int bench_log_main(int argc, char **argv);
 
 #endif /* XTX_BENCH_H */

@@ -14,6 +14,7 @@ static const struct bench_cmd {
 	{ "lock2pl", bench_lock2pl_main, "2PL lock manager: shared/exclusive locks on skewed keys" },
 	{ "lockocc", bench_lockocc_main, "OCC lock manager: validates and try-locks on skewed keys" },
 	{ "kv", bench_kv_main, "GET/INSERT/UPDATE/DELETE packed per packet; --check against a model" },
+	{ "log", bench_log_main, "LOG_APPEND packed per packet: appends/s and LOG_FULLs (drain)" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },
 };
 

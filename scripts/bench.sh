@@ -27,6 +27,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" "$@"; }
+# The server's log cursors and drain counters (xtxctl log stats).
+log_stats() { "$BUILD/xtxctl" --netns "$PREFIX-s0" --iface "${PREFIX}s0" log stats --json; }
 prog_stats() { bpftool prog show id "$1" --json | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
 
 # run_row LABEL OPS_PER_PKT XTXBENCH-ARGS...: one table row from a --json run and bpf_stats.
@@ -41,12 +43,14 @@ run_row() {
 		--argjson dc $((c1 - c0)) '
 		def r(x): (x * 10 | round) / 10;
 		"| \($name) | \($ops) | \(.round_trips_per_s // .packets_per_s | round) | " +
-		"\(.ops_per_s // .lock_ops_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
+		"\(.ops_per_s // .lock_ops_per_s // .appends_per_s | round) | " +
+		"\(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
 		"\(if $dc > 0 then r($dt / $dc) else "-" end) | " +
 		"\(if $dc > 0 then r($dt / $dc / $ops) else "-" end) |"' <<<"$js" | tee -a "$report"
 }
 
 : >"$OUT/runs.jsonl"
+: >"$OUT/log_stats.jsonl"
 {
 	echo "# xtx benchmark report"
 	echo
@@ -84,6 +88,39 @@ if "$BUILD/xtxbench" help lock2pl >/dev/null 2>&1; then
 		run_row "lockocc (80% validate, zipf 0.99)" "$k" lockocc --servers $SRV --ops "$k" \
 			--keys 1000000 --client-id $((40 + k))
 	done
+fi
+# LOG_FULL is the measurement: the ring filled because xtxd's drain fell behind.
+drain_rows=()
+if "$BUILD/xtxbench" help log >/dev/null 2>&1; then
+	for k in 1 16; do
+		before=$(log_stats)
+		run_row "log_append" "$k" log --servers $SRV --ops "$k" --client-id $((60 + k))
+		after=$(log_stats)
+		echo "$after" >>"$OUT/log_stats.jsonl"
+		# How long the drain needs to empty what the run left (head == tail), up to 5 s.
+		for ((w = 0; w < 50; w++)); do
+			[[ $(log_stats | jq '[.cpus[] | .tail - .head] | add') == 0 ]] && break
+			sleep 0.1
+		done
+		# Cursors are cumulative since load: this row's share is after - before.
+		drain_rows+=("$(jq -rn --argjson a "$before" --argjson b "$after" --argjson k "$k" \
+			--arg w "$(if ((w < 50)); then echo "$((w / 10)).$((w % 10))"; else echo ">5"; fi)" '
+			def s(x; f): [x.cpus[] | f] | add;
+			"| \($k) | \(s($b; .tail) - s($a; .tail)) | \(s($b; .head) - s($a; .head)) | " +
+			"\(s($b; .full) - s($a; .full)) | \(s($b; .tail - .head)) | \($w) | " +
+			"\($b.drain.max_lag // "-") |"')")
+	done
+fi
+if ((${#drain_rows[@]})); then
+	{
+		echo
+		echo "## Log drain (server cursors summed over CPUs, read as each log_append row ends)"
+		echo
+		echo "| ops/pkt | appended | drained (head) | log_full | fill at end | s to head == tail |" \
+			"xtxd max lag |"
+		echo "|---|---|---|---|---|---|---|"
+		printf '%s\n' "${drain_rows[@]}"
+	} | tee -a "$report"
 fi
 echo
 echo "report: $report, raw runs: $OUT/runs.jsonl"
