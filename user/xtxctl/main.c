@@ -58,6 +58,9 @@ static void usage(FILE *out)
 		"                          every live key, value and version of the KV store\n"
 		"                          (kernel cache and xtxd's overflow store), by table and key\n"
 		"  rare-stats [--json]     xtxd's rare-path counters and overflow store size\n"
+		"  snapshot                xtxd saves the whole KV store to its data directory and\n"
+		"                          removes the log segments the snapshot covers; the next\n"
+		"                          fresh start recovers from it and the logs after it\n"
 		"  load --count N [--table T] [--first K] [--value-size B] [--seed S] [--print]\n"
 		"                          bulk-load keys K..K+N-1 of table T (default 0 and 0),\n"
 		"                          skipping (never overwriting) keys present; values of B\n"
@@ -1206,6 +1209,8 @@ int main(int argc, char **argv)
 		return cmd_fault(&t, &o);
 	if (!strcmp(cmd, "dump"))
 		return cmd_dump(&t, &o);
+	if (!strcmp(cmd, "snapshot"))
+		return ctl_request(&t, "snapshot\n");
 	if (!strcmp(cmd, "rare-stats"))
 		return ctl_request(&t, o.json ? "stats --json\n" : "stats\n");
 	if (!strcmp(cmd, "load"))

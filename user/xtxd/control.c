@@ -21,6 +21,7 @@
 #include "log.h"
 #include "names.h"
 #include "rare.h"
+#include "snapshot.h"
 
 #define CTL_LINE_MAX	256
 #define CTL_MAX_ARGS	8
@@ -243,6 +244,13 @@ static void handle_line(struct xtxd_out *out, char *line)
 	}
 	if (!strcmp(argv[0], "dump")) {
 		cmd_dump(out, argv, argc);
+		return;
+	}
+	if (!strcmp(argv[0], "snapshot")) {
+		if (argc != 1)
+			xtxd_out_printf(out, "ERR snapshot: unexpected argument '%s'\n", argv[1]);
+		else
+			xtxd_snapshot_take(&ctl.t, xtxd_rare_store(), out);
 		return;
 	}
 	if (!strcmp(argv[0], "load")) {

@@ -199,6 +199,63 @@ static const struct dump_rec *winner(const struct dump_rec *k, const struct dump
 	return s;
 }
 
+/* Reads both sides and merges them, sorted: what dump prints and snapshot saves. */
+static int collect(const struct xtx_target *t, struct xtxd_ovf *s, struct dump_vec *v,
+		   const char **why)
+{
+	int err;
+
+	err = read_kernel(t, xtxd_ovf_nbuckets(s), v, why);
+	if (err)
+		return err;
+	*why = "reading the overflow store";
+	err = xtxd_ovf_foreach(s, push_item, v);
+	if (err)
+		return err;
+	qsort(v->r, v->n, sizeof(*v->r), rec_cmp);
+	return 0;
+}
+
+int xtxd_dump_each(const struct xtx_target *t, struct xtxd_ovf *s,
+		   int (*fn)(const struct xtxd_ovf_item *it, void *arg), void *arg,
+		   const char **why)
+{
+	struct dump_vec v = { .table = -1 };
+	struct xtxd_ovf_item it;
+	size_t i, j;
+	int err;
+
+	err = collect(t, s, &v, why);
+	if (err)
+		goto out;
+	for (i = 0; i < v.n; i = j) {
+		const struct dump_rec *k = NULL, *st = NULL, *w;
+
+		for (j = i; j < v.n && v.r[j].table == v.r[i].table && v.r[j].key == v.r[i].key;
+		     j++) {
+			if (v.r[j].src == SRC_KERNEL && !k)
+				k = &v.r[j];
+			if (v.r[j].src == SRC_STORE && !st)
+				st = &v.r[j];
+		}
+		w = winner(k, st);
+		if (!w)
+			continue;
+		memset(&it, 0, sizeof(it));
+		it.key = w->key;
+		it.version = w->version;
+		it.table = w->table;
+		it.vlen = w->vlen;
+		memcpy(it.value, w->value, w->vlen);
+		err = fn(&it, arg);
+		if (err)
+			break;
+	}
+out:
+	free(v.r);
+	return err;
+}
+
 int xtxd_dump(const struct xtx_target *t, struct xtxd_ovf *s, int table, bool json,
 	      struct xtxd_out *out, const char **why)
 {
@@ -206,14 +263,9 @@ int xtxd_dump(const struct xtx_target *t, struct xtxd_ovf *s, int table, bool js
 	size_t i, j;
 	int err;
 
-	err = read_kernel(t, xtxd_ovf_nbuckets(s), &v, why);
+	err = collect(t, s, &v, why);
 	if (err)
 		goto out;
-	*why = "reading the overflow store";
-	err = xtxd_ovf_foreach(s, push_item, &v);
-	if (err)
-		goto out;
-	qsort(v.r, v.n, sizeof(*v.r), rec_cmp);
 	for (i = 0; i < v.n; i = j) {
 		const struct dump_rec *k = NULL, *st = NULL, *w;
 

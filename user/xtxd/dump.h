@@ -23,4 +23,13 @@
 int xtxd_dump(const struct xtx_target *t, struct xtxd_ovf *s, int table, bool json,
 	      struct xtxd_out *out, const char **why);
 
+/*
+ * The same merge, every live key of every table handed to fn in (table,
+ * key) order (value zero past vlen); stops at fn's first nonzero return
+ * and returns it.  The caller is a registered RCU thread.
+ */
+int xtxd_dump_each(const struct xtx_target *t, struct xtxd_ovf *s,
+		   int (*fn)(const struct xtxd_ovf_item *it, void *arg), void *arg,
+		   const char **why);
+
 #endif /* XTXD_DUMP_H */

@@ -164,7 +164,7 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 		goto dup;
 	if (w >= 0) {
 		/* a kernel tombstone: the key was deleted; it comes back in its way */
-		install(b, w, it, b->version[w] + 1,
+		install(b, w, it, it->version ?: b->version[w] + 1,
 			XTX_KVF_VALID | XTX_KVF_DIRTY | (b->flags[w] & XTX_KVF_IN_USER));
 		l->n.kernel++;
 		goto out;
@@ -172,6 +172,9 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 	floor = b->vfloor;
 	if (floor < xtxd_ovf_floor(l->store, bi))
 		floor = xtxd_ovf_floor(l->store, bi);
+	/* recovery brings keys back at the versions they had */
+	if (it->version)
+		floor = it->version - 1;
 	w = l->write_through ? -1 : free_way(b);
 	if (w >= 0) {
 		install(b, w, it, floor + 1, XTX_KVF_VALID | XTX_KVF_DIRTY);

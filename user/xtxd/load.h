@@ -43,6 +43,7 @@ struct xtxd_load_item {
 	uint8_t table;
 	uint8_t vlen;
 	uint8_t value[XTX_VALUE_MAX];
+	uint64_t version;	/* 0: one above the bucket's floor; else kept (recovery) */
 };
 
 struct xtxd_load_counts {

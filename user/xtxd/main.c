@@ -23,6 +23,8 @@
 #include "logfile.h"
 #include "num.h"
 #include "rare.h"
+#include "recover.h"
+#include "snapshot.h"
 #include "target.h"
 
 struct xtxd_opts {
@@ -38,6 +40,7 @@ struct xtxd_opts {
 	bool replace;
 	bool keep_state;
 	bool generic_ok;
+	bool fresh;
 };
 
 static void usage(FILE *out)
@@ -62,6 +65,8 @@ static void usage(FILE *out)
 		"      --log-entries N      log entries per CPU, a power of two up to %u (default %u)\n"
 		"      --data-dir DIR       where the logs are drained to (default\n"
 		"                           %s/<netns>-<iface>, created 0700)\n"
+		"      --fresh              start with an empty store: move the data directory's\n"
+		"                           snapshots and logs aside instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
@@ -92,7 +97,7 @@ static void usage(FILE *out)
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC };
+       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -111,6 +116,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
+		{ "fresh", no_argument, NULL, OPT_FRESH },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -196,6 +202,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->load.log_ring = v;
 			break;
 		case OPT_DATA_DIR: o->drain.data_dir = optarg; break;
+		case OPT_FRESH: o->fresh = true; break;
 		case OPT_LOG_SYNC:
 			if (xtx_parse_duration("--log-sync", optarg, &o->drain.sync_ns))
 				return -1;
@@ -420,7 +427,7 @@ int main(int argc, char **argv)
 {
 	struct xtxd_opts o = {};
 	struct xtx_target t;
-	char pidfile[PATH_MAX], logfile[PATH_MAX];
+	char pidfile[PATH_MAX], logfile[PATH_MAX], datadir[PATH_MAX];
 	int ready_fd = -1, err, pid;
 	bool adopted;
 
@@ -465,8 +472,20 @@ int main(int argc, char **argv)
 	 * anyone is told we serve; an adopted log resumes from its head.
 	 */
 	o.rare.port = o.load.port;
-	if (xtxd_logdrain_start(&t, &o.drain) || xtxd_rare_start(&t, &o.rare) ||
-	    xtxd_control_start(&t)) {
+	if (o.drain.data_dir)
+		snprintf(datadir, sizeof(datadir), "%s", o.drain.data_dir);
+	else
+		xtx_logfile_default_dir(&t, datadir, sizeof(datadir));
+	xtxd_snapshot_set_dir(datadir);
+	/*
+	 * Freshly created maps are empty: rebuild the store from the data
+	 * directory (with requests held) before the drain starts a new
+	 * segment and before anyone is answered.  An adopted program kept
+	 * its kernel buckets, and its log resumes from the ring's head.
+	 */
+	if ((!adopted && xtxd_recover_hold(&t)) || xtxd_rare_start(&t, &o.rare) ||
+	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
+	    xtxd_logdrain_start(&t, &o.drain) || xtxd_control_start(&t)) {
 		xtxd_rare_stop();
 		xtxd_logdrain_stop();
 		if (!adopted && !o.keep_state) {
@@ -477,6 +496,7 @@ int main(int argc, char **argv)
 		report_ready(&ready_fd, 1);
 		return 1;
 	}
+	xtxd_recover_release(&t);
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	report_ready(&ready_fd, 0);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Snapshot and recovery: a fresh xtxd rebuilds the store from the snapshot and the logs after it.
+source "$(dirname "$0")/lib.sh"
+NSERVERS=1
+
+setup_servers
+SRV=$(server_ip 0)
+DATA=/var/lib/xtx/$(server_ns 0)-$(server_dev 0)
+TMP=$(mktemp -d /tmp/xtx-recover.XXXXXX)
+trap 'rm -rf "$TMP"; cleanup' EXIT INT TERM
+
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+# log KEY VERSION VALUE [flags=...]: one logged write of table 0, answered ok
+TXN=0
+logw() {
+	local out
+	TXN=$((TXN + 1))
+	out=$(client "$BUILD/xtxbench" op --server "$SRV" --client-id 42 log-append 0 "$1" \
+		txn=$TXN version="$2" value="$3" replicas=0 "${@:4}" 2>&1)
+	[ "$(field "$out" status)" = ok ] || { echo "# log-append $1: $out"; return 1; }
+}
+reload() {
+	make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" ARGS="$*" >/dev/null
+}
+all_drained() {
+	! ctl 0 log stats --json | grep -o '"tail":[0-9]*,"head":[0-9]*' |
+		awk -F'[:,]' '$2 != $4 { f = 1 } END { exit !f }'
+}
+wait_drained() {
+	local i
+	for ((i = 0; i < 100; i++)); do all_drained && return 0; sleep 0.05; done
+	return 1
+}
+# set KEY VERSION VALUE / del KEY on the expected dump
+set_key() {
+	grep -v "^table=0 key=$1 " "$TMP/want" >"$TMP/w2"
+	echo "table=0 key=$1 version=$2 vlen=$((${#3} / 2)) value=$3" >>"$TMP/w2"
+	sort -t' ' -k1,1 -k2.5,2n "$TMP/w2" >"$TMP/want"
+}
+del_key() { grep -v "^table=0 key=$1 " "$TMP/want" >"$TMP/w2"; mv "$TMP/w2" "$TMP/want"; }
+same_dump() {
+	ctl 0 dump >"$TMP/got" 2>&1
+	cmp -s "$TMP/want" "$TMP/got" && return 0
+	diff "$TMP/want" "$TMP/got" | head -n 8 | sed 's/^/    /'
+	return 1
+}
+XTXD_LOG=/run/xtx/$(server_ns 0)-$(server_dev 0).log
+xlog() { grep -E 'recovery:|snapshot:' "$XTXD_LOG" | tail -n "$1"; }
+
+# ---- 500 keys at version 1, a write logged before the snapshot, the snapshot ----
+check "load --count 500" ctl 0 load --count 500 >/dev/null
+ctl 0 dump >"$TMP/want"
+check "500 keys loaded" test "$(wc -l <"$TMP/want")" -eq 500
+# a key created and deleted before the snapshot: only its bucket's floor remembers it
+op() { client "$BUILD/xtxbench" op --server "$SRV" --client-id 43 "$@"; }
+op insert 0 900000 value=01 >/dev/null
+op update 0 900000 value=02 >/dev/null
+gone=$(field "$(op delete 0 900000)" version)
+# logged only (as a write being committed): the snapshot's position covers it
+check "a write logged before the snapshot" logw 1 3 aa01
+out=$(ctl 0 snapshot 2>&1)
+echo "# $(head -n 1 <<<"$out")"
+check "snapshot: 500 keys" grep -q '^snapshot: 500 keys, log positions cpu0=' <<<"$out"
+check "snapshot file written" test -f "$DATA/snapshot-000001.xsnap"
+
+# ---- writes logged after it: newer versions, a new key, a stale version, a delete ----
+logw 10 5 beef && logw 20 6 0102030405 && logw 1000 3 77 && logw 50 1 dead &&
+	logw 30 7 "" flags=delete && logw 60 9 6060
+check "six writes logged after the snapshot" test $? -eq 0
+check "the drain wrote them" wait_drained
+set_key 10 5 beef
+set_key 20 6 0102030405
+set_key 1000 3 77
+del_key 30
+
+# ---- stop (pins removed), tear the last record, start again ----
+ctl 0 unload >/dev/null
+rec=$(ctl 0 log dump | grep ' key=60 ')
+cpu=$(field "$rec" cpu)
+seg=$(ls "$DATA"/log-cpu"$cpu"-*.xlog | tail -n 1)
+truncate -s -10 "$seg"
+check "xtxd starts and recovers" reload
+check "dump: the snapshot with the later writes applied, the torn one not" same_dump
+again=$(field "$(op insert 0 900000 value=03)" version)
+check "a key deleted before the snapshot never reuses a version ($again > $gone)" \
+	test "${again:-0}" -gt "${gone:-99}"
+op delete 0 900000 >/dev/null
+size=$(stat -c %s "$seg")
+check "the torn record was cut off $(basename "$seg") ($size bytes)" \
+	test $(((size - 64) % 92)) -eq 0
+check "xtxd logged the cut and the single-replica rule" \
+	test "$(xlog 20 | grep -c 'cut a torn last record\|single-replica rule')" -ge 2
+echo "# $(xlog 3 | grep 'keys live' | sed 's/.*recovery: //')"
+
+# ---- a new ring incarnation starts at seq 0: its records must come after the old ones ----
+check "a write logged after recovery" logw 10 8 cafe
+check "the drain wrote it" wait_drained
+set_key 10 8 cafe
+ctl 0 unload >/dev/null
+check "xtxd recovers a second time" reload
+check "dump: the old logs did not undo the new write" same_dump
+out=$(ctl 0 snapshot 2>&1)
+echo "# $(head -n 1 <<<"$out")"
+check "second snapshot removes the covered segments" \
+	test "$(grep -o 'removed [0-9]*' <<<"$out" | cut -d' ' -f2)" -gt 0
+check "the first snapshot is gone" test ! -e "$DATA/snapshot-000001.xsnap"
+ctl 0 unload >/dev/null
+check "xtxd recovers from the second snapshot" reload
+check "dump: unchanged" same_dump
+
+# ---- damage before the end: refuse to start ----
+ctl 0 unload >/dev/null
+cp "$DATA/snapshot-000002.xsnap" "$TMP/snap"
+printf '\xff' | dd of="$DATA/snapshot-000002.xsnap" bs=1 seek=200 conv=notrunc status=none
+reload 2>"$TMP/err"
+check "a damaged snapshot: xtxd refuses to start" test $? -ne 0
+check "... saying why" grep -q 'fails its CRC' "$TMP/err"
+cp "$TMP/snap" "$DATA/snapshot-000002.xsnap"
+
+# ---- --fresh starts empty ----
+check "xtxd --fresh starts" reload --fresh
+check "dump: empty" test -z "$(ctl 0 dump)"
+check "the old state was moved aside" test -n "$(ls -d "$DATA"/fresh-* 2>/dev/null)"
+finish

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Rebuilds the KV store at start from the newest snapshot and the log records after it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <urcu.h>
+#include <xtx/hash.h>
+#include <xtx/kv.h>
+#include <xtx/log.h>
+#include <xtx/maps.h>
+#include "load.h"
+#include "log.h"
+#include "logfile.h"
+#include "overflow.h"
+#include "recover.h"
+#include "snapshot.h"
+
+#define DROP_ALL_PPM	1000000u
+
+static __u32 saved_drop_ppm;
+static bool held;
+
+static int runtime_rw(const struct xtx_target *t, struct xtx_runtime *rt, bool write)
+{
+	__u32 zero = 0;
+	int fd, err = 0;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
+	if (fd < 0)
+		return fd;
+	if (write ? bpf_map_update_elem(fd, &zero, rt, BPF_ANY) :
+		    bpf_map_lookup_elem(fd, &zero, rt))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+int xtxd_recover_hold(const struct xtx_target *t)
+{
+	struct xtx_runtime rt;
+	int err;
+
+	err = runtime_rw(t, &rt, false);
+	if (!err) {
+		saved_drop_ppm = rt.drop_request_ppm;
+		rt.drop_request_ppm = DROP_ALL_PPM;
+		err = runtime_rw(t, &rt, true);
+	}
+	if (err) {
+		fprintf(stderr, "Error: recovery: holding requests (%s): %s\n", XTX_MAP_RUNTIME,
+			strerror(-err));
+		return err;
+	}
+	held = true;
+	return 0;
+}
+
+void xtxd_recover_release(const struct xtx_target *t)
+{
+	struct xtx_runtime rt;
+	int err;
+
+	if (!held)
+		return;
+	err = runtime_rw(t, &rt, false);
+	if (!err) {
+		rt.drop_request_ppm = saved_drop_ppm;
+		err = runtime_rw(t, &rt, true);
+	}
+	if (err)
+		pr_warn("Error: recovery: letting requests in again (%s): %s\n", XTX_MAP_RUNTIME,
+			strerror(-err));
+	held = false;
+}
+
+/* ---- the keys being rebuilt: (table, key) -> newest version seen ---- */
+
+struct rkey {
+	uint64_t key;
+	uint64_t version;
+	uint8_t table;
+	uint8_t vlen;
+	uint8_t used;
+	uint8_t deleted;	/* the newest record deletes it */
+	uint8_t value[XTX_VALUE_MAX];
+};
+
+struct rmap {
+	struct rkey *k;
+	size_t cap, n;		/* cap: a power of two */
+	uint64_t floor;		/* every bucket's floor rises to it (XTX_SNAP_FLOOR_TABLE) */
+};
+
+static struct rkey *rmap_slot(struct rmap *m, uint8_t table, uint64_t key)
+{
+	size_t i = xtx_hash(table, key) & (m->cap - 1);
+
+	while (m->k[i].used && (m->k[i].key != key || m->k[i].table != table))
+		i = (i + 1) & (m->cap - 1);
+	return &m->k[i];
+}
+
+static int rmap_grow(struct rmap *m)
+{
+	struct rmap nm = { .cap = m->cap ? m->cap * 2 : 4096 };
+	size_t i;
+
+	nm.k = calloc(nm.cap, sizeof(*nm.k));
+	if (!nm.k)
+		return -ENOMEM;
+	for (i = 0; i < m->cap; i++)
+		if (m->k[i].used)
+			*rmap_slot(&nm, m->k[i].table, m->k[i].key) = m->k[i];
+	nm.n = m->n;
+	free(m->k);
+	*m = nm;
+	return 0;
+}
+
+/* Highest version wins; 1 applied, 0 older than what we hold, or -ENOMEM. */
+static int rmap_apply(struct rmap *m, uint8_t table, uint64_t key, uint64_t version,
+		      bool deleted, uint8_t vlen, const uint8_t *value)
+{
+	struct rkey *k;
+
+	if ((m->n + 1) * 2 > m->cap && rmap_grow(m))
+		return -ENOMEM;
+	k = rmap_slot(m, table, key);
+	if (k->used && k->version >= version)
+		return 0;
+	if (!k->used)
+		m->n++;
+	memset(k, 0, sizeof(*k));
+	k->used = 1;
+	k->key = key;
+	k->table = table;
+	k->version = version;
+	k->deleted = deleted;
+	if (!deleted) {
+		k->vlen = vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : vlen;
+		memcpy(k->value, value, k->vlen);
+	}
+	return 1;
+}
+
+/* ---- the snapshot ---- */
+
+struct snap_info {
+	bool have;
+	char name[64];
+	struct xtx_snap_hdr h;
+	struct xtx_snap_pos *pos;
+};
+
+static int newest_snapshot(int dirfd, struct snap_info *si)
+{
+	uint32_t best = 0, n;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = dup(dirfd);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		/* a snapshot that never got its name: it was being written when we stopped */
+		if (len > 10 && !strncmp(de->d_name, "snapshot-", 9) &&
+		    !strcmp(de->d_name + len - 4, ".tmp")) {
+			unlinkat(dirfd, de->d_name, 0);
+			continue;
+		}
+		if (xtxd_snapshot_name_num(de->d_name, &n) && (!si->have || n > best)) {
+			best = n;
+			si->have = true;
+			snprintf(si->name, sizeof(si->name), "%s", de->d_name);
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = read(fd, (uint8_t *)buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (!n)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+/* Reads and checks the snapshot whole into m; 0 or a negative errno after printing why. */
+static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struct rmap *m)
+{
+	struct xtx_snap_rec *recs = NULL;
+	struct xtx_snap_hdr *h = &si->h;
+	const char *what = NULL;
+	uint64_t i, want;
+	struct stat st;
+	uint32_t crc;
+	int fd, err = 0;
+
+	fd = openat(dirfd, si->name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = -errno;
+		fprintf(stderr, "Error: recovery: opening %s/%s: %s\n", dir, si->name,
+			strerror(errno));
+		goto out;
+	}
+	if (read_full(fd, h, sizeof(*h)) != sizeof(*h) ||
+	    memcmp(h->magic, XTX_SNAP_MAGIC, sizeof(h->magic)) || h->version != XTX_SNAP_VERSION ||
+	    h->rec_size != sizeof(struct xtx_snap_rec) || !h->ncpu || h->ncpu > 65536) {
+		what = "bad header";
+		goto bad;
+	}
+	si->pos = calloc(h->ncpu, sizeof(*si->pos));
+	if (!si->pos) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (read_full(fd, si->pos, sizeof(*si->pos) * h->ncpu) !=
+	    (ssize_t)(sizeof(*si->pos) * h->ncpu)) {
+		what = "short header";
+		goto bad;
+	}
+	crc = xtx_crc32c(0, h, offsetof(struct xtx_snap_hdr, crc));
+	crc = xtx_crc32c(crc, si->pos, sizeof(*si->pos) * h->ncpu);
+	if (crc != h->crc) {
+		what = "header fails its CRC";
+		goto bad;
+	}
+	want = sizeof(*h) + sizeof(*si->pos) * h->ncpu + h->count * sizeof(*recs);
+	if ((uint64_t)st.st_size != want) {
+		what = "size does not match its record count";
+		goto bad;
+	}
+	recs = malloc(h->count ? h->count * sizeof(*recs) : 1);
+	if (!recs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (read_full(fd, recs, h->count * sizeof(*recs)) != (ssize_t)(h->count * sizeof(*recs))) {
+		err = -(errno ?: EIO);
+		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, si->name,
+			strerror(-err));
+		goto out;
+	}
+	for (i = 0; i < h->count; i++) {
+		struct xtx_snap_rec r = recs[i];
+
+		r.crc = 0;
+		if (xtx_crc32c(0, &r, sizeof(r)) != recs[i].crc) {
+			fprintf(stderr, "Error: recovery: %s/%s: record %llu fails its CRC: the "
+				"snapshot is damaged; not starting (move it away and restart to "
+				"recover from what is left, or use --fresh)\n", dir, si->name,
+				(unsigned long long)i);
+			err = -EBADMSG;
+			goto out;
+		}
+		if (r.table == XTX_SNAP_FLOOR_TABLE) {
+			if (r.version > m->floor)
+				m->floor = r.version;
+			continue;
+		}
+		err = rmap_apply(m, r.table, r.key, r.version, false, r.vlen, r.value);
+		if (err < 0)
+			goto out;
+		err = 0;
+	}
+	goto out;
+bad:
+	fprintf(stderr, "Error: recovery: %s/%s: %s: the snapshot is damaged; not starting (move "
+		"it away and restart to recover from what is left, or use --fresh)\n", dir,
+		si->name, what);
+	err = -EBADMSG;
+out:
+	free(recs);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* ---- the logs ---- */
+
+struct replay_counts {
+	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
+};
+
+/* Cuts the torn tail of a CPU's last segment: a crash tore it, nobody was told it was logged. */
+static int cut_tail(int dirfd, const char *dir, const char *name, uint64_t end, uint64_t size)
+{
+	int fd, err;
+
+	fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, end) || fsync(fd)) {
+		err = -errno;
+		fprintf(stderr, "Error: recovery: cutting the torn tail of %s/%s: %s\n", dir, name,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	pr_warn("recovery: %s: cut a torn last record (%llu bytes at offset %llu); not "
+		"replayed\n", name, (unsigned long long)(size - end), (unsigned long long)end);
+	return 0;
+}
+
+static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bool last,
+		      const struct snap_info *si, struct rmap *m, struct replay_counts *n)
+{
+	const struct xtx_snap_pos *pos = si->have && s->cpu < si->h.ncpu ? &si->pos[s->cpu] : NULL;
+	struct xtx_log_epoch sep = {};
+	struct xtx_log_entry e;
+	struct xtx_logr r;
+	bool same_ring;
+	int err;
+
+	if (pos && s->seg < pos->seg_from) {
+		n->skipped_segs++;	/* wholly in the snapshot */
+		return 0;
+	}
+	err = xtx_logr_open(&r, dirfd, s->name);
+	if (err) {
+		fprintf(stderr, "Error: recovery: opening %s/%s: %s\n", dir, s->name,
+			strerror(-err));
+		return err;
+	}
+	n->segs++;
+	if (si->have) {
+		memcpy(sep.boot_id, si->h.boot_id, sizeof(sep.boot_id));
+		sep.map_id = si->h.map_id;
+	}
+	same_ring = pos && r.status == XTX_LOGR_OK && xtx_log_epoch_eq(&sep, &r.hdr);
+	while (xtx_logr_next(&r, &e) == 1) {
+		n->records++;
+		/* the snapshot's ring restarted at 0 elsewhere: only its seqs compare */
+		if (same_ring && e.seq < pos->seq) {
+			n->covered++;
+			continue;
+		}
+		err = rmap_apply(m, e.table, e.key, e.version, e.flags & XTX_LOGF_DELETE, e.vlen,
+				 e.value);
+		if (err < 0)
+			goto out;
+		if (err) {
+			n->applied++;
+			if (e.flags & XTX_LOGF_DELETE)
+				n->deletes++;
+		} else {
+			n->older++;
+		}
+	}
+	err = 0;
+	switch (r.status) {
+	case XTX_LOGR_OK:
+		break;
+	case XTX_LOGR_TORN:
+		if (last) {
+			n->cut_bytes += r.file_size - r.off;
+			err = cut_tail(dirfd, dir, s->name, r.off, r.file_size);
+			break;
+		}
+		/* a later segment exists, so this one was complete once */
+		__attribute__((fallthrough));
+	case XTX_LOGR_BAD_CRC:
+	case XTX_LOGR_BAD_SEQ:
+		fprintf(stderr, "Error: recovery: %s/%s: %s at offset %llu after %llu good "
+			"records: the log is damaged before its end; not starting (the store "
+			"would be wrong)\n", dir, s->name, xtx_logr_status_name(r.status),
+			(unsigned long long)r.off, (unsigned long long)r.good);
+		err = -EBADMSG;
+		break;
+	case XTX_LOGR_BAD_HDR:
+		/* a crash while creating the CPU's newest segment: nothing was logged there */
+		if (last && r.file_size <= sizeof(struct xtx_logfile_hdr)) {
+			pr_warn("recovery: %s: torn header, removing it\n", s->name);
+			unlinkat(dirfd, s->name, 0);
+			break;
+		}
+		fprintf(stderr, "Error: recovery: %s/%s: bad header: the log is damaged; not "
+			"starting\n", dir, s->name);
+		err = -EBADMSG;
+		break;
+	case XTX_LOGR_IO:
+		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, s->name,
+			strerror(r.err));
+		err = -r.err;
+		break;
+	}
+out:
+	xtx_logr_close(&r);
+	return err;
+}
+
+/* ---- putting the keys back ---- */
+
+static int install(const struct xtx_target *t, struct xtxd_ovf *store, struct rmap *m,
+		   uint64_t *live)
+{
+	struct xtxd_loader l = { .store = store, .stop_fd = -1,
+				 .busy_timeout_ns = XTXD_LOAD_BUSY_TIMEOUT_NS };
+	long page = sysconf(_SC_PAGESIZE);
+	struct xtxd_load_item *items;
+	struct xtx_info info;
+	size_t i, k = 0, kv_size;
+	__u32 zero = 0;
+	void *p;
+	int fd, err;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
+		err = fd < 0 ? fd : -errno;
+		fprintf(stderr, "Error: recovery: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	if (info.kv_buckets != xtxd_ovf_nbuckets(store)) {
+		fprintf(stderr, "Error: recovery: the program has %u KV buckets, the store %u\n",
+			info.kv_buckets, xtxd_ovf_nbuckets(store));
+		return -EINVAL;
+	}
+	fd = xtx_target_map_fd(t, XTX_MAP_KV);
+	if (fd < 0) {
+		fprintf(stderr, "Error: recovery: opening %s: %s\n", XTX_MAP_KV, strerror(-fd));
+		return fd;
+	}
+	kv_size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
+		  ~(size_t)(page - 1);
+	p = mmap(NULL, kv_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "Error: recovery: mapping %s: %s\n", XTX_MAP_KV, strerror(errno));
+		return -errno;
+	}
+	l.kv = p;
+	l.nbuckets = info.kv_buckets;
+	l.write_through = info.kv_flags & XTX_INFO_KV_WRITE_THROUGH;
+	l.lease_ns = XTX_KV_LEASE_DEFAULT_NS;
+	items = calloc(m->n ? m->n : 1, sizeof(*items));
+	if (!items) {
+		munmap(p, kv_size);
+		return -ENOMEM;
+	}
+	rcu_register_thread();
+	for (i = 0; i < m->cap; i++) {
+		const struct rkey *r = &m->k[i];
+		uint32_t bi;
+
+		if (!r->used)
+			continue;
+		if (r->deleted) {
+			/*
+			 * The key is gone at this version: a key created in its
+			 * bucket later must start above it (no ABA), as the
+			 * delete's write-back would have raised the floor.
+			 */
+			bi = xtxd_ovf_bucket_of(store, r->table, r->key);
+			xtxd_ovf_lock(store, bi);
+			xtxd_ovf_raise_floor(store, bi, r->version);
+			if (l.kv[bi].vfloor < r->version)
+				l.kv[bi].vfloor = r->version;
+			xtxd_ovf_unlock(store, bi);
+			continue;
+		}
+		items[k].key = r->key;
+		items[k].table = r->table;
+		items[k].vlen = r->vlen;
+		items[k].version = r->version;
+		memcpy(items[k].value, r->value, r->vlen);
+		k++;
+	}
+	/* before any key goes back: versions the snapshot's floors covered are never reused */
+	for (i = 0; m->floor && i < l.nbuckets; i++) {
+		xtxd_ovf_lock(store, i);
+		xtxd_ovf_raise_floor(store, i, m->floor);
+		if (l.kv[i].vfloor < m->floor)
+			l.kv[i].vfloor = m->floor;
+		xtxd_ovf_unlock(store, i);
+	}
+	err = xtxd_load_items(&l, items, k);
+	if (err)
+		fprintf(stderr, "Error: recovery: putting %zu keys back: %s\n", k, strerror(-err));
+	else
+		pr_info("recovery: %zu keys back: %llu in the kernel cache, %llu in the overflow "
+			"store\n", k, (unsigned long long)l.n.kernel, (unsigned long long)l.n.store);
+	*live = k;
+	xtxd_loader_release(&l);
+	rcu_unregister_thread();
+	free(items);
+	munmap(p, kv_size);
+	return err;
+}
+
+/* ---- --fresh ---- */
+
+static bool recoverable_name(const char *name)
+{
+	uint32_t num;
+	unsigned int cpu, seg;
+	int end = 0;
+
+	if (xtxd_snapshot_name_num(name, &num))
+		return true;
+	return sscanf(name, "log-cpu%u-%u.xlog%n", &cpu, &seg, &end) == 2 &&
+	       (size_t)end == strlen(name);
+}
+
+/* Moves the snapshots and logs aside, so a later start does not bring them back. */
+static int set_aside(int dirfd, const char *dir)
+{
+	char sub[64];
+	struct dirent *de;
+	unsigned int moved = 0;
+	DIR *d;
+	int fd, err = 0;
+
+	snprintf(sub, sizeof(sub), "fresh-%lld", (long long)time(NULL));
+	fd = dup(dirfd);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char to[sizeof(sub) + 300];
+
+		if (!recoverable_name(de->d_name))
+			continue;
+		if (!moved && mkdirat(dirfd, sub, 0700) && errno != EEXIST) {
+			err = -errno;
+			break;
+		}
+		snprintf(to, sizeof(to), "%s/%s", sub, de->d_name);
+		if (renameat(dirfd, de->d_name, dirfd, to)) {
+			err = -errno;
+			break;
+		}
+		moved++;
+	}
+	closedir(d);
+	if (err) {
+		fprintf(stderr, "Error: recovery: --fresh: moving the old state into %s/%s: %s\n",
+			dir, sub, strerror(-err));
+		return err;
+	}
+	if (moved) {
+		fsync(dirfd);
+		pr_info("recovery: --fresh: starting empty; %u old snapshot and log files moved "
+			"to %s/%s\n", moved, dir, sub);
+	}
+	return 0;
+}
+
+int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh)
+{
+	struct replay_counts n = {};
+	struct snap_info si = {};
+	struct xtx_logseg *segs = NULL;
+	struct rmap m = {};
+	uint64_t live = 0;
+	size_t nsegs = 0, i;
+	int dirfd, err;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		if (errno == ENOENT)
+			return 0;	/* never ran here: nothing to recover */
+		fprintf(stderr, "Error: recovery: opening data directory %s: %s\n", dir,
+			strerror(errno));
+		return -errno;
+	}
+	if (fresh) {
+		err = set_aside(dirfd, dir);
+		close(dirfd);
+		return err;
+	}
+	err = newest_snapshot(dirfd, &si);
+	if (!err)
+		err = xtx_logfile_list(dirfd, &segs, &nsegs);
+	if (err) {
+		fprintf(stderr, "Error: recovery: listing %s: %s\n", dir, strerror(-err));
+		goto out;
+	}
+	if (!si.have && !nsegs)
+		goto out;
+	if (si.have) {
+		err = load_snapshot(dirfd, dir, &si, &m);
+		if (err)
+			goto out;
+	}
+	/*
+	 * Every logged write counts as decided: with one replica it is (the
+	 * coordinator logged it here before it could report a commit, and
+	 * nothing else can undo it).  With several, FaRM's rule asks the
+	 * replicas the record names whether they logged the transaction too;
+	 * that question is not asked yet.
+	 */
+	pr_info("recovery: treating every logged write as decided (single-replica rule); "
+		"asking a record's replicas (multi-replica decisions) is not implemented yet\n");
+	/* by CPU, then segment number: each CPU's records in the order they were logged */
+	for (i = 0; i < nsegs; i++) {
+		bool last = i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu;
+
+		err = replay_seg(dirfd, dir, &segs[i], last, &si, &m, &n);
+		if (err)
+			goto out;
+	}
+	err = install(t, store, &m, &live);
+	if (err)
+		goto out;
+	pr_info("recovery: %s%s: %llu keys, then %llu log segments (%llu older ones skipped): "
+		"%llu records, %llu already in the snapshot, %llu applied (%llu deletes), %llu "
+		"superseded; %llu keys live%s\n", si.have ? "snapshot " : "no snapshot",
+		si.have ? si.name : "", si.have ? (unsigned long long)si.h.count : 0ull,
+		(unsigned long long)n.segs, (unsigned long long)n.skipped_segs,
+		(unsigned long long)n.records, (unsigned long long)n.covered,
+		(unsigned long long)n.applied, (unsigned long long)n.deletes,
+		(unsigned long long)n.older, (unsigned long long)live,
+		n.cut_bytes ? "; a torn tail was cut" : "");
+out:
+	free(segs);
+	free(si.pos);
+	free(m.k);
+	close(dirfd);
+	return err;
+}

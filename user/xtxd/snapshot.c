@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Writes a snapshot of the KV store and removes the log segments it makes redundant. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xtx/kv.h>
+#include <xtx/log.h>
+#include <xtx/maps.h>
+#include "ctl_out.h"
+#include "dump.h"
+#include "log.h"
+#include "logfile.h"
+#include "snapshot.h"
+#include "overflow.h"
+
+static char snap_dir[PATH_MAX];
+
+void xtxd_snapshot_set_dir(const char *dir)
+{
+	snprintf(snap_dir, sizeof(snap_dir), "%s", dir);
+}
+
+int xtxd_snapshot_name_num(const char *name, uint32_t *num)
+{
+	unsigned int n;
+	int end = 0;
+
+	if (sscanf(name, "snapshot-%u.xsnap%n", &n, &end) != 1 || (size_t)end != strlen(name))
+		return 0;
+	*num = n;
+	return 1;
+}
+
+struct snap_writer {
+	FILE *f;
+	uint64_t count;
+};
+
+static int write_rec(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct snap_writer *w = arg;
+	struct xtx_snap_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.key = it->key;
+	r.version = it->version;
+	r.table = it->table;
+	r.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	memcpy(r.value, it->value, r.vlen);
+	r.crc = xtx_crc32c(0, &r, sizeof(r));
+	if (fwrite(&r, sizeof(r), 1, w->f) != 1)
+		return -EIO;
+	w->count++;
+	return 0;
+}
+
+/* The floor record (XTX_SNAP_FLOOR_TABLE): the highest floor of every bucket. */
+static int write_floor(const struct xtx_target *t, struct xtxd_ovf *store, struct snap_writer *w)
+{
+	struct xtx_kv_bucket b;
+	struct xtxd_ovf_item it = { .table = XTX_SNAP_FLOOR_TABLE };
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), i;
+	int fd = xtx_target_map_fd(t, XTX_MAP_KV);
+
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		close(fd);
+		return -errno;
+	}
+	for (i = 0; i < info.max_entries; i++) {
+		if (!bpf_map_lookup_elem(fd, &i, &b) && b.vfloor > it.version)
+			it.version = b.vfloor;
+		if (store && xtxd_ovf_floor(store, i) > it.version)
+			it.version = xtxd_ovf_floor(store, i);
+	}
+	close(fd);
+	return write_rec(&it, w);
+}
+
+/* The ring incarnation and its CPU count, as the drain names them in segment headers. */
+static int read_epoch(const struct xtx_target *t, struct xtx_log_epoch *ep, uint32_t *ncpu,
+		      int *cur_fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd, err;
+
+	err = xtx_log_epoch_boot_id(ep->boot_id);
+	if (err)
+		return err;
+	fd = xtx_target_map_fd(t, XTX_MAP_LOG_CURSOR);
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	ep->map_id = info.id;
+	*ncpu = info.max_entries;
+	*cur_fd = fd;
+	return 0;
+}
+
+/* The highest snapshot number in dirfd, 0 when none. */
+static uint32_t last_snapshot(int dirfd)
+{
+	uint32_t best = 0, n;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = dup(dirfd);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (xtxd_snapshot_name_num(de->d_name, &n) && n > best)
+			best = n;
+	closedir(d);
+	return best;
+}
+
+/* Removes the snapshots numbered below keep: their logs are going. */
+static void remove_old_snapshots(int dirfd, uint32_t keep)
+{
+	struct dirent *de;
+	uint32_t n;
+	DIR *d;
+	int fd;
+
+	fd = dup(dirfd);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (xtxd_snapshot_name_num(de->d_name, &n) && n < keep)
+			unlinkat(dirfd, de->d_name, 0);
+	closedir(d);
+}
+
+static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
+{
+	struct xtx_log_epoch ep = {};
+	struct xtx_snap_pos *pos = NULL;
+	struct xtx_logseg *segs = NULL;
+	struct snap_writer w = {};
+	struct xtx_snap_hdr h = {};
+	char tmp[64], name[64], line[256];
+	const char *why = "";
+	size_t nsegs = 0, i, ll;
+	uint32_t ncpu = 0, c, removed = 0;
+	int dirfd = -1, cur_fd = -1, fd = -1, err;
+	struct timespec ts;
+
+	if (!snap_dir[0]) {
+		xtxd_out_printf(out, "ERR snapshot: no data directory\n");
+		return;
+	}
+	dirfd = open(snap_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		xtxd_out_printf(out, "ERR snapshot: opening %s: %s\n", snap_dir, strerror(errno));
+		return;
+	}
+	err = read_epoch(t, &ep, &ncpu, &cur_fd);
+	if (err) {
+		xtxd_out_printf(out, "ERR snapshot: reading the log cursors: %s\n", strerror(-err));
+		goto out;
+	}
+	/*
+	 * The segments first, then the tails, then the store: a segment the
+	 * drain creates after the listing is numbered above every listed one,
+	 * and holds only records the position does not cover or filters by seq.
+	 */
+	err = xtx_logfile_list(dirfd, &segs, &nsegs);
+	if (err) {
+		xtxd_out_printf(out, "ERR snapshot: listing %s: %s\n", snap_dir, strerror(-err));
+		goto out;
+	}
+	pos = calloc(ncpu, sizeof(*pos));
+	if (!pos) {
+		xtxd_out_printf(out, "ERR snapshot: %s\n", strerror(ENOMEM));
+		goto out;
+	}
+	for (c = 0; c < ncpu; c++) {
+		const struct xtx_logseg *last = NULL;
+		struct xtx_log_cursor cur;
+		struct xtx_logr r;
+
+		for (i = 0; i < nsegs; i++)
+			if (segs[i].cpu == c)
+				last = &segs[i];
+		if (last) {
+			pos[c].seg_from = last->seg + 1;
+			/* this incarnation's open segment: the drain still appends to it */
+			if (!xtx_logr_open(&r, dirfd, last->name)) {
+				if (r.status == XTX_LOGR_OK && xtx_log_epoch_eq(&ep, &r.hdr))
+					pos[c].seg_from = last->seg;
+				xtx_logr_close(&r);
+			}
+		}
+		if (bpf_map_lookup_elem(cur_fd, &c, &cur)) {
+			err = -errno;
+			xtxd_out_printf(out, "ERR snapshot: reading CPU %u's log cursor: %s\n", c,
+					strerror(-err));
+			goto out;
+		}
+		pos[c].seq = cur.tail;
+	}
+
+	memcpy(h.magic, XTX_SNAP_MAGIC, sizeof(h.magic));
+	h.version = XTX_SNAP_VERSION;
+	h.ncpu = ncpu;
+	memcpy(h.boot_id, ep.boot_id, sizeof(h.boot_id));
+	h.map_id = ep.map_id;
+	h.num = last_snapshot(dirfd) + 1;
+	h.rec_size = sizeof(struct xtx_snap_rec);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h.created_ns = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	snprintf(name, sizeof(name), "snapshot-%06u.xsnap", h.num);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(w.f = fdopen(fd, "w"))) {
+		xtxd_out_printf(out, "ERR snapshot: creating %s: %s\n", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	/* the header again once the count is known */
+	if (fwrite(&h, sizeof(h), 1, w.f) != 1 || fwrite(pos, sizeof(*pos), ncpu, w.f) != ncpu) {
+		err = -EIO;
+		why = "writing";
+		goto fail;
+	}
+	err = xtxd_dump_each(t, store, write_rec, &w, &why);
+	if (!err)
+		err = write_floor(t, store, &w);
+	if (err) {
+		if (err == -EIO)
+			why = "writing";
+		goto fail;
+	}
+	h.count = w.count;
+	h.crc = xtx_crc32c(0, &h, offsetof(struct xtx_snap_hdr, crc));
+	h.crc = xtx_crc32c(h.crc, pos, sizeof(*pos) * ncpu);
+	why = "writing";
+	if (fflush(w.f) || fseek(w.f, 0, SEEK_SET) || fwrite(&h, sizeof(h), 1, w.f) != 1 ||
+	    fflush(w.f)) {
+		err = -(errno ?: EIO);
+		goto fail;
+	}
+	/* durable before it replaces anything, and its name durable before logs go */
+	why = "syncing";
+	if (fsync(fileno(w.f))) {
+		err = -errno;
+		goto fail;
+	}
+	fclose(w.f);
+	w.f = NULL;
+	if (renameat(dirfd, tmp, dirfd, name) || fsync(dirfd)) {
+		err = -errno;
+		why = "renaming";
+		goto fail;
+	}
+	remove_old_snapshots(dirfd, h.num);
+	for (i = 0; i < nsegs; i++) {
+		if (segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)
+			continue;
+		if (unlinkat(dirfd, segs[i].name, 0))
+			pr_warn("snapshot: removing %s: %s\n", segs[i].name, strerror(errno));
+		else
+			removed++;
+	}
+	if (removed)
+		fsync(dirfd);
+	ll = 0;
+	line[0] = '\0';
+	for (c = 0; c < ncpu && ll < sizeof(line) - 32; c++)
+		ll += snprintf(line + ll, sizeof(line) - ll, "%scpu%u=%u:%llu", c ? " " : "", c,
+			       pos[c].seg_from, (unsigned long long)pos[c].seq);
+	/* the floor record is not a key */
+	pr_info("snapshot: %s: %llu keys, log positions %s, removed %u segments\n", name,
+		(unsigned long long)w.count - 1, line, removed);
+	xtxd_out_printf(out, "snapshot: %llu keys, log positions %s, removed %u segments\n",
+			(unsigned long long)w.count - 1, line, removed);
+	xtxd_out_printf(out, "file: %s/%s\nOK\n", snap_dir, name);
+	goto out;
+fail:
+	xtxd_out_printf(out, "ERR snapshot: %s %s: %s\n", why, tmp, strerror(-err));
+	if (w.f)
+		fclose(w.f);
+	unlinkat(dirfd, tmp, 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (cur_fd >= 0)
+		close(cur_fd);
+	free(segs);
+	free(pos);
+	close(dirfd);
+}
+
+void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
+{
+	/* two snapshots at once would race for the number and the deletions */
+	pthread_mutex_lock(&snap_lock);
+	take(t, store, out);
+	pthread_mutex_unlock(&snap_lock);
+}

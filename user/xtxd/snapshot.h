@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Snapshots: the KV store saved in the data directory, so recovery replays only newer logs. */
+#ifndef XTXD_SNAPSHOT_H
+#define XTXD_SNAPSHOT_H
+
+#include <stdint.h>
+#include <xtx/proto.h>
+#include "target.h"
+
+struct xtxd_ovf;
+struct xtxd_out;
+
+/*
+ * DATADIR/snapshot-NNNNNN.xsnap: a header, the per-CPU log positions it
+ * covers, then one CRC-checked record per live key (host byte order).
+ * Each CPU's position is (seg_from, seq): segments numbered below seg_from
+ * are wholly in the snapshot; in the others, records of the snapshot's ring
+ * incarnation (boot_id, map_id) with seq below seq are too.  Every other
+ * record (a later incarnation: the ring starts at seq 0 again, in segments
+ * numbered higher) comes after it.  The positions are taken before the
+ * store is read, so a write racing the snapshot is in the store, in the
+ * log after the position, or both: replay by version makes both harmless.
+ */
+#define XTX_SNAP_MAGIC		"XTXSNAP\n"
+#define XTX_SNAP_VERSION	1
+
+struct xtx_snap_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t ncpu;		/* positions that follow */
+	uint64_t count;		/* records */
+	uint8_t boot_id[16];	/* the ring incarnation the positions' seqs belong to */
+	uint32_t map_id;
+	uint32_t num;		/* the number in the file name */
+	uint64_t created_ns;	/* CLOCK_REALTIME: for people only */
+	uint32_t rec_size;
+	uint32_t crc;		/* CRC32C of the bytes before it, then of the positions */
+};
+
+_Static_assert(sizeof(struct xtx_snap_hdr) == 64, "snapshot header layout");
+
+struct xtx_snap_pos {
+	uint32_t seg_from;
+	uint32_t pad;
+	uint64_t seq;
+};
+
+struct xtx_snap_rec {
+	uint64_t key;
+	uint64_t version;
+	uint8_t table;
+	uint8_t vlen;
+	uint8_t pad[2];
+	uint32_t crc;		/* CRC32C of the record with crc 0 */
+	uint8_t value[XTX_VALUE_MAX];
+};
+
+_Static_assert(sizeof(struct xtx_snap_rec) == 64, "snapshot record layout");
+
+/*
+ * The last record of a snapshot is no key: table XTX_SNAP_FLOOR_TABLE and
+ * version the highest version floor of any bucket (kernel or xtxd's).
+ * Recovery raises every floor to it, so a key deleted before the snapshot
+ * and created again after recovery never reuses a version (no ABA).
+ */
+#define XTX_SNAP_FLOOR_TABLE	0xff
+
+/* "snapshot-%06u.xsnap" -> 1 and *num, else 0. */
+int xtxd_snapshot_name_num(const char *name, uint32_t *num);
+
+/* Where snapshots go: xtxd's data directory (copied). */
+void xtxd_snapshot_set_dir(const char *dir);
+
+/*
+ * The control channel's "snapshot": writes the snapshot, then removes the
+ * log segments and older snapshots it makes redundant, answering
+ * "snapshot: N keys, log positions ..., removed M segments" then OK, or
+ * ERR.  The caller is a registered RCU thread.
+ */
+void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store,
+			struct xtxd_out *out);
+
+#endif /* XTXD_SNAPSHOT_H */
