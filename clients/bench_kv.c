@@ -667,7 +667,7 @@ static void *kv_thread_main(void *arg)
 	struct xtx_msgbuf *rbuf = calloc(XTX_RECV_BATCH, sizeof(*rbuf));
 	uint64_t now, next, last_pub, drain_end = 0;
 	unsigned int i;
-	int n, err;
+	int n;
 
 	if (!rbuf) {
 		fprintf(stderr, "Error: thread %u: %s\n", t->bt.idx, strerror(ENOMEM));
@@ -697,18 +697,9 @@ static void *kv_thread_main(void *arg)
 			t->c.errors++;
 			break;
 		}
-		err = xtx_reqwins_send(&t->win, &t->tr, &t->c.sent, &t->c.retrans);
-		if (err) {
-			fprintf(stderr, "Error: thread %u: sending: %s\n",
-				t->bt.idx, strerror(-err));
-			t->c.errors++;
-			break;
-		}
-		now = xtx_now_ns();
-		n = xtx_transport_recv(&t->tr, recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
+		n = xtx_reqwins_step(&t->win, &t->tr, &t->c.sent, &t->c.retrans, recvv, next,
+				     t->bt.idx);
 		if (n < 0) {
-			fprintf(stderr, "Error: thread %u: receiving: %s\n",
-				t->bt.idx, strerror(-n));
 			t->c.errors++;
 			break;
 		}

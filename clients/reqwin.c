@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Request windows: id assignment, timeouts, batched (re)transmission and reply matching. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xtx/msg.h>
@@ -175,5 +176,24 @@ unsigned int xtx_reqwins_outstanding(const struct xtx_reqwins *w)
 
 	for (s = 0; s < w->nservers; s++)
 		n += w->srv[s].outstanding;
+	return n;
+}
+
+int xtx_reqwins_step(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *sent,
+		     uint64_t *retrans, struct xtx_dgram *recvv, uint64_t next_ns,
+		     unsigned int thread)
+{
+	uint64_t now;
+	int err, n;
+
+	err = xtx_reqwins_send(w, tr, sent, retrans);
+	if (err) {
+		fprintf(stderr, "Error: thread %u: sending: %s\n", thread, strerror(-err));
+		return err;
+	}
+	now = xtx_now_ns();
+	n = xtx_transport_recv(tr, recvv, XTX_RECV_BATCH, next_ns > now ? next_ns - now : 0);
+	if (n < 0)
+		fprintf(stderr, "Error: thread %u: receiving: %s\n", thread, strerror(-n));
 	return n;
 }

@@ -80,6 +80,16 @@ uint64_t xtx_reqwins_expire(struct xtx_reqwins *w, uint64_t now, uint64_t max_wa
 int xtx_reqwins_send(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *sent,
 		     uint64_t *retrans);
 
+/*
+ * One turn of a benchmark thread: send what is pending, then receive into
+ * recvv (XTX_RECV_BATCH entries) until the first datagram or next_ns (the
+ * earliest timeout).  Returns the datagrams received, or a negative errno
+ * after printing "Error: thread N: ..." (the caller counts it and stops).
+ */
+int xtx_reqwins_step(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *sent,
+		     uint64_t *retrans, struct xtx_dgram *recvv, uint64_t next_ns,
+		     unsigned int thread);
+
 enum xtx_reqwin_match {
 	XTX_RW_ANSWER,		/* *req answered (packet status in the header): done() it */
 	XTX_RW_RETRY,		/* the server asked for the same request again: resent on timeout */

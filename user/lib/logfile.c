@@ -134,25 +134,36 @@ static int seg_cmp(const void *a, const void *b)
 	return x->seg < y->seg ? -1 : x->seg > y->seg;
 }
 
+DIR *xtx_opendir_at(int dirfd)
+{
+	int fd = dup(dirfd), err;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
+}
+
 int xtx_logfile_list(int dirfd, struct xtx_logseg **segs, size_t *n)
 {
 	struct xtx_logseg *v = NULL, *nv;
 	size_t cnt = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
 	*segs = NULL;
 	*n = 0;
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = xtx_opendir_at(dirfd);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		unsigned int cpu, seg;
 		int end = 0;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <xtx/log.h>
@@ -179,5 +180,11 @@ void xtx_logw_close(struct xtx_logw *w);
 
 /* One record as a line: cpu=C seq=S txn=T client=ID table=T key=K ... value=HEX */
 void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *e, bool json);
+
+/*
+ * A directory stream over dirfd from its first entry, leaving dirfd open
+ * for the caller (readdir on a dup); NULL with errno set on failure.
+ */
+DIR *xtx_opendir_at(int dirfd);
 
 #endif /* XTX_LOGFILE_H */

@@ -166,17 +166,10 @@ static int newest_snapshot(int dirfd, struct snap_info *si)
 	uint32_t best = 0, n;
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = xtx_opendir_at(dirfd);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 
@@ -540,18 +533,12 @@ static int set_aside(int dirfd, const char *dir)
 	struct dirent *de;
 	unsigned int moved = 0;
 	DIR *d;
-	int fd, err = 0;
+	int err = 0;
 
 	snprintf(sub, sizeof(sub), "fresh-%lld", (long long)time(NULL));
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = xtx_opendir_at(dirfd);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		char to[sizeof(sub) + 300];
 

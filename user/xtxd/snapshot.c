@@ -118,17 +118,10 @@ static uint32_t last_snapshot(int dirfd)
 	uint32_t best = 0, n;
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = xtx_opendir_at(dirfd);
+	if (!d)
 		return 0;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	rewinddir(d);
 	while ((de = readdir(d)))
 		if (xtxd_snapshot_name_num(de->d_name, &n) && n > best)
 			best = n;
@@ -142,17 +135,10 @@ static void remove_old_snapshots(int dirfd, uint32_t keep)
 	struct dirent *de;
 	uint32_t n;
 	DIR *d;
-	int fd;
 
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = xtx_opendir_at(dirfd);
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	rewinddir(d);
 	while ((de = readdir(d)))
 		if (xtxd_snapshot_name_num(de->d_name, &n) && n < keep)
 			unlinkat(dirfd, de->d_name, 0);
