@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * libxtx: transactions over sharded, replicated xtx servers.
+ *
+ * A client (one per thread, not thread-safe) keeps many transactions in
+ * flight.  Each transaction is driven by the application's step function:
+ *
+ *   static enum xtx_step transfer(struct xtx_txn *t, void *arg)
+ *   {
+ *           struct my_transfer *x = arg;
+ *
+ *           if (xtx_txn_round(t) == 0) {             // first call: queue reads
+ *                   x->from = xtx_get(t, ACCOUNTS, x->src, XTX_GET_FOR_UPDATE);
+ *                   x->to = xtx_get(t, ACCOUNTS, x->dst, XTX_GET_FOR_UPDATE);
+ *                   return XTX_STEP_READ;
+ *           }
+ *           ...                                      // read results, compute
+ *           xtx_put(t, ACCOUNTS, x->src, &a, sizeof(a));
+ *           xtx_put(t, ACCOUNTS, x->dst, &b, sizeof(b));
+ *           return XTX_STEP_COMMIT;
+ *   }
+ *
+ * The step function runs when the transaction starts (round 0) and again
+ * each time every read it queued has been answered (round 1, 2, ...).  It
+ * queues reads and returns XTX_STEP_READ, buffers writes and returns
+ * XTX_STEP_COMMIT, or returns XTX_STEP_ABORT (a user abort).  It must not
+ * block.  When the transaction ends, the done callback gets its result; the
+ * transaction handle is invalid after that.
+ *
+ * The ops of all in-flight transactions bound for one server travel
+ * together, up to ops_per_packet per request; a partial packet leaves when
+ * the client has nothing else to do.  xtx_poll() does all the I/O.
+ *
+ * Protocols (design §5): OCC (FaSST: reads; write keys read and locked in
+ * one op; validate; log; commit backups; commit primary), no-wait 2PL
+ * (shared/exclusive locks that read; log; commit backups; commit primary
+ * and unlock).  Primary of a key = hash(table, key) mod N, backups the next
+ * R - 1 servers.  Once every replica has logged a transaction it is
+ * committed, and the client retries until its commits are applied: it is
+ * never reported FAILED after that point.
+ */
+#ifndef XTX_LIBXTX_H
+#define XTX_LIBXTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <xtx/proto.h>
+
+enum xtx_protocol {
+	XTX_PROTO_OCC,
+	XTX_PROTO_2PL,
+	XTX_PROTO_HADES,
+};
+
+/* How a transaction ended. */
+enum xtx_outcome {
+	XTX_COMMITTED = 1,
+	XTX_ABORTED,		/* see enum xtx_abort_cause; nothing was written */
+	XTX_FAILED,		/* servers unreachable before the commit point; nothing was written */
+};
+
+enum xtx_abort_cause {
+	XTX_CAUSE_NONE,
+	XTX_CAUSE_LOCK,		/* a lock was held by another transaction (no-wait) */
+	XTX_CAUSE_VALIDATION,	/* OCC: a read key changed or was locked before commit */
+	XTX_CAUSE_LEASE,	/* could not log within the lock lease: locks may be gone */
+	XTX_CAUSE_USER,		/* the step function returned XTX_STEP_ABORT */
+	XTX_CAUSE_EXISTS,	/* xtx_insert() of a key that exists */
+	XTX_CAUSE_NOT_FOUND,	/* xtx_delete() of a key that does not exist */
+	XTX_CAUSE_FULL,		/* a server's store or log was full */
+	XTX_CAUSE_SQUASHED,	/* HADES: a committing transaction conflicted */
+	XTX_CAUSE_REFUSED,	/* a server refused an op (bad argument, not served) */
+	XTX_CAUSE__COUNT,
+};
+
+enum xtx_step {
+	XTX_STEP_READ = 1,	/* reads were queued: call me again with their results */
+	XTX_STEP_COMMIT,	/* writes (if any) are buffered: commit */
+	XTX_STEP_ABORT,		/* user abort */
+};
+
+struct xtx_txn;
+typedef enum xtx_step (*xtx_step_fn)(struct xtx_txn *t, void *arg);
+
+struct xtx_txn_result {
+	enum xtx_outcome outcome;
+	enum xtx_abort_cause cause;	/* XTX_ABORTED only */
+	uint8_t read_only;		/* no writes were buffered */
+	uint32_t rounds;		/* network round trips it waited for */
+	uint64_t latency_ns;		/* start to outcome */
+};
+
+typedef void (*xtx_done_fn)(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg);
+
+struct xtx_client_cfg {
+	const struct sockaddr_in *servers;	/* index = server id, same order on every client */
+	unsigned int nservers;			/* 1..XTX_MAX_SERVERS */
+	unsigned int replication;		/* R, 1..min(3, nservers); 0: min(3, nservers) */
+	enum xtx_protocol protocol;
+	uint32_t client_id;			/* < the servers' client limit, unique per client */
+	unsigned int max_inflight;		/* transactions in flight; 0: 16 */
+	unsigned int ops_per_packet;		/* 1..XTX_MAX_OPS; 1 turns aggregation off; 0: max */
+	uint64_t timeout_ns;			/* resend after this; 0: 2 ms */
+	unsigned int max_tries;			/* sends of one request before FAILED; 0: 50 */
+	uint64_t lock_lease_ns;			/* the servers' --lock-lease; 0: no lease discipline */
+};
+
+/* Counters of one client since it was opened. */
+struct xtx_client_stats {
+	uint64_t started, committed, aborted, failed;
+	uint64_t aborts[XTX_CAUSE__COUNT];
+	uint64_t packets, ops, retransmits, op_retries;
+	uint64_t committed_rw, packets_rw_committed;	/* for packets per committed writer */
+};
+
+struct xtx_client;
+
+/* Returns NULL after printing "Error: ..." (bad configuration, socket failure). */
+struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg);
+/* Abandons in-flight transactions (their locks go by lease) and frees everything. */
+void xtx_client_close(struct xtx_client *c);
+
+/*
+ * Starts a transaction; its step function first runs inside the next
+ * xtx_poll().  Returns 0, -EBUSY when max_inflight transactions are in
+ * flight, or -EINVAL.
+ */
+int xtx_txn_start(struct xtx_client *c, xtx_step_fn step, xtx_done_fn done, void *arg);
+
+/*
+ * Sends, receives and advances transactions, waiting up to timeout_ns for
+ * a reply when nothing can move.  Returns the transactions that ended in
+ * this call (their done callbacks have run) or a negative errno.
+ */
+int xtx_poll(struct xtx_client *c, uint64_t timeout_ns);
+
+/* Transactions in flight. */
+unsigned int xtx_inflight(const struct xtx_client *c);
+
+/* Runs one transaction to its end (a blocking convenience); returns its outcome. */
+enum xtx_outcome xtx_run(struct xtx_client *c, xtx_step_fn step, void *arg,
+			 struct xtx_txn_result *res);
+
+const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c);
+
+/* --- Inside a step function ------------------------------------------- */
+
+/* Keys one transaction may touch. */
+#define XTX_TXN_MAX_KEYS	32
+
+/* xtx_get() flags. */
+#define XTX_GET_FOR_UPDATE	0x1	/* will be written: lock it now (fused read + lock) */
+
+/* 0 on the first call, then one more per completed batch of reads. */
+unsigned int xtx_txn_round(const struct xtx_txn *t);
+
+/*
+ * Queues a read of (table, key).  Returns a handle >= 0 for xtx_value(), or
+ * -E2BIG (more than XTX_TXN_MAX_KEYS keys), -EINVAL (table out of range or
+ * bad flags), -EALREADY (the transaction is past its step function).
+ * Reading a key twice returns the first handle.
+ */
+int xtx_get(struct xtx_txn *t, uint8_t table, uint64_t key, unsigned int flags);
+
+/*
+ * A read's result: 0 with *value/*vlen (the buffer lives as long as the
+ * transaction), -ENOENT when the key does not exist, -EINVAL for a bad
+ * handle or a read not yet answered.
+ */
+int xtx_value(const struct xtx_txn *t, int handle, const void **value, uint8_t *vlen);
+
+/*
+ * Buffers a write, applied at commit.  put: create or overwrite; insert:
+ * the key must not exist (else ABORTED, XTX_CAUSE_EXISTS); delete: the key
+ * must exist (else XTX_CAUSE_NOT_FOUND).  Returns 0, -EMSGSIZE (vlen >
+ * XTX_VALUE_MAX), -E2BIG, -EINVAL or -EALREADY as for xtx_get().
+ */
+int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint8_t vlen);
+int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
+	       uint8_t vlen);
+int xtx_delete(struct xtx_txn *t, uint8_t table, uint64_t key);
+
+/* The transaction's id on the wire (for logs and debugging). */
+uint64_t xtx_txn_id(const struct xtx_txn *t);
+
+/* Names for printing. */
+const char *xtx_outcome_name(enum xtx_outcome o);
+const char *xtx_cause_name(enum xtx_abort_cause c);
+const char *xtx_protocol_name(enum xtx_protocol p);
+/* "occ", "2pl", "hades" -> 0 and *p, else -EINVAL. */
+int xtx_protocol_parse(const char *s, enum xtx_protocol *p);
+
+/* Placement: primary server of a key and its i-th replica (0 = primary). */
+unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
+			    unsigned int i);
+
+#endif /* XTX_LIBXTX_H */
