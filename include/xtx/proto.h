@@ -161,6 +161,18 @@ enum xtx_opcode {
 	XTX_OP_COMMIT_PRIMARY = 22,
 	/* Append one write of a transaction to this CPU's log (include/xtx/log.h). */
 	XTX_OP_LOG_APPEND = 23,
+	/*
+	 * HADES (include/xtx/hades.h): per-transaction Bloom filters instead
+	 * of versions and locks.  HREAD / HWRITE record the key and read it;
+	 * HINTEND stages a write and, with XTX_HOPF_LAST, partially locks
+	 * (Ack / NACK); HVALIDATE installs and logs a staged write; HABORT
+	 * discards the transaction's state.
+	 */
+	XTX_OP_HREAD = 32,
+	XTX_OP_HWRITE = 33,
+	XTX_OP_HINTEND = 34,
+	XTX_OP_HVALIDATE = 35,
+	XTX_OP_HABORT = 36,
 	XTX_OP__COUNT = 64,
 };
 
@@ -186,6 +198,10 @@ enum xtx_status {
 	XTX_ST_CHANGED = 17,	/* validate/commit: the version is not the expected one */
 	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
 	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
+	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
+	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
+	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */
+	XTX_ST_TOO_MANY = 23,	/* HADES intend: more writes than a slot stages; abort */
 	XTX_ST__COUNT = 32,
 };
 
@@ -230,7 +246,8 @@ enum xtx_status {
 	 (1ull << XTX_OP_OCC_UNLOCK) | (1ull << XTX_OP_INSERT) |               \
 	 (1ull << XTX_OP_UPDATE) | (1ull << XTX_OP_DELETE) |                   \
 	 (1ull << XTX_OP_COMMIT_BACKUP) | (1ull << XTX_OP_COMMIT_PRIMARY) |     \
-	 (1ull << XTX_OP_LOG_APPEND))
+	 (1ull << XTX_OP_LOG_APPEND) | (1ull << XTX_OP_HINTEND) |                \
+	 (1ull << XTX_OP_HVALIDATE) | (1ull << XTX_OP_HABORT))
 
 static inline int xtx_op_mutates(__u8 opcode)
 {

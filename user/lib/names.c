@@ -24,6 +24,11 @@ static const char *const op_names[XTX_OP__COUNT] = {
 	[XTX_OP_COMMIT_BACKUP] = "commit_backup",
 	[XTX_OP_COMMIT_PRIMARY] = "commit_primary",
 	[XTX_OP_LOG_APPEND] = "log_append",
+	[XTX_OP_HREAD] = "hread",
+	[XTX_OP_HWRITE] = "hwrite",
+	[XTX_OP_HINTEND] = "hintend",
+	[XTX_OP_HVALIDATE] = "hvalidate",
+	[XTX_OP_HABORT] = "habort",
 };
 
 static const char *const status_names[XTX_ST__COUNT] = {
@@ -47,6 +52,10 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_CHANGED] = "changed",
 	[XTX_ST_ALREADY_APPLIED] = "already_applied",
 	[XTX_ST_LOG_FULL] = "log_full",
+	[XTX_ST_SQUASHED] = "squashed",
+	[XTX_ST_NACK] = "nack",
+	[XTX_ST_TXN_GONE] = "txn_gone",
+	[XTX_ST_TOO_MANY] = "too_many",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {
