@@ -111,7 +111,10 @@ struct xtx_client_stats {
 	uint64_t started, committed, aborted, failed;
 	uint64_t aborts[XTX_CAUSE__COUNT];
 	uint64_t packets, ops, retransmits, op_retries;
-	uint64_t committed_rw, packets_rw_committed;	/* for packets per committed writer */
+	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
+	uint64_t lost_requests;		/* requests given up after max_tries sends */
+	/* Committed read-write transactions, and the requests that carried their ops. */
+	uint64_t committed_rw, packets_rw_committed;
 };
 
 struct xtx_client;
@@ -164,7 +167,7 @@ unsigned int xtx_txn_round(const struct xtx_txn *t);
 int xtx_get(struct xtx_txn *t, uint8_t table, uint64_t key, unsigned int flags);
 
 /*
- * A read's result: 0 with *value/*vlen (the buffer lives as long as the
+ * A read's result: 0 with *value and *vlen (the buffer lives as long as the
  * transaction), -ENOENT when the key does not exist, -EINVAL for a bad
  * handle or a read not yet answered.
  */

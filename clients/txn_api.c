@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* libxtx's application calls inside a step function, and the printable names. */
+#include <errno.h>
+#include <string.h>
+#include <xtx/maps.h>
+#include "txn_internal.h"
+
+unsigned int xtx_txn_round(const struct xtx_txn *t)
+{
+	return t->round;
+}
+
+uint64_t xtx_txn_id(const struct xtx_txn *t)
+{
+	return t->id;
+}
+
+/* The key's entry in t, created (with its replicas) when absent; -errno on failure. */
+static int key_slot(struct xtx_txn *t, uint8_t table, uint64_t key)
+{
+	struct txn_key *k;
+	unsigned int i;
+
+	if (!t->in_step)
+		return -EALREADY;
+	if (table >= XTX_MAX_TABLES)
+		return -EINVAL;
+	for (i = 0; i < t->nkeys; i++)
+		if (t->keys[i].key == key && t->keys[i].table == table)
+			return (int)i;
+	if (t->nkeys == XTX_TXN_MAX_KEYS)
+		return -E2BIG;
+	k = &t->keys[t->nkeys];
+	memset(k, 0, sizeof(*k));
+	k->table = table;
+	k->key = key;
+	for (i = 0; i < t->c->cfg.replication; i++)
+		k->replica[i] = (uint8_t)xtx_replica_of(t->c, table, key, i);
+	return (int)t->nkeys++;
+}
+
+int xtx_get(struct xtx_txn *t, uint8_t table, uint64_t key, unsigned int flags)
+{
+	int h;
+
+	if (flags & ~XTX_GET_FOR_UPDATE)
+		return -EINVAL;
+	h = key_slot(t, table, key);
+	if (h < 0)
+		return h;
+	/* a second read of a key is answered from the first */
+	if (!(t->keys[h].flags & KF_READ))
+		t->keys[h].flags |= KF_READ | (flags & XTX_GET_FOR_UPDATE ? KF_FOR_UPDATE : 0);
+	return h;
+}
+
+int xtx_value(const struct xtx_txn *t, int h, const void **value, uint8_t *vlen)
+{
+	const struct txn_key *k;
+
+	if (h < 0 || (unsigned int)h >= t->nkeys)
+		return -EINVAL;
+	k = &t->keys[h];
+	if (!(k->flags & KF_ANSWERED))
+		return -EINVAL;
+	if (k->flags & KF_ABSENT)
+		return -ENOENT;
+	if (value)
+		*value = k->value;
+	if (vlen)
+		*vlen = k->vlen;
+	return 0;
+}
+
+static int buffer_write(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
+			uint8_t vlen, uint16_t kind)
+{
+	struct txn_key *k;
+	int h;
+
+	if (vlen > XTX_VALUE_MAX)
+		return -EMSGSIZE;
+	if (vlen && !value)
+		return -EINVAL;
+	h = key_slot(t, table, key);
+	if (h < 0)
+		return h;
+	k = &t->keys[h];
+	/* the last write of a key wins; an insert after a delete is a put */
+	if ((k->flags & KF_DELETE) && kind == KF_INSERT)
+		kind = 0;
+	k->flags = (k->flags & ~(KF_INSERT | KF_DELETE)) | KF_WRITE | kind;
+	k->new_vlen = vlen;
+	memset(k->new_value, 0, sizeof(k->new_value));
+	if (vlen)
+		memcpy(k->new_value, value, vlen);
+	return 0;
+}
+
+int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint8_t vlen)
+{
+	return buffer_write(t, table, key, value, vlen, 0);
+}
+
+int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
+	       uint8_t vlen)
+{
+	return buffer_write(t, table, key, value, vlen, KF_INSERT);
+}
+
+int xtx_delete(struct xtx_txn *t, uint8_t table, uint64_t key)
+{
+	return buffer_write(t, table, key, NULL, 0, KF_DELETE);
+}
+
+const char *xtx_outcome_name(enum xtx_outcome o)
+{
+	switch (o) {
+	case XTX_COMMITTED: return "committed";
+	case XTX_ABORTED: return "aborted";
+	case XTX_FAILED: return "failed";
+	}
+	return "?";
+}
+
+const char *xtx_cause_name(enum xtx_abort_cause c)
+{
+	static const char *const names[XTX_CAUSE__COUNT] = {
+		[XTX_CAUSE_NONE] = "none",
+		[XTX_CAUSE_LOCK] = "lock",
+		[XTX_CAUSE_VALIDATION] = "validation",
+		[XTX_CAUSE_LEASE] = "lease",
+		[XTX_CAUSE_USER] = "user",
+		[XTX_CAUSE_EXISTS] = "exists",
+		[XTX_CAUSE_NOT_FOUND] = "not_found",
+		[XTX_CAUSE_FULL] = "full",
+		[XTX_CAUSE_SQUASHED] = "squashed",
+		[XTX_CAUSE_REFUSED] = "refused",
+	};
+
+	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";
+}
+
+const char *xtx_protocol_name(enum xtx_protocol p)
+{
+	switch (p) {
+	case XTX_PROTO_OCC: return "occ";
+	case XTX_PROTO_2PL: return "2pl";
+	case XTX_PROTO_HADES: return "hades";
+	}
+	return "?";
+}
+
+int xtx_protocol_parse(const char *s, enum xtx_protocol *p)
+{
+	if (!strcmp(s, "occ"))
+		*p = XTX_PROTO_OCC;
+	else if (!strcmp(s, "2pl"))
+		*p = XTX_PROTO_2PL;
+	else if (!strcmp(s, "hades"))
+		*p = XTX_PROTO_HADES;
+	else
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* libxtx's client: configuration, the pool of in-flight transactions, xtx_poll(). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xtx/hash.h>
+#include "clock.h"
+#include "ids.h"
+#include "servers.h"
+#include "txn_internal.h"
+
+#define DEFAULT_INFLIGHT	16
+#define DEFAULT_TIMEOUT_NS	2000000ull
+#define DEFAULT_MAX_TRIES	50
+
+static int check_cfg(struct xtx_client_cfg *cfg)
+{
+	unsigned int rmax;
+
+	if (!cfg->servers || !cfg->nservers || cfg->nservers > XTX_MAX_SERVERS) {
+		fprintf(stderr, "Error: libxtx: 1 to %u servers, not %u\n", XTX_MAX_SERVERS,
+			cfg->nservers);
+		return -EINVAL;
+	}
+	rmax = cfg->nservers < TXN_MAX_REPLICAS ? cfg->nservers : TXN_MAX_REPLICAS;
+	if (!cfg->replication)
+		cfg->replication = rmax;
+	if (cfg->replication > rmax) {
+		fprintf(stderr, "Error: libxtx: replication %u needs at least as many servers "
+			"(have %u) and at most %u\n", cfg->replication, cfg->nservers,
+			TXN_MAX_REPLICAS);
+		return -EINVAL;
+	}
+	if (cfg->protocol != XTX_PROTO_OCC && cfg->protocol != XTX_PROTO_2PL) {
+		fprintf(stderr, "Error: libxtx: protocol %s is not available in this build\n",
+			xtx_protocol_name(cfg->protocol));
+		return -EINVAL;
+	}
+	if (cfg->client_id >= (1u << XTX_CLIENT_BITS)) {
+		fprintf(stderr, "Error: libxtx: client id %u too large\n", cfg->client_id);
+		return -EINVAL;
+	}
+	if (!cfg->max_inflight)
+		cfg->max_inflight = DEFAULT_INFLIGHT;
+	if (cfg->max_inflight > 4096) {
+		fprintf(stderr, "Error: libxtx: at most 4096 transactions in flight\n");
+		return -EINVAL;
+	}
+	if (!cfg->ops_per_packet)
+		cfg->ops_per_packet = XTX_MAX_OPS;
+	if (cfg->ops_per_packet > XTX_MAX_OPS) {
+		fprintf(stderr, "Error: libxtx: at most %u ops per packet\n", XTX_MAX_OPS);
+		return -EINVAL;
+	}
+	if (!cfg->timeout_ns)
+		cfg->timeout_ns = DEFAULT_TIMEOUT_NS;
+	if (!cfg->max_tries)
+		cfg->max_tries = DEFAULT_MAX_TRIES;
+	return 0;
+}
+
+struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
+{
+	struct xtx_client *c = calloc(1, sizeof(*c));
+	unsigned int s, i, qcap;
+
+	if (!c) {
+		fprintf(stderr, "Error: libxtx: out of memory\n");
+		return NULL;
+	}
+	c->cfg = *cfg_in;
+	c->tr.fd = -1;
+	if (check_cfg(&c->cfg))
+		goto fail;
+	/* the largest phase of one transaction queues two ops per key for a server */
+	qcap = c->cfg.max_inflight * XTX_TXN_MAX_KEYS * 2;
+	c->queue = calloc(c->cfg.nservers, sizeof(*c->queue));
+	c->sent = calloc((size_t)c->cfg.nservers * XTX_DEDUPE_WINDOW * XTX_MAX_OPS,
+			 sizeof(*c->sent));
+	/* one spare: a done callback starts the next before its own slot is free */
+	c->txns = calloc(c->cfg.max_inflight + 1, sizeof(*c->txns));
+	c->free_txns = calloc(c->cfg.max_inflight + 1, sizeof(*c->free_txns));
+	c->ready = calloc(c->cfg.max_inflight + 1, sizeof(*c->ready));
+	c->rbufs = calloc(XTX_RECV_BATCH, sizeof(*c->rbufs));
+	if (!c->queue || !c->sent || !c->txns || !c->free_txns || !c->ready || !c->rbufs)
+		goto nomem;
+	for (s = 0; s < c->cfg.nservers; s++) {
+		c->queue[s].cap = qcap;
+		c->queue[s].ops = calloc(qcap, sizeof(*c->queue[s].ops));
+		if (!c->queue[s].ops)
+			goto nomem;
+	}
+	for (i = 0; i <= c->cfg.max_inflight; i++)
+		c->free_txns[c->nfree++] = &c->txns[c->cfg.max_inflight - i];
+	for (i = 0; i < XTX_RECV_BATCH; i++) {
+		c->recvv[i].buf = &c->rbufs[i];
+		c->recvv[i].cap = sizeof(c->rbufs[i]);
+	}
+	/* clock-derived, like request ids: a restarted client never reuses a txn id */
+	c->next_seq = xtx_req_id_start();
+	if (xtx_reqwins_init(&c->w, c->cfg.nservers, c->cfg.client_id, xtx_req_id_start(),
+			     XTX_REQWIN_MAX_INFLIGHT, c->cfg.timeout_ns))
+		goto nomem;
+	if (xtx_transport_open(&c->tr, c->cfg.servers, c->cfg.nservers))
+		goto fail;
+	return c;
+nomem:
+	fprintf(stderr, "Error: libxtx: out of memory\n");
+fail:
+	xtx_client_close(c);
+	return NULL;
+}
+
+void xtx_client_close(struct xtx_client *c)
+{
+	unsigned int s;
+
+	if (!c)
+		return;
+	if (c->tr.fd >= 0)
+		xtx_transport_close(&c->tr);
+	xtx_reqwins_free(&c->w);
+	for (s = 0; c->queue && s < c->cfg.nservers; s++)
+		free(c->queue[s].ops);
+	free(c->queue);
+	free(c->sent);
+	free(c->txns);
+	free(c->free_txns);
+	free(c->ready);
+	free(c->rbufs);
+	free(c);
+}
+
+int xtx_txn_start(struct xtx_client *c, xtx_step_fn step, xtx_done_fn done, void *arg)
+{
+	struct xtx_txn *t;
+
+	if (!step)
+		return -EINVAL;
+	if (c->inflight >= c->cfg.max_inflight || !c->nfree)
+		return -EBUSY;
+	t = c->free_txns[--c->nfree];
+	memset(t, 0, offsetof(struct xtx_txn, keys));
+	t->c = c;
+	t->id = xtx_txn_make(c->cfg.client_id, c->next_seq++);
+	t->step = step;
+	t->done = done;
+	t->arg = arg;
+	t->phase = PH_EXEC;
+	t->start_ns = xtx_now_ns();
+	c->inflight++;
+	c->st.started++;
+	txn_make_ready(t);
+	return 0;
+}
+
+void txn_make_ready(struct xtx_txn *t)
+{
+	struct xtx_client *c = t->c;
+
+	if (t->ready)
+		return;
+	t->ready = true;
+	c->ready[c->nready++] = t;
+}
+
+static bool txn_has_writes(const struct xtx_txn *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys; i++)
+		if (t->keys[i].flags & KF_WRITE)
+			return true;
+	return false;
+}
+
+void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
+{
+	struct xtx_client *c = t->c;
+	struct xtx_txn_result res = {
+		.outcome = o,
+		.cause = o == XTX_ABORTED ? t->cause : XTX_CAUSE_NONE,
+		.read_only = !txn_has_writes(t),
+		.rounds = t->rounds,
+		.latency_ns = xtx_now_ns() - t->start_ns,
+	};
+
+	if (o == XTX_COMMITTED) {
+		c->st.committed++;
+		if (!res.read_only) {
+			c->st.committed_rw++;
+			c->st.packets_rw_committed += t->packets;
+		}
+	} else if (o == XTX_ABORTED) {
+		c->st.aborted++;
+		c->st.aborts[res.cause]++;
+	} else {
+		c->st.failed++;
+	}
+	c->inflight--;
+	c->completed++;
+	/*
+	 * The callback may read the transaction's values and start the next
+	 * one (the in-flight count already dropped); the slot is reused after.
+	 */
+	if (t->done)
+		t->done(t, &res, t->arg);
+	t->c = NULL;
+	c->free_txns[c->nfree++] = t;
+}
+
+int xtx_poll(struct xtx_client *c, uint64_t timeout_ns)
+{
+	unsigned int i;
+	int n;
+
+	c->completed = 0;
+	for (i = 0; i < 2; i++) {
+		/* advance what finished a phase; that queues the next phases' ops */
+		while (c->nready) {
+			struct xtx_txn *t = c->ready[--c->nready];
+
+			t->ready = false;
+			txn_advance(t);
+		}
+		if (i == 1)
+			break;
+		n = txn_wire_io(c, c->completed ? 0 : timeout_ns);
+		if (n < 0) {
+			fprintf(stderr, "Error: libxtx: %s\n", strerror(-n));
+			return n;
+		}
+	}
+	return (int)c->completed;
+}
+
+unsigned int xtx_inflight(const struct xtx_client *c)
+{
+	return c->inflight;
+}
+
+struct run_state {
+	bool done;
+	struct xtx_txn_result res;
+};
+
+static void run_done(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg)
+{
+	struct run_state *rs = arg;
+
+	(void)t;
+	rs->done = true;
+	rs->res = *res;
+}
+
+/* xtx_run()'s transaction: the caller's step function with its own argument. */
+struct run_ctx {
+	xtx_step_fn step;
+	void *arg;
+	struct run_state rs;
+};
+
+static enum xtx_step run_step(struct xtx_txn *t, void *arg)
+{
+	struct run_ctx *rc = arg;
+
+	return rc->step(t, rc->arg);
+}
+
+static void run_ctx_done(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg)
+{
+	run_done(t, res, &((struct run_ctx *)arg)->rs);
+}
+
+enum xtx_outcome xtx_run(struct xtx_client *c, xtx_step_fn step, void *arg,
+			 struct xtx_txn_result *res)
+{
+	struct run_ctx rc = { .step = step, .arg = arg };
+
+	while (xtx_txn_start(c, run_step, run_ctx_done, &rc) == -EBUSY)
+		if (xtx_poll(c, 1000000) < 0)
+			goto failed;
+	while (!rc.rs.done)
+		if (xtx_poll(c, 1000000) < 0)
+			goto failed;
+	if (res)
+		*res = rc.rs.res;
+	return rc.rs.res.outcome;
+failed:
+	if (res)
+		*res = (struct xtx_txn_result){ .outcome = XTX_FAILED };
+	return XTX_FAILED;
+}
+
+const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c)
+{
+	return &c->st;
+}
+
+unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
+			    unsigned int i)
+{
+	unsigned int n = c->cfg.nservers;
+
+	return (xtx_shard_of(xtx_hash(table, key), n) + i) % n;
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libxtx's wire half: every in-flight transaction's ops for one server wait
+ * in that server's queue and leave together, up to ops_per_packet per
+ * request, when the client has nothing else to do (the aggregation of
+ * DINT/FaSST).  Replies are matched to their requests by the request
+ * windows and each op's answer goes to its transaction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <xtx/msg.h>
+#include "clock.h"
+#include "txn_internal.h"
+
+/* About a second of round trips before a full log aborts the transaction. */
+#define LOG_FULL_TRIES		10000
+
+struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsigned int slot)
+{
+	return &c->sent[((size_t)server * XTX_DEDUPE_WINDOW + slot) * XTX_MAX_OPS];
+}
+
+int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
+		 enum txn_op_kind kind, unsigned int server)
+{
+	struct txn_queue *q = &c->queue[server];
+	struct txn_opref *ref;
+
+	/* sized for every transaction's largest phase: never full in use */
+	if (q->len == q->cap)
+		return -ENOSPC;
+	ref = &q->ops[(q->head + q->len++) % q->cap];
+	*ref = (struct txn_opref){ .t = t, .key = ki, .kind = kind, .server = server };
+	t->waiting++;
+	return 0;
+}
+
+/* Re-queues an op that must go out again in a new request. */
+static void requeue(struct xtx_client *c, const struct txn_opref *ref)
+{
+	struct txn_queue *q = &c->queue[ref->server];
+
+	if (q->len == q->cap) {
+		/* cannot happen: the op's own slot was just freed */
+		fprintf(stderr, "Error: libxtx: queue of server %u full\n", ref->server);
+		return;
+	}
+	q->ops[(q->head + q->len++) % q->cap] = *ref;
+	q->ops[(q->head + q->len - 1) % q->cap].tries++;
+}
+
+/* Packs queued ops into as many requests as the windows allow. */
+static void pack(struct xtx_client *c)
+{
+	unsigned int s, per = c->cfg.ops_per_packet;
+
+	for (s = 0; s < c->cfg.nservers; s++) {
+		struct txn_queue *q = &c->queue[s];
+
+		while (q->len) {
+			struct xtx_req *r = xtx_reqwin_next(&c->w, s);
+			struct txn_opref *slots;
+			unsigned int n = 0;
+
+			if (!r)
+				break;
+			slots = txn_sent_ops(c, s, (unsigned int)(r - c->w.srv[s].slot));
+			while (q->len && n < per) {
+				struct txn_opref *ref = &q->ops[q->head];
+				struct xtx_op *op = xtx_msg_add(&r->msg, 0, 0, 0);
+
+				txn_fill_op(ref, op);
+				if (ref->t->last_req != r) {
+					ref->t->last_req = r;
+					ref->t->packets++;
+				}
+				slots[n++] = *ref;
+				q->head = (q->head + 1) % q->cap;
+				q->len--;
+			}
+			memset(&slots[n], 0, (XTX_MAX_OPS - n) * sizeof(*slots));
+			xtx_reqwin_submit(&c->w, s, r);
+			c->st.ops += n;
+		}
+	}
+}
+
+/* A request's ops leave the window: each goes back to its transaction. */
+static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
+		   const struct xtx_msgbuf *reply)
+{
+	struct txn_opref *slots = txn_sent_ops(c, s, (unsigned int)(r - c->w.srv[s].slot));
+	struct txn_opref refs[XTX_MAX_OPS];
+	unsigned int i, n = r->msg.hdr.nops;
+	uint8_t st;
+
+	/* the slot may be reused by a requeue below: work on copies */
+	memcpy(refs, slots, n * sizeof(*refs));
+	memset(slots, 0, n * sizeof(*slots));
+	xtx_reqwin_done(&c->w, s, r);
+	for (i = 0; i < n; i++) {
+		if (!refs[i].t)
+			continue;
+		if (!reply) {
+			txn_on_lost(&refs[i]);
+			continue;
+		}
+		st = reply->ops[i].status;
+		/* did not run, or the log is momentarily full: again, in a new request */
+		if (st == XTX_ST_RETRY || (st == XTX_ST_LOG_FULL && refs[i].tries < LOG_FULL_TRIES)) {
+			c->st.op_retries++;
+			requeue(c, &refs[i]);
+			continue;
+		}
+		txn_on_reply(&refs[i], &reply->ops[i]);
+	}
+}
+
+/*
+ * Requests sent max_tries times without an answer are given up: their ops
+ * go back to their transactions as lost (which fails a transaction before
+ * its commit point and re-queues it after).
+ */
+static void give_up_stale(struct xtx_client *c, uint64_t now)
+{
+	unsigned int s, i;
+
+	for (s = 0; s < c->cfg.nservers; s++) {
+		struct xtx_reqwin *srv = &c->w.srv[s];
+
+		if (!srv->outstanding)
+			continue;
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct xtx_req *r = &srv->slot[i];
+
+			if (r->req_id && !r->pending && r->tx >= c->cfg.max_tries &&
+			    now - r->last_ns >= c->w.timeout_ns) {
+				c->st.lost_requests++;
+				settle(c, s, r, NULL);
+			}
+		}
+	}
+}
+
+static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
+{
+	const struct xtx_msgbuf *m = d->buf;
+	struct xtx_req *r;
+
+	switch (xtx_reqwin_match(&c->w, d, &r)) {
+	case XTX_RW_ANSWER:
+		if (m->hdr.status != XTX_ST_OK && m->hdr.status != XTX_ST_UNKNOWN_OP &&
+		    m->hdr.status != XTX_ST_BAD_ARG && m->hdr.status != XTX_ST_NOT_FOUND)
+			c->st.refused_packets++;
+		settle(c, d->server, r, m);
+		break;
+	case XTX_RW_MISMATCH:
+		/* not our request's reply: resend it rather than trust it */
+		r->pending = true;
+		break;
+	default:
+		/* retries are paced by the timeout; duplicates and strays are dropped */
+		break;
+	}
+}
+
+int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
+{
+	uint64_t now = xtx_now_ns(), next;
+	unsigned int i;
+	int n, err;
+
+	pack(c);
+	give_up_stale(c, now);
+	/* ops given up may have been re-queued */
+	pack(c);
+	next = xtx_reqwins_expire(&c->w, now, wait_ns);
+	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
+	if (err)
+		return err;
+	if (c->nready)
+		next = now;
+	now = xtx_now_ns();
+	n = xtx_transport_recv(&c->tr, c->recvv, XTX_RECV_BATCH, next > now ? next - now : 0);
+	if (n < 0)
+		return n;
+	for (i = 0; i < (unsigned int)n; i++)
+		dispatch(c, &c->recvv[i]);
+	/* the receive may have swapped buffers: give every entry one back */
+	for (i = 0; i < XTX_RECV_BATCH; i++) {
+		c->recvv[i].buf = &c->rbufs[i];
+		c->recvv[i].cap = sizeof(c->rbufs[i]);
+	}
+	return n;
+}
