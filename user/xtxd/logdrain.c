@@ -48,6 +48,8 @@ static struct {
 	struct drain_cpu *cpus;
 	struct xtx_log_entry *batch;
 	struct xtxd_logdrain_stats st;	/* written by the thread, read with relaxed loads */
+	xtxd_logdrain_observer observer;	/* set before start */
+	uint64_t passes;		/* drain passes completed (atomic) */
 } D = { .dirfd = -1, .lockfd = -1 };
 
 static uint64_t mono_ns(void)
@@ -264,6 +266,9 @@ static uint64_t drain_cpu(uint32_t c)
 				return moved;
 			}
 		}
+		/* the resolver learns each multi-replica write as it leaves the ring */
+		if (D.observer)
+			D.observer(D.batch, n);
 		err = xtx_logw_append(&dc->w, D.batch, n);
 		/* what did reach the file counts even when the rest failed */
 		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
@@ -360,6 +365,7 @@ static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
 		return 0;
 	for (c = 0; c < D.ncpu; c++)
 		moved += drain_cpu(c);
+	__atomic_fetch_add(&D.passes, 1, __ATOMIC_RELEASE);
 	note_lag();
 	now = mono_ns();
 	/* group commit: one fdatasync per segment covers everything written since the last */
@@ -430,8 +436,11 @@ static void cleanup(void)
 		close(D.lockfd);
 	if (D.dirfd >= 0)
 		close(D.dirfd);
+	xtxd_logdrain_observer obs = D.observer;
+
 	memset(&D, 0, sizeof(D));
 	D.dirfd = D.lockfd = -1;
+	D.observer = obs;
 }
 
 int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_opts *o)
@@ -533,4 +542,59 @@ void xtxd_logdrain_stop(void)
 		pr_warn("log: %llu entries left undrained in the ring\n", (unsigned long long)lost);
 	unlink(D.stats_path);
 	cleanup();
+}
+
+void xtxd_logdrain_set_observer(xtxd_logdrain_observer fn)
+{
+	D.observer = fn;
+}
+
+int xtxd_logdrain_seen(uint64_t timeout_ns)
+{
+	const struct timespec pause = { 0, 200 * 1000 };
+	uint64_t passes, deadline = mono_ns() + timeout_ns;
+
+	if (!D.running)
+		return -ENODEV;
+	/* a pass that starts after this point reads tails at least as new as ours */
+	passes = __atomic_load_n(&D.passes, __ATOMIC_ACQUIRE);
+	while (__atomic_load_n(&D.passes, __ATOMIC_ACQUIRE) < passes + 2) {
+		if (D.failed)
+			return D.failed;
+		if (mono_ns() > deadline)
+			return -ETIMEDOUT;
+		nanosleep(&pause, NULL);
+	}
+	return 0;
+}
+
+int xtxd_logdrain_flush(uint64_t timeout_ns)
+{
+	const struct timespec pause = { 0, 500 * 1000 };
+	uint64_t *want, deadline = mono_ns() + timeout_ns;
+	uint32_t c;
+	int err = 0;
+
+	if (!D.running)
+		return -ENODEV;
+	want = calloc(D.ncpu, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	for (c = 0; c < D.ncpu; c++)
+		want[c] = __atomic_load_n(&D.cur[c].tail, __ATOMIC_ACQUIRE);
+	for (c = 0; c < D.ncpu && !err; c++) {
+		while (__atomic_load_n(&D.cur[c].head, __ATOMIC_ACQUIRE) < want[c]) {
+			if (D.failed) {
+				err = D.failed;
+				break;
+			}
+			if (mono_ns() > deadline) {
+				err = -ETIMEDOUT;
+				break;
+			}
+			nanosleep(&pause, NULL);
+		}
+	}
+	free(want);
+	return err;
 }

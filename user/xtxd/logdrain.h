@@ -3,7 +3,9 @@
 #ifndef XTXD_LOGDRAIN_H
 #define XTXD_LOGDRAIN_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <xtx/log.h>
 #include "target.h"
 
 #define XTXD_LOG_SYNC_DEFAULT_NS	(2ull * 1000 * 1000)
@@ -40,6 +42,23 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
  * are going away, so the last appends reach the disk too.
  */
 void xtxd_logdrain_stop(void);
+/*
+ * Called by the drain thread with each batch of entries it copies out of
+ * the ring, before they are written; must not block.  Set before start.
+ */
+typedef void (*xtxd_logdrain_observer)(const struct xtx_log_entry *e, size_t n);
+void xtxd_logdrain_set_observer(xtxd_logdrain_observer fn);
+/*
+ * Waits until every entry appended before the call has been copied out of
+ * the ring (and shown to the observer), on disk or not: two full passes
+ * that began after it.  0, -ETIMEDOUT, or the drain's failure.
+ */
+int xtxd_logdrain_seen(uint64_t timeout_ns);
+/*
+ * Waits until every entry appended before the call is on disk and
+ * released (head passed it).  0, -ETIMEDOUT, or the drain's failure.
+ */
+int xtxd_logdrain_flush(uint64_t timeout_ns);
 /* The counters so far (zeros when not running); safe from any thread. */
 void xtxd_logdrain_get_stats(struct xtxd_logdrain_stats *s);
 

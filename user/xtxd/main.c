@@ -27,6 +27,8 @@
 #include "snapshot.h"
 #include "target.h"
 
+#define XTXD_FLUSH_TIMEOUT_NS	(30ull * 1000 * 1000 * 1000)
+
 struct xtxd_opts {
 	const char *iface;
 	const char *netns;
@@ -406,6 +408,23 @@ static void report_ready(int *ready_fd, char status)
 	}
 }
 
+/*
+ * The overflow store of an xtxd killed with SIGKILL died with it: rebuilt
+ * from the data directory, once what the ring still holds is on disk too.
+ * Requests stay held meanwhile, so no rare-path op meets an empty store.
+ */
+static int rebuild_store(const struct xtx_target *t, const char *datadir)
+{
+	int err = xtxd_logdrain_flush(XTXD_FLUSH_TIMEOUT_NS);
+
+	if (err) {
+		fprintf(stderr, "Error: writing out the adopted log before rebuilding the overflow "
+			"store: %s\n", strerror(-err));
+		return err;
+	}
+	return xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+}
+
 static int serve_until_signal(void)
 {
 	sigset_t set;
@@ -461,8 +480,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	err = bring_up(&t, &o, &adopted);
+	/* held from before the attach until the store is whole again */
+	err = xtxd_recover_hold(&t);
+	if (!err)
+		err = bring_up(&t, &o, &adopted);
 	if (err) {
+		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);
 		report_ready(&ready_fd, 1);
 		return 1;
@@ -483,11 +506,13 @@ int main(int argc, char **argv)
 	 * segment and before anyone is answered.  An adopted program kept
 	 * its kernel buckets, and its log resumes from the ring's head.
 	 */
-	if ((!adopted && xtxd_recover_hold(&t)) || xtxd_rare_start(&t, &o.rare) ||
+	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
-	    xtxd_logdrain_start(&t, &o.drain) || xtxd_control_start(&t)) {
+	    xtxd_logdrain_start(&t, &o.drain) || (adopted && rebuild_store(&t, datadir)) ||
+	    xtxd_control_start(&t)) {
 		xtxd_rare_stop();
 		xtxd_logdrain_stop();
+		xtxd_recover_hold_abandon(&t);
 		if (!adopted && !o.keep_state) {
 			xtx_detach(&t);
 			xtx_unpin(&t);

@@ -17,17 +17,21 @@
 #include <xtx/kv.h>
 #include <xtx/log.h>
 #include <xtx/maps.h>
+#include "attach.h"
 #include "load.h"
 #include "log.h"
 #include "logfile.h"
 #include "overflow.h"
 #include "recover.h"
+#include "resolve_outcome.h"
+#include "resolve_txns.h"
 #include "snapshot.h"
 
 #define DROP_ALL_PPM	1000000u
 
 static __u32 saved_drop_ppm;
 static bool held;
+static bool created_pin;	/* the hold pinned a runtime map of its own */
 
 static int runtime_rw(const struct xtx_target *t, struct xtx_runtime *rt, bool write)
 {
@@ -44,14 +48,45 @@ static int runtime_rw(const struct xtx_target *t, struct xtx_runtime *rt, bool w
 	return err;
 }
 
+/*
+ * A freshly loaded program must hold requests from the moment it is
+ * attached: the runtime map is created and pinned here, with the hold set,
+ * before the load, which reuses the pin (and keeps the hold, since it
+ * keeps every knob of a reused runtime map).
+ */
+static int create_held_runtime(const struct xtx_target *t)
+{
+	struct xtx_runtime rt = { .drop_request_ppm = DROP_ALL_PPM };
+	char path[PATH_MAX];
+	__u32 zero = 0;
+	int fd, err;
+
+	err = xtx_mkdirs(t->pin_dir, 0700);
+	if (err)
+		return err;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, XTX_MAP_RUNTIME, sizeof(__u32), sizeof(rt), 1,
+			    NULL);
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", t->pin_dir, XTX_MAP_RUNTIME);
+	err = bpf_map_update_elem(fd, &zero, &rt, BPF_ANY) || bpf_obj_pin(fd, path) ? -errno : 0;
+	close(fd);
+	return err;
+}
+
 int xtxd_recover_hold(const struct xtx_target *t)
 {
 	struct xtx_runtime rt;
 	int err;
 
 	err = runtime_rw(t, &rt, false);
-	if (!err) {
-		saved_drop_ppm = rt.drop_request_ppm;
+	if (err == -ENOENT) {
+		saved_drop_ppm = 0;
+		err = create_held_runtime(t);
+		created_pin = !err;
+	} else if (!err) {
+		/* a hold left by an xtxd that died while recovering is not a user's knob */
+		saved_drop_ppm = rt.drop_request_ppm == DROP_ALL_PPM ? 0 : rt.drop_request_ppm;
 		rt.drop_request_ppm = DROP_ALL_PPM;
 		err = runtime_rw(t, &rt, true);
 	}
@@ -62,6 +97,21 @@ int xtxd_recover_hold(const struct xtx_target *t)
 	}
 	held = true;
 	return 0;
+}
+
+void xtxd_recover_hold_abandon(const struct xtx_target *t)
+{
+	char path[PATH_MAX];
+
+	if (created_pin && !xtx_pins_exist(t)) {
+		snprintf(path, sizeof(path), "%s/%s", t->pin_dir, XTX_MAP_RUNTIME);
+		unlink(path);
+		rmdir(t->pin_dir);
+	} else {
+		xtxd_recover_release(t);
+	}
+	created_pin = false;
+	held = false;
 }
 
 void xtxd_recover_release(const struct xtx_target *t)
@@ -300,8 +350,12 @@ out:
 
 /* ---- the logs ---- */
 
+/* Transactions logged on several replicas, by txn: see xtxd_decided_apply(). */
+static struct xtxd_txns pending;
+
 struct replay_counts {
 	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
+	uint64_t undecided;	/* records of transactions not (yet) decided committed */
 };
 
 /* Cuts the torn tail of a CPU's last segment: a crash tore it, nobody was told it was logged. */
@@ -357,6 +411,13 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 			n->covered++;
 			continue;
 		}
+		/* several replicas: applied only once decided (xtxd_decided_apply) */
+		if (e.nreplicas > 1) {
+			err = xtxd_txns_add(&pending, &e, 0);
+			if (err < 0)
+				goto out;
+			continue;
+		}
 		err = rmap_apply(m, e.table, e.key, e.version, e.flags & XTX_LOGF_DELETE, e.vlen,
 				 e.value);
 		if (err < 0)
@@ -409,6 +470,88 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 out:
 	xtx_logr_close(&r);
 	return err;
+}
+
+/* ---- transactions logged on several replicas: only decided ones count ---- */
+
+/*
+ * A write logged on one replica only is decided by being logged: the
+ * coordinator logged it here before it could report a commit, and nothing
+ * else can undo it.  A transaction logged on several is committed once
+ * every replica holds its complete record, which this server alone cannot
+ * see; so (FaRM's rule, xtxd/resolve.c) it is replayed when
+ *   - the decisions file says committed, or
+ *   - no decision was recorded and this server holds the complete record
+ *     (LAST seen): the coordinator finished logging here, and had any
+ *     replica lacked the record, the servers would have decided abort and
+ *     told every replica, which records it before acknowledging;
+ * and never when the decision was abort, or when this server's part is
+ * incomplete and nobody decided (the resolver decides it once running).
+ */
+
+static int note_decision(uint64_t txn, uint32_t outcome, void *arg)
+{
+	struct xtxd_txn *x = xtxd_txns_get(&pending, txn, true, 0);
+
+	(void)arg;
+	if (!x)
+		return -ENOMEM;
+	x->outcome = outcome;
+	return 0;
+}
+
+struct apply_ctx {
+	struct rmap *m;
+	struct replay_counts *n;
+	int err;
+};
+
+static void apply_decided(struct xtxd_txn *x, void *arg)
+{
+	struct apply_ctx *a = arg;
+	uint32_t i;
+	int r;
+
+	if (a->err)
+		return;
+	if (x->outcome == XTXD_OUT_ABORT || (x->outcome == XTXD_OUT_NONE && !x->last)) {
+		a->n->undecided += x->nw;
+		return;
+	}
+	for (i = 0; i < x->nw; i++) {
+		const struct xtx_log_entry *e = &x->w[i];
+
+		r = rmap_apply(a->m, e->table, e->key, e->version, e->flags & XTX_LOGF_DELETE,
+			       e->vlen, e->value);
+		if (r < 0) {
+			a->err = r;
+			return;
+		}
+		if (r)
+			a->n->applied++;
+		else
+			a->n->older++;
+	}
+}
+
+static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
+			      struct replay_counts *n)
+{
+	struct apply_ctx a = { .m = m, .n = n };
+	int err = xtxd_outcome_load(dirfd, note_decision, NULL);
+
+	if (err) {
+		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, XTXD_OUTCOME_FILE,
+			strerror(-err));
+		return err;
+	}
+	xtxd_txns_each(&pending, apply_decided, &a);
+	return a.err;
+}
+
+static void xtxd_decided_free(void)
+{
+	xtxd_txns_free(&pending);
 }
 
 /* ---- putting the keys back ---- */
@@ -569,14 +712,61 @@ static int set_aside(int dirfd, const char *dir)
 	return 0;
 }
 
+/* Reads the newest snapshot and every log after it into m; 0 or a negative errno. */
+static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap *m,
+		   struct replay_counts *n)
+{
+	struct xtx_logseg *segs = NULL;
+	size_t nsegs = 0, i;
+	int err;
+
+	err = newest_snapshot(dirfd, si);
+	if (!err)
+		err = xtx_logfile_list(dirfd, &segs, &nsegs);
+	if (err) {
+		fprintf(stderr, "Error: recovery: listing %s: %s\n", dir, strerror(-err));
+		goto out;
+	}
+	if (si->have) {
+		err = load_snapshot(dirfd, dir, si, m);
+		if (err)
+			goto out;
+	}
+	/* by CPU, then segment number: each CPU's records in the order they were logged */
+	for (i = 0; i < nsegs; i++) {
+		bool last = i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu;
+
+		err = replay_seg(dirfd, dir, &segs[i], last, si, m, n);
+		if (err)
+			goto out;
+	}
+	err = xtxd_decided_apply(dirfd, dir, m, n);
+out:
+	free(segs);
+	return err;
+}
+
+static void report(const struct snap_info *si, const struct replay_counts *n, uint64_t live,
+		   const char *what)
+{
+	pr_info("recovery: %s%s: %llu keys, then %llu log segments (%llu older ones skipped): "
+		"%llu records, %llu already in the snapshot, %llu applied (%llu deletes), %llu "
+		"superseded, %llu of undecided or aborted transactions left out; %llu keys "
+		"%s%s\n", si->have ? "snapshot " : "no snapshot",
+		si->have ? si->name : "", si->have ? (unsigned long long)si->h.count : 0ull,
+		(unsigned long long)n->segs, (unsigned long long)n->skipped_segs,
+		(unsigned long long)n->records, (unsigned long long)n->covered,
+		(unsigned long long)n->applied, (unsigned long long)n->deletes,
+		(unsigned long long)n->older, (unsigned long long)n->undecided,
+		(unsigned long long)live, what, n->cut_bytes ? "; a torn tail was cut" : "");
+}
+
 int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh)
 {
 	struct replay_counts n = {};
 	struct snap_info si = {};
-	struct xtx_logseg *segs = NULL;
 	struct rmap m = {};
 	uint64_t live = 0;
-	size_t nsegs = 0, i;
 	int dirfd, err;
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -592,53 +782,188 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 		close(dirfd);
 		return err;
 	}
-	err = newest_snapshot(dirfd, &si);
-	if (!err)
-		err = xtx_logfile_list(dirfd, &segs, &nsegs);
-	if (err) {
-		fprintf(stderr, "Error: recovery: listing %s: %s\n", dir, strerror(-err));
+	err = collect(dirfd, dir, &si, &m, &n);
+	if (err || (!si.have && !n.segs))
 		goto out;
-	}
-	if (!si.have && !nsegs)
-		goto out;
-	if (si.have) {
-		err = load_snapshot(dirfd, dir, &si, &m);
-		if (err)
-			goto out;
-	}
-	/*
-	 * Every logged write counts as decided: with one replica it is (the
-	 * coordinator logged it here before it could report a commit, and
-	 * nothing else can undo it).  With several, FaRM's rule asks the
-	 * replicas the record names whether they logged the transaction too;
-	 * that question is not asked yet.
-	 */
-	pr_info("recovery: treating every logged write as decided (single-replica rule); "
-		"asking a record's replicas (multi-replica decisions) is not implemented yet\n");
-	/* by CPU, then segment number: each CPU's records in the order they were logged */
-	for (i = 0; i < nsegs; i++) {
-		bool last = i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu;
-
-		err = replay_seg(dirfd, dir, &segs[i], last, &si, &m, &n);
-		if (err)
-			goto out;
-	}
 	err = install(t, store, &m, &live);
-	if (err)
-		goto out;
-	pr_info("recovery: %s%s: %llu keys, then %llu log segments (%llu older ones skipped): "
-		"%llu records, %llu already in the snapshot, %llu applied (%llu deletes), %llu "
-		"superseded; %llu keys live%s\n", si.have ? "snapshot " : "no snapshot",
-		si.have ? si.name : "", si.have ? (unsigned long long)si.h.count : 0ull,
-		(unsigned long long)n.segs, (unsigned long long)n.skipped_segs,
-		(unsigned long long)n.records, (unsigned long long)n.covered,
-		(unsigned long long)n.applied, (unsigned long long)n.deletes,
-		(unsigned long long)n.older, (unsigned long long)live,
-		n.cut_bytes ? "; a torn tail was cut" : "");
+	if (!err)
+		report(&si, &n, live, "live");
 out:
-	free(segs);
 	free(si.pos);
 	free(m.k);
+	xtxd_decided_free();
+	close(dirfd);
+	return err;
+}
+
+/* ---- after SIGKILL: the overflow store, which died with the old xtxd ---- */
+
+struct kv_map {
+	struct xtx_kv_bucket *kv;
+	size_t size;
+	uint32_t nbuckets;
+};
+
+static int map_kv(const struct xtx_target *t, struct kv_map *km)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct xtx_info info;
+	__u32 zero = 0;
+	void *p;
+	int fd, err;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
+		err = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	fd = xtx_target_map_fd(t, XTX_MAP_KV);
+	if (fd < 0)
+		return fd;
+	km->nbuckets = info.kv_buckets;
+	km->size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
+		   ~(size_t)(page - 1);
+	p = mmap(NULL, km->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	km->kv = err ? NULL : p;
+	return err;
+}
+
+/*
+ * The bucket lock as XDP takes it.  Requests are held, so a frequent-path
+ * holder lets go at once, and a rare-path hold belongs to the dead xtxd,
+ * whose answer (and so TC's release) will never come: it is taken over.
+ */
+static void bucket_lock(struct xtx_kv_bucket *b)
+{
+	const struct timespec pause = { 0, 10000 };
+	uint64_t old;
+
+	for (;;) {
+		old = __atomic_load_n(&b->lock, __ATOMIC_RELAXED);
+		if (old != XTX_KV_LOCK_FAST &&
+		    __atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+static int way_of(const struct xtx_kv_bucket *b, uint8_t table, uint64_t key)
+{
+	int w;
+
+	for (w = 0; w < XTX_KV_WAYS; w++)
+		if (b->key[w] == key && b->table[w] == table &&
+		    (b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)))
+			return w;
+	return -1;
+}
+
+/*
+ * One recovered key against the kernel bucket, both locks held.  The
+ * kernel's copy (live or tombstone) is the newest unless the logs say
+ * otherwise.  A key the kernel does not hold was in the store only if
+ * its filter bit is set (the filter covers every key the store held).
+ * Returns 1 when stored, 0 when skipped, or a negative errno.
+ */
+static int adopt_key(struct xtxd_ovf *store, struct xtx_kv_bucket *b, const struct rkey *r)
+{
+	uint64_t h = xtx_hash(r->table, r->key);
+	struct xtxd_ovf_item it = {};
+	int w = way_of(b, r->table, r->key);
+
+	if (w >= 0 || r->deleted)
+		return 0;
+	if (!(__atomic_load_n(&b->bloom, __ATOMIC_ACQUIRE) & (1ull << xtx_bloom_bit_of(h))))
+		return 0;
+	it.key = r->key;
+	it.table = r->table;
+	it.version = r->version;
+	it.vlen = r->vlen;
+	memcpy(it.value, r->value, r->vlen);
+	return xtxd_ovf_put(store, &it);
+}
+
+int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir)
+{
+	struct replay_counts n = {};
+	struct snap_info si = {};
+	struct kv_map km = {};
+	struct rmap m = {};
+	uint64_t stored = 0, skipped = 0;
+	size_t i;
+	int dirfd, err;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr, "Error: recovery: opening data directory %s: %s\n", dir,
+			strerror(errno));
+		return -errno;
+	}
+	err = collect(dirfd, dir, &si, &m, &n);
+	if (err)
+		goto out;
+	err = map_kv(t, &km);
+	if (err) {
+		fprintf(stderr, "Error: recovery: mapping %s: %s\n", XTX_MAP_KV, strerror(-err));
+		goto out;
+	}
+	if (km.nbuckets != xtxd_ovf_nbuckets(store)) {
+		fprintf(stderr, "Error: recovery: the program has %u KV buckets, the store %u\n",
+			km.nbuckets, xtxd_ovf_nbuckets(store));
+		err = -EINVAL;
+		goto out;
+	}
+	rcu_register_thread();
+	/* xtxd's copy of each floor died with it: the kernel's is the best left */
+	for (i = 0; i < km.nbuckets; i++) {
+		xtxd_ovf_lock(store, i);
+		xtxd_ovf_raise_floor(store, i, km.kv[i].vfloor);
+		xtxd_ovf_unlock(store, i);
+	}
+	for (i = 0; i < m.cap && !err; i++) {
+		const struct rkey *r = &m.k[i];
+		uint32_t bi;
+		int ret;
+
+		if (!r->used)
+			continue;
+		bi = xtxd_ovf_bucket_of(store, r->table, r->key);
+		bucket_lock(&km.kv[bi]);
+		xtxd_ovf_lock(store, bi);
+		ret = adopt_key(store, &km.kv[bi], r);
+		xtxd_ovf_unlock(store, bi);
+		__atomic_store_n(&km.kv[bi].lock, 0, __ATOMIC_RELEASE);
+		if (ret < 0)
+			err = ret;
+		else if (ret)
+			stored++;
+		else
+			skipped++;
+	}
+	rcu_unregister_thread();
+	if (err) {
+		fprintf(stderr, "Error: recovery: rebuilding the overflow store: %s\n",
+			strerror(-err));
+		goto out;
+	}
+	report(&si, &n, stored, "back in the overflow store");
+	pr_info("recovery: adopted a running program: %llu keys rebuilt into the overflow "
+		"store, %llu left to the kernel cache or gone\n", (unsigned long long)stored,
+		(unsigned long long)skipped);
+out:
+	if (km.kv)
+		munmap(km.kv, km.size);
+	free(si.pos);
+	free(m.k);
+	xtxd_decided_free();
 	close(dirfd);
 	return err;
 }

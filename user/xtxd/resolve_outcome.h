@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The decisions file: the outcome of every transaction the servers decided after a timeout. */
+#ifndef XTXD_RESOLVE_OUTCOME_H
+#define XTXD_RESOLVE_OUTCOME_H
+
+#include <stdint.h>
+
+/*
+ * <data dir>/decided.xdec: append-only records of 16 bytes, each
+ * { u64 txn, u32 outcome (enum xtxd_outcome), u32 CRC32C of the 12 bytes
+ * before }, fdatasync-ed before the decision takes effect anywhere.  A torn
+ * last record is ignored.  The normal commit path writes nothing here: a
+ * transaction whose record is complete on every replica is committed.
+ */
+#define XTXD_OUTCOME_FILE	"decided.xdec"
+
+struct xtxd_outcome_rec {
+	uint64_t txn;
+	uint32_t outcome;
+	uint32_t crc;
+};
+
+_Static_assert(sizeof(struct xtxd_outcome_rec) == 16, "decision record layout");
+
+/* Opens (creating) the file in dirfd for appending; an fd or a negative errno. */
+int xtxd_outcome_open(int dirfd);
+/* Appends one decision and syncs it; 0 or a negative errno. */
+int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome);
+/*
+ * Calls fn for every intact record of the file in dirfd, in order (a later
+ * record of the same txn repeats the same decision).  0 (also when there
+ * is no file) or a negative errno.
+ */
+int xtxd_outcome_load(int dirfd, int (*fn)(uint64_t txn, uint32_t outcome, void *arg),
+		      void *arg);
+
+#endif /* XTXD_RESOLVE_OUTCOME_H */

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The transaction table the resolver and recovery share, and the decision rule. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xtx/hash.h>
+#include "resolve_txns.h"
+
+static size_t slot_of(const struct xtxd_txns *t, uint64_t txn)
+{
+	return xtx_mix64(txn) & (t->nb - 1);
+}
+
+static int grow(struct xtxd_txns *t)
+{
+	size_t nb = t->nb ? t->nb * 2 : 256, i;
+	struct xtxd_txn **b = calloc(nb, sizeof(*b)), *x, *next;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < t->nb; i++) {
+		for (x = t->b[i]; x; x = next) {
+			size_t s = xtx_mix64(x->txn) & (nb - 1);
+
+			next = x->next;
+			x->next = b[s];
+			b[s] = x;
+		}
+	}
+	free(t->b);
+	t->b = b;
+	t->nb = nb;
+	return 0;
+}
+
+struct xtxd_txn *xtxd_txns_get(struct xtxd_txns *t, uint64_t txn, bool create, uint64_t now)
+{
+	struct xtxd_txn *x;
+	size_t s;
+
+	if (t->nb) {
+		for (x = t->b[slot_of(t, txn)]; x; x = x->next)
+			if (x->txn == txn)
+				return x;
+	}
+	if (!create)
+		return NULL;
+	if ((t->n + 1) > t->nb && grow(t))
+		return NULL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->txn = txn;
+	x->first_ns = now;
+	s = slot_of(t, txn);
+	x->next = t->b[s];
+	t->b[s] = x;
+	t->n++;
+	return x;
+}
+
+int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
+{
+	struct xtxd_txn *x = xtxd_txns_get(t, e->txn, true, now);
+	unsigned int i;
+
+	if (!x)
+		return -ENOMEM;
+	if (x->nw == x->cap) {
+		uint32_t cap = x->cap ? x->cap * 2 : 4;
+		struct xtx_log_entry *w = realloc(x->w, cap * sizeof(*w));
+
+		if (!w)
+			return -ENOMEM;
+		x->w = w;
+		x->cap = cap;
+	}
+	x->w[x->nw++] = *e;
+	x->nrep = e->nreplicas > XTXD_TXN_MAX_REPLICAS ? XTXD_TXN_MAX_REPLICAS : e->nreplicas;
+	for (i = 0; i < x->nrep; i++)
+		x->rep[i] = e->replicas[i];
+	if (e->flags & XTX_LOGF_LAST)
+		x->last = true;
+	return 0;
+}
+
+void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn)
+{
+	struct xtxd_txn **pp, *x;
+
+	if (!t->nb)
+		return;
+	for (pp = &t->b[slot_of(t, txn)]; (x = *pp); pp = &x->next) {
+		if (x->txn == txn) {
+			*pp = x->next;
+			free(x->w);
+			free(x);
+			t->n--;
+			return;
+		}
+	}
+}
+
+void xtxd_txns_each(struct xtxd_txns *t, void (*fn)(struct xtxd_txn *x, void *arg), void *arg)
+{
+	struct xtxd_txn *x, *next;
+	size_t i;
+
+	for (i = 0; i < t->nb; i++) {
+		for (x = t->b[i]; x; x = next) {
+			next = x->next;
+			fn(x, arg);
+		}
+	}
+}
+
+void xtxd_txns_free(struct xtxd_txns *t)
+{
+	struct xtxd_txn *x, *next;
+	size_t i;
+
+	for (i = 0; i < t->nb; i++) {
+		for (x = t->b[i]; x; x = next) {
+			next = x->next;
+			free(x->w);
+			free(x);
+		}
+	}
+	free(t->b);
+	memset(t, 0, sizeof(*t));
+}
+
+enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n)
+{
+	unsigned int i, hold = 0;
+
+	for (i = 0; i < n; i++) {
+		switch (answers[i]) {
+		case XTXD_ANS_COMMITTED:
+			return XTXD_OUT_COMMIT;
+		case XTXD_ANS_ABORTED:
+		case XTXD_ANS_NOT_HELD:
+			return XTXD_OUT_ABORT;
+		case XTXD_ANS_HOLD:
+			hold++;
+			break;
+		}
+	}
+	return n && hold == n ? XTXD_OUT_COMMIT : XTXD_OUT_NONE;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* A table of logged multi-replica transactions: their writes, replica set and outcome. */
+#ifndef XTXD_RESOLVE_TXNS_H
+#define XTXD_RESOLVE_TXNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <xtx/log.h>
+
+/* What is known of a transaction's fate. */
+enum xtxd_outcome {
+	XTXD_OUT_NONE = 0,	/* undecided (as far as this server knows) */
+	XTXD_OUT_COMMIT = 1,
+	XTXD_OUT_ABORT = 2,
+};
+
+/* A peer's answer to "do you hold this transaction's complete log record?" */
+enum xtxd_answer {
+	XTXD_ANS_NONE = 0,	/* not asked or not answered yet */
+	XTXD_ANS_HOLD = 1,	/* it holds the complete record */
+	XTXD_ANS_NOT_HELD = 2,	/* it does not, and has fenced the txn: it never will */
+	XTXD_ANS_COMMITTED = 3,	/* already decided */
+	XTXD_ANS_ABORTED = 4,
+};
+
+#define XTXD_TXN_MAX_REPLICAS	3
+
+/*
+ * One transaction as this server's log holds it.  last: the write the
+ * coordinator flagged XTX_LOGF_LAST arrived, so this server's part of the
+ * record is complete.  The resolver's bookkeeping rides along.
+ */
+struct xtxd_txn {
+	uint64_t txn;
+	uint64_t first_ns;		/* CLOCK_MONOTONIC when the first write was seen */
+	uint8_t nrep;
+	uint16_t rep[XTXD_TXN_MAX_REPLICAS];
+	bool last;
+	uint8_t outcome;		/* enum xtxd_outcome */
+	bool resolving;
+	uint8_t answer[XTXD_TXN_MAX_REPLICAS];	/* enum xtxd_answer, by position in rep */
+	uint8_t acked[XTXD_TXN_MAX_REPLICAS];	/* the peer took our decision */
+	uint64_t sent_ns;		/* last query or decision sent */
+	uint64_t decided_ns;
+	uint32_t nw, cap;
+	struct xtx_log_entry *w;	/* the writes, in log order */
+	struct xtxd_txn *next;		/* hash chain */
+};
+
+struct xtxd_txns {
+	struct xtxd_txn **b;
+	size_t nb, n;
+};
+
+/* The transaction, created empty (with first_ns = now) when create; NULL if absent or ENOMEM. */
+struct xtxd_txn *xtxd_txns_get(struct xtxd_txns *t, uint64_t txn, bool create, uint64_t now);
+/* Adds one logged write (replica set and LAST from it); 0 or -ENOMEM. */
+int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now);
+void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn);
+void xtxd_txns_free(struct xtxd_txns *t);
+/* Calls fn on each; fn may delete the one it is given (and no other). */
+void xtxd_txns_each(struct xtxd_txns *t, void (*fn)(struct xtxd_txn *x, void *arg), void *arg);
+
+/*
+ * FaRM's rule over the replicas' answers (self included): commit when one
+ * says committed or every one holds the complete record; abort when one
+ * says aborted or that it does not hold it (it fenced the txn, so it never
+ * will); otherwise wait for more answers.
+ */
+enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n);
+
+#endif /* XTXD_RESOLVE_TXNS_H */
