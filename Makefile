@@ -51,6 +51,18 @@ BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost
+
+# ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
+UDPD_OWN_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(wildcard user/udpd/*.c))
+UDPD_OBJS := $(UDPD_OWN_OBJS) $(OBJ_OUT)/clients/kvmodel.o \
+	$(patsubst %,$(OBJ_OUT)/user/lib/%.o,log names num)
+BINS += $(OUT)/xtx-udpd
+$(UDPD_OWN_OBJS): $(wildcard user/udpd/*.h)
+$(OUT)/xtx-udpd: $(UDPD_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+# ---- end xtx-udpd ----
+
 TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o

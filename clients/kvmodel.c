@@ -258,6 +258,17 @@ uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t
 	return st;
 }
 
+int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
+		const uint8_t *value, uint64_t version)
+{
+	if (vlen > XTX_VALUE_MAX)
+		return -EINVAL;
+	/* INSERT makes live whatever the state, DELETE dead: the commit's effect */
+	if (!commit(m, live ? XTX_OP_INSERT : XTX_OP_DELETE, table, key, vlen, value, version))
+		return -ENOMEM;
+	return 0;
+}
+
 /* Lowercase hex of n bytes into buf (2n + 1 bytes). */
 static char *hex(const uint8_t *p, unsigned int n, char *buf)
 {

@@ -97,6 +97,16 @@ int kvmodel_check(struct kvmodel *m, const struct xtx_op *req, const struct xtx_
 int kvmodel_lookup(const struct kvmodel *m, uint8_t table, uint64_t key,
 		   struct kvmodel_item *it, uint64_t *highest);
 
+/*
+ * Makes (table, key) live with value (vlen bytes) or deleted, at version,
+ * as a server's commit at a coordinator-fixed version does: no check of
+ * the current state; the key's highest version rises to version if below.
+ * Returns 0, -EINVAL for vlen above XTX_VALUE_MAX, or -ENOMEM when a new
+ * key could not be remembered; nothing changed on an error.
+ */
+int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
+		const uint8_t *value, uint64_t version);
+
 /* Live keys, and keys ever seen (live or deleted). */
 uint64_t kvmodel_live(const struct kvmodel *m);
 uint64_t kvmodel_known(const struct kvmodel *m);

@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# End to end against xtx-udpd: the same xtxbench checks as the XDP server, bad packets, logs, leases.
+source "$(dirname "$0")/lib.sh"
+
+UDPD=$BUILD/xtx-udpd
+tmp=$(mktemp -d /tmp/xtx-test-udpd.XXXXXX)
+
+pidfile() { echo "$tmp/udpd$1.pid"; }
+dumpfile() { echo "$tmp/dump$1"; }
+
+# start_udpd I ARGS...: xtx-udpd on server I's address, in its namespace.
+start_udpd() {
+	local i=$1
+	shift
+	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d --pidfile "$(pidfile "$i")" \
+		--dump-file "$(dumpfile "$i")" --daemon-log "$tmp/udpd$i.log" "$@"
+}
+
+# stop_udpd I: SIGTERM, then wait until it has exited (it removes its pidfile).
+stop_udpd() {
+	local f pid n
+	f=$(pidfile "$1")
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	kill "$pid" 2>/dev/null
+	for ((n = 0; n < 50; n++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	rm -f "$f"
+	return 1
+}
+
+# restart_all ARGS...: every server anew (state starts empty) with ARGS.
+restart_all() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		stop_udpd "$i"
+		start_udpd "$i" "$@" || { fail "xtx-udpd $i starts with $*"; finish; }
+	done
+}
+
+udpd_cleanup() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do stop_udpd "$i"; done
+	rm -rf "$tmp"
+	cleanup
+}
+trap udpd_cleanup EXIT INT TERM
+
+# dump_of I: server I's store as `xtxctl dump` prints it (SIGUSR1 writes the dump files).
+dump_of() {
+	local f n
+	f=$(dumpfile "$1")
+	rm -f "$f" "$f.locks"
+	kill -USR1 "$(cat "$(pidfile "$1")")" || return 1
+	for ((n = 0; n < 50; n++)); do
+		[ -f "$f" ] && { cat "$f"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+all_dumps() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do dump_of "$i" || return 1; done | sort -t= -k2,2n -k3,3n
+}
+
+# Locks held on every server right now (dump_of writes them to DUMP.locks).
+locks_held() {
+	local i held=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		dump_of "$i" >/dev/null || { echo x; return; }
+		held=$((held + $(wc -l <"$(dumpfile "$i").locks")))
+	done
+	echo "$held"
+}
+
+op() { local i=$1; shift; client "$BUILD/xtxbench" op --server "$(server_ip "$i")" "$@"; }
+
+# counter I INDEX: packet counter INDEX (enum xtx_counter) of server I, read with a STATS op.
+counter() {
+	local out hex word
+	out=$(op "$1" --client-id 900 stats 0 $(($2 / 5))) || { echo x; return; }
+	hex=$(grep -o 'value=[0-9a-f]*' <<<"$out" | cut -d= -f2)
+	word=${hex:$((($2 % 5) * 16)):16}
+	# little-endian bytes to a number
+	echo $((16#$(sed -E 's/(..)(..)(..)(..)(..)(..)(..)(..)/\8\7\6\5\4\3\2\1/' <<<"$word")))
+}
+CTR_RX=0 CTR_TX=1 CTR_LOCK_CONFLICT=16
+
+sum_counter() {
+	local i s=0 v
+	for ((i = 0; i < NSERVERS; i++)); do
+		v=$(counter "$i" "$1")
+		s=$((s + ${v:-0}))
+	done
+	echo "$s"
+}
+
+# --- bad command lines change nothing and say why ---
+out=$("$UDPD" --threads 0 2>&1)
+check "--threads 0 is refused with a clear error" test $? -eq 2 -a -n "$(grep -o 'Error: --threads' <<<"$out")"
+out=$("$UDPD" --bind 10.1.2 2>&1)
+check "--bind of a non-address is refused" test $? -eq 2 -a -n "$(grep -o 'Error: --bind' <<<"$out")"
+out=$("$UDPD" --log-ring 1000 2>&1)
+check "--log-ring must be a power of two" test $? -eq 2 -a -n "$(grep -o 'power of two' <<<"$out")"
+out=$("$UDPD" --netns "$PREFIX-none" -d --pidfile "$tmp/none.pid" 2>&1)
+check "a missing namespace is refused, no pidfile left" test $? -ne 0 -a ! -e "$tmp/none.pid"
+
+topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
+for ((i = 0; i < NSERVERS; i++)); do
+	start_udpd "$i" || { fail "xtx-udpd $i starts"; finish; }
+done
+check "every xtx-udpd runs (pidfiles name live processes)" \
+	bash -c "for f in $tmp/udpd*.pid; do kill -0 \$(cat \$f) || exit 1; done"
+out=$(start_udpd 0 2>&1)
+check "a second xtx-udpd on the same pidfile is refused" test -n "$(grep -o 'already runs' <<<"$out")"
+
+# --- ping: every packet answered, every op counted once ---
+out=$(client "$BUILD/xtxbench" ping --servers "$(all_server_ips)" --threads 2 --duration 1 \
+	--ops 16 --client-id 100)
+check "xtxbench ping exits 0" test $? -eq 0
+sent=$(kv_field "$out" sent_packets)
+replies=$(kv_field "$out" replies)
+check "ping got replies ($replies of $sent)" test "${replies:-0}" -gt 0
+# each STATS request is itself counted in rx before it reads: one per server
+rx=$(( $(sum_counter $CTR_RX) - NSERVERS ))
+check "servers received every packet sent (rx $rx, sent $sent)" test "$rx" -eq "${sent:-x}"
+tx=$(sum_counter $CTR_TX)
+# the rx reads above were answered too
+check "servers answered every packet (tx $tx, rx $rx + $NSERVERS stats reads)" \
+	test "$tx" -eq $((rx + NSERVERS))
+
+# --- locks: the lock microbenchmarks' --check, 2 serving threads per server ---
+restart_all --threads 2
+# race DESC BENCH ARGS...: 4 client threads on 8 keys, as tests/integration/test_locks.sh.
+race() {
+	local what=$1 bench=$2 rc c0 c1 held
+	shift 2
+	c0=$(sum_counter $CTR_LOCK_CONFLICT)
+	out=$(client "$BUILD/xtxbench" "$bench" --servers "$(all_server_ips)" --threads 4 \
+		--keys 8 --zipf 0 --check --duration 2 --json "$@" 2>"$tmp/err")
+	rc=$?
+	check "$what: exits 0 (no conflicting grant, no bad reply)" test "$rc" -eq 0
+	[ "$rc" -eq 0 ] || grep -v '^t=' "$tmp/err" | head -n 12 | sed 's/^/    /'
+	check "$what: --check saw no violation" test "$(json_field "$out" violations)" = 0
+	conflicts=$(json_field "$out" conflicts)
+	check "$what: threads really raced (conflicts=$conflicts)" test "${conflicts:-0}" -gt 0
+	c1=$(sum_counter $CTR_LOCK_CONFLICT)
+	check "$what: servers counted the same conflicts ($((c1 - c0)))" \
+		test "$((c1 - c0))" -eq "${conflicts:-x}"
+	held=$(locks_held)
+	check "$what: every grant released (locks held on servers: $held)" test "$held" = 0
+}
+race "lock2pl" lock2pl --ops 8
+race "lock2pl 50% exclusive" lock2pl --read-pct 50 --inflight 1 --ops 4
+check "lock2pl 50% exclusive: exclusive and shared grants both happened" \
+	test "$(json_field "$out" granted_excl)" -gt 0 -a "$(json_field "$out" granted_shared)" -gt 0
+race "lockocc" lockocc --ops 8
+check "lockocc: validates saw held locks ($(json_field "$out" validate_locked))" \
+	test "$(json_field "$out" validate_locked)" -gt 0
+check "lockocc: try-locks were granted ($(json_field "$out" granted_excl))" \
+	test "$(json_field "$out" granted_excl)" -gt 0
+
+# --- KV: every answer checked against the model, the stores diffed with it ---
+# kv_run DESC ARGS...: 4 client threads over 200 keys each; the servers must hold
+# exactly the model's live keys afterwards.
+kv_run() {
+	local what=$1 rc
+	shift
+	out=$(client "$BUILD/xtxbench" kv --servers "$(all_server_ips)" --threads 4 --keys 200 \
+		--ops 8 --count 3000 --check --dump-file "$tmp/model" --json "$@" 2>"$tmp/err")
+	rc=$?
+	check "$what: exits 0 (no answer disagreed with the model)" test "$rc" -eq 0
+	[ "$rc" -eq 0 ] || grep -v '^t=' "$tmp/err" | head -n 12 | sed 's/^/    /'
+	check "$what: every op answered ($(json_field "$out" kv_ops) of 12000)" \
+		test "$(json_field "$out" kv_ops)" = 12000
+	if all_dumps >"$tmp/dump"; then
+		check "$what: the servers hold exactly the model's $(wc -l <"$tmp/model") keys" \
+			cmp -s "$tmp/model" "$tmp/dump"
+		cmp -s "$tmp/model" "$tmp/dump" || diff "$tmp/model" "$tmp/dump" | head -n 8 |
+			sed 's/^/    /'
+	else
+		fail "$what: dumping the servers"
+	fi
+}
+kv_run "kv" --client-id 100 --key-base 1000000
+
+# --- retransmissions: 2% of requests and replies lost; nothing runs twice ---
+restart_all --threads 2 --drop-request-ppm 20000 --drop-reply-ppm 20000
+kv_run "kv under 2% loss" --client-id 200 --key-base 2000000
+check "requests were retransmitted ($(json_field "$out" retransmits))" \
+	test "$(json_field "$out" retransmits)" -gt 0
+out=$(client "$BUILD/xtxbench" counter --servers "$(server_ip 0)" --count 1000 --client-id 300 \
+	--timeout 5ms)
+check "counter sequence intact under loss" test $? -eq 0
+check "retransmissions were replayed, not re-executed (replayed=$(kv_field "$out" replayed))" \
+	test "$(kv_field "$out" replayed)" -gt 0
+
+# --- refused packets: the culprit op's status, the others NOT_EXECUTED, nothing changed ---
+restart_all --value-size 8
+cat >"$tmp/raw.py" <<'PYEOF'
+"""Usage: raw.py SERVER_IP PORT CASE
+
+Prints "status=N ops=S0,S1,..." for the reply (numeric XTX_ST_* codes) or
+"noreply" when nothing came back within 300 ms.  Cases:
+  unknown-op   INSERT table 0 key 9000, then opcode 63 (never assigned)
+  bad-table    INSERT table 0 key 9001, then a GET of table 16
+  foreign-txn  LOCK_EXCL with a transaction of client 8 in client 7's packet
+  short        nops=2 but one op slot in the datagram
+  bad-version  protocol version 9
+  reserved     reserved header field not zero
+  reply-flag   a datagram already flagged as a reply
+  truncated    10 bytes
+"""
+import os
+import socket
+import struct
+import sys
+
+MAGIC = 0x31585458
+HDR = struct.Struct("<IBBBBIIQ")  # struct xtx_hdr
+OP = struct.Struct("<BBBBIQQQQ40s")  # struct xtx_op
+CLIENT = 7
+OP_GET, OP_INSERT, OP_LOCK_EXCL = 16, 17, 5
+
+
+def hdr(nops, version=1, flags=0, reserved=0):
+    # a fresh request id per run: the server keeps a window of ids per client
+    req_id = (int.from_bytes(os.urandom(6), "little") | 1) << 8
+    return HDR.pack(MAGIC, version, flags, nops, 0, CLIENT, reserved, req_id)
+
+
+def op(opcode, table, key, txn=0, value=b""):
+    return OP.pack(opcode, 0, table, len(value), 0, key, txn, 0, 0, value.ljust(40, b"\0"))
+
+
+def txn_of(client, seq):
+    return (client << 48) | seq
+
+
+def build(case):
+    ins = op(OP_INSERT, 0, 9000, value=b"\xaa")
+    if case == "unknown-op":
+        return hdr(2) + ins + op(63, 0, 1)
+    if case == "bad-table":
+        return hdr(2) + op(OP_INSERT, 0, 9001, value=b"\xaa") + op(OP_GET, 16, 1)
+    if case == "foreign-txn":
+        return hdr(1) + op(OP_LOCK_EXCL, 0, 9002, txn=txn_of(8, 1))
+    if case == "short":
+        return hdr(2) + ins
+    if case == "bad-version":
+        return hdr(1, version=9) + ins
+    if case == "reserved":
+        return hdr(1, reserved=1) + ins
+    if case == "reply-flag":
+        return hdr(1, flags=1) + ins
+    if case == "truncated":
+        return hdr(1)[:10]
+    raise SystemExit("unknown case " + case)
+
+
+def main():
+    server, port, case = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.3)
+    s.sendto(build(case), (server, port))
+    try:
+        data = s.recv(2048)
+    except socket.timeout:
+        print("noreply")
+        return
+    _, _, _, nops, status, _, _, _ = HDR.unpack_from(data)
+    sts = []
+    for i in range(min(nops, (len(data) - HDR.size) // OP.size)):
+        sts.append(str(OP.unpack_from(data, HDR.size + i * OP.size)[1]))
+    print("status=%d ops=%s" % (status, ",".join(sts)))
+
+
+main()
+PYEOF
+raw() { client python3 "$tmp/raw.py" "$(server_ip 0)" "$XTX_PORT" "$1"; }
+XTX_PORT=7370
+out=$(op 0 --client-id 7 insert 0 5 value=00112233445566778899aabbccddeeff 2>&1)
+check "an insert longer than --value-size is refused BAD_ARG ($out)" \
+	test -n "$(grep -o 'refused: bad_arg' <<<"$out")"
+out=$(op 0 --client-id 7 get 0 5)
+check "... and nothing was inserted ($out)" test -n "$(grep -o 'status=not_found' <<<"$out")"
+out=$(op 0 --client-id 7 insert 0 5 value=0011223344556677)
+check "an insert of --value-size bytes runs ($out)" test -n "$(grep -o 'status=ok version=1' <<<"$out")"
+out=$(raw unknown-op)
+check "an unknown opcode refuses the packet UNKNOWN_OP ($out)" test "$out" = "status=5 ops=9,5"
+out=$(op 0 --client-id 7 get 0 9000)
+check "... and its other op did not run ($out)" test -n "$(grep -o 'status=not_found' <<<"$out")"
+out=$(raw bad-table)
+check "table 16 refuses the packet BAD_ARG ($out)" test "$out" = "status=6 ops=9,6"
+out=$(op 0 --client-id 7 get 0 9001)
+check "... and its other op did not run ($out)" test -n "$(grep -o 'status=not_found' <<<"$out")"
+out=$(raw foreign-txn)
+check "another client's transaction is refused BAD_TXN ($out)" test "$out" = "status=11 ops=11"
+out=$(op 0 --client-id 7 lock-excl 0 9002 txn=1)
+check "... and took no lock ($out)" test -n "$(grep -o 'status=ok' <<<"$out")"
+check "fewer op slots than nops: MALFORMED ($(raw short))" test "$(raw short)" = "status=3 ops=9"
+check "protocol version 9: BAD_VERSION ($(raw bad-version))" test "$(raw bad-version)" = "status=4 ops=9"
+check "reserved bits set: MALFORMED ($(raw reserved))" test "$(raw reserved)" = "status=3 ops=9"
+check "a datagram flagged as a reply gets no answer" test "$(raw reply-flag)" = noreply
+check "a truncated datagram gets no answer" test "$(raw truncated)" = noreply
+out=$(op 0 --client-id 2000 ping 0 0 2>&1)
+check "a client id over --max-clients is refused BAD_CLIENT ($out)" \
+	test -n "$(grep -o 'refused: bad_client' <<<"$out")"
+
+# --- logs and leases: a logged holder keeps its lock past the lease, others lose it ---
+stop_udpd 1
+start_udpd 1 --lock-lease 100 --log-file "$tmp/txlog" || fail "xtx-udpd 1 with --log-file"
+out=$(op 1 --client-id 7 lock-excl 0 1 txn=1)
+check "txn 1 locks key 1 ($out)" test -n "$(grep -o 'status=ok' <<<"$out")"
+out=$(op 1 --client-id 7 lock-excl 0 2 txn=1)
+check "txn 1 locks key 2 ($out)" test -n "$(grep -o 'status=ok' <<<"$out")"
+out=$(op 1 --client-id 7 log-append 0 1 txn=1 version=5 value=aa)
+check "the first append is entry 0 ($out)" test -n "$(grep -o 'status=ok version=0' <<<"$out")"
+out=$(op 1 --client-id 7 log-append 0 1 txn=1 version=5 value=aa flags=last)
+check "the second append is entry 1 ($out)" test -n "$(grep -o 'status=ok version=1' <<<"$out")"
+out=$(op 1 --client-id 7 read 0 1 txn=1)
+check "the logged lock says LOGGED and MINE ($out)" test -n "$(grep -o 'flags=0x45' <<<"$out")"
+sleep 0.3
+out=$(op 1 --client-id 7 lock-excl 0 1 txn=2)
+check "past the lease a logged lock is not reclaimed ($out)" \
+	test -n "$(grep -o 'status=rejected' <<<"$out")"
+out=$(op 1 --client-id 7 lock-excl 0 2 txn=2 flags=no-value)
+check "past the lease an unlogged lock is reclaimed ($out)" \
+	test -n "$(grep -o 'status=ok.*flags=0x15' <<<"$out")"
+stop_udpd 1
+check "the drained log holds both entries (2 x 88 bytes)" test "$(stat -c %s "$tmp/txlog")" -eq 176
+
+# --- echo mode answers without touching state ---
+stop_udpd 2
+start_udpd 2 --echo || fail "xtx-udpd --echo"
+op 2 --client-id 7 insert 0 77 value=aa >/dev/null
+out=$(op 2 --client-id 7 delete 0 77)
+check "echo mode: a delete answers OK without a stored key ($out)" \
+	test -n "$(grep -o 'status=ok version=0' <<<"$out")"
+
+for ((i = 0; i < NSERVERS; i++)); do stop_udpd "$i"; done
+check "every xtx-udpd stopped on SIGTERM and removed its pidfile" \
+	bash -c "! ls $tmp/udpd*.pid 2>/dev/null | grep -q ."
+finish

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* LOG_APPEND: a ring per serving thread, drained by a background thread. */
+#ifndef XTX_UDPD_TXLOG_H
+#define XTX_UDPD_TXLOG_H
+
+#include <stdint.h>
+#include <xtx/proto.h>
+
+struct udpd_txlog;
+struct udpd_txlog_drain;
+
+/* A ring of size entries (a power of two); NULL on ENOMEM. */
+struct udpd_txlog *udpd_txlog_new(uint32_t size);
+void udpd_txlog_free(struct udpd_txlog *l);
+
+/*
+ * Appends op's write (include/xtx/log.h's request layout) as client_id's.
+ * Only the ring's own thread appends.  XTX_ST_OK with op->version = the
+ * entry's seq, or XTX_ST_LOG_FULL when the drain is behind (nothing written).
+ */
+uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id);
+
+/*
+ * Starts the thread that empties the rings, writing entries (struct
+ * xtx_log_entry, in each ring's order) to path, or dropping them when path
+ * is NULL.  NULL with a message on failure.
+ */
+struct udpd_txlog_drain *udpd_txlog_drain_start(struct udpd_txlog **rings, unsigned int n,
+						const char *path);
+/* Drains what is left, stops the thread, closes the file. */
+void udpd_txlog_drain_stop(struct udpd_txlog_drain *d);
+
+#endif /* XTX_UDPD_TXLOG_H */

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Transaction ops as bpf/lib/txn.h runs them: a lock half and a KV half, fused. */
+#include <xtx/hash.h>
+#include "kv.h"
+#include "locks.h"
+#include "store.h"
+#include "txlog.h"
+#include "txn.h"
+
+bool udpd_is_acquire(uint8_t opcode)
+{
+	return opcode == XTX_OP_LOCK_SHARED || opcode == XTX_OP_LOCK_EXCL ||
+	       opcode == XTX_OP_OCC_LOCK;
+}
+
+/* The lock half, then (unless XTX_OPF_NO_VALUE) the value of the key now held. */
+static uint8_t acquire(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h,
+		       struct xtx_op *op)
+{
+	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
+	uint8_t st = udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
+
+	if (st != XTX_ST_OK || !want_value)
+		return st;
+	return udpd_kv_read_locked(s, op);
+}
+
+/* Lock word first, then version: a lock held by another fails fast. */
+static uint8_t validate(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h,
+			struct xtx_op *op)
+{
+	uint8_t st = udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
+
+	if (st != XTX_ST_OK)
+		return st;
+	if ((op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE))
+		return XTX_ST_LOCKED;
+	return udpd_kv_validate(s, op);
+}
+
+/* A read reports the key's lock state too: a FaSST reader aborts on a locked key. */
+static uint8_t read_op(struct udpd_stripe *s, uint64_t h, struct xtx_op *op)
+{
+	uint8_t st = udpd_kv_op(s, op);
+
+	op->flags = udpd_lock_state(s, h, op->table, op->key, op->txn);
+	return st;
+}
+
+/* Install at the coordinator's version, then release the transaction's lock. */
+static uint8_t commit_primary(struct udpd_stripe *s, uint64_t h, struct xtx_op *op)
+{
+	uint8_t st = udpd_kv_commit(s, op, true);
+
+	udpd_lock_release_excl(s, h, op->table, op->key, op->txn, op->token);
+	return st;
+}
+
+static uint8_t run_locked(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h,
+			  struct xtx_op *op)
+{
+	switch (op->opcode) {
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		return acquire(w, s, h, op);
+	case XTX_OP_OCC_VALIDATE:
+		return validate(w, s, h, op);
+	case XTX_OP_UNLOCK_SHARED:
+	case XTX_OP_UNLOCK_EXCL:
+	case XTX_OP_OCC_UNLOCK:
+		return udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
+	case XTX_OP_READ:
+		return read_op(s, h, op);
+	case XTX_OP_COMMIT_PRIMARY:
+		return commit_primary(s, h, op);
+	case XTX_OP_COMMIT_BACKUP:
+		return udpd_kv_commit(s, op, false);
+	case XTX_OP_GET ... XTX_OP_DELETE:
+		return udpd_kv_op(s, op);
+	case XTX_OP_LOG_APPEND:
+		/* a logged transaction is committed: its lock must outlive any lease */
+		udpd_lock_mark_logged(s, h, op->table, op->key, op->txn);
+		return XTX_ST_OK;
+	default:
+		return XTX_ST_UNKNOWN_OP;
+	}
+}
+
+uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_id)
+{
+	uint64_t h = xtx_hash(op->table, op->key);
+	struct udpd_stripe *s = udpd_stripe_of(w->srv->store, h);
+	uint8_t st;
+
+	if (op->opcode == XTX_OP_LOG_APPEND) {
+		st = udpd_txlog_append(w->log, op, client_id);
+		if (st != XTX_ST_OK)
+			return st;
+	}
+	pthread_mutex_lock(&s->mu);
+	st = run_locked(w, s, h, op);
+	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
+void udpd_reread_grant(struct udpd_worker *w, struct xtx_op *op)
+{
+	uint64_t h = xtx_hash(op->table, op->key);
+	struct udpd_stripe *s = udpd_stripe_of(w->srv->store, h);
+
+	pthread_mutex_lock(&s->mu);
+	udpd_kv_read_locked(s, op);
+	pthread_mutex_unlock(&s->mu);
+}
