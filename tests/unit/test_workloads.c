@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* TATP and SmallBank generators: encodings, population, NURand and hotspot skew, mixes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "smallbank.h"
+#include "tatp.h"
+#include "zipf.h"
+
+/* |got - want| within 4 standard deviations of a binomial share over n draws. */
+static int within_4sigma(double got, double p, uint64_t n)
+{
+	return fabs(got - p) <= 4 * sqrt(p * (1 - p) / (double)n);
+}
+
+static struct tatp_cfg tatp_cfg(uint32_t p)
+{
+	struct tatp_cfg c = { .subscribers = p, .seed = 42 };
+
+	memcpy(c.mix, tatp_default_mix, sizeof(c.mix));
+	return c;
+}
+
+static void test_bcd(void)
+{
+	static const uint32_t ids[] = { 0, 7, 10, 1234567, 999999999 };
+	unsigned int i;
+	uint32_t s;
+
+	CHECK(tatp_bcd(1234567) == 0x1234567, "BCD(1234567) = %#llx",
+	      (unsigned long long)tatp_bcd(1234567));
+	CHECK(tatp_bcd(90) == 0x90, "BCD(90)");
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		CHECK(!tatp_bcd_decode(tatp_bcd(ids[i]), &s) && s == ids[i], "round trip %u",
+		      ids[i]);
+	CHECK(tatp_bcd_decode(0x1a, &s) == -1, "a nibble above 9 is refused");
+	CHECK(tatp_bcd_decode(0x1000000000ull, &s) == -1, "10^9 is past the id range");
+	/* BCD(s) = s (mod 3), so SUB and SEC rows of an id pair up under key mod 3 */
+	for (s = 0; s < 1000; s++)
+		CHECK(tatp_bcd(s) % 3 == s % 3, "BCD(%u) mod 3", s);
+}
+
+static void test_keys(void)
+{
+	uint64_t k = tatp_cf_key(123456, 3, 16);
+
+	CHECK(tatp_ai_key(7, 3) == 0x300000007ull, "AI (7,3) = %#llx",
+	      (unsigned long long)tatp_ai_key(7, 3));
+	CHECK(tatp_sf_key(7, 4) == 0x400000007ull, "SF (7,4)");
+	CHECK(k == (123456 | 3ull << 32 | 16ull << 40), "CF key layout");
+	CHECK(tatp_key_sid(k) == 123456 && tatp_key_type(k) == 3 && tatp_key_start(k) == 16,
+	      "CF key fields back");
+	CHECK(tatp_sub_key(99) == 99 && tatp_sec_key(99) == 0x99, "SUB and SEC keys");
+}
+
+static void test_tatp_values(void)
+{
+	struct tatp_sub a = { .s_id = 4321, .msc_location = 0xdeadbeef, .vlr_location = 7 }, b;
+	struct tatp_ai ai = { 200, 3, "ABC", "VWXYZ" }, ai2;
+	struct tatp_sf sf = { 1, 9, 250, "QRSTU" }, sf2;
+	struct tatp_cf cf = { 24, "012345678901234" }, cf2;
+	uint8_t buf[40];
+	unsigned int i;
+	uint32_t s;
+
+	for (i = 0; i < 10; i++) {
+		a.bit[i] = i & 1;
+		a.hex[i] = (uint8_t)(15 - i);
+		a.byte2[i] = (uint8_t)(i * 25);
+	}
+	tatp_sub_encode(&a, buf);
+	CHECK(!tatp_sub_decode(buf, TATP_SUB_VLEN, &b) && !memcmp(&a, &b, sizeof(a)),
+	      "SUB round trip");
+	CHECK(buf[0] == 0x21 && buf[1] == 0x43, "sub_nbr BCD at offset 0");
+	CHECK(buf[15] == 0xef, "hex_1 low nibble, hex_2 high nibble of byte 15: %#x", buf[15]);
+	CHECK(buf[20] == 0 && buf[29] == 225, "byte2_1..10 at 20..29");
+	CHECK(buf[30] == 0xaa && buf[31] == 0x02, "bit_i at bit i-1 of offset 30");
+	CHECK(buf[36] == 7 && buf[32] == 0xef, "msc at 32, vlr at 36");
+	CHECK(tatp_sub_decode(buf, 39, &b) == -1, "SUB of the wrong length is refused");
+	buf[9] = 1;
+	CHECK(tatp_sub_decode(buf, TATP_SUB_VLEN, &b) == -1, "SUB padding must be zero");
+
+	tatp_sec_encode(77, buf);
+	CHECK(!tatp_sec_decode(buf, TATP_SEC_VLEN, &s) && s == 77, "SEC round trip");
+	buf[4] = 0;
+	CHECK(tatp_sec_decode(buf, TATP_SEC_VLEN, &s) == -1, "SEC without its magic");
+
+	tatp_ai_encode(&ai, buf);
+	CHECK(!tatp_ai_decode(buf, TATP_AI_VLEN, &ai2) && !memcmp(&ai, &ai2, sizeof(ai)),
+	      "AI round trip");
+	tatp_sf_encode(&sf, buf);
+	CHECK(!tatp_sf_decode(buf, TATP_SF_VLEN, &sf2) && !memcmp(&sf, &sf2, sizeof(sf)),
+	      "SF round trip");
+	CHECK(buf[TATP_SF_OFF_DATA_A] == 250, "SF data_a offset");
+	tatp_cf_encode(&cf, buf);
+	CHECK(!tatp_cf_decode(buf, TATP_CF_VLEN, &cf2) && !memcmp(&cf, &cf2, sizeof(cf)),
+	      "CF round trip");
+	buf[3] = 'x';
+	CHECK(tatp_cf_decode(buf, TATP_CF_VLEN, &cf2) == -1, "CF numberx must be digits");
+}
+
+/* Row counts of the population against §1.2's expectations, and each row's form. */
+static void population_case(enum tatp_population pop, double cf_per_sf, double cf_var)
+{
+	struct tatp_cfg c = tatp_cfg(20000);
+	struct tatp_row rows[TATP_MAX_ROWS_PER_SUB], again[TATP_MAX_ROWS_PER_SUB];
+	uint64_t cnt[6] = { 0 }, bad = 0;
+	unsigned int n, i;
+	uint32_t s;
+	double p = c.subscribers;
+
+	c.population = pop;
+	for (s = 0; s < c.subscribers; s++) {
+		n = tatp_rows_of(&c, s, rows);
+		for (i = 0; i < n; i++) {
+			struct tatp_sub sub;
+			struct tatp_ai ai;
+			struct tatp_sf sf;
+			struct tatp_cf cf;
+			uint32_t id;
+			int err = -1;
+
+			cnt[rows[i].table]++;
+			switch (rows[i].table) {
+			case TATP_SUB:
+				err = tatp_sub_decode(rows[i].value, rows[i].vlen, &sub) ||
+				      sub.s_id != s || !sub.vlr_location;
+				break;
+			case TATP_SEC:
+				err = tatp_sec_decode(rows[i].value, rows[i].vlen, &id) || id != s ||
+				      rows[i].key != tatp_bcd(s);
+				break;
+			case TATP_AI:
+				err = tatp_ai_decode(rows[i].value, rows[i].vlen, &ai);
+				break;
+			case TATP_SF:
+				err = tatp_sf_decode(rows[i].value, rows[i].vlen, &sf);
+				break;
+			case TATP_CF: {
+				uint8_t st = tatp_key_start(rows[i].key);
+
+				err = tatp_cf_decode(rows[i].value, rows[i].vlen, &cf);
+				if (pop == TATP_POP_SPEC)
+					err |= cf.end_time <= st || cf.end_time > st + 8;
+				else
+					err |= cf.end_time < 1 || cf.end_time > 24;
+				/* its SF row comes earlier among this subscriber's rows */
+				break;
+			}
+			}
+			if (rows[i].table != TATP_SEC && tatp_key_sid(rows[i].key) != s)
+				err = -1;
+			bad += err != 0;
+		}
+		if (s < 100) {
+			CHECK(tatp_rows_of(&c, s, again) == n && !memcmp(rows, again, n * sizeof(*rows)),
+			      "subscriber %u's rows are a function of (seed, s)", s);
+		}
+	}
+	CHECK(!bad, "%llu rows do not decode or break their table's rules", (unsigned long long)bad);
+	CHECK(cnt[TATP_SUB] == c.subscribers && cnt[TATP_SEC] == c.subscribers,
+	      "one SUB and one SEC row per subscriber");
+	/* k uniform in 1..4: mean 2.5, variance 1.25 */
+	CHECK(fabs(cnt[TATP_AI] - 2.5 * p) < 4 * sqrt(1.25 * p), "AI rows %llu, ~2.5 P",
+	      (unsigned long long)cnt[TATP_AI]);
+	CHECK(fabs(cnt[TATP_SF] - 2.5 * p) < 4 * sqrt(1.25 * p), "SF rows %llu, ~2.5 P",
+	      (unsigned long long)cnt[TATP_SF]);
+	CHECK(fabs(cnt[TATP_CF] - cf_per_sf * cnt[TATP_SF]) < 4 * sqrt(cf_var * cnt[TATP_SF]),
+	      "CF rows %llu, ~%.2f per SF row", (unsigned long long)cnt[TATP_CF], cf_per_sf);
+}
+
+static void test_population_spec(void)
+{
+	/* m uniform in 0..3 per SF row */
+	population_case(TATP_POP_SPEC, 1.5, 1.25);
+}
+
+static void test_population_steady(void)
+{
+	/* three fair coins per SF row */
+	population_case(TATP_POP_STEADY, 1.5, 0.75);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Share of draws the hottest 1% of ids got, and whether the hottest has low 16 bits set. */
+static double hottest_share(struct tatp_cfg *c, uint64_t draws, uint32_t *hot_id, double *ones)
+{
+	uint32_t *hits = calloc(c->subscribers, sizeof(*hits));
+	uint64_t rng = 12345, top = 0, all_ones = 0, i;
+	uint32_t best = 0;
+
+	if (!hits)
+		return -1;
+	for (i = 0; i < draws; i++) {
+		uint32_t s = tatp_subscriber(c, &rng);
+
+		if (s >= c->subscribers) {
+			free(hits);
+			return -1;
+		}
+		hits[s]++;
+		all_ones += (s & 0xffff) == 0xffff;
+	}
+	for (i = 0; i < c->subscribers; i++)
+		if (hits[i] > hits[best])
+			best = (uint32_t)i;
+	qsort(hits, c->subscribers, sizeof(*hits), cmp_desc);
+	for (i = 0; i < c->subscribers / 100; i++)
+		top += hits[i];
+	free(hits);
+	*hot_id = best;
+	*ones = (double)all_ones / (double)draws;
+	return (double)top / (double)draws;
+}
+
+static void test_nurand_skew(void)
+{
+	struct tatp_cfg c = tatp_cfg(1000000);
+	uint32_t hot;
+	double share, ones;
+
+	CHECK(tatp_nurand_a(1000000) == 65535 && tatp_nurand_a(1000001) == 1048575 &&
+	      tatp_nurand_a(10000001) == 2097151, "A by population size");
+	share = hottest_share(&c, 4000000, &hot, &ones);
+	/* §1.3: the hottest 1% get 38.8% at P = 1M, A = 65535 */
+	CHECK(share > 0.34 && share < 0.44, "NURand: hottest 1%% of ids get %.3f", share);
+	CHECK((hot & 0xffff) == 0xffff, "the hottest id %#x has its low 16 bits set", hot);
+	/* every low bit is set with probability 3/4 by the OR of two uniform draws */
+	CHECK(ones > 0.0085 && ones < 0.0115, "ids with low 16 bits set: %.4f, ~(3/4)^16", ones);
+
+	c.uniform = true;
+	share = hottest_share(&c, 4000000, &hot, &ones);
+	CHECK(share > 0 && share < 0.04, "uniform: hottest 1%% get %.3f", share);
+	CHECK(ones < 0.001, "uniform: low 16 bits set %.5f", ones);
+}
+
+static void test_tatp_mix(void)
+{
+	struct tatp_cfg c = tatp_cfg(1000);
+	uint64_t cnt[TATP_NTYPES] = { 0 }, rng = 99, n = 1000000, i;
+	struct tatp_input in;
+
+	for (i = 0; i < n; i++)
+		cnt[tatp_pick_type(&c, &rng)]++;
+	for (i = 0; i < TATP_NTYPES; i++)
+		CHECK(within_4sigma((double)cnt[i] / n, tatp_default_mix[i] / 100.0, n),
+		      "%s: %.4f of the mix, want %.2f", tatp_type_names[i], (double)cnt[i] / n,
+		      tatp_default_mix[i] / 100.0);
+	for (i = 0; i < 100000; i++) {
+		tatp_draw_input(&c, TATP_ICF, 5, &rng, &in);
+		if (in.s_id >= 1000 || in.ai_type < 1 || in.ai_type > 4 || in.sf_type < 1 ||
+		    in.sf_type > 4 || in.start_time % 8 || in.start_time > 16 ||
+		    in.end_time < 1 || in.end_time > 24 || in.bit > 1 || in.vlr != 5 ||
+		    in.numberx[0] != '0' || in.numberx[14] < '0' || in.numberx[14] > '9')
+			break;
+	}
+	CHECK(i == 100000, "inputs in their §1.4 ranges (draw %llu)", (unsigned long long)i);
+	c.end_0_23 = true;
+	for (i = 0; i < 10000; i++) {
+		tatp_draw_input(&c, TATP_GND, 0, &rng, &in);
+		if (in.end_time > 23)
+			break;
+	}
+	CHECK(i == 10000, "end_time in [0,23] for FaSST parity");
+}
+
+static struct sb_cfg sb_cfg(uint32_t n)
+{
+	struct sb_cfg c = { .accounts = n, .hot = sb_default_hot(n), .hot_prob = 0.9, .seed = 7 };
+
+	memcpy(c.mix, sb_default_mix, sizeof(c.mix));
+	return c;
+}
+
+static void test_sb_mix(void)
+{
+	struct sb_cfg c = sb_cfg(1000);
+	uint64_t cnt[SB_NTYPES] = { 0 }, rng = 5, n = 1000000, i;
+
+	for (i = 0; i < n; i++)
+		cnt[sb_pick_type(&c, &rng)]++;
+	for (i = 0; i < SB_NTYPES; i++)
+		CHECK(within_4sigma((double)cnt[i] / n, sb_default_mix[i] / 100.0, n),
+		      "%s: %.4f of the mix, want %.2f", sb_type_names[i], (double)cnt[i] / n,
+		      sb_default_mix[i] / 100.0);
+}
+
+static void hotspot_case(double hot_prob)
+{
+	struct sb_cfg c = sb_cfg(1000);
+	uint64_t rng = 77, n = 1000000, hot = 0, i, bad = 0;
+	uint32_t a0, a1;
+	double want;
+
+	c.hot_prob = hot_prob;
+	CHECK(c.hot == 40, "hot set is 4%% of N: %u", c.hot);
+	for (i = 0; i < n; i++) {
+		enum sb_type t = (enum sb_type)(i % SB_NTYPES);
+
+		sb_pick_accounts(&c, t, &rng, &a0, &a1);
+		hot += a0 < c.hot;
+		if (a0 >= c.accounts || a1 >= c.accounts ||
+		    ((t == SB_AMG || t == SB_SP) ? a0 == a1 : a0 != a1))
+			bad++;
+		/* both accounts come from the same pool */
+		if ((t == SB_AMG || t == SB_SP) && a0 < c.hot && hot_prob == 1.0 && a1 >= c.hot)
+			bad++;
+	}
+	want = hot_prob + (1 - hot_prob) * c.hot / c.accounts;
+	CHECK(within_4sigma((double)hot / n, want, n), "hot share %.4f, want %.4f (p=%.1f)",
+	      (double)hot / n, want, hot_prob);
+	CHECK(!bad, "%llu picks out of range or with a1 = a0", (unsigned long long)bad);
+}
+
+static void test_sb_hotspot(void)
+{
+	hotspot_case(0.9);
+	hotspot_case(0.0);
+	hotspot_case(1.0);
+}
+
+static void test_sb_balances(void)
+{
+	struct sb_cfg c = sb_cfg(100000);
+	uint8_t buf[SB_VLEN];
+	int64_t v, sum = 0;
+	uint32_t a, bad = 0;
+
+	for (a = 0; a < c.accounts; a++) {
+		int64_t s = sb_initial_balance(&c, SB_SAV, a), k = sb_initial_balance(&c, SB_CHK, a);
+
+		if (s < SB_INIT_MIN_CENTS || s > SB_INIT_MAX_CENTS || s % 100 ||
+		    k < SB_INIT_MIN_CENTS || k > SB_INIT_MAX_CENTS || k % 100 ||
+		    s != sb_initial_balance(&c, SB_SAV, a))
+			bad++;
+		sum += s;
+	}
+	CHECK(!bad, "%u balances outside whole dollars in [10000, 50000]", bad);
+	/* mean $30,000, sd of a uniform over $40,000: ~11,547 */
+	CHECK(fabs((double)sum / c.accounts / 100 - 30000) < 4 * 11547 / sqrt(c.accounts),
+	      "mean savings $%.0f", (double)sum / c.accounts / 100);
+	sb_encode(-60012345678ll, buf);
+	CHECK(!sb_decode(buf, SB_VLEN, &v) && v == -60012345678ll, "negative cents round trip");
+	CHECK(buf[7] == 0xff && sb_decode(buf, 4, &v) == -1, "int64 LE; short values refused");
+}
+
+int main(void)
+{
+	RUN_CASE(test_bcd);
+	RUN_CASE(test_keys);
+	RUN_CASE(test_tatp_values);
+	RUN_CASE(test_population_spec);
+	RUN_CASE(test_population_steady);
+	RUN_CASE(test_nurand_skew);
+	RUN_CASE(test_tatp_mix);
+	RUN_CASE(test_sb_mix);
+	RUN_CASE(test_sb_hotspot);
+	RUN_CASE(test_sb_balances);
+	printf("# test_workloads: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}
