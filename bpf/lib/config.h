@@ -8,6 +8,7 @@
 #include <xtx/maps.h>
 #include <xtx/kv.h>
 #include <xtx/log.h>
+#include <xtx/hades.h>
 
 /*
  * const volatile so the verifier sees the loaded values and prunes the
@@ -30,6 +31,16 @@ const volatile __u8 xtx_kv_write_through = 0;
 const volatile __u8 xtx_kv_no_bloom = 0;
 /* Log entries per CPU, a power of two; xtxd sizes xtx_log to match. */
 const volatile __u32 xtx_log_ring = XTX_LOG_RING_DEFAULT;
+/*
+ * HADES (include/xtx/hades.h): slots in xtx_hades (xtxd sizes the map to
+ * match), filter bits and hashes, the lease of an active slot, and the
+ * exact key sets of the false-positive accounting (xtx_hades_exact).
+ */
+const volatile __u32 xtx_hades_slots = XTX_HADES_SLOTS_DEFAULT;
+const volatile __u32 xtx_hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
+const volatile __u32 xtx_hades_hashes = XTX_HADES_HASHES_DEFAULT;
+const volatile __u64 xtx_hades_lease_ns = XTX_HADES_LEASE_DEFAULT_NS;
+const volatile __u8 xtx_hades_exact_on = 0;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

@@ -15,6 +15,7 @@
 #include "kv.h"
 #include "txn.h"
 #include "log.h"
+#include "hades.h"
 #include "pktctx.h"
 #include "fault.h"
 
@@ -71,6 +72,11 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 		if (!op->txn || xtx_txn_client(op->txn) != client_id)
 			return XTX_ST_BAD_TXN;
 		return XTX_ST_OK | mutates;
+	case XTX_OP_HREAD ... XTX_OP_HABORT: {
+		int st = xtx_hades_check(op, client_id);
+
+		return st == XTX_ST_OK ? st | mutates : st;
+	}
 	default:
 		return XTX_ST_UNKNOWN_OP;
 	}
@@ -126,6 +132,9 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		break;
 	case XTX_OP_LOG_APPEND:
 		status = xtx_op_log_append(op, xtx_txn_client(op->txn));
+		break;
+	case XTX_OP_HREAD ... XTX_OP_HABORT:
+		status = xtx_op_hades(ctx, idx, force_defer);
 		break;
 	default:
 		status = XTX_ST_UNKNOWN_OP;

@@ -8,6 +8,7 @@
 #include <xtx/maps.h>
 #include <xtx/kv.h>
 #include <xtx/log.h>
+#include <xtx/hades.h>
 
 /* Per-CPU packet/op/status counters; readers sum over CPUs. */
 struct {
@@ -103,6 +104,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xtx_log_cursor);
 } xtx_log_cursor SEC(".maps");
+
+/*
+ * HADES: the transaction slots (xtxd sizes them from --hades-slots), the
+ * registry of committing slots, and the exact key sets of --hades-exact
+ * (one per slot then, else a single unused element).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_HADES_SLOTS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct xtx_hades_slot);
+} xtx_hades SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_hades_registry);
+} xtx_hades_reg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_hades_exact);
+} xtx_hades_exact SEC(".maps");
 
 /*
  * What every op of the packet being served shares (clock, knobs, dedupe

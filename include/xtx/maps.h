@@ -52,6 +52,16 @@ enum xtx_counter {
 	XTX_CTR_KV_FIXES,	/* fixes applied by TC egress */
 	XTX_CTR_KV_FIX_STALE,	/* fixes skipped: the bucket lock had been taken over */
 	XTX_CTR_KV_NO_ROOM,	/* packets whose deferral could not be recorded: ops RETRY */
+	XTX_CTR_HADES_SQUASH,	/* HADES: active transactions squashed by a committer */
+	XTX_CTR_HADES_NACK,	/* intend-to-commits refused */
+	XTX_CTR_HADES_FILTER_RETRY, /* HREAD/HWRITE answered RETRY: a committing filter hit */
+	XTX_CTR_HADES_RECLAIM,	/* active slots reclaimed after their lease */
+	XTX_CTR_HADES_FULL,	/* no slot (or registry entry) free: RETRY */
+	XTX_CTR_HADES_COMMIT,	/* transactions validated here */
+	XTX_CTR_HADES_ABORT,	/* transactions aborted here */
+	XTX_CTR_HADES_PROBES,	/* filter membership probes of conflict detection */
+	XTX_CTR_HADES_FP_SQUASH, /* --hades-exact: squashes the exact sets refute */
+	XTX_CTR_HADES_FP_BLOCK,	/* --hades-exact: RETRYs and NACKs the exact sets refute */
 	XTX_CTR__COUNT,
 };
 

@@ -89,6 +89,16 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_KV_FIXES] = "kv_fixes",
 	[XTX_CTR_KV_FIX_STALE] = "kv_fix_stale",
 	[XTX_CTR_KV_NO_ROOM] = "kv_defer_no_room",
+	[XTX_CTR_HADES_SQUASH] = "hades_squash",
+	[XTX_CTR_HADES_NACK] = "hades_nack",
+	[XTX_CTR_HADES_FILTER_RETRY] = "hades_filter_retry",
+	[XTX_CTR_HADES_RECLAIM] = "hades_lease_reclaim",
+	[XTX_CTR_HADES_FULL] = "hades_full",
+	[XTX_CTR_HADES_COMMIT] = "hades_commit",
+	[XTX_CTR_HADES_ABORT] = "hades_abort",
+	[XTX_CTR_HADES_PROBES] = "hades_probes",
+	[XTX_CTR_HADES_FP_SQUASH] = "hades_fp_squash",
+	[XTX_CTR_HADES_FP_BLOCK] = "hades_fp_block",
 };
 
 const char *xtx_op_name(unsigned int opcode)

@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* HADES: Bloom filter properties and BPF_PROG_TEST_RUN tables for every op and state change. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xtx/proto.h>
+#include <xtx/maps.h>
+#include <xtx/msg.h>
+#include <xtx/hash.h>
+#include <xtx/kv.h>
+#include <xtx/log.h>
+#include <xtx/hades.h>
+#include "check.h"
+#include "harness.h"
+#include "log.h"
+
+#define CLIENT 5
+#define TXN(n) xtx_txn_make(CLIENT, (n))
+
+static __u64 next_req = 1000;
+
+struct hades_cfg {
+	__u32 slots, bits, hashes;
+	__u64 lease_ns;
+	bool exact;
+};
+
+static struct xtx_xdp *load_hades(const struct hades_cfg *c)
+{
+	struct xtx_xdp *s = xtx_xdp__open();
+	int ncpu = libbpf_num_possible_cpus();
+
+	if (!s)
+		return NULL;
+	s->rodata->xtx_max_clients = TEST_MAX_CLIENTS;
+	s->rodata->xtx_nr_cpus = ncpu;
+	s->rodata->xtx_lock_slots = TEST_LOCK_SLOTS;
+	s->rodata->xtx_kv_buckets = test_kv_buckets;
+	s->rodata->xtx_log_ring = test_log_ring;
+	s->rodata->xtx_value_size = 16;
+	s->rodata->xtx_hades_slots = c->slots;
+	s->rodata->xtx_hades_bf_bits = c->bits;
+	s->rodata->xtx_hades_hashes = c->hashes;
+	s->rodata->xtx_hades_lease_ns = c->lease_ns;
+	s->rodata->xtx_hades_exact_on = c->exact;
+	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, TEST_MAX_CLIENTS * XTX_DEDUPE_WINDOW) ||
+	    bpf_map__set_max_entries(s->maps.xtx_locks, TEST_LOCK_SLOTS) ||
+	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) ||
+	    bpf_map__set_max_entries(s->maps.xtx_defer_ring, XTX_DEFER_RING * ncpu) ||
+	    bpf_map__set_max_entries(s->maps.xtx_log, test_log_ring * ncpu) ||
+	    bpf_map__set_max_entries(s->maps.xtx_log_cursor, ncpu) ||
+	    bpf_map__set_max_entries(s->maps.xtx_hades, c->slots) ||
+	    bpf_map__set_max_entries(s->maps.xtx_hades_exact, c->exact ? c->slots : 1) ||
+	    xtx_xdp__load(s)) {
+		xtx_xdp__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct hop {
+	__u8 opcode;
+	__u8 table;
+	__u64 key;
+	__u64 txn;
+	__u32 flags;
+	__u64 version;
+	__u8 fill;	/* value: 8 bytes of fill, 0 = none */
+	__u64 token;
+};
+
+static void hop_build(struct run *r, const struct hop *h, __u64 req)
+{
+	make_req(r, CLIENT, req, 1, h->opcode);
+	in_op(r, 0)->table = h->table;
+	in_op(r, 0)->key = h->key;
+	in_op(r, 0)->txn = h->txn;
+	in_op(r, 0)->flags = h->flags;
+	in_op(r, 0)->version = h->version;
+	in_op(r, 0)->token = h->token;
+	in_op(r, 0)->vlen = h->fill ? 8 : 0;
+	memset(in_op(r, 0)->value, h->fill, h->fill ? 8 : 0);
+}
+
+static struct xtx_op hop_req(const struct hop *h, __u64 req)
+{
+	struct run r;
+
+	hop_build(&r, h, req);
+	run(&r);
+	CHECK(r.retval == XDP_TX, "verdict %d for op %u", r.retval, h->opcode);
+	return *out_op(&r, 0);
+}
+
+static struct xtx_op H(__u8 opcode, __u64 key, __u64 txn, __u32 flags, __u64 version, __u8 fill)
+{
+	struct hop h = { .opcode = opcode, .key = key, .txn = txn, .flags = flags,
+			 .version = version, .fill = fill };
+
+	return hop_req(&h, next_req++);
+}
+
+static struct xtx_op kv(__u8 opcode, __u64 key, __u8 fill)
+{
+	return H(opcode, key, 0, 0, 0, fill);
+}
+
+#define BEGIN XTX_HOPF_BEGIN
+#define LAST XTX_HOPF_LAST
+#define NOWR XTX_HOPF_NO_WRITE
+#define REPL XTX_HOPF_REPLICA
+
+/* The slot txn holds on skel's server, copied out; false when it has none. */
+static bool slot_of(__u64 txn, struct xtx_hades_slot *out, __u32 *idx_out)
+{
+	__u32 n = skel->rodata->xtx_hades_slots, home = xtx_hades_home(txn, n), p, idx;
+	int fd = bpf_map__fd(skel->maps.xtx_hades);
+
+	for (p = 0; p < XTX_HADES_PROBES; p++) {
+		idx = (home + p) % n;
+		if (bpf_map_lookup_elem(fd, &idx, out))
+			return false;
+		if (out->owner == txn && (out->ctl & XTX_HADES_CTL_STATE_MASK) != XTX_HS_FREE) {
+			if (idx_out)
+				*idx_out = idx;
+			return true;
+		}
+	}
+	return false;
+}
+
+static __u32 state_of(__u64 txn)
+{
+	struct xtx_hades_slot s;
+
+	return slot_of(txn, &s, NULL) ? s.ctl & XTX_HADES_CTL_STATE_MASK : XTX_HS_FREE;
+}
+
+static bool bf_has(const __u64 *bf, __u8 table, __u64 key)
+{
+	return xtx_hades_bf_test(bf, xtx_hades_bf_hash(table, key), skel->rodata->xtx_hades_bf_bits,
+				 skel->rodata->xtx_hades_hashes);
+}
+
+static __u64 ctr(__u32 c)
+{
+	struct xtx_stats st;
+
+	read_stats(&st);
+	return st.ctr[c];
+}
+
+/* Log entries of every CPU for (txn, key), newest last; returns how many. */
+static int log_find(__u64 txn, __u64 key, struct xtx_log_entry *last)
+{
+	int ncpu = libbpf_num_possible_cpus(), cpu, found = 0;
+	int cfd = bpf_map__fd(skel->maps.xtx_log_cursor), lfd = bpf_map__fd(skel->maps.xtx_log);
+	struct xtx_log_cursor c;
+	struct xtx_log_entry e;
+	__u64 pos;
+	__u32 idx;
+
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		idx = cpu;
+		if (bpf_map_lookup_elem(cfd, &idx, &c))
+			continue;
+		for (pos = c.head; pos < c.tail; pos++) {
+			idx = cpu * test_log_ring + (pos & (test_log_ring - 1));
+			if (bpf_map_lookup_elem(lfd, &idx, &e) || e.txn != txn || e.key != key)
+				continue;
+			found++;
+			*last = e;
+		}
+	}
+	return found;
+}
+
+/* ---- Bloom filters, in user space with the shared functions ---- */
+
+static __u64 rng_state = 0x1234567;
+
+static __u64 rnd(void)
+{
+	rng_state = xtx_mix64(rng_state);
+	return rng_state;
+}
+
+static void test_bf_no_false_negatives(void)
+{
+	static const __u32 sizes[] = { 256, 320, 512, 1024, 2048 };
+	__u64 bf[XTX_HADES_BF_WORDS], keys[200];
+	unsigned int s, k, n, i, misses = 0;
+
+	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (k = 1; k <= XTX_HADES_HASHES_MAX; k++) {
+			memset(bf, 0, sizeof(bf));
+			for (n = 0; n < 200; n++) {
+				keys[n] = rnd();
+				xtx_hades_bf_add(bf, xtx_hades_bf_hash(n % 3, keys[n]), sizes[s], k);
+				for (i = 0; i <= n; i++)
+					misses += !xtx_hades_bf_test(bf, xtx_hades_bf_hash(i % 3, keys[i]),
+								     sizes[s], k);
+			}
+			/* no bit beyond m is ever set */
+			for (i = sizes[s] / 64; i < XTX_HADES_BF_WORDS; i++)
+				CHECK(!bf[i], "m=%u: word %u set", sizes[s], i);
+		}
+	}
+	CHECK(misses == 0, "%u false negatives", misses);
+	CHECK(xtx_hades_bf_valid(1024, 4) && !xtx_hades_bf_valid(1000, 4) &&
+	      !xtx_hades_bf_valid(4096, 4) && !xtx_hades_bf_valid(1024, 0) &&
+	      !xtx_hades_bf_valid(1024, 9), "xtx_hades_bf_valid bounds");
+}
+
+/*
+ * The false-positive rate per membership probe of non-member keys, over
+ * many filters of n keys, against (1 - e^(-kn/m))^k: within five standard
+ * deviations of the binomial count plus 5% for the formula's approximation.
+ */
+static void fp_case(__u32 m, __u32 k, __u32 n, __u32 filters, __u32 probes)
+{
+	__u64 bf[XTX_HADES_BF_WORDS], hits = 0, total = (__u64)filters * probes;
+	double p = pow(1 - exp(-(double)k * n / m), k), expect = p * total;
+	double tol = 5 * sqrt(expect * (1 - p)) + 0.05 * expect + 1;
+	__u32 f, i;
+
+	for (f = 0; f < filters; f++) {
+		memset(bf, 0, sizeof(bf));
+		for (i = 0; i < n; i++)
+			xtx_hades_bf_add(bf, xtx_hades_bf_hash(0, rnd()), m, k);
+		for (i = 0; i < probes; i++)
+			hits += xtx_hades_bf_test(bf, xtx_hades_bf_hash(1, rnd()), m, k);
+	}
+	CHECK(fabs((double)hits - expect) <= tol,
+	      "m=%u k=%u n=%u: %llu false positives in %llu probes, theory %.1f +- %.1f", m, k, n,
+	      (unsigned long long)hits, (unsigned long long)total, expect, tol);
+}
+
+static void test_bf_false_positive_rate(void)
+{
+	fp_case(256, 2, 20, 400, 1000);
+	fp_case(512, 3, 50, 400, 1000);
+	fp_case(1024, 4, 100, 400, 1000);
+	fp_case(1024, 2, 20, 400, 2500);
+	fp_case(2048, 8, 100, 400, 2500);
+	/* the goal: at most 0.1% per probe at 1 Kbit with 20 keys */
+	fp_case(1024, XTX_HADES_HASHES_DEFAULT, 20, 2000, 1000);
+	CHECK(pow(1 - exp(-(double)XTX_HADES_HASHES_DEFAULT * 20 / 1024),
+		  XTX_HADES_HASHES_DEFAULT) < 0.001, "default k misses the 0.1%% goal");
+}
+
+/* ---- ops ---- */
+
+static void test_read_write_recording(void)
+{
+	struct xtx_hades_slot s;
+	struct xtx_op o;
+
+	kv(XTX_OP_INSERT, 100, 0x10);
+	o = H(XTX_OP_HREAD, 100, TXN(1), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.value[0] == 0x10 && o.vlen == 8 && o.version == 1,
+	      "HREAD: status %u version %llu", o.status, (unsigned long long)o.version);
+	o = H(XTX_OP_HREAD, 101, TXN(1), 0, 0, 0);
+	CHECK(o.status == XTX_ST_NOT_FOUND, "HREAD of an absent key: %u", o.status);
+	o = H(XTX_OP_HWRITE, 102, TXN(1), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && (o.flags & XTX_TXF_ABSENT), "HWRITE absent: %u %#x",
+	      o.status, o.flags);
+	kv(XTX_OP_INSERT, 103, 0x13);
+	o = H(XTX_OP_HWRITE, 103, TXN(1), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && !(o.flags & XTX_TXF_ABSENT) && o.value[0] == 0x13,
+	      "HWRITE present: %u", o.status);
+	CHECK(slot_of(TXN(1), &s, NULL), "no slot for TXN(1)");
+	CHECK((s.ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_ACTIVE, "state %llu",
+	      (unsigned long long)s.ctl);
+	CHECK(bf_has(s.rbf, 0, 100) && bf_has(s.rbf, 0, 101) && !bf_has(s.rbf, 0, 103),
+	      "read filter");
+	CHECK(bf_has(s.wbf, 0, 102) && bf_has(s.wbf, 0, 103) && !bf_has(s.wbf, 0, 100),
+	      "write filter");
+	/* an op without BEGIN never takes a slot */
+	o = H(XTX_OP_HREAD, 100, TXN(2), 0, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED && state_of(TXN(2)) == XTX_HS_FREE,
+	      "non-BEGIN op of an unknown txn: %u", o.status);
+	o = H(XTX_OP_HABORT, 0, TXN(1), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && !(o.flags & XTX_HRF_NOTHING) &&
+	      state_of(TXN(1)) == XTX_HS_FREE, "abort: %u", o.status);
+}
+
+/* A committing transaction's filters block conflicting accesses: RETRY. */
+static void test_retry_on_committing_filters(void)
+{
+	__u64 before = ctr(XTX_CTR_HADES_FILTER_RETRY);
+	struct xtx_op o, w;
+
+	kv(XTX_OP_INSERT, 200, 0x20);
+	kv(XTX_OP_INSERT, 201, 0x21);
+	kv(XTX_OP_INSERT, 202, 0x22);
+	w = H(XTX_OP_HWRITE, 200, TXN(10), BEGIN, 0, 0);
+	H(XTX_OP_HREAD, 201, TXN(10), 0, 0, 0);
+	o = H(XTX_OP_HINTEND, 200, TXN(10), LAST, w.version, 0x2a);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(10)) == XTX_HS_COMMITTING, "ack: %u",
+	      o.status);
+	o = H(XTX_OP_HREAD, 200, TXN(11), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_RETRY, "read of a key being written: %u", o.status);
+	o = H(XTX_OP_HWRITE, 200, TXN(11), 0, 0, 0);
+	CHECK(o.status == XTX_ST_RETRY, "write of a key being written: %u", o.status);
+	o = H(XTX_OP_HWRITE, 201, TXN(11), 0, 0, 0);
+	CHECK(o.status == XTX_ST_RETRY, "write of a key the committer read: %u", o.status);
+	o = H(XTX_OP_HREAD, 201, TXN(11), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK, "read of a key the committer read: %u", o.status);
+	o = H(XTX_OP_HREAD, 202, TXN(11), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.value[0] == 0x22, "unrelated key: %u", o.status);
+	CHECK(ctr(XTX_CTR_HADES_FILTER_RETRY) == before + 3, "filter retries counted");
+
+	o = H(XTX_OP_HVALIDATE, 200, TXN(10), LAST, w.version, 0x2a);
+	CHECK(o.status == XTX_ST_OK && o.version == w.version + 1, "validate: %u", o.status);
+	/* the refused reader never saw the old value: it reads the new one */
+	o = H(XTX_OP_HREAD, 200, TXN(11), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.value[0] == 0x2a, "retried read: %u", o.status);
+	H(XTX_OP_HABORT, 0, TXN(11), 0, 0, 0);
+	o = H(XTX_OP_HREAD, 200, TXN(12), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.value[0] == 0x2a && o.version == w.version + 1,
+	      "after validation: %u v%llu", o.status, (unsigned long long)o.version);
+	H(XTX_OP_HABORT, 0, TXN(12), 0, 0, 0);
+}
+
+/* The second of two conflicting committers is refused and its slot released. */
+static void test_conflicting_committers(void)
+{
+	__u64 nacks = ctr(XTX_CTR_HADES_NACK);
+	struct xtx_op o, w;
+
+	kv(XTX_OP_INSERT, 300, 0x30);
+	w = H(XTX_OP_HWRITE, 300, TXN(20), BEGIN, 0, 0);
+	H(XTX_OP_HREAD, 301, TXN(20), 0, 0, 0);
+	o = H(XTX_OP_HINTEND, 300, TXN(20), LAST, w.version, 0x31);
+	CHECK(o.status == XTX_ST_OK, "first committer: %u", o.status);
+	/* blind writes (no HWRITE before): their keys hit the committer's filters */
+	o = H(XTX_OP_HINTEND, 300, TXN(21), BEGIN | LAST, w.version, 0x32);
+	CHECK(o.status == XTX_ST_NACK && state_of(TXN(21)) == XTX_HS_FREE,
+	      "write-write: %u", o.status);
+	o = H(XTX_OP_HINTEND, 301, TXN(22), BEGIN | LAST, 0, 0x33);
+	CHECK(o.status == XTX_ST_NACK, "write of a key the committer read: %u", o.status);
+	CHECK(ctr(XTX_CTR_HADES_NACK) == nacks + 2, "nacks counted");
+	o = H(XTX_OP_HVALIDATE, 300, TXN(21), LAST, w.version, 0x32);
+	CHECK(o.status == XTX_ST_TXN_GONE, "validate of a NACKed txn: %u", o.status);
+	o = H(XTX_OP_HABORT, 0, TXN(21), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && (o.flags & XTX_HRF_NOTHING), "abort after NACK: %#x",
+	      o.flags);
+	o = H(XTX_OP_HVALIDATE, 300, TXN(20), LAST, w.version, 0x31);
+	CHECK(o.status == XTX_ST_OK, "first committer validates: %u", o.status);
+	o = kv(XTX_OP_GET, 300, 0);
+	CHECK(o.value[0] == 0x31 && o.version == w.version + 1, "only the first one's write");
+}
+
+/* Intend-to-commit squashes active readers and writers of its keys, no one else. */
+static void test_squash(void)
+{
+	__u64 squashes = ctr(XTX_CTR_HADES_SQUASH);
+	struct xtx_op o, w;
+
+	kv(XTX_OP_INSERT, 400, 0x40);
+	kv(XTX_OP_INSERT, 401, 0x41);
+	H(XTX_OP_HREAD, 400, TXN(30), BEGIN, 0, 0);		/* reader of 400 */
+	w = H(XTX_OP_HWRITE, 400, TXN(31), BEGIN, 0, 0);	/* writer of 400 */
+	H(XTX_OP_HREAD, 401, TXN(32), BEGIN, 0, 0);		/* bystander */
+	H(XTX_OP_HREAD, 401, TXN(33), BEGIN, 0, 0);		/* read-only, later commits */
+	w = H(XTX_OP_HWRITE, 400, TXN(34), BEGIN, 0, 0);
+	o = H(XTX_OP_HINTEND, 400, TXN(34), LAST, w.version, 0x44);
+	CHECK(o.status == XTX_ST_OK, "committer: %u", o.status);
+	CHECK(state_of(TXN(30)) == XTX_HS_SQUASHED && state_of(TXN(31)) == XTX_HS_SQUASHED,
+	      "reader and writer squashed: %u %u", state_of(TXN(30)), state_of(TXN(31)));
+	CHECK(state_of(TXN(32)) == XTX_HS_ACTIVE, "bystander squashed");
+	CHECK(ctr(XTX_CTR_HADES_SQUASH) == squashes + 2, "squashes counted");
+	o = H(XTX_OP_HREAD, 401, TXN(30), 0, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED, "squashed reader's next op: %u", o.status);
+	o = H(XTX_OP_HINTEND, 0, TXN(30), NOWR | LAST, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED, "squashed reader's final check: %u", o.status);
+	o = H(XTX_OP_HINTEND, 400, TXN(31), LAST, w.version, 0x45);
+	CHECK(o.status == XTX_ST_SQUASHED, "squashed writer's intend: %u", o.status);
+	/* the read-only bystander's final check: Ack, then its filters block writers */
+	o = H(XTX_OP_HINTEND, 0, TXN(33), NOWR | LAST, 0, 0);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(33)) == XTX_HS_COMMITTING,
+	      "read-only final check: %u", o.status);
+	o = H(XTX_OP_HINTEND, 401, TXN(35), BEGIN | LAST, 1, 0x46);
+	CHECK(o.status == XTX_ST_NACK, "writer against a committing reader: %u", o.status);
+	o = H(XTX_OP_HVALIDATE, 0, TXN(33), NOWR | LAST, 0, 0);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(33)) == XTX_HS_FREE, "read-only release");
+	H(XTX_OP_HVALIDATE, 400, TXN(34), LAST, w.version, 0x44);
+	H(XTX_OP_HABORT, 0, TXN(30), 0, 0, 0);
+	H(XTX_OP_HABORT, 0, TXN(31), 0, 0, 0);
+	H(XTX_OP_HABORT, 0, TXN(32), 0, 0, 0);
+	CHECK(state_of(TXN(30)) == XTX_HS_FREE && state_of(TXN(31)) == XTX_HS_FREE,
+	      "aborts release squashed slots");
+}
+
+/* Validation: visible at base + 1, logged, idempotent. */
+static void test_validation_and_log(void)
+{
+	struct hop v = { .opcode = XTX_OP_HVALIDATE, .key = 500, .txn = TXN(40),
+			 .flags = LAST, .token = xtx_log_replicas_pack((__u16[]){ 0, 2 }, 2) };
+	__u64 commits = ctr(XTX_CTR_HADES_COMMIT), req;
+	struct xtx_log_entry e;
+	struct xtx_op o, w, a, b;
+	int nlog;
+
+	kv(XTX_OP_INSERT, 500, 0x50);
+	kv(XTX_OP_UPDATE, 500, 0x51);
+	w = H(XTX_OP_HWRITE, 500, TXN(40), BEGIN, 0, 0);
+	CHECK(w.version == 2, "base version %llu", (unsigned long long)w.version);
+	H(XTX_OP_HWRITE, 501, TXN(40), 0, 0, 0);
+	o = H(XTX_OP_HINTEND, 500, TXN(40), 0, w.version, 0x52);
+	CHECK(o.status == XTX_ST_OK, "staged: %u", o.status);
+	o = H(XTX_OP_HINTEND, 501, TXN(40), LAST | XTX_OPF_DELETE, 0, 0);
+	CHECK(o.status == XTX_ST_OK, "ack: %u", o.status);
+	o = kv(XTX_OP_GET, 500, 0);
+	CHECK(o.value[0] == 0x51 && o.version == 2, "staged writes are invisible");
+
+	o = H(XTX_OP_HVALIDATE, 501, TXN(40), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK, "validate the delete of an absent key: %u", o.status);
+	v.version = w.version;
+	req = next_req++;
+	a = hop_req(&v, req);
+	b = hop_req(&v, req);
+	CHECK(a.status == XTX_ST_OK && a.version == 3, "validate: %u v%llu", a.status,
+	      (unsigned long long)a.version);
+	CHECK(b.status == a.status && b.version == a.version, "retransmission: %u", b.status);
+	o = kv(XTX_OP_GET, 500, 0);
+	CHECK(o.status == XTX_ST_OK && o.value[0] == 0x52 && o.version == 3,
+	      "visible at the new version: v%llu", (unsigned long long)o.version);
+	CHECK(state_of(TXN(40)) == XTX_HS_FREE, "last validate releases the slot");
+	CHECK(ctr(XTX_CTR_HADES_COMMIT) == commits + 1, "commit counted");
+	nlog = log_find(TXN(40), 500, &e);
+	CHECK(nlog == 1 && e.version == 3 && e.value[0] == 0x52 && (e.flags & XTX_LOGF_LAST) &&
+	      e.client_id == CLIENT && e.nreplicas == 2 && e.replicas[1] == 2,
+	      "log: %d entries, v%llu flags %#x", nlog, (unsigned long long)e.version, e.flags);
+	nlog = log_find(TXN(40), 501, &e);
+	CHECK(nlog == 1 && (e.flags & XTX_LOGF_DELETE) && !(e.flags & XTX_LOGF_LAST),
+	      "delete logged: %d", nlog);
+
+	/* the same validate in a new request after the slot is gone: no second install */
+	o = hop_req(&v, next_req++);
+	CHECK(o.status == XTX_ST_ALREADY_APPLIED, "late validate: %u", o.status);
+	o = kv(XTX_OP_GET, 500, 0);
+	CHECK(o.version == 3 && log_find(TXN(40), 500, &e) == 1, "late validate re-applied");
+	o = H(XTX_OP_HVALIDATE, 500, TXN(49), LAST, 0, 0);
+	CHECK(o.status == XTX_ST_TXN_GONE, "validate of an unknown txn: %u", o.status);
+}
+
+static void test_abort_discards(void)
+{
+	struct xtx_op o, w;
+	__u64 req = next_req++;
+	struct hop ab = { .opcode = XTX_OP_HABORT, .txn = TXN(50) };
+
+	kv(XTX_OP_INSERT, 600, 0x60);
+	w = H(XTX_OP_HWRITE, 600, TXN(50), BEGIN, 0, 0);
+	H(XTX_OP_HINTEND, 600, TXN(50), LAST, w.version, 0x61);
+	o = hop_req(&ab, req);
+	CHECK(o.status == XTX_ST_OK && !(o.flags & XTX_HRF_NOTHING), "abort: %u", o.status);
+	o = hop_req(&ab, req);
+	CHECK(o.status == XTX_ST_OK && !(o.flags & XTX_HRF_NOTHING), "retransmitted abort");
+	o = hop_req(&ab, next_req++);
+	CHECK(o.status == XTX_ST_OK && (o.flags & XTX_HRF_NOTHING), "second abort: %#x", o.flags);
+	o = kv(XTX_OP_GET, 600, 0);
+	CHECK(o.value[0] == 0x60 && o.version == w.version, "abort discarded the staged write");
+	o = H(XTX_OP_HVALIDATE, 600, TXN(50), LAST, w.version, 0);
+	CHECK(o.status == XTX_ST_TXN_GONE, "validate after abort: %u", o.status);
+	o = H(XTX_OP_HREAD, 600, TXN(50), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED && state_of(TXN(50)) == XTX_HS_FREE,
+	      "an ended txn never takes a new slot: %u", o.status);
+	o = H(XTX_OP_HWRITE, 600, TXN(51), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_OK, "key free again: %u", o.status);
+	H(XTX_OP_HABORT, 0, TXN(51), 0, 0, 0);
+}
+
+/* A backup stages without conflict checks and installs base + 1 at validation. */
+static void test_replica(void)
+{
+	struct xtx_op o;
+
+	H(XTX_OP_HREAD, 700, TXN(60), BEGIN, 0, 0);	/* an active reader of the key */
+	o = H(XTX_OP_HINTEND, 700, TXN(61), BEGIN | REPL | LAST, 6, 0x70);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(61)) == XTX_HS_COMMITTING,
+	      "replica intend: %u", o.status);
+	CHECK(state_of(TXN(60)) == XTX_HS_ACTIVE, "a replica squashed a reader");
+	o = H(XTX_OP_HREAD, 700, TXN(60), 0, 0, 0);
+	CHECK(o.status == XTX_ST_NOT_FOUND, "a replica's stage blocked a reader: %u", o.status);
+	o = H(XTX_OP_HVALIDATE, 700, TXN(61), REPL | LAST, 6, 0);
+	CHECK(o.status == XTX_ST_OK && o.version == 7, "replica validate: %u v%llu", o.status,
+	      (unsigned long long)o.version);
+	o = kv(XTX_OP_GET, 700, 0);
+	CHECK(o.status == XTX_ST_OK && o.version == 7 && o.value[0] == 0x70, "backup content");
+	H(XTX_OP_HABORT, 0, TXN(60), 0, 0, 0);
+}
+
+static void test_too_many_writes(void)
+{
+	struct xtx_hades_slot s;
+	struct xtx_op o;
+	int i;
+
+	for (i = 0; i < XTX_HADES_STAGE_MAX; i++) {
+		o = H(XTX_OP_HINTEND, 800 + i, TXN(70), i ? 0 : BEGIN, 0, 0x80);
+		CHECK(o.status == XTX_ST_OK, "intend %d: %u", i, o.status);
+	}
+	o = H(XTX_OP_HINTEND, 900, TXN(70), LAST, 0, 0x80);
+	CHECK(o.status == XTX_ST_TOO_MANY, "one write too many: %u", o.status);
+	CHECK(slot_of(TXN(70), &s, NULL) && s.nstaged == XTX_HADES_STAGE_MAX && !s.reg_pos &&
+	      (s.ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_ACTIVE, "refusal changed the slot");
+	H(XTX_OP_HABORT, 0, TXN(70), 0, 0, 0);
+}
+
+/* Bad input: a clear status and nothing changes, not even the good ops beside it. */
+static void test_bad_input(void)
+{
+	struct hop h = { .opcode = XTX_OP_HREAD, .key = 1000, .txn = TXN(80), .flags = BEGIN };
+	struct run r;
+	struct xtx_op o;
+
+	h.table = XTX_MAX_TABLES;
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_BAD_ARG, "bad table: %u", o.status);
+	h.table = 0;
+	h.flags = BEGIN | XTX_HOPF_LAST;
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_BAD_ARG, "HREAD with an intend flag: %u", o.status);
+	h.flags = BEGIN | 0x80000000u;
+	h.opcode = XTX_OP_HINTEND;
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_BAD_ARG, "unknown flag: %u", o.status);
+	h.flags = BEGIN;
+	h.txn = xtx_txn_make(CLIENT + 1, 80);
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_BAD_TXN, "another client's txn: %u", o.status);
+	h.txn = 0;
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_BAD_TXN, "no txn: %u", o.status);
+	o = H(XTX_OP_HABORT, 0, TXN(80), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_BAD_ARG, "abort with flags: %u", o.status);
+	o = H(XTX_OP_HVALIDATE, 0, TXN(80), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_BAD_ARG, "validate with BEGIN: %u", o.status);
+	/* vlen over the value size: a good HREAD in the same packet does not run */
+	h = (struct hop){ .opcode = XTX_OP_HREAD, .key = 1000, .txn = TXN(80), .flags = BEGIN };
+	hop_build(&r, &h, next_req++);
+	{
+		uint8_t payload[PKT_MAX];
+		struct xtx_op *op;
+
+		memcpy(payload, r.in + PKT_PAYLOAD_OFF, xtx_msg_len(1));
+		op = xtx_msg_add(payload, XTX_OP_HINTEND, 0, 1001);
+		op->txn = TXN(80);
+		op->vlen = 17;
+		r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(2));
+	}
+	run(&r);
+	CHECK(out_op(&r, 1)->status == XTX_ST_BAD_ARG &&
+	      out_op(&r, 0)->status == XTX_ST_NOT_EXECUTED, "vlen 17 > 16: %u/%u",
+	      out_op(&r, 1)->status, out_op(&r, 0)->status);
+	CHECK(state_of(TXN(80)) == XTX_HS_FREE, "a refused packet took a slot");
+	o = H(XTX_OP_HREAD, 1000, TXN(80), 0, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED, "refused packet left state behind: %u", o.status);
+	/* protocol misuse on a live slot: refused, nothing changes */
+	H(XTX_OP_HWRITE, 1002, TXN(81), BEGIN, 0, 0);
+	o = H(XTX_OP_HVALIDATE, 1002, TXN(81), LAST, 0, 0);
+	CHECK(o.status == XTX_ST_TXN_GONE && state_of(TXN(81)) == XTX_HS_ACTIVE,
+	      "validate before intend: %u", o.status);
+	H(XTX_OP_HINTEND, 1002, TXN(81), LAST, 0, 0x81);
+	o = H(XTX_OP_HVALIDATE, 1003, TXN(81), LAST, 0, 0);
+	CHECK(o.status == XTX_ST_BAD_ARG && state_of(TXN(81)) == XTX_HS_COMMITTING,
+	      "validate of a key never intended: %u", o.status);
+	o = H(XTX_OP_HREAD, 1003, TXN(81), 0, 0, 0);
+	CHECK(o.status == XTX_ST_BAD_ARG, "read after the last intend: %u", o.status);
+	H(XTX_OP_HABORT, 0, TXN(81), 0, 0, 0);
+}
+
+/* A tiny table: full answers RETRY; an abandoned active slot is reclaimed by lease. */
+static void test_full_table_and_lease(void)
+{
+	struct hades_cfg c = { .slots = XTX_HADES_PROBES, .bits = 1024, .hashes = 4,
+			       .lease_ns = 30ull * 1000 * 1000 };
+	struct xtx_xdp *main_skel = skel;
+	struct timespec ts = { 0, 60 * 1000 * 1000 };
+	struct xtx_op o;
+	int i;
+
+	skel = load_hades(&c);
+	CHECK(skel, "load with %u slots", c.slots);
+	if (!skel) {
+		skel = main_skel;
+		return;
+	}
+	for (i = 0; i < XTX_HADES_PROBES; i++) {
+		o = H(XTX_OP_HREAD, 1100 + i, TXN(90 + i), BEGIN, 0, 0);
+		CHECK(o.status == XTX_ST_NOT_FOUND, "fill %d: %u", i, o.status);
+	}
+	o = H(XTX_OP_HREAD, 1100, TXN(99), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_RETRY && state_of(TXN(99)) == XTX_HS_FREE && ctr(XTX_CTR_HADES_FULL),
+	      "full table: %u", o.status);
+	/* a committing slot is never reclaimed, the others are after the lease */
+	o = H(XTX_OP_HINTEND, 0, TXN(90), NOWR | LAST, 0, 0);
+	CHECK(o.status == XTX_ST_OK, "read-only ack: %u", o.status);
+	nanosleep(&ts, NULL);
+	for (i = 0; i < XTX_HADES_PROBES - 1; i++) {
+		o = H(XTX_OP_HREAD, 1200 + i, TXN(100 + i), BEGIN, 0, 0);
+		CHECK(o.status == XTX_ST_NOT_FOUND, "reclaim %d: %u", i, o.status);
+	}
+	CHECK(ctr(XTX_CTR_HADES_RECLAIM) == XTX_HADES_PROBES - 1, "reclaims: %llu",
+	      (unsigned long long)ctr(XTX_CTR_HADES_RECLAIM));
+	o = H(XTX_OP_HREAD, 1300, TXN(110), BEGIN, 0, 0);
+	CHECK(o.status == XTX_ST_RETRY, "committing slot reclaimed: %u", o.status);
+	CHECK(state_of(TXN(90)) == XTX_HS_COMMITTING, "committing slot lost");
+	o = H(XTX_OP_HREAD, 1101, TXN(91), 0, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED, "reclaimed owner's next op: %u", o.status);
+	o = H(XTX_OP_HINTEND, 0, TXN(92), NOWR | LAST, 0, 0);
+	CHECK(o.status == XTX_ST_SQUASHED, "reclaimed owner's commit: %u", o.status);
+	xtx_xdp__destroy(skel);
+	skel = main_skel;
+}
+
+/*
+ * --hades-exact: a squash whose filter hit the exact sets refute is a
+ * false positive.  A 256-bit, one-hash filter holding 20 keys makes one
+ * easy to find with the shared functions.
+ */
+static void test_exact_false_positives(void)
+{
+	struct hades_cfg c = { .slots = 64, .bits = 256, .hashes = 1, .exact = true };
+	__u64 bf[XTX_HADES_BF_WORDS] = {}, fpkey = 0, key;
+	struct xtx_xdp *main_skel = skel;
+	struct xtx_op o;
+	int i;
+
+	skel = load_hades(&c);
+	CHECK(skel, "load with exact sets");
+	if (!skel) {
+		skel = main_skel;
+		return;
+	}
+	for (i = 0; i < 20; i++) {
+		o = H(XTX_OP_HREAD, 5000 + i, TXN(120), i ? 0 : BEGIN, 0, 0);
+		xtx_hades_bf_add(bf, xtx_hades_bf_hash(0, 5000 + i), c.bits, c.hashes);
+	}
+	for (key = 9000; key < 20000 && !fpkey; key++)
+		if (xtx_hades_bf_test(bf, xtx_hades_bf_hash(0, key), c.bits, c.hashes))
+			fpkey = key;
+	CHECK(fpkey, "no false-positive key found");
+	o = H(XTX_OP_HINTEND, fpkey, TXN(121), BEGIN | LAST, 0, 0x90);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(120)) == XTX_HS_SQUASHED,
+	      "filter hit squashes: %u", o.status);
+	CHECK(ctr(XTX_CTR_HADES_SQUASH) == 1 && ctr(XTX_CTR_HADES_FP_SQUASH) == 1,
+	      "false-positive squash counted: %llu of %llu",
+	      (unsigned long long)ctr(XTX_CTR_HADES_FP_SQUASH),
+	      (unsigned long long)ctr(XTX_CTR_HADES_SQUASH));
+	H(XTX_OP_HVALIDATE, fpkey, TXN(121), LAST, 0, 0);
+	/* a real conflict is no false positive */
+	H(XTX_OP_HREAD, 5000, TXN(122), BEGIN, 0, 0);
+	o = H(XTX_OP_HINTEND, 5000, TXN(123), BEGIN | LAST, 0, 0x91);
+	CHECK(o.status == XTX_ST_OK && ctr(XTX_CTR_HADES_SQUASH) == 2 &&
+	      ctr(XTX_CTR_HADES_FP_SQUASH) == 1, "true conflict counted as false positive");
+	CHECK(ctr(XTX_CTR_HADES_PROBES) > 0, "probes not counted");
+	xtx_xdp__destroy(skel);
+	skel = main_skel;
+}
+
+/* Complexity: the largest filters, most hashes, exact sets and most slots still verify. */
+static void test_verifier_at_limits(void)
+{
+	struct hades_cfg c = { .slots = XTX_HADES_SLOTS_MAX, .bits = XTX_HADES_BF_BITS_MAX,
+			       .hashes = XTX_HADES_HASHES_MAX, .lease_ns = 1, .exact = true };
+	struct xtx_xdp *big = load_hades(&c);
+
+	CHECK(big, "program at the HADES limits does not load");
+	xtx_xdp__destroy(big);
+}
+
+int main(void)
+{
+	struct hades_cfg c = { .slots = 256, .bits = XTX_HADES_BF_BITS_DEFAULT,
+			       .hashes = XTX_HADES_HASHES_DEFAULT,
+			       .lease_ns = XTX_HADES_LEASE_DEFAULT_NS };
+
+	xtx_log_libbpf();
+	RUN_CASE(test_bf_no_false_negatives);
+	RUN_CASE(test_bf_false_positive_rate);
+	skel = load_hades(&c);
+	if (!skel) {
+		printf("FAIL: load_hades (%s)\n", strerror(errno));
+		return 1;
+	}
+	RUN_CASE(test_read_write_recording);
+	RUN_CASE(test_retry_on_committing_filters);
+	RUN_CASE(test_conflicting_committers);
+	RUN_CASE(test_squash);
+	RUN_CASE(test_validation_and_log);
+	RUN_CASE(test_abort_discards);
+	RUN_CASE(test_replica);
+	RUN_CASE(test_too_many_writes);
+	RUN_CASE(test_bad_input);
+	RUN_CASE(test_full_table_and_lease);
+	RUN_CASE(test_exact_false_positives);
+	RUN_CASE(test_verifier_at_limits);
+	xtx_xdp__destroy(skel);
+	printf("# test_hades: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}
