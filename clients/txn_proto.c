@@ -504,8 +504,8 @@ static void commit_phases(struct xtx_txn *t)
 	unsigned int n;
 
 	for (;;) {
-		if (t->cause != XTX_CAUSE_NONE || t->failed) {
-			if (t->phase >= PH_BACKUP) {
+		if ((t->cause != XTX_CAUSE_NONE || t->failed) && t->phase != PH_RELEASE) {
+			if (t->phase == PH_BACKUP || t->phase == PH_PRIMARY) {
 				/* cannot happen: nothing past the commit point aborts */
 				t->cause = XTX_CAUSE_NONE;
 				t->failed = false;

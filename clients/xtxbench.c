@@ -15,6 +15,7 @@ static const struct bench_cmd {
 	{ "lockocc", bench_lockocc_main, "OCC lock manager: validates and try-locks on skewed keys" },
 	{ "kv", bench_kv_main, "GET/INSERT/UPDATE/DELETE packed per packet; --check against a model" },
 	{ "log", bench_log_main, "LOG_APPEND packed per packet: appends/s and LOG_FULLs (drain)" },
+	{ "bank", bench_bank_main, "transfers through libxtx (occ, 2pl); --check: money conserved" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },
 };
 
