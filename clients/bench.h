@@ -20,6 +20,8 @@ int bench_lockocc_main(int argc, char **argv);
 int bench_kv_main(int argc, char **argv);
 int bench_op_main(int argc, char **argv);
 int bench_log_main(int argc, char **argv);
+int bench_tatp_main(int argc, char **argv);
+int bench_smallbank_main(int argc, char **argv);
 int bench_bank_main(int argc, char **argv);
 
 #endif /* XTX_BENCH_H */

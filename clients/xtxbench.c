@@ -16,6 +16,8 @@ static const struct bench_cmd {
 	{ "kv", bench_kv_main, "GET/INSERT/UPDATE/DELETE packed per packet; --check against a model" },
 	{ "log", bench_log_main, "LOG_APPEND packed per packet: appends/s and LOG_FULLs (drain)" },
 	{ "bank", bench_bank_main, "transfers through libxtx (occ, 2pl); --check: money conserved" },
+	{ "tatp", bench_tatp_main, "TATP over libxtx (occ default): rates, latency; --verify" },
+	{ "smallbank", bench_smallbank_main, "SmallBank over libxtx (2pl default); --verify" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },
 };
 

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxbench smallbank: the six-transaction SmallBank mix over libxtx (2PL by default), §2.8 checks. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench.h"
+#include "num.h"
+#include "smallbank.h"
+#include "smallbank_txn.h"
+#include "wlbench.h"
+
+/* x[] counters */
+#define SB_X_SP_SHORT		0	/* SendPayments without the funds */
+#define SB_X_WC_PENALTY		1	/* WriteChecks that overdrew */
+
+struct sb_ctx {
+	struct sb_cfg cfg;
+	bool accounts_set, hot_set;
+	double hot_frac;
+};
+
+struct sb_thread {
+	bool verify;
+	int64_t delta;		/* cents of every committed transaction, summed */
+	uint64_t committed[SB_NTYPES];
+	uint8_t *wc;		/* --verify: accounts a committed WC debited, [N] */
+};
+
+enum {
+	OPT_ACCOUNTS = 0x200,
+	OPT_HOT_FRAC,
+	OPT_HOT_PROB,
+	OPT_MIX,
+};
+
+static const struct option sb_opts[] = {
+	{ "accounts", required_argument, NULL, OPT_ACCOUNTS },
+	{ "hot-frac", required_argument, NULL, OPT_HOT_FRAC },
+	{ "hot-prob", required_argument, NULL, OPT_HOT_PROB },
+	{ "mix", required_argument, NULL, OPT_MIX },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const uint8_t sb_tables[] = { SB_SAV, SB_CHK };
+
+static void sb_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xtxbench smallbank --servers IP,IP,IP [options]\n"
+		"SmallBank (workloads.md Part 2) as libxtx transactions, no-wait 2PL by\n"
+		"default: the five programs of Alomari et al. plus SendPayment, mixed\n"
+		"AMG 15, BAL 15, DC 15, SP 25, TS 15, WC 15.  SAVINGS is table 8 and\n"
+		"CHECKING table 9, keyed by account id 0..N-1, valued in int64 cents.\n"
+		"A SendPayment without the funds is a logical failure (a user abort, not\n"
+		"committed); a WriteCheck that overdraws commits with a $1 penalty.\n"
+		"Amounts: DC $1.30, SP $5.00, TS $20.20, WC $5.00.\n"
+		"\n"
+		"SmallBank options:\n"
+		"      --accounts N          accounts (default 100000 per thread, as FaSST)\n"
+		"      --hot-frac F          the hot set is accounts 0..F*N-1 (default 0.04)\n"
+		"      --hot-prob P          a transaction's accounts are all hot with\n"
+		"                            probability P, else uniform over all N (default\n"
+		"                            0.9; 0: uniform)\n"
+		"      --mix W,W,W,W,W,W     weights of AMG,BAL,DC,SP,TS,WC (default\n"
+		"                            15,15,15,25,15,15)\n"
+		"\n"
+		"--verify checks money conservation exactly (the balances' sum moved by\n"
+		"the acknowledged deltas: +130 DC, +2020 TS, -500/-600 WC), N rows per table,\n"
+		"savings never negative, checking negative only where a WC debited.\n");
+}
+
+static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
+		fprintf(stderr, "Error: %s: '%s' is not a number in [%g, %g]\n", what, s, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_mix(const char *s, unsigned int *mix)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	unsigned int i = 0, sum = 0;
+	int rc = -1;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint32_t w;
+
+		if (i == SB_NTYPES || xtx_parse_u32("--mix", tok, 0, 1000000, &w))
+			goto out;
+		mix[i++] = w;
+		sum += w;
+	}
+	if (i == SB_NTYPES && sum)
+		rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "Error: --mix: want %u weights, not all 0, not '%s'\n", SB_NTYPES,
+			s);
+	free(copy);
+	return rc;
+}
+
+static int sb_handle_opt(void *vctx, int c, const char *arg)
+{
+	struct sb_ctx *ctx = vctx;
+
+	switch (c) {
+	case OPT_ACCOUNTS:
+		ctx->accounts_set = true;
+		return xtx_parse_u32("--accounts", arg, 2, SB_MAX_ACCOUNTS, &ctx->cfg.accounts);
+	case OPT_HOT_FRAC:
+		ctx->hot_set = true;
+		return parse_double("--hot-frac", arg, 0, 1, &ctx->hot_frac);
+	case OPT_HOT_PROB:
+		return parse_double("--hot-prob", arg, 0, 1, &ctx->cfg.hot_prob);
+	case OPT_MIX:
+		return parse_mix(arg, ctx->cfg.mix);
+	}
+	return -1;
+}
+
+static int sb_check_opts(void *vctx, unsigned int threads, uint64_t seed)
+{
+	struct sb_ctx *ctx = vctx;
+	struct sb_cfg *cfg = &ctx->cfg;
+
+	if (!ctx->accounts_set)
+		cfg->accounts = 100000 * threads;
+	cfg->seed = seed;
+	cfg->hot = ctx->hot_set ? (uint32_t)llround(ctx->hot_frac * cfg->accounts) :
+				  sb_default_hot(cfg->accounts);
+	if (cfg->hot < 2)
+		cfg->hot = 2;
+	if (cfg->hot > cfg->accounts)
+		cfg->hot = cfg->accounts;
+	return 0;
+}
+
+static void sb_describe(const void *vctx, bool json)
+{
+	const struct sb_cfg *c = &((const struct sb_ctx *)vctx)->cfg;
+	const unsigned int *m = c->mix;
+
+	if (json) {
+		printf("\"accounts\":%u,\"hot\":%u,\"hot_prob\":%.3f,\"mix\":\"%u,%u,%u,%u,%u,%u\",",
+		       c->accounts, c->hot, c->hot_prob, m[0], m[1], m[2], m[3], m[4], m[5]);
+		return;
+	}
+	printf("accounts=%u hot=%u hot_prob=%.2f mix=%u,%u,%u,%u,%u,%u (SP without funds is "
+	       "not committed)\n", c->accounts, c->hot, c->hot_prob, m[0], m[1], m[2], m[3],
+	       m[4], m[5]);
+}
+
+static int sb_thread_init(void *vctx, void *wt, const struct wl_tinfo *ti)
+{
+	const struct sb_cfg *cfg = &((struct sb_ctx *)vctx)->cfg;
+	struct sb_thread *t = wt;
+
+	t->verify = ti->verify;
+	if (!t->verify)
+		return 0;
+	t->wc = calloc(cfg->accounts, 1);
+	if (!t->wc) {
+		fprintf(stderr, "Error: --verify: %u accounts: %s\n", cfg->accounts,
+			strerror(ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+static void sb_thread_free(void *vctx, void *wt)
+{
+	(void)vctx;
+	free(((struct sb_thread *)wt)->wc);
+}
+
+static unsigned int sb_begin(void *vctx, void *wt, void *txn, const struct wl_tinfo *ti)
+{
+	const struct sb_cfg *cfg = &((struct sb_ctx *)vctx)->cfg;
+	enum sb_type type = sb_pick_type(cfg, ti->rng);
+	uint32_t a0, a1;
+
+	(void)wt;
+	sb_pick_accounts(cfg, type, ti->rng, &a0, &a1);
+	sb_txn_arm(txn, type, a0, a1);
+	return type;
+}
+
+static void sb_rearm(void *vctx, void *wt, void *txn, const struct wl_tinfo *ti)
+{
+	struct sb_txn *x = txn;
+
+	(void)vctx;
+	(void)wt;
+	(void)ti;
+	sb_txn_arm(x, x->type, x->a0, x->a1);
+}
+
+static enum wl_verdict sb_end(void *vctx, void *wt, void *txn, const struct xtx_txn_result *res,
+			      uint64_t *xc)
+{
+	struct sb_thread *t = wt;
+	struct sb_txn *x = txn;
+
+	(void)vctx;
+	switch (res->outcome) {
+	case XTX_COMMITTED:
+		/* every acknowledged commit's delta, for the conservation identity */
+		t->delta += x->delta;
+		t->committed[x->type]++;
+		if (x->type == SB_WC) {
+			xc[SB_X_WC_PENALTY] += x->penalty;
+			if (t->wc)
+				t->wc[x->a0] = 1;
+		}
+		return WL_COMMITTED;
+	case XTX_FAILED:
+		return WL_FAILED;
+	default:
+		break;
+	}
+	if (x->broken)
+		return WL_BROKEN;
+	if (res->cause == XTX_CAUSE_USER && x->logical) {
+		xc[SB_X_SP_SHORT]++;
+		return WL_LOGICAL;
+	}
+	return WL_ABORTED;
+}
+
+static void sb_summary(const void *vctx, const struct wl_counts *c, double secs, bool json)
+{
+	uint64_t att = 0, ok = 0;
+	double d = secs > 0 ? secs : 1;
+	unsigned int i;
+
+	(void)vctx;
+	for (i = 0; i < SB_NTYPES; i++) {
+		att += c->attempted[i];
+		ok += c->committed[i];
+	}
+	if (json) {
+		printf("\"rates\":{\"attempts_per_s\":%.1f,\"committed_per_s\":%.1f},"
+		       "\"sp_insufficient_funds\":%llu,\"wc_penalty\":%llu,", att / d, ok / d,
+		       (unsigned long long)c->x[SB_X_SP_SHORT],
+		       (unsigned long long)c->x[SB_X_WC_PENALTY]);
+		return;
+	}
+	printf("rates: attempts/s=%.0f  committed/s=%.0f\n", att / d, ok / d);
+	printf("SP without funds=%llu (%.1f%% of SP)  WC overdrafts=%llu (%.1f%% of committed "
+	       "WC)\n", (unsigned long long)c->x[SB_X_SP_SHORT],
+	       c->attempted[SB_SP] ? 100.0 * c->x[SB_X_SP_SHORT] / c->attempted[SB_SP] : 0.0,
+	       (unsigned long long)c->x[SB_X_WC_PENALTY],
+	       c->committed[SB_WC] ? 100.0 * c->x[SB_X_WC_PENALTY] / c->committed[SB_WC] : 0.0);
+}
+
+static int sb_populate(void *vctx, wl_emit_fn emit, void *arg)
+{
+	const struct sb_cfg *cfg = &((struct sb_ctx *)vctx)->cfg;
+	uint8_t v[SB_VLEN];
+	uint32_t a;
+	unsigned int i;
+
+	for (a = 0; a < cfg->accounts; a++) {
+		for (i = 0; i < sizeof(sb_tables); i++) {
+			sb_encode(sb_initial_balance(cfg, sb_tables[i], a), v);
+			if (emit(arg, sb_tables[i], a, v, sizeof(v)))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- --verify: workloads.md §2.8 ---- */
+
+/* Exactly accounts 0..N-1 in both tables; sums them into *total. */
+static void check_rows(const struct sb_cfg *cfg, const struct wl_snap *s, const char *when,
+		       __int128 *total, unsigned long *v)
+{
+	unsigned int i;
+
+	*total = 0;
+	for (i = 0; i < sizeof(sb_tables); i++) {
+		const struct wl_rec *r;
+		size_t n = wl_snap_table(s, sb_tables[i], &r), j;
+
+		if (n != cfg->accounts) {
+			wl_violation(v, "%s: table %u has %zu rows, not the %u accounts", when,
+				     sb_tables[i], n, cfg->accounts);
+		}
+		for (j = 0; j < n; j++) {
+			int64_t b;
+
+			if (r[j].key >= cfg->accounts || sb_decode(r[j].value, r[j].vlen, &b)) {
+				wl_violation(v, "%s: table %u key %llu: not an account of 0..%u "
+					     "holding 8 bytes", when, sb_tables[i],
+					     (unsigned long long)r[j].key, cfg->accounts - 1);
+				continue;
+			}
+			*total += b;
+		}
+	}
+}
+
+static unsigned long sb_verify(void *vctx, const struct wl_snap *b, const struct wl_snap *a,
+			       void *const *wts, unsigned int nthreads,
+			       const struct wl_counts *c)
+{
+	const struct sb_ctx *ctx = vctx;
+	const struct sb_cfg *cfg = &ctx->cfg;
+	__int128 s0, s1, delta = 0;
+	unsigned long v = 0, mark;
+	const struct wl_rec *r;
+	size_t n, j;
+	uint64_t att = 0, neg = 0;
+	unsigned int i, sum = 0;
+
+	check_rows(cfg, b, "before", &s0, &v);
+	check_rows(cfg, a, "after", &s1, &v);
+	if (!v)
+		wl_check_ok("exactly %u SAVINGS and %u CHECKING rows before and after",
+			    cfg->accounts, cfg->accounts);
+	for (i = 0; i < nthreads; i++)
+		delta += ((const struct sb_thread *)wts[i])->delta;
+	if (s1 != s0 + delta)
+		wl_violation(&v, "money: %lld cents before + %lld committed deltas = %lld, but "
+			     "the accounts hold %lld", (long long)s0, (long long)delta,
+			     (long long)(s0 + delta), (long long)s1);
+	else
+		wl_check_ok("conservation: %lld cents before + %lld from committed DC/TS/WC = "
+			    "%lld after", (long long)s0, (long long)delta, (long long)s1);
+
+	mark = v;
+	n = wl_snap_table(a, SB_SAV, &r);
+	for (j = 0; j < n; j++) {
+		int64_t bal;
+
+		if (!sb_decode(r[j].value, r[j].vlen, &bal) && bal < 0)
+			wl_violation(&v, "SAVINGS[%llu] = %lld cents: savings never go negative",
+				     (unsigned long long)r[j].key, (long long)bal);
+	}
+	n = wl_snap_table(a, SB_CHK, &r);
+	for (j = 0; j < n; j++) {
+		const struct wl_rec *old = wl_snap_find(b, SB_CHK, r[j].key);
+		int64_t bal, was = 0;
+		bool wc = false;
+
+		if (sb_decode(r[j].value, r[j].vlen, &bal) || bal >= 0 ||
+		    r[j].key >= cfg->accounts)
+			continue;
+		neg++;
+		for (i = 0; i < nthreads && !wc; i++)
+			wc = ((const struct sb_thread *)wts[i])->wc[r[j].key];
+		if (old && !sb_decode(old->value, old->vlen, &was) && was < 0)
+			continue;
+		if (!wc)
+			wl_violation(&v, "CHECKING[%llu] = %lld cents, but no committed WriteCheck "
+				     "debited it", (unsigned long long)r[j].key, (long long)bal);
+	}
+	if (v == mark)
+		wl_check_ok("savings >= 0; %llu negative checking balances, each after a "
+			    "WriteCheck", (unsigned long long)neg);
+
+	mark = v;
+	for (i = 0; i < SB_NTYPES; i++) {
+		att += c->attempted[i];
+		sum += cfg->mix[i];
+	}
+	for (i = 0; i < SB_NTYPES; i++) {
+		double p = (double)cfg->mix[i] / sum, got = att ? (double)c->attempted[i] / att : 0;
+
+		if (c->attempted[i] != c->committed[i] + c->logical[i] + c->aborted[i] +
+		    c->failed[i] + c->unknown[i] + c->broken[i])
+			wl_violation(&v, "%s: attempted %llu != committed + logical + aborted + "
+				     "failed + unknown", sb_type_names[i],
+				     (unsigned long long)c->attempted[i]);
+		if (att >= 1000 && !wl_within_4sigma(got, p, att, 0))
+			wl_violation(&v, "%s: %.4f of the attempts, the mix says %.4f",
+				     sb_type_names[i], got, p);
+		if (i != SB_SP && c->logical[i])
+			wl_violation(&v, "%s: %llu logical failures; only SP has them",
+				     sb_type_names[i], (unsigned long long)c->logical[i]);
+	}
+	if (v == mark)
+		wl_check_ok("counters add up; mix within 4 sigma");
+	return v;
+}
+
+int bench_smallbank_main(int argc, char **argv)
+{
+	static struct sb_ctx ctx;
+	struct wl_workload w = {
+		.name = "smallbank",
+		.ntypes = SB_NTYPES,
+		.type_names = sb_type_names,
+		.txn_size = sizeof(struct sb_txn),
+		.thread_size = sizeof(struct sb_thread),
+		.tables = sb_tables,
+		.ntables = sizeof(sb_tables),
+		.ctx = &ctx,
+		.default_protocol = XTX_PROTO_2PL,
+		.longopts = sb_opts,
+		.handle_opt = sb_handle_opt,
+		.check_opts = sb_check_opts,
+		.usage = sb_usage,
+		.describe = sb_describe,
+		.thread_init = sb_thread_init,
+		.thread_free = sb_thread_free,
+		.begin = sb_begin,
+		.rearm = sb_rearm,
+		.step = sb_step,
+		.end = sb_end,
+		.summary = sb_summary,
+		.populate = sb_populate,
+		.verify = sb_verify,
+	};
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg.hot_prob = 0.9;
+	memcpy(ctx.cfg.mix, sb_default_mix, sizeof(ctx.cfg.mix));
+	return wl_main(&w, argc, argv);
+}

@@ -1,0 +1,1040 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The closed-loop transaction engine of xtxbench tatp and smallbank: run, report, verify. */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xtx/hash.h>
+#include <xtx/maps.h>
+#include "bench.h"
+#include "benchthread.h"
+#include "clock.h"
+#include "hist.h"
+#include "ids.h"
+#include "log.h"
+#include "num.h"
+#include "runner.h"
+#include "servers.h"
+#include "wlbench.h"
+#include "zipf.h"
+
+/* Longest a thread waits in xtx_poll(), so it notices the stop flag. */
+#define WL_POLL_NS		(1000 * 1000ull)
+/* How often a thread hands its numbers to the progress reporter. */
+#define WL_PUBLISH_NS		(50 * 1000 * 1000ull)
+/*
+ * After the run, how long a thread waits for its transactions to end.
+ * libxtx ends each one (FAILED at worst) within its retry budget; what
+ * is still going after this counts as unknown.
+ */
+#define WL_DRAIN_NS		(10ull * 1000 * 1000 * 1000)
+
+enum wl_slot_state { SLOT_FREE, SLOT_BUSY, SLOT_RETRY };
+
+struct wl_opts {
+	struct sockaddr_in *servers;
+	unsigned int nservers;
+	uint16_t port;
+	uint32_t replication;
+	enum xtx_protocol protocol;
+	uint32_t threads;
+	uint32_t inflight;
+	uint32_t ops_per_packet;
+	uint64_t duration_ns;
+	uint64_t warmup_ns;
+	uint64_t seed;
+	uint32_t client_base;
+	bool client_base_set;
+	uint64_t timeout_ns;
+	uint64_t lock_lease_ns;
+	bool retry_same;
+	bool json;
+	bool populate;
+	bool verify;
+	struct wl_ctl ctl;
+	char xtxctl_path[PATH_MAX];
+};
+
+struct wl_slot {
+	struct wl_thread *th;
+	uint32_t type;
+	uint8_t state;
+	bool measured;
+	/* the workload's transaction follows, 16-byte aligned */
+	_Alignas(16) uint8_t txn[];
+};
+
+struct wl_thread {
+	struct bench_thread bt;		/* bt.recent/total: committed latencies */
+	const struct wl_workload *w;
+	const struct wl_opts *o;
+	struct xtx_client *cl;
+	struct wl_tinfo ti;
+	uint64_t rng;
+	void *wt;
+	uint8_t *slots;
+	size_t slot_size;
+	int poll_err;
+	uint64_t x_unmeasured[WL_NX];
+	struct xtx_client_stats cs;	/* the client's counters at the end */
+
+	/* Owned by the thread. */
+	struct wl_counts c;
+	/* Read by the progress reporter under bt.lock. */
+	struct wl_counts pub;
+};
+
+static uint64_t wl_measure_from;
+
+static struct wl_slot *slot_at(struct wl_thread *t, unsigned int i)
+{
+	return (struct wl_slot *)(t->slots + i * t->slot_size);
+}
+
+/* ---- the transactions ---- */
+
+static enum xtx_step wl_step(struct xtx_txn *x, void *arg)
+{
+	struct wl_slot *s = arg;
+
+	return s->th->w->step(x, s->txn);
+}
+
+static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *arg)
+{
+	struct wl_slot *s = arg;
+	struct wl_thread *t = s->th;
+	struct wl_counts *c = &t->c;
+	enum wl_verdict v;
+
+	(void)x;
+	v = t->w->end(t->w->ctx, t->wt, s->txn, res, s->measured ? c->x : t->x_unmeasured);
+	s->state = SLOT_FREE;
+	if (!s->measured) {
+		if (v == WL_ABORTED && t->o->retry_same && !xtx_run_stopping())
+			s->state = SLOT_RETRY;
+		return;
+	}
+	switch (v) {
+	case WL_COMMITTED:
+		c->committed[s->type]++;
+		xtx_hist_add(&t->bt.recent, res->latency_ns);
+		break;
+	case WL_LOGICAL:
+		c->logical[s->type]++;
+		break;
+	case WL_ABORTED:
+		c->aborted[s->type]++;
+		c->causes[res->cause < XTX_CAUSE__COUNT ? res->cause : XTX_CAUSE_NONE]++;
+		if (t->o->retry_same && !xtx_run_stopping())
+			s->state = SLOT_RETRY;
+		break;
+	case WL_FAILED:
+		c->failed[s->type]++;
+		break;
+	case WL_BROKEN:
+		c->broken[s->type]++;
+		break;
+	}
+}
+
+/* Starts a transaction in slot s: a fresh one, or the same inputs again. */
+static int slot_start(struct wl_thread *t, struct wl_slot *s, uint64_t now)
+{
+	const struct wl_workload *w = t->w;
+	int err;
+
+	if (s->state == SLOT_RETRY)
+		w->rearm(w->ctx, t->wt, s->txn, &t->ti);
+	else
+		s->type = w->begin(w->ctx, t->wt, s->txn, &t->ti);
+	s->measured = now >= wl_measure_from;
+	err = xtx_txn_start(t->cl, wl_step, wl_done, s);
+	if (err)
+		return err;
+	s->state = SLOT_BUSY;
+	if (s->measured)
+		t->c.attempted[s->type]++;
+	return 0;
+}
+
+static void publish(struct wl_thread *t)
+{
+	bench_publish(&t->bt, &t->pub, &t->c, sizeof(t->c));
+}
+
+static void *wl_thread_main(void *arg)
+{
+	struct wl_thread *t = arg;
+	uint64_t now = xtx_now_ns(), next_pub = now + WL_PUBLISH_NS, deadline;
+	unsigned int i;
+	int n;
+
+	while (!xtx_run_stopping()) {
+		for (i = 0; i < t->o->inflight; i++) {
+			struct wl_slot *s = slot_at(t, i);
+
+			if (s->state == SLOT_BUSY)
+				continue;
+			n = slot_start(t, s, now);
+			if (n == -EBUSY)
+				break;
+			if (n) {
+				t->poll_err = n;
+				goto drain;
+			}
+		}
+		n = xtx_poll(t->cl, WL_POLL_NS);
+		if (n < 0) {
+			t->poll_err = n;
+			break;
+		}
+		now = xtx_now_ns();
+		if (now >= next_pub) {
+			publish(t);
+			next_pub = now + WL_PUBLISH_NS;
+		}
+	}
+drain:
+	deadline = xtx_now_ns() + WL_DRAIN_NS;
+	while (xtx_inflight(t->cl) && xtx_now_ns() < deadline)
+		if (xtx_poll(t->cl, WL_POLL_NS) < 0)
+			break;
+	for (i = 0; i < t->o->inflight; i++) {
+		struct wl_slot *s = slot_at(t, i);
+
+		if (s->state == SLOT_BUSY && s->measured)
+			t->c.unknown[s->type]++;
+	}
+	t->cs = *xtx_client_stats(t->cl);
+	publish(t);
+	return NULL;
+}
+
+/* ---- progress and summary ---- */
+
+static uint64_t sum_of(const uint64_t *a, unsigned int n)
+{
+	uint64_t s = 0;
+
+	while (n--)
+		s += *a++;
+	return s;
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+struct wl_progress {
+	struct wl_thread *th;
+	unsigned int nthreads, ntypes;
+	struct wl_counts prev;
+};
+
+static void gather(struct wl_thread *th, unsigned int n, struct wl_counts *sum,
+		   struct xtx_hist *h)
+{
+	unsigned int i;
+
+	memset(sum, 0, sizeof(*sum));
+	xtx_hist_reset(h);
+	for (i = 0; i < n; i++)
+		bench_gather(&th[i].bt, (uint64_t *)sum, (const uint64_t *)&th[i].pub,
+			     WL_NCOUNTS, h);
+}
+
+static void progress_tick(void *ctx, unsigned int sec, double dt)
+{
+	struct wl_progress *p = ctx;
+	struct wl_counts cur;
+	struct xtx_hist h;
+	unsigned int k = p->ntypes;
+
+	gather(p->th, p->nthreads, &cur, &h);
+	fprintf(stderr,
+		"t=%us  txn/s=%.0f  committed/s=%.0f  logical/s=%.0f  aborted/s=%.0f  "
+		"p50=%.1fus p99=%.1fus",
+		sec, (sum_of(cur.attempted, k) - sum_of(p->prev.attempted, k)) / dt,
+		(sum_of(cur.committed, k) - sum_of(p->prev.committed, k)) / dt,
+		(sum_of(cur.logical, k) - sum_of(p->prev.logical, k)) / dt,
+		(sum_of(cur.aborted, k) - sum_of(p->prev.aborted, k)) / dt,
+		xtx_hist_percentile(&h, 50) / 1e3, xtx_hist_percentile(&h, 99) / 1e3);
+	if (sum_of(cur.failed, k))
+		fprintf(stderr, "  failed=%llu", (unsigned long long)sum_of(cur.failed, k));
+	if (sum_of(cur.broken, k))
+		fprintf(stderr, "  BROKEN=%llu", (unsigned long long)sum_of(cur.broken, k));
+	fputc('\n', stderr);
+	p->prev = cur;
+}
+
+struct wl_result {
+	struct wl_counts c;
+	struct xtx_hist lat;
+	struct xtx_client_stats cs;
+	double secs;		/* the measured window */
+	bool ran;
+	bool verified;
+	unsigned long violations;
+};
+
+static void print_type_json(const char *name, const struct wl_counts *c, int i, unsigned int k)
+{
+#define F(field) (unsigned long long)(i < 0 ? sum_of(c->field, k) : c->field[i])
+	printf("\"%s\":{\"attempted\":%llu,\"committed\":%llu,\"logical\":%llu,"
+	       "\"aborted\":%llu,\"failed\":%llu,\"unknown\":%llu,\"broken\":%llu}", name,
+	       F(attempted), F(committed), F(logical), F(aborted), F(failed), F(unknown),
+	       F(broken));
+#undef F
+}
+
+static void print_json(const struct wl_workload *w, const struct wl_opts *o,
+		       const struct wl_result *r)
+{
+	const struct wl_counts *c = &r->c;
+	const struct xtx_hist *h = &r->lat;
+	unsigned int i, k = w->ntypes;
+	const char *sep = "";
+
+	printf("{\"bench\":\"%s\",\"servers\":%u,\"replication\":%u,\"protocol\":\"%s\","
+	       "\"threads\":%u,\"inflight\":%u,\"ops_per_packet\":%u,\"client_id_base\":%u,"
+	       "\"seed\":%llu,\"retry\":\"%s\",\"warmup_s\":%.3f,\"duration_s\":%.3f,",
+	       w->name, o->nservers, o->replication, xtx_protocol_name(o->protocol), o->threads,
+	       o->inflight, o->ops_per_packet, o->client_base, (unsigned long long)o->seed,
+	       o->retry_same ? "same" : "none", o->warmup_ns / 1e9, r->secs);
+	w->describe(w->ctx, true);
+	printf("\"types\":{");
+	for (i = 0; i < k; i++) {
+		printf("%s", i ? "," : "");
+		print_type_json(w->type_names[i], c, (int)i, k);
+	}
+	printf("},");
+	print_type_json("total", c, -1, k);
+	printf(",\"aborts\":{");
+	for (i = 1; i < XTX_CAUSE__COUNT; i++) {
+		if (!c->causes[i])
+			continue;
+		printf("%s\"%s\":%llu", sep, xtx_cause_name(i), (unsigned long long)c->causes[i]);
+		sep = ",";
+	}
+	printf("},\"attempts_per_s\":%.1f,\"committed_per_s\":%.1f,",
+	       ratio(sum_of(c->attempted, k), 1) / (r->secs > 0 ? r->secs : 1),
+	       ratio(sum_of(c->committed, k), 1) / (r->secs > 0 ? r->secs : 1));
+	w->summary(w->ctx, c, r->secs, true);
+	printf("\"latency_us\":{\"avg\":%.2f,\"p50\":%.2f,\"p99\":%.2f,\"p999\":%.2f,"
+	       "\"max\":%.2f},", xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+	       xtx_hist_percentile(h, 99) / 1e3, xtx_hist_percentile(h, 99.9) / 1e3,
+	       h->max / 1e3);
+	printf("\"packets\":%llu,\"ops\":%llu,\"retransmits\":%llu,\"op_retries\":%llu,"
+	       "\"ops_per_packet_avg\":%.2f,\"packets_per_committed\":%.2f,"
+	       "\"packets_per_committed_writer\":%.2f,",
+	       (unsigned long long)r->cs.packets, (unsigned long long)r->cs.ops,
+	       (unsigned long long)r->cs.retransmits, (unsigned long long)r->cs.op_retries,
+	       ratio(r->cs.ops, r->cs.packets), ratio(r->cs.packets, r->cs.committed),
+	       ratio(r->cs.packets_rw_committed, r->cs.committed_rw));
+	printf("\"verify\":%s,\"violations\":%lu}\n", r->verified ? "true" : "false",
+	       r->violations);
+}
+
+static void print_text(const struct wl_workload *w, const struct wl_opts *o,
+		       const struct wl_result *r)
+{
+	const struct wl_counts *c = &r->c;
+	const struct xtx_hist *h = &r->lat;
+	unsigned int i, k = w->ntypes;
+
+	printf("%s: servers=%u replication=%u protocol=%s threads=%u inflight=%u "
+	       "ops_per_packet=%u client_ids=%u..%u seed=%llu retry=%s warmup=%.2fs "
+	       "measured=%.2fs\n",
+	       w->name, o->nservers, o->replication, xtx_protocol_name(o->protocol), o->threads,
+	       o->inflight, o->ops_per_packet, o->client_base, o->client_base + o->threads - 1,
+	       (unsigned long long)o->seed, o->retry_same ? "same" : "none", o->warmup_ns / 1e9,
+	       r->secs);
+	w->describe(w->ctx, false);
+	if (!r->ran)
+		return;
+	printf("%-6s %11s %11s %11s %11s %8s %8s\n", "type", "attempted", "committed",
+	       "logical", "aborted", "failed", "unknown");
+	for (i = 0; i <= k; i++) {
+		bool tot = i == k;
+#define F(field) (unsigned long long)(tot ? sum_of(c->field, k) : c->field[i])
+		printf("%-6s %11llu %11llu %11llu %11llu %8llu %8llu\n",
+		       tot ? "total" : w->type_names[i], F(attempted), F(committed), F(logical),
+		       F(aborted), F(failed), F(unknown));
+#undef F
+	}
+	printf("aborts:");
+	for (i = 1; i < XTX_CAUSE__COUNT; i++)
+		if (c->causes[i])
+			printf(" %s=%llu", xtx_cause_name(i), (unsigned long long)c->causes[i]);
+	if (!sum_of(c->causes, XTX_CAUSE__COUNT))
+		printf(" none");
+	putchar('\n');
+	if (sum_of(c->broken, k))
+		printf("BROKEN: %llu transactions saw data that breaks an invariant\n",
+		       (unsigned long long)sum_of(c->broken, k));
+	w->summary(w->ctx, c, r->secs, false);
+	printf("latency_us (committed) avg=%.1f p50=%.1f p99=%.1f p999=%.1f max=%.1f\n",
+	       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+	       xtx_hist_percentile(h, 99) / 1e3, xtx_hist_percentile(h, 99.9) / 1e3,
+	       h->max / 1e3);
+	printf("packets=%llu  ops=%llu  ops_per_packet=%.2f  packets_per_committed=%.2f  "
+	       "packets_per_committed_writer=%.2f  retransmits=%llu  op_retries=%llu\n",
+	       (unsigned long long)r->cs.packets, (unsigned long long)r->cs.ops,
+	       ratio(r->cs.ops, r->cs.packets), ratio(r->cs.packets, r->cs.committed),
+	       ratio(r->cs.packets_rw_committed, r->cs.committed_rw),
+	       (unsigned long long)r->cs.retransmits, (unsigned long long)r->cs.op_retries);
+	if (r->verified)
+		printf("verify: %s (%lu violations)\n", r->violations ? "FAILED" : "OK",
+		       r->violations);
+}
+
+/* ---- options ---- */
+
+enum {
+	OPT_REPLICATION = 0x100,
+	OPT_PROTOCOL,
+	OPT_WARMUP,
+	OPT_SEED,
+	OPT_POPULATE,
+	OPT_VERIFY,
+	OPT_CTL,
+	OPT_XTXCTL,
+	OPT_RETRY,
+	OPT_TIMEOUT,
+	OPT_LEASE,
+	OPT_OPS,
+};
+
+static const struct option common_opts[] = {
+	{ "servers", required_argument, NULL, 's' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "replication", required_argument, NULL, OPT_REPLICATION },
+	{ "protocol", required_argument, NULL, OPT_PROTOCOL },
+	{ "threads", required_argument, NULL, 't' },
+	{ "inflight", required_argument, NULL, 'w' },
+	{ "ops-per-packet", required_argument, NULL, OPT_OPS },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "client-base", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "populate", no_argument, NULL, OPT_POPULATE },
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "ctl", required_argument, NULL, OPT_CTL },
+	{ "xtxctl", required_argument, NULL, OPT_XTXCTL },
+	{ "retry", required_argument, NULL, OPT_RETRY },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "lock-lease", required_argument, NULL, OPT_LEASE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+};
+
+#define NCOMMON (sizeof(common_opts) / sizeof(common_opts[0]))
+
+static void common_usage(FILE *out)
+{
+	fprintf(out,
+		"Common options:\n"
+		"  -s, --servers IP,IP,...   the servers (IPv4), in the same order on every client\n"
+		"  -p, --port N              server UDP port (default %u)\n"
+		"      --replication R       replicas per key, 1..min(3, servers) (default: that)\n"
+		"      --protocol P          occ, 2pl or hades\n"
+		"  -t, --threads N           client threads, each its own libxtx client (1..%u,\n"
+		"                            default 1)\n"
+		"  -w, --inflight N          transactions each thread keeps going (default 16)\n"
+		"      --ops-per-packet K    ops per request at most, 1..%u (default %u)\n"
+		"  -d, --duration S          measured time (default 5s; 0: no run)\n"
+		"      --warmup S            run this long first without counting (default 1s)\n"
+		"      --seed S              population and transaction inputs (default 1)\n"
+		"  -c, --client-base BASE    thread i uses client id BASE+i, setup BASE+threads\n"
+		"                            (default derived from the pid)\n"
+		"      --retry none|same     after a concurrency abort start a new transaction\n"
+		"                            (none, default) or the same inputs again\n"
+		"      --timeout DUR         libxtx resend timeout (default 2ms)\n"
+		"      --lock-lease DUR      the servers' --lock-lease, if they have one\n"
+		"      --populate            first load the data set: each server gets the rows\n"
+		"                            it is a replica of, through xtxctl load (needs --ctl)\n"
+		"      --verify              after the run, dump every server (xtxctl dump) and\n"
+		"                            check the workload's invariants against a dump taken\n"
+		"                            before it, and that replicas agree (needs --ctl)\n"
+		"      --ctl NS:IF,...       each server's network namespace and interface, in\n"
+		"                            --servers order, for --populate and --verify\n"
+		"      --xtxctl PATH         the xtxctl to run (default: next to xtxbench)\n"
+		"  -j, --json                the summary as one JSON object on stdout\n"
+		"  -v, --verbose             more output\n"
+		"  -h, --help                this text\n"
+		"\n"
+		"Progress goes to stderr once a second, the summary to stdout, --verify's\n"
+		"findings to stderr.  Exits 1 if a check fails, a transaction saw broken data,\n"
+		"an outcome stayed unknown under --verify, or nothing committed.\n",
+		XTX_DEFAULT_PORT, WL_MAX_THREADS, XTX_MAX_OPS, XTX_MAX_OPS);
+}
+
+static bool name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= max)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* "NS:IF,NS:IF,...": one per server. */
+static int parse_ctl(const char *list, struct wl_opts *o)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	unsigned int n = 0, cap = 0;
+	int rc = -1;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+
+		if (!colon) {
+			fprintf(stderr, "Error: --ctl: '%s' is not NETNS:IFACE\n", tok);
+			goto out;
+		}
+		*colon = '\0';
+		if (!name_ok(tok, 64) || !name_ok(colon + 1, 16)) {
+			fprintf(stderr, "Error: --ctl: bad namespace or interface name in '%s:%s'\n",
+				tok, colon + 1);
+			goto out;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			o->ctl.netns = realloc(o->ctl.netns, cap * sizeof(*o->ctl.netns));
+			o->ctl.iface = realloc(o->ctl.iface, cap * sizeof(*o->ctl.iface));
+			if (!o->ctl.netns || !o->ctl.iface) {
+				fprintf(stderr, "Error: --ctl: %s\n", strerror(ENOMEM));
+				goto out;
+			}
+		}
+		snprintf(o->ctl.netns[n], sizeof(o->ctl.netns[n]), "%s", tok);
+		snprintf(o->ctl.iface[n], sizeof(o->ctl.iface[n]), "%s", colon + 1);
+		n++;
+	}
+	o->ctl.nservers = n;
+	rc = 0;
+out:
+	free(copy);
+	return rc;
+}
+
+/* The xtxctl next to this program. */
+static void default_xtxctl(struct wl_opts *o)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "xtxctl");
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash) {
+		*slash = '\0';
+		snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "%s/xtxctl", exe);
+	}
+}
+
+static void usage(const struct wl_workload *w, FILE *out)
+{
+	w->usage(out);
+	fputc('\n', out);
+	common_usage(out);
+}
+
+/* 1 after -h, 0, or -1 after printing why. */
+static int parse_args(const struct wl_workload *w, int argc, char **argv, struct wl_opts *o)
+{
+	struct option longopts[64];
+	const char *servers = NULL;
+	uint32_t port = XTX_DEFAULT_PORT;
+	unsigned int n = 0, i;
+	int c;
+
+	for (i = 0; i < NCOMMON; i++)
+		longopts[n++] = common_opts[i];
+	for (i = 0; w->longopts[i].name && n < 63; i++)
+		longopts[n++] = w->longopts[i];
+	memset(&longopts[n], 0, sizeof(longopts[n]));
+
+	o->protocol = w->default_protocol;
+	o->threads = 1;
+	o->inflight = 16;
+	o->ops_per_packet = XTX_MAX_OPS;
+	o->duration_ns = 5000000000ull;
+	o->warmup_ns = 1000000000ull;
+	o->seed = 1;
+	default_xtxctl(o);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:p:t:w:d:c:jvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			servers = optarg;
+			break;
+		case 'p':
+			if (xtx_parse_u32("--port", optarg, 1, 65535, &port))
+				return -1;
+			break;
+		case OPT_REPLICATION:
+			if (xtx_parse_u32("--replication", optarg, 1, 3, &o->replication))
+				return -1;
+			break;
+		case OPT_PROTOCOL:
+			if (xtx_protocol_parse(optarg, &o->protocol)) {
+				fprintf(stderr, "Error: --protocol: '%s' is not occ, 2pl or hades\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 't':
+			if (xtx_parse_u32("--threads", optarg, 1, WL_MAX_THREADS, &o->threads))
+				return -1;
+			break;
+		case 'w':
+			if (xtx_parse_u32("--inflight", optarg, 1, 4096, &o->inflight))
+				return -1;
+			break;
+		case OPT_OPS:
+			if (xtx_parse_u32("--ops-per-packet", optarg, 1, XTX_MAX_OPS,
+					  &o->ops_per_packet))
+				return -1;
+			break;
+		case 'd':
+			if (xtx_parse_duration("--duration", optarg, &o->duration_ns))
+				return -1;
+			break;
+		case OPT_WARMUP:
+			if (xtx_parse_duration("--warmup", optarg, &o->warmup_ns))
+				return -1;
+			break;
+		case OPT_SEED:
+			if (xtx_parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed))
+				return -1;
+			break;
+		case 'c':
+			if (xtx_parse_u32("--client-base", optarg, 0, XTX_MAX_CLIENTS_LIMIT - 1,
+					  &o->client_base))
+				return -1;
+			o->client_base_set = true;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case OPT_POPULATE:
+			o->populate = true;
+			break;
+		case OPT_VERIFY:
+			o->verify = true;
+			break;
+		case OPT_CTL:
+			if (parse_ctl(optarg, o))
+				return -1;
+			break;
+		case OPT_XTXCTL:
+			snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "%s", optarg);
+			break;
+		case OPT_RETRY:
+			if (strcmp(optarg, "none") && strcmp(optarg, "same")) {
+				fprintf(stderr, "Error: --retry: '%s' is not none or same\n", optarg);
+				return -1;
+			}
+			o->retry_same = !strcmp(optarg, "same");
+			break;
+		case OPT_TIMEOUT:
+			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
+				return -1;
+			break;
+		case OPT_LEASE:
+			if (xtx_parse_duration("--lock-lease", optarg, &o->lock_lease_ns))
+				return -1;
+			break;
+		case 'v':
+			xtx_log_level++;
+			break;
+		case 'h':
+			usage(w, stdout);
+			return 1;
+		case '?':
+			usage(w, stderr);
+			return -1;
+		default:
+			if (w->handle_opt(w->ctx, c, optarg))
+				return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!servers) {
+		fprintf(stderr, "Error: --servers is required\n");
+		usage(w, stderr);
+		return -1;
+	}
+	if (xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
+		return -1;
+	o->port = (uint16_t)port;
+	if (!o->replication)
+		o->replication = o->nservers < 3 ? o->nservers : 3;
+	if (o->replication > o->nservers) {
+		fprintf(stderr, "Error: --replication %u with %u servers\n", o->replication,
+			o->nservers);
+		return -1;
+	}
+	if ((o->populate || o->verify) && o->ctl.nservers != o->nservers) {
+		fprintf(stderr, "Error: --populate and --verify need --ctl with one NETNS:IFACE "
+			"per server (%u servers, %u given)\n", o->nservers, o->ctl.nservers);
+		return -1;
+	}
+	o->ctl.xtxctl = o->xtxctl_path;
+	if (!o->client_base_set)
+		o->client_base = xtx_client_base_default(o->threads + 1);
+	if (o->client_base + o->threads >= XTX_MAX_CLIENTS_LIMIT) {
+		fprintf(stderr, "Error: --client-base %u: ids past %u\n", o->client_base,
+			XTX_MAX_CLIENTS_LIMIT - 1);
+		return -1;
+	}
+	return w->check_opts(w->ctx, o->threads, o->seed) ? -1 : 0;
+}
+
+/* ---- clients, populate and snapshots ---- */
+
+static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_id)
+{
+	struct xtx_client_cfg cfg = {
+		.servers = o->servers,
+		.nservers = o->nservers,
+		.replication = o->replication,
+		.protocol = o->protocol,
+		.client_id = client_id,
+		.max_inflight = o->inflight,
+		.ops_per_packet = o->ops_per_packet,
+		.timeout_ns = o->timeout_ns,
+		.lock_lease_ns = o->lock_lease_ns,
+	};
+
+	return xtx_client_open(&cfg);
+}
+
+static unsigned int place(void *arg, uint8_t table, uint64_t key, unsigned int i)
+{
+	return xtx_replica_of(arg, table, key, i);
+}
+
+struct pop_state {
+	struct xtx_client *c;
+	unsigned int replication;
+	FILE **f;
+	uint64_t rows, lines;
+};
+
+static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+{
+	static const char digits[] = "0123456789abcdef";
+	struct pop_state *p = arg;
+	char hex[2 * XTX_VALUE_MAX + 1];
+	unsigned int i;
+
+	for (i = 0; i < vlen; i++) {
+		hex[2 * i] = digits[value[i] >> 4];
+		hex[2 * i + 1] = digits[value[i] & 15];
+	}
+	hex[2 * vlen] = '\0';
+	for (i = 0; i < p->replication; i++) {
+		unsigned int s = xtx_replica_of(p->c, table, key, i);
+
+		if (fprintf(p->f[s], "%u %llu %s\n", table, (unsigned long long)key, hex) < 0) {
+			fprintf(stderr, "Error: --populate: writing server %u's rows: %s\n", s,
+				strerror(errno));
+			return -1;
+		}
+		p->lines++;
+	}
+	p->rows++;
+	return 0;
+}
+
+/* Streams each server its rows through `xtxctl load --file -`, all at once. */
+static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
+{
+	struct pop_state p = { .c = c, .replication = o->replication };
+	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+	uint64_t t0 = xtx_now_ns();
+	unsigned int s;
+	int rc;
+
+	p.f = calloc(o->nservers, sizeof(*p.f));
+	if (!p.f)
+		return -1;
+	rc = 0;
+	for (s = 0; s < o->nservers && !rc; s++) {
+		char cmd[1024];
+
+		/* its report goes to stderr: stdout may be carrying JSON */
+		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - >&2",
+			 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
+		p.f[s] = popen(cmd, "w");
+		if (!p.f[s]) {
+			fprintf(stderr, "Error: --populate: running %s: %s\n", cmd, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (!rc)
+		rc = w->populate(w->ctx, pop_emit, &p);
+	for (s = 0; s < o->nservers; s++) {
+		int st;
+
+		if (!p.f[s])
+			continue;
+		st = pclose(p.f[s]);
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "Error: --populate: xtxctl load on %s:%s failed\n",
+				o->ctl.netns[s], o->ctl.iface[s]);
+			rc = -1;
+		}
+	}
+	free(p.f);
+	signal(SIGPIPE, old);
+	if (!rc)
+		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs\n", w->name,
+			(unsigned long long)p.rows, (unsigned long long)p.lines,
+			(xtx_now_ns() - t0) / 1e9);
+	return rc;
+}
+
+static uint32_t table_mask(const struct wl_workload *w)
+{
+	uint32_t m = 0;
+	unsigned int i;
+
+	for (i = 0; i < w->ntables; i++)
+		m |= 1u << w->tables[i];
+	return m;
+}
+
+/* ---- threads ---- */
+
+static void free_threads(const struct wl_workload *w, struct wl_thread *th, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (th[i].cl)
+			xtx_client_close(th[i].cl);
+		if (th[i].wt) {
+			w->thread_free(w->ctx, th[i].wt);
+			free(th[i].wt);
+		}
+		free(th[i].slots);
+		pthread_mutex_destroy(&th[i].bt.lock);
+	}
+	free(th);
+}
+
+static struct wl_thread *setup_threads(const struct wl_workload *w, const struct wl_opts *o)
+{
+	struct wl_thread *th = calloc(o->threads, sizeof(*th));
+	size_t slot_size = (sizeof(struct wl_slot) + w->txn_size + 15) & ~(size_t)15;
+	unsigned int i, j;
+
+	if (!th) {
+		fprintf(stderr, "Error: allocating threads: %s\n", strerror(ENOMEM));
+		return NULL;
+	}
+	for (i = 0; i < o->threads; i++)
+		pthread_mutex_init(&th[i].bt.lock, NULL);
+	for (i = 0; i < o->threads; i++) {
+		struct wl_thread *t = &th[i];
+
+		t->w = w;
+		t->o = o;
+		t->bt.idx = i;
+		t->bt.client_id = o->client_base + i;
+		t->rng = xtx_mix64(o->seed ^ xtx_mix64(0x5eed0000ull + i)) | 1;
+		t->ti = (struct wl_tinfo){
+			.idx = i, .client_id = t->bt.client_id, .rng = &t->rng, .verify = o->verify,
+		};
+		t->slot_size = slot_size;
+		t->slots = aligned_alloc(16, slot_size * o->inflight);
+		t->wt = calloc(1, w->thread_size ? w->thread_size : 1);
+		if (!t->slots || !t->wt) {
+			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
+			goto fail;
+		}
+		memset(t->slots, 0, slot_size * o->inflight);
+		for (j = 0; j < o->inflight; j++)
+			slot_at(t, j)->th = t;
+		if (w->thread_init(w->ctx, t->wt, &t->ti)) {
+			free(t->wt);
+			t->wt = NULL;
+			goto fail;
+		}
+		t->cl = open_client(o, t->bt.client_id);
+		if (!t->cl)
+			goto fail;
+	}
+	return th;
+fail:
+	free_threads(w, th, o->threads);
+	return NULL;
+}
+
+static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_thread *th,
+	       struct wl_result *r)
+{
+	struct wl_progress prog = { .th = th, .nthreads = o->threads, .ntypes = w->ntypes };
+	struct xtx_run rr = {
+		.nthreads = o->threads,
+		.fn = wl_thread_main,
+		.args = th,
+		.arg_size = sizeof(*th),
+		.duration_ns = o->warmup_ns + o->duration_ns,
+		.tick = progress_tick,
+		.ctx = &prog,
+	};
+	uint64_t start, stop;
+	unsigned int i;
+	int rc = 0;
+
+	wl_measure_from = xtx_now_ns() + o->warmup_ns;
+	if (xtx_run_threads(&rr, &start, &stop))
+		return -1;
+	r->ran = true;
+	r->secs = stop > wl_measure_from ? (stop - wl_measure_from) / 1e9 : 0;
+	xtx_hist_reset(&r->lat);
+	for (i = 0; i < o->threads; i++) {
+		struct wl_thread *t = &th[i];
+		const struct xtx_client_stats *s = &t->cs;
+
+		bench_counts_add((uint64_t *)&r->c, (const uint64_t *)&t->c, WL_NCOUNTS);
+		xtx_hist_merge(&r->lat, &t->bt.total);
+		xtx_hist_merge(&r->lat, &t->bt.recent);
+		r->cs.packets += s->packets;
+		r->cs.ops += s->ops;
+		r->cs.retransmits += s->retransmits;
+		r->cs.op_retries += s->op_retries;
+		r->cs.committed += s->committed;
+		r->cs.committed_rw += s->committed_rw;
+		r->cs.packets_rw_committed += s->packets_rw_committed;
+		if (t->poll_err) {
+			fprintf(stderr, "Error: thread %u (client %u): %s\n", i, t->bt.client_id,
+				strerror(-t->poll_err));
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+int wl_main(const struct wl_workload *w, int argc, char **argv)
+{
+	struct wl_opts o = {};
+	struct wl_result *r = calloc(1, sizeof(*r));
+	struct wl_snap before = {}, after = {};
+	struct wl_thread *th = NULL;
+	struct xtx_client *setup = NULL;
+	unsigned long snap_violations = 0;
+	int rc, exit_rc = BENCH_EXIT_FAIL;
+	uint64_t k;
+
+	if (!r) {
+		fprintf(stderr, "Error: %s\n", strerror(ENOMEM));
+		return BENCH_EXIT_FAIL;
+	}
+	rc = parse_args(w, argc, argv, &o);
+	if (rc) {
+		exit_rc = rc > 0 ? BENCH_EXIT_OK : BENCH_EXIT_USAGE;
+		goto out;
+	}
+	/* placement for --populate and --verify, and the first contact with the servers */
+	setup = open_client(&o, o.client_base + o.threads);
+	if (!setup)
+		goto out;
+	if (o.populate && populate(w, &o, setup))
+		goto out;
+	if (o.verify && wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &before,
+				    &snap_violations))
+		goto out;
+	if (o.verify && snap_violations) {
+		fprintf(stderr, "Error: --verify: the data before the run already breaks %lu "
+			"placement rules\n", snap_violations);
+		goto out;
+	}
+	th = setup_threads(w, &o);
+	if (!th)
+		goto out;
+	pr_info("%s: client ids %u..%u, %u in flight per thread\n", w->name, o.client_base,
+		o.client_base + o.threads - 1, o.inflight);
+	if (o.duration_ns && run(w, &o, th, r))
+		goto out;
+	k = sum_of(r->c.committed, w->ntypes);
+	if (o.verify) {
+		void **wts = calloc(o.threads, sizeof(*wts));
+		unsigned int i;
+
+		if (!wts)
+			goto out;
+		for (i = 0; i < o.threads; i++)
+			wts[i] = th[i].wt;
+		r->violations = 0;
+		if (sum_of(r->c.unknown, w->ntypes))
+			wl_violation(&r->violations, "%llu transactions ended with unknown outcome",
+				     (unsigned long long)sum_of(r->c.unknown, w->ntypes));
+		if (wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &after,
+				&r->violations)) {
+			free(wts);
+			goto out;
+		}
+		if (!r->violations)
+			wl_check_ok("replicas identical, every key on exactly its %u replicas",
+				    o.replication);
+		r->violations += w->verify(w->ctx, &before, &after, wts, o.threads, &r->c);
+		r->verified = true;
+		free(wts);
+	}
+	if (o.json)
+		print_json(w, &o, r);
+	else
+		print_text(w, &o, r);
+	exit_rc = BENCH_EXIT_OK;
+	if (r->violations) {
+		fprintf(stderr, "Error: --verify: %lu violations\n", r->violations);
+		exit_rc = BENCH_EXIT_FAIL;
+	}
+	if (sum_of(r->c.broken, w->ntypes)) {
+		fprintf(stderr, "Error: %llu transactions saw data that breaks an invariant\n",
+			(unsigned long long)sum_of(r->c.broken, w->ntypes));
+		exit_rc = BENCH_EXIT_FAIL;
+	}
+	if (r->ran && !k) {
+		fprintf(stderr, "Error: no transaction committed; are the servers up and "
+			"populated?\n");
+		exit_rc = BENCH_EXIT_FAIL;
+	}
+out:
+	if (th)
+		free_threads(w, th, o.threads);
+	if (setup)
+		xtx_client_close(setup);
+	wl_snap_free(&before);
+	wl_snap_free(&after);
+	free(o.servers);
+	free(o.ctl.netns);
+	free(o.ctl.iface);
+	free(r);
+	return exit_rc;
+}
