@@ -51,6 +51,7 @@ BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost
+BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(wildcard user/udpd/*.c))
@@ -108,6 +109,16 @@ $(OUT)/xtxd: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXD_SRCS)) $(ULIB_OBJS)
 
 $(OUT)/xtxctl: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXCTL_SRCS)) $(ULIB_OBJS)
 	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# libxtx: the coordinator library (clients/libxtx.h) and what it stands on.
+$(OUT)/libxtx.a: $(CLIENT_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/examples/%: $(OBJ_OUT)/clients/examples/%.o $(OUT)/libxtx.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/xtxbench: $(patsubst %.c,$(OBJ_OUT)/%.o,$(BENCH_SRCS)) $(CLIENT_LIB_OBJS) $(ULIB_OBJS)

@@ -78,6 +78,16 @@ for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/
 sleep 1
 check "after the lease no lock is left held ($(locks_held))" test "$(locks_held)" -eq 0
 
+# The example application: one transfer, then one its balance cannot cover.
+out=$(client "$BUILD/examples/transfer" --servers "$SERVERS" 1000 1001 30 2>&1)
+check "example transfer commits ($out)" \
+	grep -q '^committed: account 1000 = 70, account 1001 = 130' <<<"$out"
+out=$(client "$BUILD/examples/transfer" --servers "$SERVERS" --protocol 2pl 1001 1000 131 2>&1)
+check "example transfer refused ($out)" grep -q 'aborted: insufficient funds' <<<"$out"
+out=$(client "$BUILD/examples/transfer" --servers "$SERVERS" --protocol 2pl 1001 1000 130 2>&1)
+check "example transfer over 2PL commits ($out)" \
+	grep -q '^committed: account 1001 = 0, account 1000 = 200' <<<"$out"
+
 # Bad use gets a clear error.
 out=$(bank --protocol bogus 2>&1)
 check "unknown protocol refused" grep -q "protocol" <<<"$out"
