@@ -231,7 +231,10 @@ static void print_answer(const struct op_opts *o, const struct xtx_op *a, uint32
 		"\"tries\":%u,\"vlen\":%u,\"value\":\"" :
 		"op=%s status=%s version=%llu token=%llu flags=0x%x tries=%u vlen=%u value=";
 
-	printf(fmt, xtx_op_name(a->opcode) ?: "?", xtx_status_name(a->status),
+	/* newer than the shared status names */
+	const char *st = a->status == XTX_ST_FENCED ? "fenced" : xtx_status_name(a->status);
+
+	printf(fmt, xtx_op_name(a->opcode) ?: "?", st,
 	       (unsigned long long)a->version, (unsigned long long)a->token, a->flags, tries,
 	       a->vlen);
 	print_value(a);

@@ -38,10 +38,18 @@ static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id
 	__u32 cpu = bpf_get_smp_processor_id(), idx;
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
 	struct xtx_log_entry *e;
-	__u64 tail, packed = op->token;
+	__u64 tail, packed = op->token, txn = op->txn;
 
 	if (!c)
 		return XTX_ST_BAD_ARG;
+	/*
+	 * The servers decided this transaction without this write (xtxd's
+	 * resolver): it must never be logged here now.  The resolver inserts
+	 * the fence, then waits out a grace period longer than any program run
+	 * before it reads the ring, so an append that missed the fence is seen.
+	 */
+	if (bpf_map_lookup_elem(&xtx_fence, &txn))
+		return XTX_ST_FENCED;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */
 	if (tail - c->head >= xtx_log_ring) {

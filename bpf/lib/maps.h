@@ -105,6 +105,14 @@ struct {
 	__type(value, struct xtx_log_cursor);
 } xtx_log_cursor SEC(".maps");
 
+/* Fenced transactions (XTX_MAP_FENCE): LOG_APPEND refuses them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XTX_FENCE_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} xtx_fence SEC(".maps");
+
 /*
  * HADES: the transaction slots (xtxd sizes them from --hades-slots), the
  * registry of committing slots, and the exact key sets of --hades-exact

@@ -18,6 +18,15 @@
 #define XTX_MAP_DEFER		"xtx_defer_ring"
 #define XTX_MAP_LOG		"xtx_log"
 #define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
+#define XTX_MAP_FENCE		"xtx_fence"
+
+/*
+ * Transactions the servers decided while their coordinator was away
+ * (xtxd's resolver): txn -> CLOCK_MONOTONIC ns of the fence.  LOG_APPEND
+ * of a fenced txn answers XTX_ST_FENCED, so a replica that said "I do not
+ * hold it" never holds it later.
+ */
+#define XTX_FENCE_MAX		65536
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 

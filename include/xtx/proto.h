@@ -162,6 +162,13 @@ enum xtx_opcode {
 	/* Append one write of a transaction to this CPU's log (include/xtx/log.h). */
 	XTX_OP_LOG_APPEND = 23,
 	/*
+	 * Between servers, on UDP port + 1 (xtxd's resolver, never XDP): is
+	 * transaction op.txn's log record complete here (answer in op.flags,
+	 * a server index in op.token), and its decided outcome (op.flags).
+	 */
+	XTX_OP_RESOLVE_QUERY = 24,
+	XTX_OP_RESOLVE_DECIDE = 25,
+	/*
 	 * HADES (include/xtx/hades.h): per-transaction Bloom filters instead
 	 * of versions and locks.  HREAD / HWRITE record the key and read it;
 	 * HINTEND stages a write and, with XTX_HOPF_LAST, partially locks
@@ -198,6 +205,7 @@ enum xtx_status {
 	XTX_ST_CHANGED = 17,	/* validate/commit: the version is not the expected one */
 	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
 	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
+	XTX_ST_FENCED = 24,	/* log append: the servers decided this txn without it: abort */
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* BPF_PROG_TEST_RUN tables for LOG_APPEND: entries, full, wrap, duplicates, logged locks. */
+/* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -13,6 +13,8 @@
 #include "check.h"
 #include "harness.h"
 #include "log.h"
+#include "../../user/xtxd/resolve_apply.h"
+#include "../../user/xtxd/resolve_txns.h"
 
 #define CLIENT 9
 #define RING 64	/* test_log_ring */
@@ -159,6 +161,106 @@ static void test_append_needs_own_txn(void)
 	      out_hdr(&r)->status);
 }
 
+/* A fenced transaction's append is refused and logs nothing; others go on. */
+static void test_fenced_txn_refused(void)
+{
+	__u64 txn = xtx_txn_make(CLIENT, 60), when = 1, t0;
+	struct xtx_op o;
+
+	set_head(cursor().tail);
+	t0 = cursor().tail;
+	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_fence), &txn, &when, BPF_ANY),
+	      "fence: %s", strerror(errno));
+	o = append(next_req++, 60, 70, 2, XTX_OPF_LOG_LAST);
+	CHECK(o.status == XTX_ST_FENCED, "fenced txn answered %u", o.status);
+	CHECK(cursor().tail == t0, "a fenced txn was logged");
+	o = append(next_req++, 61, 70, 2, XTX_OPF_LOG_LAST);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == t0 + 1, "another txn: %u", o.status);
+	bpf_map_delete_elem(bpf_map__fd(skel->maps.xtx_fence), &txn);
+}
+
+/* FaRM's rule: commit only when every replica holds the record; one "not held" aborts. */
+static void test_decide_rule(void)
+{
+	static const struct {
+		uint8_t a[3];
+		unsigned int n;
+		enum xtxd_outcome want;
+	} t[] = {
+		{ { XTXD_ANS_HOLD, XTXD_ANS_HOLD, XTXD_ANS_HOLD }, 3, XTXD_OUT_COMMIT },
+		{ { XTXD_ANS_HOLD, XTXD_ANS_HOLD, XTXD_ANS_NONE }, 3, XTXD_OUT_NONE },
+		{ { XTXD_ANS_HOLD, XTXD_ANS_NOT_HELD, XTXD_ANS_NONE }, 3, XTXD_OUT_ABORT },
+		{ { XTXD_ANS_NONE, XTXD_ANS_NONE, XTXD_ANS_ABORTED }, 3, XTXD_OUT_ABORT },
+		{ { XTXD_ANS_NONE, XTXD_ANS_COMMITTED, XTXD_ANS_NONE }, 3, XTXD_OUT_COMMIT },
+		{ { XTXD_ANS_HOLD, XTXD_ANS_HOLD }, 2, XTXD_OUT_COMMIT },
+		{ { XTXD_ANS_NONE }, 0, XTXD_OUT_NONE },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		CHECK(xtxd_decide(t[i].a, t[i].n) == t[i].want, "row %u: %d", i,
+		      xtxd_decide(t[i].a, t[i].n));
+}
+
+/* The table gathers a txn's writes, its replica set and whether LAST came. */
+static void test_txn_table(void)
+{
+	struct xtx_log_entry e = { .txn = 7, .key = 1, .nreplicas = 3,
+				   .replicas = { 4, 5, 6 } };
+	struct xtxd_txns t = {};
+	struct xtxd_txn *x;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		e.txn = 1000 + i;
+		CHECK(!xtxd_txns_add(&t, &e, 5), "add %d", i);
+	}
+	e.txn = 7;
+	CHECK(!xtxd_txns_add(&t, &e, 5), "add");
+	e.key = 2;
+	e.flags = XTX_LOGF_LAST;
+	CHECK(!xtxd_txns_add(&t, &e, 9), "add last");
+	x = xtxd_txns_get(&t, 7, false, 0);
+	CHECK(x && x->nw == 2 && x->last && x->first_ns == 5 && x->nrep == 3 && x->rep[2] == 6 &&
+	      x->w[1].key == 2, "txn 7 as logged");
+	CHECK(t.n == 1001, "%zu txns", t.n);
+	xtxd_txns_del(&t, 7);
+	CHECK(!xtxd_txns_get(&t, 7, false, 0) && xtxd_txns_get(&t, 1500, false, 0), "delete");
+	xtxd_txns_free(&t);
+}
+
+/* The resolver frees a logged lock from user space; the next txn gets it, old tokens go stale. */
+static void test_resolver_frees_logged_lock(void)
+{
+	struct xtxd_live l = { .locks_fd = bpf_map__fd(skel->maps.xtx_locks),
+			       .lock_slots = TEST_LOCK_SLOTS };
+	__u64 txn = xtx_txn_make(CLIENT, 70), token;
+	struct run r;
+
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
+	in_op(&r, 0)->txn = txn;
+	in_op(&r, 0)->key = 80;
+	run(&r);
+	token = out_op(&r, 0)->token;
+	set_head(cursor().tail);
+	CHECK(append(next_req++, 70, 80, 2, XTX_OPF_LOG_LAST).status == XTX_ST_OK, "append");
+	CHECK(xtxd_live_lock_held(&l, txn, 0, 80), "held after logging");
+	CHECK(xtxd_live_unlock(&l, xtx_txn_make(CLIENT, 71), 0, 80) == 0, "not another txn's");
+	CHECK(xtxd_live_unlock(&l, txn, 0, 80) == 1, "freed");
+	CHECK(!xtxd_live_lock_held(&l, txn, 0, 80), "still held");
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_UNLOCK_EXCL);
+	in_op(&r, 0)->txn = txn;
+	in_op(&r, 0)->key = 80;
+	in_op(&r, 0)->token = token;
+	run(&r);
+	CHECK(out_op(&r, 0)->flags & XTX_LOCKF_STALE, "the old holder's release was not stale");
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, 72);
+	in_op(&r, 0)->key = 80;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "the next txn: %u", out_op(&r, 0)->status);
+}
+
 int main(void)
 {
 	cpu_set_t cpu0;
@@ -178,6 +280,10 @@ int main(void)
 	RUN_CASE(test_duplicate_appends_once);
 	RUN_CASE(test_logged_lock_not_reclaimed);
 	RUN_CASE(test_append_needs_own_txn);
+	RUN_CASE(test_fenced_txn_refused);
+	RUN_CASE(test_decide_rule);
+	RUN_CASE(test_txn_table);
+	RUN_CASE(test_resolver_frees_logged_lock);
 	xtx_xdp__destroy(skel);
 	printf("# test_log: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

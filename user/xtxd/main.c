@@ -24,6 +24,7 @@
 #include "num.h"
 #include "rare.h"
 #include "recover.h"
+#include "resolve.h"
 #include "snapshot.h"
 #include "target.h"
 
@@ -38,6 +39,8 @@ struct xtxd_opts {
 	struct xtx_load_opts load;
 	struct xtxd_rare_opts rare;
 	struct xtxd_logdrain_opts drain;
+	struct xtxd_resolve_opts resolve;
+	const char *peers, *cluster;
 	bool daemon;
 	bool replace;
 	bool keep_state;
@@ -71,6 +74,15 @@ static void usage(FILE *out)
 		"                           snapshots and logs aside instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
+		"      --peers IP[,IP...]   every server of the cluster, in the clients' --servers\n"
+		"                           order (a log record names its replicas by position):\n"
+		"                           transactions whose coordinator vanished after logging\n"
+		"                           are decided with the other replicas\n"
+		"      --cluster FILE       the same list from a file, one IP per line\n"
+		"      --self N             this server's position in it (default: the listed\n"
+		"                           address that is local)\n"
+		"      --resolve-after DUR  decide a logged transaction left unfinished for DUR\n"
+		"                           (default 3s)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
 		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
@@ -99,7 +111,8 @@ static void usage(FILE *out)
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH };
+       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
+       OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -119,6 +132,10 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
 		{ "fresh", no_argument, NULL, OPT_FRESH },
+		{ "peers", required_argument, NULL, OPT_PEERS },
+		{ "cluster", required_argument, NULL, OPT_CLUSTER },
+		{ "self", required_argument, NULL, OPT_SELF },
+		{ "resolve-after", required_argument, NULL, OPT_RESOLVE_AFTER },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -148,6 +165,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->rare.overflow_max = XTXD_OVERFLOW_MAX_DEFAULT;
 	o->rare.threads = 2;
 	o->drain.sync_ns = XTXD_LOG_SYNC_DEFAULT_NS;
+	o->resolve.after_ns = XTXD_RESOLVE_AFTER_DEFAULT_NS;
+	o->resolve.peers.self = XTXD_SELF_UNKNOWN;
 	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
@@ -205,6 +224,21 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			break;
 		case OPT_DATA_DIR: o->drain.data_dir = optarg; break;
 		case OPT_FRESH: o->fresh = true; break;
+		case OPT_PEERS: o->peers = optarg; break;
+		case OPT_CLUSTER: o->cluster = optarg; break;
+		case OPT_SELF:
+			if (xtx_parse_u32("--self", optarg, 0, XTXD_PEERS_MAX - 1, &v))
+				return -1;
+			o->resolve.peers.self = v;
+			break;
+		case OPT_RESOLVE_AFTER:
+			if (xtx_parse_duration("--resolve-after", optarg, &o->resolve.after_ns))
+				return -1;
+			if (!o->resolve.after_ns) {
+				fprintf(stderr, "Error: --resolve-after must be above zero\n");
+				return -1;
+			}
+			break;
 		case OPT_LOG_SYNC:
 			if (xtx_parse_duration("--log-sync", optarg, &o->drain.sync_ns))
 				return -1;
@@ -234,6 +268,19 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	if (!o->iface) {
 		fprintf(stderr, "Error: --iface is required\n");
 		usage(stderr);
+		return -1;
+	}
+	if (o->peers && o->cluster) {
+		fprintf(stderr, "Error: --peers and --cluster both list the servers; give one\n");
+		return -1;
+	}
+	if ((o->peers && xtxd_peers_parse(&o->resolve.peers, o->peers)) ||
+	    (o->cluster && xtxd_peers_load(&o->resolve.peers, o->cluster)))
+		return -1;
+	if (o->resolve.peers.self != XTXD_SELF_UNKNOWN &&
+	    (unsigned int)o->resolve.peers.self >= o->resolve.peers.n) {
+		fprintf(stderr, "Error: --self %d: only %u servers are listed\n",
+			o->resolve.peers.self, o->resolve.peers.n);
 		return -1;
 	}
 	o->load.mode = o->generic_ok ? XTX_MODE_GENERIC : XTX_MODE_NATIVE;
@@ -461,6 +508,9 @@ int main(int argc, char **argv)
 		return 2;
 	if (xtx_target_open(&t, o.netns, o.iface) || xtx_bpffs_ensure())
 		return 1;
+	/* inside the namespace now: which listed address is ours */
+	if (o.resolve.peers.n && xtxd_peers_find_self(&o.resolve.peers))
+		return 2;
 	snprintf(pidfile, sizeof(pidfile), "%s", o.pidfile ?: t.pidfile);
 	snprintf(logfile, sizeof(logfile), "%s", o.logfile ?: t.logfile);
 	if (xtx_mkdirs(XTX_RUN_DIR, 0755)) {
@@ -506,10 +556,16 @@ int main(int argc, char **argv)
 	 * segment and before anyone is answered.  An adopted program kept
 	 * its kernel buckets, and its log resumes from the ring's head.
 	 */
+	o.resolve.port = o.load.port;
+	o.resolve.data_dir = datadir;
+	if (o.resolve.peers.n)
+		xtxd_logdrain_set_observer(xtxd_resolve_observe);
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
+	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_logdrain_start(&t, &o.drain) || (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t)) {
+		xtxd_resolve_stop();
 		xtxd_rare_stop();
 		xtxd_logdrain_stop();
 		xtxd_recover_hold_abandon(&t);
@@ -528,6 +584,7 @@ int main(int argc, char **argv)
 
 	serve_until_signal();
 	xtxd_control_stop();
+	xtxd_resolve_stop();
 	xtxd_rare_stop();
 
 	if (o.keep_state) {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A coordinator that vanishes after logging: the three replicas decide its transaction together.
+source "$(dirname "$0")/lib.sh"
+NSERVERS=3
+
+setup_servers --peers "$(all_server_ips)" --resolve-after 1s
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+# op SERVER OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
+op() {
+	local s=$1
+	shift
+	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
+}
+st() { field "$(op "$@")" status; }
+# the key's line in a server's dump, or nothing
+row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
+all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
+XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
+wait_decided() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		XLOG 0 | grep -q "txn $1 decided" && XLOG 1 | grep -q "txn $1 decided" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
+
+# ---- (a) locked at the primary, logged on all 3 replicas, then the coordinator vanishes ----
+for i in 0 1 2; do
+	check "server $i: insert key 100 (version 1)" test "$(st "$i" insert 0 100 value=aa)" = ok
+done
+out=$(op 0 occ-lock 0 100 txn=1)
+check "primary: txn 1 locks key 100 ($out)" test "$(field "$out" status)" = ok
+for i in 0 1 2; do
+	check "server $i: txn 1 logs key 100 version 2" \
+		test "$(st "$i" log-append 0 100 txn=1 version=2 value=bbbb replicas=0,1,2 \
+			flags=last)" = ok
+done
+sleep 0.7
+check "past the lease the logged lock still holds (another txn is rejected)" \
+	test "$(st 0 occ-lock 0 100 txn=2)" = rejected
+check "all three servers decide txn 1" wait_decided "$(hex_txn 1)"
+check "... as commit" \
+	test "$(for i in 0 1 2; do XLOG "$i" | grep -c "txn $(hex_txn 1) decided commit"; done |
+		paste -sd+ | bc)" -ge 2
+rows=$(all_rows 100)
+echo "$rows" | sed 's/^/# /'
+check "every replica holds key 100 at version 2 with the new value" \
+	test "$(grep -c 'version=2 vlen=2 value=bbbb$' <<<"$rows")" -eq 3
+out=$(op 0 occ-lock 0 100 txn=4)
+check "the lock is free again: another txn takes it ($(field "$out" status))" \
+	test "$(field "$out" status)" = ok
+op 0 occ-unlock 0 100 txn=4 token="$(field "$out" token)" >/dev/null
+check "the coordinator's late commit at the primary is harmless" \
+	test "$(st 0 commit-primary 0 100 txn=1 version=1 value=bbbb)" = already_applied
+check "... and at a backup" \
+	test "$(st 1 commit-backup 0 100 txn=1 version=2 value=bbbb)" = already_applied
+
+# ---- (b) logged on only 2 of 3 replicas: aborted everywhere ----
+for i in 0 1 2; do
+	check "server $i: insert key 200 (version 1)" test "$(st "$i" insert 0 200 value=cc)" = ok
+done
+check "primary: txn 3 locks key 200" test "$(st 0 occ-lock 0 200 txn=3)" = ok
+for i in 0 1; do
+	check "server $i: txn 3 logs key 200 version 2" \
+		test "$(st "$i" log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 \
+			flags=last)" = ok
+done
+check "servers 0 and 1 decide txn 3" wait_decided "$(hex_txn 3)"
+check "... as abort" \
+	test "$(for i in 0 1; do XLOG "$i" | grep -c "txn $(hex_txn 3) decided abort"; done |
+		paste -sd+ | bc)" -eq 2
+check "server 2 fenced txn 3 and aborted it (it never held it)" \
+	grep -q "txn $(hex_txn 3) decided abort (not held here)" <(XLOG 2)
+rows=$(all_rows 200)
+echo "$rows" | sed 's/^/# /'
+check "no replica has the new value: key 200 at version 1 everywhere" \
+	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
+check "the lock is free again" test "$(st 0 occ-lock 0 200 txn=5)" = ok
+check "a late LOG_APPEND of txn 3 to the third replica is refused" \
+	test "$(st 2 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 flags=last)" = fenced
+check "... and to the primary" \
+	test "$(st 0 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 flags=last)" = fenced
+
+# ---- the decisions are durable: the decisions file names both ----
+for i in 0 1; do
+	d=/var/lib/xtx/$(server_ns "$i")-$(server_dev "$i")/decided.xdec
+	check "server $i: decisions file holds 2 records" test "$(stat -c %s "$d" 2>/dev/null)" -eq 32
+done
+for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
+finish

@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The resolver thread: finds transactions left unfinished, asks their replicas, decides. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include <urcu.h>
+#include <xtx/maps.h>
+#include <xtx/proto.h>
+#include "log.h"
+#include "logdrain.h"
+#include "overflow.h"
+#include "resolve.h"
+#include "resolve_apply.h"
+#include "resolve_outcome.h"
+#include "resolve_txns.h"
+
+#define SCAN_EVERY_NS		(100ull * 1000 * 1000)
+#define RESEND_EVERY_NS		(200ull * 1000 * 1000)
+/* Longer than any XDP program run by orders of magnitude: see xtxd_resolve_start(). */
+#define FENCE_GRACE_NS		(5ull * 1000 * 1000)
+#define SEEN_TIMEOUT_NS		(2ull * 1000 * 1000 * 1000)
+/* A decided transaction is remembered this long, to answer late questions. */
+#define KEEP_DECIDED_NS		(600ull * 1000 * 1000 * 1000)
+
+static struct {
+	bool running;
+	pthread_t tid;
+	int stop_fd, sock, fence_fd, outcome_fd, dirfd;
+	struct xtxd_peers peers;
+	uint16_t peer_port;
+	uint64_t after_ns;
+	struct xtxd_live live;
+	size_t kv_size;
+	pthread_mutex_t mu;	/* txns: the drain thread adds, the resolver does the rest */
+	struct xtxd_txns txns;
+	uint64_t last_scan;
+	uint64_t commits, aborts, fenced;
+} R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
+	.live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static const char *outcome_name(int o)
+{
+	return o == XTXD_OUT_COMMIT ? "commit" : o == XTXD_OUT_ABORT ? "abort" : "none";
+}
+
+void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
+{
+	uint64_t now = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct xtxd_txn *x;
+
+		/* one replica: decided by being logged, nobody to ask */
+		if (e[i].nreplicas < 2 || !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
+			continue;
+		if (!now)
+			now = mono_ns();
+		pthread_mutex_lock(&R.mu);
+		x = xtxd_txns_get(&R.txns, e[i].txn, false, now);
+		if (!x || x->outcome == XTXD_OUT_NONE) {
+			if (xtxd_txns_add(&R.txns, &e[i], now))
+				pr_warn("resolve: out of memory tracking txn %#llx\n",
+					(unsigned long long)e[i].txn);
+		}
+		pthread_mutex_unlock(&R.mu);
+	}
+}
+
+/* ---- messages ---- */
+
+static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
+		     const struct sockaddr_in *to)
+{
+	struct {
+		struct xtx_hdr h;
+		struct xtx_op op;
+	} m = {};
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(R.peer_port) };
+
+	m.h.magic = XTX_MAGIC;
+	m.h.version = XTX_VERSION;
+	m.h.flags = reply ? XTX_F_REPLY : 0;
+	m.h.nops = 1;
+	m.h.status = XTX_ST_OK;
+	m.h.req_id = 1;
+	m.op.opcode = opcode;
+	m.op.status = XTX_ST_OK;
+	m.op.flags = flags;
+	m.op.txn = txn;
+	m.op.token = R.peers.self;
+	if (to)
+		dst = *to;
+	else
+		dst.sin_addr = R.peers.addr[peer];
+	if (sendto(R.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
+}
+
+/* The position of server index idx in x's replica set, or -1. */
+static int pos_of(const struct xtxd_txn *x, int idx)
+{
+	int i;
+
+	for (i = 0; i < x->nrep; i++)
+		if (x->rep[i] == idx)
+			return i;
+	return -1;
+}
+
+static bool peer_ok(int idx)
+{
+	return idx >= 0 && (unsigned int)idx < R.peers.n && idx != R.peers.self;
+}
+
+/* ---- the local half: fence, apply, unlock ---- */
+
+/*
+ * Refuses txn's LOG_APPEND from now on, then makes sure every append that
+ * slipped past the fence is in the table: after the grace period no XDP
+ * run that started before the fence is still going, and two drain passes
+ * after it have shown the ring's tail to the observer.
+ */
+static int fence(uint64_t txn)
+{
+	const struct timespec grace = { 0, FENCE_GRACE_NS };
+	uint64_t now = mono_ns();
+	int err;
+
+	if (bpf_map_update_elem(R.fence_fd, &txn, &now, BPF_ANY)) {
+		err = -errno;
+		pr_warn("resolve: fencing txn %#llx: %s\n", (unsigned long long)txn,
+			strerror(errno));
+		return err;
+	}
+	R.fenced++;
+	nanosleep(&grace, NULL);
+	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
+	if (err)
+		pr_warn("resolve: waiting for the drain after fencing txn %#llx: %s\n",
+			(unsigned long long)txn, strerror(-err));
+	return err;
+}
+
+/* A copy of x's writes, taken under the lock (the drain may grow them). */
+static struct xtx_log_entry *copy_writes(struct xtxd_txn *x, uint32_t *n)
+{
+	struct xtx_log_entry *w;
+
+	pthread_mutex_lock(&R.mu);
+	*n = x->nw;
+	w = malloc((x->nw ? x->nw : 1) * sizeof(*w));
+	if (w)
+		memcpy(w, x->w, x->nw * sizeof(*w));
+	pthread_mutex_unlock(&R.mu);
+	return w;
+}
+
+/*
+ * Records the decision (synced), then makes it true here.  A failure to
+ * record leaves the transaction undecided, to be tried again.
+ */
+static int decide(struct xtxd_txn *x, int outcome, const char *why)
+{
+	struct xtx_log_entry *w;
+	uint32_t n, i, installed = 0, unlocked = 0;
+	int err;
+
+	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
+	if (err) {
+		pr_warn("resolve: recording the decision on txn %#llx: %s\n",
+			(unsigned long long)x->txn, strerror(-err));
+		return err;
+	}
+	if (outcome == XTXD_OUT_ABORT) {
+		uint64_t now = mono_ns();
+
+		/* a coordinator that comes back finds its late appends refused here too */
+		bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
+	}
+	w = copy_writes(x, &n);
+	if (!w)
+		return -ENOMEM;
+	for (i = 0; outcome == XTXD_OUT_COMMIT && i < n; i++) {
+		err = xtxd_live_install(&R.live, &w[i]);
+		if (err < 0)
+			pr_warn("resolve: txn %#llx: installing table %u key %llu version %llu: "
+				"%s\n", (unsigned long long)x->txn, w[i].table,
+				(unsigned long long)w[i].key, (unsigned long long)w[i].version,
+				strerror(-err));
+		else
+			installed += err;
+	}
+	for (i = 0; i < n; i++) {
+		err = xtxd_live_unlock(&R.live, x->txn, w[i].table, w[i].key);
+		if (err < 0)
+			pr_warn("resolve: txn %#llx: freeing the lock of table %u key %llu: %s\n",
+				(unsigned long long)x->txn, w[i].table,
+				(unsigned long long)w[i].key, strerror(-err));
+		else
+			unlocked += err;
+	}
+	free(w);
+	pthread_mutex_lock(&R.mu);
+	x->outcome = outcome;
+	x->decided_ns = mono_ns();
+	x->sent_ns = 0;
+	pthread_mutex_unlock(&R.mu);
+	if (outcome == XTXD_OUT_COMMIT)
+		R.commits++;
+	else
+		R.aborts++;
+	pr_info("resolve: txn %#llx decided %s (%s): %u writes here, %u installed, %u locks "
+		"freed\n", (unsigned long long)x->txn, outcome_name(outcome), why, n, installed,
+		unlocked);
+	return 0;
+}
+
+/* Our own answer about x: held, or fenced and not held (which decides abort here). */
+static int self_answer(struct xtxd_txn *x)
+{
+	bool last;
+
+	pthread_mutex_lock(&R.mu);
+	last = x->last;
+	pthread_mutex_unlock(&R.mu);
+	if (last)
+		return XTXD_ANS_HOLD;
+	if (fence(x->txn))
+		return XTXD_ANS_NONE;	/* cannot promise anything yet: ask again later */
+	pthread_mutex_lock(&R.mu);
+	last = x->last;
+	pthread_mutex_unlock(&R.mu);
+	return last ? XTXD_ANS_HOLD : XTXD_ANS_NOT_HELD;
+}
+
+/* ---- answering peers ---- */
+
+static void on_query(uint64_t txn, int from, const struct sockaddr_in *src)
+{
+	uint64_t now = mono_ns();
+	struct xtxd_txn *x;
+	int ans;
+
+	pthread_mutex_lock(&R.mu);
+	x = xtxd_txns_get(&R.txns, txn, true, now);
+	pthread_mutex_unlock(&R.mu);
+	if (!x)
+		return;		/* no memory: the asker retries */
+	if (x->outcome != XTXD_OUT_NONE) {
+		ans = x->outcome == XTXD_OUT_COMMIT ? XTXD_ANS_COMMITTED : XTXD_ANS_ABORTED;
+	} else {
+		ans = self_answer(x);
+		if (ans == XTXD_ANS_NONE)
+			return;
+		/* not held, and now never will be: the transaction cannot commit */
+		if (ans == XTXD_ANS_NOT_HELD && decide(x, XTXD_OUT_ABORT, "not held here"))
+			return;
+	}
+	send_msg(from, XTX_OP_RESOLVE_QUERY, txn, ans, true, src);
+}
+
+static void on_decide(uint64_t txn, int outcome, int from, const struct sockaddr_in *src)
+{
+	struct xtxd_txn *x;
+
+	if (outcome != XTXD_OUT_COMMIT && outcome != XTXD_OUT_ABORT)
+		return;
+	pthread_mutex_lock(&R.mu);
+	x = xtxd_txns_get(&R.txns, txn, true, mono_ns());
+	pthread_mutex_unlock(&R.mu);
+	if (!x)
+		return;
+	if (x->outcome == XTXD_OUT_NONE) {
+		char why[32];
+
+		snprintf(why, sizeof(why), "told by server %d", from);
+		if (decide(x, outcome, why))
+			return;
+	} else if (x->outcome != outcome) {
+		/* cannot happen under the rule; say so loudly rather than flip */
+		pr_warn("resolve: txn %#llx: server %d says %s, this server decided %s\n",
+			(unsigned long long)txn, from, outcome_name(outcome),
+			outcome_name(x->outcome));
+		return;
+	}
+	send_msg(from, XTX_OP_RESOLVE_DECIDE, txn, outcome, true, src);
+}
+
+static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
+{
+	struct xtxd_txn *x;
+	int p, d;
+
+	pthread_mutex_lock(&R.mu);
+	x = xtxd_txns_get(&R.txns, txn, false, 0);
+	p = x ? pos_of(x, from) : -1;
+	if (p >= 0 && opcode == XTX_OP_RESOLVE_DECIDE)
+		x->acked[p] = 1;
+	if (p >= 0 && opcode == XTX_OP_RESOLVE_QUERY && x->resolving && val <= XTXD_ANS_ABORTED)
+		x->answer[p] = val;
+	d = p >= 0 && x->resolving && x->outcome == XTXD_OUT_NONE ?
+	    xtxd_decide(x->answer, x->nrep) : XTXD_OUT_NONE;
+	pthread_mutex_unlock(&R.mu);
+	if (d != XTXD_OUT_NONE)
+		decide(x, d, "the replicas' answers");
+}
+
+static void receive(void)
+{
+	struct {
+		struct xtx_hdr h;
+		struct xtx_op op;
+	} m;
+	struct sockaddr_in src;
+	socklen_t sl = sizeof(src);
+	ssize_t len;
+	int from;
+
+	while ((len = recvfrom(R.sock, &m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&src,
+			       &sl)) >= 0) {
+		sl = sizeof(src);
+		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
+		    m.h.nops != 1)
+			continue;
+		/* only the listed servers take part, by their address */
+		from = xtxd_peers_index(&R.peers, src.sin_addr);
+		if (!peer_ok(from) || m.op.token != (uint64_t)from)
+			continue;
+		if (m.h.flags & XTX_F_REPLY)
+			on_reply(m.op.opcode, m.op.txn, m.op.flags, from);
+		else if (m.op.opcode == XTX_OP_RESOLVE_QUERY)
+			on_query(m.op.txn, from, &src);
+		else if (m.op.opcode == XTX_OP_RESOLVE_DECIDE)
+			on_decide(m.op.txn, m.op.flags, from, &src);
+	}
+}
+
+/* ---- finding what is left unfinished ---- */
+
+/* Unfinished here: a lock of it still held, or a write of it not installed. */
+static bool unfinished(struct xtxd_txn *x)
+{
+	struct xtx_log_entry *w;
+	uint32_t n, i;
+	uint64_t v;
+	bool left = false;
+
+	w = copy_writes(x, &n);
+	if (!w)
+		return true;
+	for (i = 0; i < n && !left; i++) {
+		if (xtxd_live_lock_held(&R.live, x->txn, w[i].table, w[i].key)) {
+			left = true;
+			break;
+		}
+		xtxd_live_version(&R.live, w[i].table, w[i].key, &v);
+		left = v < w[i].version;
+	}
+	free(w);
+	return left;
+}
+
+static void begin(struct xtxd_txn *x)
+{
+	int me = pos_of(x, R.peers.self), ans = XTXD_ANS_HOLD;
+
+	if (me >= 0) {
+		ans = self_answer(x);
+		if (ans == XTXD_ANS_NONE)
+			return;
+	}
+	pr_info("resolve: txn %#llx unfinished after %llu ms; asking its %u replicas\n",
+		(unsigned long long)x->txn,
+		(unsigned long long)((mono_ns() - x->first_ns) / 1000000), x->nrep);
+	pthread_mutex_lock(&R.mu);
+	x->resolving = true;
+	if (me >= 0)
+		x->answer[me] = ans;
+	x->sent_ns = 0;
+	pthread_mutex_unlock(&R.mu);
+	if (ans == XTXD_ANS_NOT_HELD)
+		decide(x, XTXD_OUT_ABORT, "not held here");
+}
+
+/* Sends what is due: queries not answered, decisions not acknowledged. */
+static void resend(struct xtxd_txn *x, uint64_t now)
+{
+	int i;
+
+	if (now - x->sent_ns < RESEND_EVERY_NS)
+		return;
+	x->sent_ns = now;
+	for (i = 0; i < x->nrep; i++) {
+		if (!peer_ok(x->rep[i]))
+			continue;
+		if (x->outcome == XTXD_OUT_NONE && x->resolving && !x->answer[i])
+			send_msg(x->rep[i], XTX_OP_RESOLVE_QUERY, x->txn, 0, false, NULL);
+		else if (x->outcome != XTXD_OUT_NONE && x->resolving && !x->acked[i])
+			send_msg(x->rep[i], XTX_OP_RESOLVE_DECIDE, x->txn, x->outcome, false, NULL);
+	}
+}
+
+struct scan {
+	uint64_t now;
+	uint64_t *due;		/* txns old enough to look at */
+	size_t n, cap;
+};
+
+static void pick(struct xtxd_txn *x, void *arg)
+{
+	struct scan *s = arg;
+
+	if (x->outcome != XTXD_OUT_NONE) {
+		/* long after: the coordinator's lease is long gone, and the fence map is finite */
+		if (s->now - x->decided_ns > KEEP_DECIDED_NS) {
+			bpf_map_delete_elem(R.fence_fd, &x->txn);
+			xtxd_txns_del(&R.txns, x->txn);
+		}
+		return;
+	}
+	if (x->resolving || s->now - x->first_ns < R.after_ns)
+		return;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *d = realloc(s->due, cap * sizeof(*d));
+
+		if (!d)
+			return;
+		s->due = d;
+		s->cap = cap;
+	}
+	s->due[s->n++] = x->txn;
+}
+
+static void do_resend(struct xtxd_txn *x, void *arg)
+{
+	resend(x, *(uint64_t *)arg);
+}
+
+static void scan(void)
+{
+	struct scan s = { .now = mono_ns() };
+	size_t i;
+
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, pick, &s);
+	pthread_mutex_unlock(&R.mu);
+	for (i = 0; i < s.n; i++) {
+		struct xtxd_txn *x;
+
+		pthread_mutex_lock(&R.mu);
+		x = xtxd_txns_get(&R.txns, s.due[i], false, 0);
+		pthread_mutex_unlock(&R.mu);
+		if (!x)
+			continue;
+		if (!unfinished(x)) {
+			/* committed normally (or nothing of it left here): forget it */
+			pthread_mutex_lock(&R.mu);
+			xtxd_txns_del(&R.txns, x->txn);
+			pthread_mutex_unlock(&R.mu);
+			continue;
+		}
+		begin(x);
+	}
+	free(s.due);
+	s.now = mono_ns();
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, do_resend, &s.now);
+	pthread_mutex_unlock(&R.mu);
+}
+
+static void *resolve_main(void *arg)
+{
+	struct pollfd p[2] = { { .fd = R.sock, .events = POLLIN },
+			       { .fd = R.stop_fd, .events = POLLIN } };
+
+	(void)arg;
+	rcu_register_thread();
+	for (;;) {
+		int n = poll(p, 2, SCAN_EVERY_NS / 1000000);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (n > 0 && p[0].revents)
+			receive();
+		if (mono_ns() - R.last_scan >= SCAN_EVERY_NS) {
+			R.last_scan = mono_ns();
+			scan();
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int open_live(const struct xtx_target *t, struct xtxd_ovf *store)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct xtx_info info;
+	__u32 zero = 0;
+	void *p;
+	int fd, err;
+
+	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
+	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
+		err = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	close(fd);
+	fd = xtx_target_map_fd(t, XTX_MAP_KV);
+	if (fd < 0)
+		return fd;
+	R.kv_size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
+		    ~(size_t)(page - 1);
+	p = mmap(NULL, R.kv_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	R.live.kv = p;
+	R.live.nbuckets = info.kv_buckets;
+	R.live.store = store;
+	R.live.lock_slots = info.lock_slots;
+	R.live.locks_fd = xtx_target_map_fd(t, XTX_MAP_LOCKS);
+	if (R.live.locks_fd < 0)
+		return R.live.locks_fd;
+	R.fence_fd = xtx_target_map_fd(t, XTX_MAP_FENCE);
+	return R.fence_fd < 0 ? R.fence_fd : 0;
+}
+
+static int open_socket(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void cleanup(void)
+{
+	if (R.sock >= 0)
+		close(R.sock);
+	if (R.stop_fd >= 0)
+		close(R.stop_fd);
+	if (R.fence_fd >= 0)
+		close(R.fence_fd);
+	if (R.outcome_fd >= 0)
+		close(R.outcome_fd);
+	if (R.dirfd >= 0)
+		close(R.dirfd);
+	if (R.live.locks_fd >= 0)
+		close(R.live.locks_fd);
+	if (R.live.kv)
+		munmap(R.live.kv, R.kv_size);
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_free(&R.txns);
+	pthread_mutex_unlock(&R.mu);
+	R.sock = R.stop_fd = R.fence_fd = R.outcome_fd = R.dirfd = R.live.locks_fd = -1;
+	R.live.kv = NULL;
+}
+
+int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
+		       const struct xtxd_resolve_opts *o)
+{
+	const char *step;
+	int err;
+
+	if (!o->peers.n)
+		return 0;
+	R.peers = o->peers;
+	R.peer_port = o->port + 1;
+	R.after_ns = o->after_ns;
+	step = "opening the maps";
+	err = open_live(t, store);
+	if (err)
+		goto fail;
+	step = "opening the data directory";
+	if (xtx_mkdirs(o->data_dir, 0700)) {
+		err = -errno;
+		goto fail;
+	}
+	R.dirfd = open(o->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (R.dirfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	step = "opening the decisions file";
+	R.outcome_fd = xtxd_outcome_open(R.dirfd);
+	if (R.outcome_fd < 0) {
+		err = R.outcome_fd;
+		goto fail;
+	}
+	step = "binding the peer port";
+	R.sock = open_socket(R.peer_port);
+	if (R.sock < 0) {
+		err = R.sock;
+		goto fail;
+	}
+	R.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (R.stop_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	__atomic_store_n(&R.running, true, __ATOMIC_RELEASE);
+	err = -pthread_create(&R.tid, NULL, resolve_main, NULL);
+	if (err) {
+		__atomic_store_n(&R.running, false, __ATOMIC_RELEASE);
+		step = "starting the thread";
+		goto fail;
+	}
+	pthread_setname_np(R.tid, "xtxd-resolve");
+	pr_info("resolve: server %d of %u, peers on UDP port %u, deciding transactions left "
+		"unfinished for %llu ms\n", R.peers.self, R.peers.n, R.peer_port,
+		(unsigned long long)(R.after_ns / 1000000));
+	return 0;
+fail:
+	fprintf(stderr, "Error: resolve: %s: %s\n", step, strerror(-err));
+	cleanup();
+	return err;
+}
+
+void xtxd_resolve_stop(void)
+{
+	uint64_t one = 1;
+
+	if (!R.running)
+		return;
+	if (write(R.stop_fd, &one, sizeof(one)) != sizeof(one))
+		pr_warn("resolve: waking the thread: %s\n", strerror(errno));
+	pthread_join(R.tid, NULL);
+	__atomic_store_n(&R.running, false, __ATOMIC_RELEASE);
+	pr_info("resolve: %llu transactions decided commit, %llu abort, %llu fences\n",
+		(unsigned long long)R.commits, (unsigned long long)R.aborts,
+		(unsigned long long)R.fenced);
+	cleanup();
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The resolver: the servers decide a logged transaction whose coordinator vanished (FaRM). */
+#ifndef XTXD_RESOLVE_H
+#define XTXD_RESOLVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <xtx/log.h>
+#include "peers.h"
+#include "target.h"
+
+struct xtxd_ovf;
+
+#define XTXD_RESOLVE_AFTER_DEFAULT_NS	(3ull * 1000 * 1000 * 1000)
+
+struct xtxd_resolve_opts {
+	struct xtxd_peers peers;	/* n == 0: no resolver (one server) */
+	uint16_t port;			/* the xtx port: peers talk on port + 1 */
+	uint64_t after_ns;		/* a transaction left unfinished this long is decided */
+	const char *data_dir;		/* where the decisions file lives */
+};
+
+/*
+ * Every write logged with more than one replica is shown to the resolver
+ * as the log drain copies it out of the ring (xtxd_resolve_observe).  A
+ * transaction still unfinished here after after_ns (a lock of it held, or
+ * a write of it not installed) is decided with the replicas its record
+ * names, FaRM's rule: committed when every one holds its complete record
+ * (LAST seen), aborted when one does not.  A replica asked about a
+ * transaction it does not hold fences it first (the xtx_fence map: its
+ * LOG_APPEND answers FENCED from then on), waits out a grace period longer
+ * than any XDP run, lets the drain pass the ring's tail, and looks again:
+ * so its "not held" stays true forever, and abort is safe.  The decision
+ * is written to the decisions file (synced) before it is applied: commit
+ * installs the writes and frees the locks; abort frees the locks.  The
+ * decider tells every replica, retrying until each acknowledges.
+ *
+ * Peer messages are one xtx header and one op on UDP port + 1: opcode
+ * XTX_OP_RESOLVE_QUERY / XTX_OP_RESOLVE_DECIDE, op.txn, op.flags the
+ * answer (enum xtxd_answer) or outcome (enum xtxd_outcome), op.token the
+ * sender's index.  Idempotent, so simply retried.
+ *
+ * Start it after the log drain's observer is set and the store is whole;
+ * 0 or a negative errno after printing why.
+ */
+int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
+		       const struct xtxd_resolve_opts *o);
+void xtxd_resolve_stop(void);
+/* The log drain's observer (xtxd_logdrain_set_observer). */
+void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
+
+#endif /* XTXD_RESOLVE_H */

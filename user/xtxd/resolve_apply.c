@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The resolver's changes to the live store and lock table (resolve_apply.h). */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <xtx/hash.h>
+#include "overflow.h"
+#include "resolve_apply.h"
+
+#define BUCKET_WAIT_NS		(2ull * 1000 * 1000 * 1000)
+#define SLOT_TRIES		200
+/* Far longer than an XDP critical section on a lock slot (tens of instructions). */
+#define SLOT_GRACE_NS		(1000 * 1000)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void pause_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	nanosleep(&ts, NULL);
+}
+
+static int way_of(const struct xtx_kv_bucket *b, uint8_t table, uint64_t key)
+{
+	int w;
+
+	for (w = 0; w < XTX_KV_WAYS; w++)
+		if (b->key[w] == key && b->table[w] == table &&
+		    (b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)))
+			return w;
+	return -1;
+}
+
+int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t *version)
+{
+	uint64_t h = xtx_hash(table, key);
+	uint32_t bi = xtx_bucket_of(h, l->nbuckets);
+	struct xtx_kv_bucket *b = &l->kv[bi];
+	struct xtxd_ovf_item it;
+	int w = way_of(b, table, key);
+
+	if (w >= 0) {
+		*version = b->version[w];
+		return b->flags[w] & XTX_KVF_VALID ? 1 : 2;
+	}
+	if (!xtxd_ovf_get(l->store, table, key, &it)) {
+		*version = it.version;
+		return 1;
+	}
+	*version = b->vfloor;
+	return 0;
+}
+
+/* The bucket lock as XDP takes it; a rare-path hold past the lease is taken over. */
+static int bucket_lock(struct xtx_kv_bucket *b)
+{
+	uint64_t deadline = mono_ns() + BUCKET_WAIT_NS, old;
+
+	for (;;) {
+		old = __atomic_load_n(&b->lock, __ATOMIC_RELAXED);
+		if ((!old || (old != XTX_KV_LOCK_FAST &&
+			      (int64_t)(mono_ns() - (old & ~1ull)) > (int64_t)XTX_KV_LEASE_DEFAULT_NS)) &&
+		    __atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return 0;
+		if (mono_ns() > deadline)
+			return -ETIMEDOUT;
+		pause_ns(20 * 1000);
+	}
+}
+
+static void set_way(struct xtx_kv_bucket *b, int w, const struct xtx_log_entry *e, uint8_t keep)
+{
+	b->key[w] = e->key;
+	b->table[w] = e->table;
+	b->version[w] = e->version;
+	b->vlen[w] = e->vlen;
+	memset(b->value[w], 0, XTX_VALUE_MAX);
+	memcpy(b->value[w], e->value, e->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : e->vlen);
+	b->flags[w] = XTX_KVF_VALID | XTX_KVF_DIRTY | keep;
+}
+
+static void raise_floor(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t bi, uint64_t v)
+{
+	xtxd_ovf_raise_floor(l->store, bi, v);
+	if (b->vfloor < v)
+		b->vfloor = v;
+}
+
+/* Both locks held: the write against the kernel way or the store's copy. */
+static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t bi,
+			  const struct xtx_log_entry *e, uint64_t h)
+{
+	bool del = e->flags & XTX_LOGF_DELETE;
+	struct xtxd_ovf_item it, cur;
+	int w = way_of(b, e->table, e->key), i;
+
+	if (w >= 0) {
+		if (b->version[w] >= e->version)
+			return 0;
+		if (!del) {
+			set_way(b, w, e, b->flags[w] & XTX_KVF_IN_USER);
+		} else if (b->flags[w] & XTX_KVF_IN_USER) {
+			/* the store's copy goes when this tombstone is written back */
+			b->version[w] = e->version;
+			b->flags[w] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
+		} else {
+			b->flags[w] = 0;
+			raise_floor(l, b, bi, e->version);
+		}
+		return 1;
+	}
+	if (!xtxd_ovf_get(l->store, e->table, e->key, &cur) && cur.version >= e->version)
+		return 0;
+	if (del) {
+		xtxd_ovf_del(l->store, e->table, e->key, e->version, NULL);
+		raise_floor(l, b, bi, e->version);
+		return 1;
+	}
+	for (i = 0; i < XTX_KV_WAYS; i++) {
+		if (!(b->flags[i] & (XTX_KVF_VALID | XTX_KVF_TOMB))) {
+			/* a store copy, if any, is older: the dirty way is written back over it */
+			set_way(b, i, e, 0);
+			return 1;
+		}
+	}
+	memset(&it, 0, sizeof(it));
+	it.key = e->key;
+	it.table = e->table;
+	it.version = e->version;
+	it.vlen = e->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : e->vlen;
+	memcpy(it.value, e->value, it.vlen);
+	i = xtxd_ovf_put(l->store, &it);
+	if (i < 0)
+		return i;
+	__atomic_fetch_or(&b->bloom, 1ull << xtx_bloom_bit_of(h), __ATOMIC_SEQ_CST);
+	return i;
+}
+
+int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
+{
+	uint64_t h = xtx_hash(e->table, e->key);
+	uint32_t bi = xtx_bucket_of(h, l->nbuckets);
+	struct xtx_kv_bucket *b = &l->kv[bi];
+	int err;
+
+	err = bucket_lock(b);
+	if (err)
+		return err;
+	xtxd_ovf_lock(l->store, bi);
+	err = install_locked(l, b, bi, e, h);
+	xtxd_ovf_unlock(l->store, bi);
+	__atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
+	return err;
+}
+
+static bool held_by(const struct xtx_lock_slot *s, uint64_t txn)
+{
+	return (s->excl || s->shared) && s->owner == txn;
+}
+
+bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key)
+{
+	__u32 idx = xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots);
+	struct xtx_lock_slot s;
+
+	return !bpf_map_lookup_elem(l->locks_fd, &idx, &s) && held_by(&s, txn);
+}
+
+int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key)
+{
+	__u32 idx = xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots);
+	struct xtx_lock_slot s;
+	bool freed;
+	int i;
+
+	for (i = 0; i < SLOT_TRIES; i++) {
+		if (bpf_map_lookup_elem(l->locks_fd, &idx, &s))
+			return -errno;
+		if (!held_by(&s, txn))
+			return 0;
+		if (s.spin) {
+			pause_ns(50 * 1000);
+			continue;
+		}
+		s.spin = 1;
+		if (bpf_map_update_elem(l->locks_fd, &idx, &s, BPF_EXIST))
+			return -errno;
+		pause_ns(SLOT_GRACE_NS);
+		if (bpf_map_lookup_elem(l->locks_fd, &idx, &s))
+			return -errno;
+		if (s.spin != 1)
+			continue;	/* a CPU was inside and cleared it leaving: again */
+		freed = held_by(&s, txn);
+		if (freed) {
+			s.shared = 0;
+			s.excl = 0;
+			s.owner = 0;
+			s.flags = 0;
+			s.gen++;
+		}
+		s.spin = 0;
+		if (bpf_map_update_elem(l->locks_fd, &idx, &s, BPF_EXIST))
+			return -errno;
+		return freed;
+	}
+	return -EBUSY;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* What the resolver does to the live store: read a key's version, install a write, free a lock. */
+#ifndef XTXD_RESOLVE_APPLY_H
+#define XTXD_RESOLVE_APPLY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <xtx/kv.h>
+#include <xtx/log.h>
+#include <xtx/maps.h>
+
+struct xtxd_ovf;
+
+/* The kernel buckets (mapped), the overflow store and the lock table of one server. */
+struct xtxd_live {
+	struct xtx_kv_bucket *kv;
+	uint32_t nbuckets;
+	struct xtxd_ovf *store;
+	int locks_fd;
+	uint32_t lock_slots;
+};
+
+/*
+ * The version of (table, key) here: 1 live, 2 a kernel tombstone, 0
+ * absent (*version is then the bucket's floor: no write at or below it
+ * can still be missing).  Without locks: a hint, not a decision.  The
+ * caller is a registered RCU thread.
+ */
+int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t *version);
+
+/*
+ * Installs a decided write (COMMIT_BACKUP's rule: only if newer than what
+ * is there) into the kernel cache or the overflow store, under the bucket
+ * lock as XDP takes it.  1 installed, 0 already there or newer, or a
+ * negative errno (-ENOSPC: the store is full, -ETIMEDOUT: the bucket
+ * stayed locked).  The caller is a registered RCU thread.
+ */
+int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e);
+
+/* True when txn holds the lock slot of (table, key). */
+bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
+
+/*
+ * Frees the lock slot of (table, key) if txn holds it (every hold, shared
+ * or exclusive; gen moves on so the old tokens go stale).  User space
+ * cannot CAS a map value, so it takes the slot's spin bit by writing it,
+ * waits longer than any XDP critical section, and goes ahead only if the
+ * bit is still its own (a section that was inside clears it on leaving);
+ * meanwhile XDP answers RETRY for the slot.  1 freed, 0 not held by txn,
+ * or a negative errno.
+ */
+int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
+
+#endif /* XTXD_RESOLVE_APPLY_H */
