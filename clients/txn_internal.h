@@ -127,6 +127,8 @@ struct xtx_client {
 /* txn_wire.c: queues, packing, sending, reply dispatch. */
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
 		 enum txn_op_kind kind, unsigned int server);
+/* Moves queued ops into requests, as many as the windows allow. */
+void txn_wire_pack(struct xtx_client *c);
 int txn_wire_io(struct xtx_client *c, uint64_t wait_ns);
 struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsigned int slot);
 

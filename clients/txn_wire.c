@@ -51,7 +51,7 @@ static void requeue(struct xtx_client *c, const struct txn_opref *ref)
 }
 
 /* Packs queued ops into as many requests as the windows allow. */
-static void pack(struct xtx_client *c)
+void txn_wire_pack(struct xtx_client *c)
 {
 	unsigned int s, per = c->cfg.ops_per_packet;
 
@@ -171,10 +171,10 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 	unsigned int i;
 	int n, err;
 
-	pack(c);
+	txn_wire_pack(c);
 	give_up_stale(c, now);
 	/* ops given up may have been re-queued */
-	pack(c);
+	txn_wire_pack(c);
 	next = xtx_reqwins_expire(&c->w, now, wait_ns);
 	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
 	if (err)

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libxtx without a network: placement, API misuse, packing, and the OCC
+ * and 2PL state machines driven op by op with the answers a server gives.
+ * (tests/integration/test_bank.sh runs the same code against real servers.)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <xtx/log.h>
+#include "check.h"
+#include "txn_internal.h"
+
+#define NSRV	3
+
+static struct sockaddr_in srv_addr[NSRV];
+
+static void fill_servers(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < NSRV; i++) {
+		srv_addr[i].sin_family = AF_INET;
+		srv_addr[i].sin_port = htons(XTX_DEFAULT_PORT);
+		/* documentation addresses: nothing is ever sent in this test */
+		srv_addr[i].sin_addr.s_addr = htonl(0xc0000201 + i);
+	}
+}
+
+static struct xtx_client *open_client(enum xtx_protocol p, unsigned int per_packet)
+{
+	struct xtx_client_cfg cfg = {
+		.servers = srv_addr, .nservers = NSRV, .protocol = p, .client_id = 7,
+		.max_inflight = 4, .ops_per_packet = per_packet,
+	};
+
+	fill_servers();
+	return xtx_client_open(&cfg);
+}
+
+/* ---- an application transaction, scripted by the test ---- */
+
+struct script {
+	uint64_t keys[4];
+	unsigned int nkeys;
+	unsigned int get_flags;
+	bool write;		/* round 1 puts every key */
+	bool insert;		/* ... with xtx_insert() */
+	int handles[4];
+	int api_err;		/* first misuse result seen */
+	struct xtx_txn_result res;
+	bool done;
+};
+
+static enum xtx_step script_step(struct xtx_txn *t, void *arg)
+{
+	struct script *s = arg;
+	uint8_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	unsigned int i;
+
+	if (xtx_txn_round(t) == 0) {
+		for (i = 0; i < s->nkeys; i++)
+			s->handles[i] = xtx_get(t, 1, s->keys[i], s->get_flags);
+		return s->nkeys ? XTX_STEP_READ : XTX_STEP_COMMIT;
+	}
+	for (i = 0; s->write && i < s->nkeys; i++) {
+		if (s->insert)
+			xtx_insert(t, 1, s->keys[i], v, sizeof(v));
+		else
+			xtx_put(t, 1, s->keys[i], v, sizeof(v));
+	}
+	return XTX_STEP_COMMIT;
+}
+
+static void script_done(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg)
+{
+	struct script *s = arg;
+
+	(void)t;
+	s->res = *res;
+	s->done = true;
+}
+
+/* Runs ready transactions' next phases, as xtx_poll() does. */
+static void advance_all(struct xtx_client *c)
+{
+	while (c->nready) {
+		struct xtx_txn *t = c->ready[--c->nready];
+
+		t->ready = false;
+		txn_advance(t);
+	}
+}
+
+/* Every op queued for any server, taken off the queues (at most n). */
+static unsigned int take_queued(struct xtx_client *c, struct txn_opref *out, unsigned int n)
+{
+	unsigned int s, k = 0;
+
+	for (s = 0; s < NSRV; s++) {
+		struct txn_queue *q = &c->queue[s];
+
+		while (q->len && k < n) {
+			out[k++] = q->ops[q->head];
+			q->head = (q->head + 1) % q->cap;
+			q->len--;
+		}
+	}
+	return k;
+}
+
+/* The server's answer to ref: status, and version/token/value for grants and reads. */
+static void answer(struct txn_opref *ref, uint8_t status, uint64_t version, uint64_t token,
+		   uint32_t flags)
+{
+	struct xtx_op op;
+
+	txn_fill_op(ref, &op);
+	op.status = status;
+	op.version = version;
+	op.token = token;
+	op.flags = flags;
+	op.vlen = 8;
+	memset(op.value, 0x5a, 8);
+	txn_on_reply(ref, &op);
+}
+
+static unsigned int count_opcode(const struct txn_opref *refs, unsigned int n, uint8_t opcode)
+{
+	unsigned int i, k = 0;
+	struct xtx_op op;
+
+	for (i = 0; i < n; i++) {
+		txn_fill_op(&refs[i], &op);
+		k += op.opcode == opcode;
+	}
+	return k;
+}
+
+static void test_placement(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	unsigned int primaries[NSRV] = { 0 }, k, i;
+
+	CHECK(c, "client opens");
+	if (!c)
+		return;
+	for (k = 0; k < 30000; k++) {
+		unsigned int p = xtx_replica_of(c, 2, k, 0);
+
+		primaries[p]++;
+		for (i = 1; i < NSRV; i++)
+			CHECK(xtx_replica_of(c, 2, k, i) == (p + i) % NSRV,
+			      "key %u: replica %u is the next server", k, i);
+	}
+	for (i = 0; i < NSRV; i++)
+		CHECK(primaries[i] > 9000 && primaries[i] < 11000,
+		      "server %u is primary of %u of 30000 keys", i, primaries[i]);
+	xtx_client_close(c);
+}
+
+static void test_bad_config(void)
+{
+	struct xtx_client_cfg cfg = { .servers = srv_addr, .nservers = NSRV };
+
+	fill_servers();
+	cfg.replication = 4;
+	CHECK(!xtx_client_open(&cfg), "replication 4 refused");
+	cfg.replication = 0;
+	cfg.ops_per_packet = XTX_MAX_OPS + 1;
+	CHECK(!xtx_client_open(&cfg), "17 ops per packet refused");
+	cfg.ops_per_packet = 0;
+	cfg.nservers = 0;
+	CHECK(!xtx_client_open(&cfg), "no servers refused");
+	cfg.nservers = NSRV;
+	cfg.client_id = 1u << XTX_CLIENT_BITS;
+	CHECK(!xtx_client_open(&cfg), "client id too large refused");
+}
+
+static struct { int get_bad_table, get_bad_flags, put_big, too_many, twice, first; } misuse;
+
+static enum xtx_step misuse_step(struct xtx_txn *t, void *arg)
+{
+	uint8_t big[XTX_VALUE_MAX + 1] = { 0 };
+	unsigned int i;
+	int h = 0;
+
+	(void)arg;
+	misuse.get_bad_table = xtx_get(t, XTX_MAX_TABLES, 1, 0);
+	misuse.get_bad_flags = xtx_get(t, 1, 1, 0x80);
+	misuse.put_big = xtx_put(t, 1, 1, big, sizeof(big));
+	misuse.first = xtx_get(t, 1, 1000, 0);
+	misuse.twice = xtx_get(t, 1, 1000, XTX_GET_FOR_UPDATE);
+	for (i = 0; i < XTX_TXN_MAX_KEYS + 1 && h >= 0; i++)
+		h = xtx_get(t, 1, 2000 + i, 0);
+	misuse.too_many = h;
+	return XTX_STEP_ABORT;
+}
+
+static void test_api_misuse(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { 0 };
+	struct xtx_txn *t;
+
+	if (!c)
+		return;
+	CHECK(xtx_txn_start(c, misuse_step, script_done, &s) == 0, "start");
+	t = c->ready[0];
+	advance_all(c);
+	CHECK(misuse.get_bad_table == -EINVAL, "table out of range: %d", misuse.get_bad_table);
+	CHECK(misuse.get_bad_flags == -EINVAL, "unknown get flag: %d", misuse.get_bad_flags);
+	CHECK(misuse.put_big == -EMSGSIZE, "value too large: %d", misuse.put_big);
+	CHECK(misuse.twice == misuse.first, "a key read twice has one handle");
+	CHECK(misuse.too_many == -E2BIG, "key 33: %d", misuse.too_many);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_USER,
+	      "user abort with nothing held ends at once");
+	CHECK(xtx_get(t, 1, 5, 0) == -EALREADY, "a get after the transaction ended is refused");
+	CHECK(xtx_put(t, 1, 5, "x", 1) == -EALREADY, "a put outside the step is refused");
+	xtx_client_close(c);
+}
+
+/* OCC: lock both keys with their reads, log on 3 replicas, backups, primaries. */
+static void test_occ_commit_sequence(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 11, 12 }, .nkeys = 2, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[32];
+	unsigned int n, i, last[NSRV] = { 0 };
+	struct xtx_op op;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 32);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_OCC_LOCK) == 2, "2 fused read+locks: %u", n);
+	for (i = 0; i < n; i++) {
+		CHECK(refs[i].server == xtx_replica_of(c, 1, refs[i].t->keys[refs[i].key].key, 0),
+		      "lock at the primary");
+		answer(&refs[i], XTX_ST_OK, 7, 90 + i, 0);
+	}
+	advance_all(c);
+	n = take_queued(c, refs, 32);
+	CHECK(n == 6 && count_opcode(refs, n, XTX_OP_LOG_APPEND) == 6,
+	      "every write logged on its 3 replicas: %u ops", n);
+	for (i = 0; i < n; i++) {
+		txn_fill_op(&refs[i], &op);
+		CHECK(op.version == 8, "log records the new version");
+		CHECK(op.token >> 48 == 3, "log names 3 replicas");
+		last[refs[i].server] += !!(op.flags & XTX_OPF_LOG_LAST);
+		answer(&refs[i], XTX_ST_OK, i, 0, 0);
+	}
+	for (i = 0; i < NSRV; i++)
+		CHECK(last[i] == 1, "server %u: exactly one LOG_LAST (%u)", i, last[i]);
+	CHECK(!s.done, "not done before the commits");
+	advance_all(c);
+	n = take_queued(c, refs, 32);
+	CHECK(n == 4 && count_opcode(refs, n, XTX_OP_COMMIT_BACKUP) == 4,
+	      "backups first: 2 keys x 2 backups, %u ops", n);
+	for (i = 0; i < n; i++) {
+		txn_fill_op(&refs[i], &op);
+		CHECK(op.version == 8 && op.vlen == 8 && op.value[0] == 1, "backup gets v+1 and value");
+		CHECK(refs[i].server != xtx_replica_of(c, 1, op.key, 0), "not at the primary");
+		answer(&refs[i], i ? XTX_ST_OK : XTX_ST_ALREADY_APPLIED, 8, 0, 0);
+	}
+	advance_all(c);
+	n = take_queued(c, refs, 32);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_COMMIT_PRIMARY) == 2, "then primaries: %u", n);
+	for (i = 0; i < n; i++) {
+		txn_fill_op(&refs[i], &op);
+		CHECK(op.version == 7 && (op.token == 90 || op.token == 91),
+		      "primary commit expects the locked version and echoes the token");
+		answer(&refs[i], XTX_ST_OK, 8, 0, 0);
+	}
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_COMMITTED && !s.res.read_only, "committed");
+	CHECK(s.res.rounds == 4, "4 round trips: lock, log, backups, primaries (%u)", s.res.rounds);
+	CHECK(xtx_inflight(c) == 0, "nothing in flight");
+	xtx_client_close(c);
+}
+
+/* One lock refused: the granted one is released with its token, cause LOCK. */
+static void test_conflict_releases(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_2PL, 0);
+	struct script s = { .keys = { 21, 22 }, .nkeys = 2, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[8];
+	struct xtx_op op;
+	unsigned int n;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_LOCK_EXCL) == 2, "2PL exclusive locks");
+	answer(&refs[0], XTX_ST_OK, 3, 44, 0);
+	answer(&refs[1], XTX_ST_REJECTED, 0, 0, XTX_LOCKF_EXCL);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 1, "one release: %u", n);
+	txn_fill_op(&refs[0], &op);
+	CHECK(op.opcode == XTX_OP_UNLOCK_EXCL && op.token == 44, "releases the grant it got");
+	CHECK(!s.done, "waits for the release");
+	answer(&refs[0], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_LOCK,
+	      "aborted for a lock conflict");
+	xtx_client_close(c);
+}
+
+/* OCC read set: a changed version aborts at validation and frees the write lock. */
+static void test_occ_validation(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 31, 32 }, .nkeys = 2 };
+	struct txn_opref refs[8];
+	struct xtx_op op;
+	unsigned int n, i;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_READ) == 2, "plain reads: %u", n);
+	for (i = 0; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 5, 0, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	/* a read-only transaction of two keys validates both */
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_OCC_VALIDATE) == 2, "validates: %u", n);
+	txn_fill_op(&refs[0], &op);
+	CHECK(op.version == 5, "validates the version read");
+	answer(&refs[0], XTX_ST_OK, 5, 0, 0);
+	answer(&refs[1], XTX_ST_CHANGED, 6, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_VALIDATION,
+	      "validation abort");
+
+	/* a single-key read-only transaction commits on its read alone */
+	memset(&s, 0, sizeof(s));
+	s.keys[0] = 33;
+	s.nkeys = 1;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	answer(&refs[0], XTX_ST_OK, 5, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_COMMITTED && s.res.rounds == 1,
+	      "one-key read commits without validation");
+	CHECK(take_queued(c, refs, 8) == 0, "and sends nothing more");
+	xtx_client_close(c);
+}
+
+/* Insert of a key that exists aborts after locking, before anything is logged. */
+static void test_insert_exists(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 41 }, .nkeys = 1, .write = true, .insert = true };
+	struct txn_opref refs[8];
+	unsigned int n;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	answer(&refs[0], XTX_ST_OK, 2, 0, 0);		/* the plain read finds it */
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 1 && count_opcode(refs, n, XTX_OP_OCC_LOCK) == 1, "blind write locks first");
+	answer(&refs[0], XTX_ST_OK, 2, 5, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 1 && count_opcode(refs, n, XTX_OP_OCC_UNLOCK) == 1, "then releases: %u", n);
+	answer(&refs[0], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_EXISTS,
+	      "insert of an existing key: cause %d", s.res.cause);
+	xtx_client_close(c);
+}
+
+/* Lost before the commit point: FAILED.  A lost log op is sent again instead. */
+static void test_lost_requests(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 51 }, .nkeys = 1, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[8];
+	unsigned int n, i;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	txn_on_lost(&refs[0]);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_FAILED, "lost lock request: failed");
+
+	memset(&s, 0, sizeof(s));
+	s.keys[0] = 52;
+	s.nkeys = 1;
+	s.get_flags = XTX_GET_FOR_UPDATE;
+	s.write = true;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	answer(&refs[0], XTX_ST_OK, 1, 9, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 3, "3 log appends");
+	txn_on_lost(&refs[0]);
+	for (i = 1; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(!s.done, "a lost log append does not end the transaction");
+	n = take_queued(c, refs, 8);
+	CHECK(n == 1 && count_opcode(refs, n, XTX_OP_LOG_APPEND) == 1, "it is queued again");
+	xtx_client_close(c);
+}
+
+/* Aggregation: ops of one server leave in requests of at most ops_per_packet. */
+static void test_packing(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_2PL, 4);
+	struct script s[4];
+	unsigned int i, srv, nreq = 0, nops = 0, maxops = 0;
+
+	if (!c)
+		return;
+	for (i = 0; i < 4; i++) {
+		memset(&s[i], 0, sizeof(s[i]));
+		s[i].nkeys = 3;
+		s[i].keys[0] = 100 + i * 3;
+		s[i].keys[1] = 101 + i * 3;
+		s[i].keys[2] = 102 + i * 3;
+		CHECK(xtx_txn_start(c, script_step, script_done, &s[i]) == 0, "start %u", i);
+	}
+	CHECK(xtx_txn_start(c, script_step, script_done, &s[0]) == -EBUSY,
+	      "max_inflight transactions in flight");
+	advance_all(c);
+	txn_wire_pack(c);
+	for (srv = 0; srv < NSRV; srv++) {
+		CHECK(c->queue[srv].len == 0, "server %u: everything packed", srv);
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct xtx_req *r = &c->w.srv[srv].slot[i];
+
+			if (!r->req_id)
+				continue;
+			nreq++;
+			nops += r->msg.hdr.nops;
+			if (r->msg.hdr.nops > maxops)
+				maxops = r->msg.hdr.nops;
+		}
+	}
+	CHECK(nops == 12, "12 shared locks packed: %u", nops);
+	CHECK(maxops == 4, "at most 4 ops per request, and full ones: %u", maxops);
+	CHECK(nreq >= 3 && nreq <= 6, "12 ops over 3 servers in 3..6 requests: %u", nreq);
+	xtx_client_close(c);
+}
+
+int main(void)
+{
+	RUN_CASE(test_placement);
+	RUN_CASE(test_bad_config);
+	RUN_CASE(test_api_misuse);
+	RUN_CASE(test_occ_commit_sequence);
+	RUN_CASE(test_conflict_releases);
+	RUN_CASE(test_occ_validation);
+	RUN_CASE(test_insert_exists);
+	RUN_CASE(test_lost_requests);
+	RUN_CASE(test_packing);
+	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}
