@@ -84,10 +84,42 @@ check "a late LOG_APPEND of txn 3 to the third replica is refused" \
 check "... and to the primary" \
 	test "$(st 0 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 flags=last)" = fenced
 
+# ---- (c) logged on all 3 and committed at the primary only: the backups roll forward ----
+# the primary is finished with txn 7 and forgets it; asked later, it finds the record on disk
+for i in 0 1 2; do
+	check "server $i: insert key 300 (version 1)" test "$(st "$i" insert 0 300 value=ee)" = ok
+done
+out=$(op 0 occ-lock 0 300 txn=7)
+check "primary: txn 7 locks key 300" test "$(field "$out" status)" = ok
+for i in 0 1 2; do
+	check "server $i: txn 7 logs key 300 version 2" \
+		test "$(st "$i" log-append 0 300 txn=7 version=2 value=ffff replicas=0,1,2 \
+			flags=last)" = ok
+done
+check "primary: txn 7 commits (version 2, lock released)" \
+	test "$(st 0 commit-primary 0 300 txn=7 version=1 value=ffff token="$(field "$out" token)")" = ok
+wait_backups() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		XLOG 1 | grep -q "txn $1 decided" && XLOG 2 | grep -q "txn $1 decided" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "both backups decide txn 7" wait_backups "$(hex_txn 7)"
+check "... as commit" \
+	test "$(for i in 1 2; do XLOG "$i" | grep -c "txn $(hex_txn 7) decided commit"; done |
+		paste -sd+ | bc)" -eq 2
+rows=$(all_rows 300)
+echo "$rows" | sed 's/^/# /'
+check "every replica holds key 300 at version 2" \
+	test "$(grep -c 'version=2 vlen=2 value=ffff$' <<<"$rows")" -eq 3
+
 # ---- the decisions are durable: the decisions file names both ----
 for i in 0 1; do
 	d=/var/lib/xtx/$(server_ns "$i")-$(server_dev "$i")/decided.xdec
-	check "server $i: decisions file holds 2 records" test "$(stat -c %s "$d" 2>/dev/null)" -eq 32
+	check "server $i: decisions file holds its decisions" \
+		test "$(stat -c %s "$d" 2>/dev/null)" -ge 32
 done
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
 finish

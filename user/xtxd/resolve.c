@@ -20,6 +20,7 @@
 #include <xtx/proto.h>
 #include "log.h"
 #include "logdrain.h"
+#include "logfile.h"
 #include "overflow.h"
 #include "resolve.h"
 #include "resolve_apply.h"
@@ -236,10 +237,52 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 	return 0;
 }
 
+/*
+ * The table forgets a transaction once it is finished here, and starts
+ * empty after a restart; the log on disk does not forget (until a snapshot
+ * covers it).  So before saying "not held", every segment is searched for
+ * the transaction's records: a rare path, taken only for stuck ones.
+ * Returns the records found, or a negative errno.
+ */
+static int load_from_disk(uint64_t txn)
+{
+	struct xtx_logseg *segs = NULL;
+	struct xtx_log_entry e;
+	struct xtx_logr r;
+	size_t nsegs = 0, i;
+	int err, found = 0;
+
+	err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
+	if (err)
+		return err;
+	for (i = 0; i < nsegs; i++) {
+		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
+		if (err)
+			break;
+		/* a torn end (the drain is appending) stops the walk: those were observed */
+		while (xtx_logr_next(&r, &e) == 1) {
+			if (e.txn != txn || e.nreplicas < 2)
+				continue;
+			pthread_mutex_lock(&R.mu);
+			err = xtxd_txns_add(&R.txns, &e, mono_ns());
+			pthread_mutex_unlock(&R.mu);
+			if (err)
+				break;
+			found++;
+		}
+		xtx_logr_close(&r);
+		if (err)
+			break;
+	}
+	free(segs);
+	return err ? err : found;
+}
+
 /* Our own answer about x: held, or fenced and not held (which decides abort here). */
 static int self_answer(struct xtxd_txn *x)
 {
 	bool last;
+	int n;
 
 	pthread_mutex_lock(&R.mu);
 	last = x->last;
@@ -248,6 +291,17 @@ static int self_answer(struct xtxd_txn *x)
 		return XTXD_ANS_HOLD;
 	if (fence(x->txn))
 		return XTXD_ANS_NONE;	/* cannot promise anything yet: ask again later */
+	pthread_mutex_lock(&R.mu);
+	last = x->last;
+	pthread_mutex_unlock(&R.mu);
+	if (last)
+		return XTXD_ANS_HOLD;
+	n = load_from_disk(x->txn);
+	if (n < 0) {
+		pr_warn("resolve: searching the log for txn %#llx: %s\n",
+			(unsigned long long)x->txn, strerror(-n));
+		return XTXD_ANS_NONE;
+	}
 	pthread_mutex_lock(&R.mu);
 	last = x->last;
 	pthread_mutex_unlock(&R.mu);
@@ -554,6 +608,19 @@ static int open_live(const struct xtx_target *t, struct xtxd_ovf *store)
 	return R.fence_fd < 0 ? R.fence_fd : 0;
 }
 
+/* Decisions taken before a restart: peers asking again get the same answer. */
+static int remember_decision(uint64_t txn, uint32_t outcome, void *arg)
+{
+	struct xtxd_txn *x = xtxd_txns_get(&R.txns, txn, true, mono_ns());
+
+	(void)arg;
+	if (!x)
+		return -ENOMEM;
+	x->outcome = outcome;
+	x->decided_ns = mono_ns();
+	return 0;
+}
+
 static int open_socket(uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
@@ -625,6 +692,10 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 		err = R.outcome_fd;
 		goto fail;
 	}
+	step = "reading the decisions file";
+	err = xtxd_outcome_load(R.dirfd, remember_decision, NULL);
+	if (err)
+		goto fail;
 	step = "binding the peer port";
 	R.sock = open_socket(R.peer_port);
 	if (R.sock < 0) {
