@@ -160,6 +160,7 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) all
 	$(Q)scripts/bench.sh
+	$(Q)scripts/bench_txn.sh
 
 bench-kv: deps
 	$(Q)$(MAKE) all
