@@ -126,6 +126,9 @@ all_running() {
 check "every xtx-udpd runs (pidfiles name live processes)" all_running
 out=$(start_udpd 0 2>&1)
 check "a second xtx-udpd on the same pidfile is refused" test -n "$(grep -o 'already runs' <<<"$out")"
+out=$("$UDPD" --netns "$(server_ns 0)" --bind "$(server_ip 0)" -d --pidfile "$tmp/other.pid" 2>&1)
+check "a second xtx-udpd on the same address and port is refused" \
+	test -n "$(grep -o 'another server runs there' <<<"$out")" -a ! -e "$tmp/other.pid"
 
 # --- ping: every packet answered, every op counted once ---
 out=$(client "$BUILD/xtxbench" ping --servers "$(all_server_ips)" --threads 2 --duration 1 \

@@ -151,11 +151,39 @@ static void close_all(struct udpd_server *srv, unsigned int n)
 	}
 }
 
+/*
+ * SO_REUSEPORT would let a second server on the same address and port
+ * silently take half of the traffic: a plain bind first finds it.
+ */
+static int port_free(const struct udpd_config *cfg)
+{
+	struct sockaddr_in addr = {
+		.sin_family = AF_INET,
+		.sin_port = htons(cfg->port),
+		.sin_addr = cfg->bind,
+	};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, "Error: socket: %s\n", strerror(errno));
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		fprintf(stderr, "Error: %s:%u: %s%s\n", inet_ntoa(cfg->bind), cfg->port,
+			strerror(errno), errno == EADDRINUSE ? " (another server runs there)" : "");
+		err = -1;
+	}
+	close(fd);
+	return err;
+}
+
 int udpd_serve_start(struct udpd_server *srv, const int *cpus, unsigned int ncpus)
 {
 	unsigned int i;
 	int err;
 
+	if (port_free(&srv->cfg))
+		return -1;
 	for (i = 0; i < srv->nworkers; i++) {
 		srv->workers[i].fd = open_socket(&srv->cfg);
 		if (srv->workers[i].fd < 0) {
