@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* xtxbench smallbank: the six-transaction SmallBank mix over libxtx (2PL by default), §2.8 checks. */
+/* xtxbench smallbank: SmallBank's six transactions over libxtx (2PL by default), §2.8's checks. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +24,11 @@ struct sb_thread {
 	bool verify;
 	int64_t delta;		/* cents of every committed transaction, summed */
 	uint64_t committed[SB_NTYPES];
-	uint8_t *wc;		/* --verify: accounts a committed WC debited, [N] */
+	/*
+	 * --verify, [N]: accounts whose checking a committed transaction may
+	 * have made negative: a WC's debit, or an AMG moving an overdraft in.
+	 */
+	uint8_t *debited;
 };
 
 enum {
@@ -67,7 +71,8 @@ static void sb_usage(FILE *out)
 		"\n"
 		"--verify checks money conservation exactly (the balances' sum moved by\n"
 		"the acknowledged deltas: +130 DC, +2020 TS, -500/-600 WC), N rows per table,\n"
-		"savings never negative, checking negative only where a WC debited.\n");
+		"savings never negative, checking negative only where a WC overdrew (or an\n"
+		"AMG moved such an overdraft).\n");
 }
 
 static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
@@ -168,8 +173,8 @@ static int sb_thread_init(void *vctx, void *wt, const struct wl_tinfo *ti)
 	t->verify = ti->verify;
 	if (!t->verify)
 		return 0;
-	t->wc = calloc(cfg->accounts, 1);
-	if (!t->wc) {
+	t->debited = calloc(cfg->accounts, 1);
+	if (!t->debited) {
 		fprintf(stderr, "Error: --verify: %u accounts: %s\n", cfg->accounts,
 			strerror(ENOMEM));
 		return -1;
@@ -180,7 +185,7 @@ static int sb_thread_init(void *vctx, void *wt, const struct wl_tinfo *ti)
 static void sb_thread_free(void *vctx, void *wt)
 {
 	(void)vctx;
-	free(((struct sb_thread *)wt)->wc);
+	free(((struct sb_thread *)wt)->debited);
 }
 
 static unsigned int sb_begin(void *vctx, void *wt, void *txn, const struct wl_tinfo *ti)
@@ -219,9 +224,11 @@ static enum wl_verdict sb_end(void *vctx, void *wt, void *txn, const struct xtx_
 		t->committed[x->type]++;
 		if (x->type == SB_WC) {
 			xc[SB_X_WC_PENALTY] += x->penalty;
-			if (t->wc)
-				t->wc[x->a0] = 1;
+			if (t->debited)
+				t->debited[x->a0] = 1;
 		}
+		if (x->type == SB_AMG && x->moved_debt && t->debited)
+			t->debited[x->a1] = 1;
 		return WL_COMMITTED;
 	case XTX_FAILED:
 		return WL_FAILED;
@@ -352,23 +359,24 @@ static unsigned long sb_verify(void *vctx, const struct wl_snap *b, const struct
 	for (j = 0; j < n; j++) {
 		const struct wl_rec *old = wl_snap_find(b, SB_CHK, r[j].key);
 		int64_t bal, was = 0;
-		bool wc = false;
+		bool debited = false;
 
 		if (sb_decode(r[j].value, r[j].vlen, &bal) || bal >= 0 ||
 		    r[j].key >= cfg->accounts)
 			continue;
 		neg++;
-		for (i = 0; i < nthreads && !wc; i++)
-			wc = ((const struct sb_thread *)wts[i])->wc[r[j].key];
+		for (i = 0; i < nthreads && !debited; i++)
+			debited = ((const struct sb_thread *)wts[i])->debited[r[j].key];
 		if (old && !sb_decode(old->value, old->vlen, &was) && was < 0)
 			continue;
-		if (!wc)
+		if (!debited)
 			wl_violation(&v, "CHECKING[%llu] = %lld cents, but no committed WriteCheck "
-				     "debited it", (unsigned long long)r[j].key, (long long)bal);
+				     "debited it nor Amalgamate moved an overdraft to it",
+				     (unsigned long long)r[j].key, (long long)bal);
 	}
 	if (v == mark)
-		wl_check_ok("savings >= 0; %llu negative checking balances, each after a "
-			    "WriteCheck", (unsigned long long)neg);
+		wl_check_ok("savings >= 0; %llu negative checking balances, each from a "
+			    "WriteCheck's overdraft", (unsigned long long)neg);
 
 	mark = v;
 	for (i = 0; i < SB_NTYPES; i++) {

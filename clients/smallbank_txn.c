@@ -95,7 +95,8 @@ enum xtx_step sb_step(struct xtx_txn *t, void *arg)
 	x->delta = 0;
 	switch (x->type) {
 	case SB_AMG:
-		/* a0's money moves to a1's checking */
+		/* a0's money moves to a1's checking, an overdraft with it */
+		x->moved_debt = b[0] + b[1] < 0;
 		ok = put(t, SB_CHK, x->a1, b[2] + b[0] + b[1]) && put(t, SB_SAV, x->a0, 0) &&
 		     put(t, SB_CHK, x->a0, 0);
 		break;

@@ -14,6 +14,7 @@ struct sb_txn {
 	bool logical;		/* SP with insufficient funds: a user abort */
 	bool broken;		/* an account row missing or malformed */
 	bool penalty;		/* WC took the overdraft branch */
+	bool moved_debt;	/* AMG moved a negative sum (an overdraft) to a1 */
 	int64_t delta;		/* cents the transaction adds to the bank's total if it commits */
 	int64_t balance;	/* BAL's answer */
 	int h[3];

@@ -48,6 +48,8 @@ struct wl_opts {
 	uint64_t duration_ns;
 	uint64_t warmup_ns;
 	uint64_t seed;
+	uint64_t run_seed;	/* of the transaction inputs */
+	bool seed_set;
 	uint32_t client_base;
 	bool client_base_set;
 	uint64_t timeout_ns;
@@ -258,6 +260,11 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 	unsigned int k = p->ntypes;
 
 	gather(p->th, p->nthreads, &cur, &h);
+	if (xtx_now_ns() < wl_measure_from) {
+		/* nothing is counted yet */
+		fprintf(stderr, "t=%us  warming up\n", sec);
+		return;
+	}
 	fprintf(stderr,
 		"t=%us  txn/s=%.0f  committed/s=%.0f  logical/s=%.0f  aborted/s=%.0f  "
 		"p50=%.1fus p99=%.1fus",
@@ -304,10 +311,12 @@ static void print_json(const struct wl_workload *w, const struct wl_opts *o,
 
 	printf("{\"bench\":\"%s\",\"servers\":%u,\"replication\":%u,\"protocol\":\"%s\","
 	       "\"threads\":%u,\"inflight\":%u,\"ops_per_packet\":%u,\"client_id_base\":%u,"
-	       "\"seed\":%llu,\"retry\":\"%s\",\"warmup_s\":%.3f,\"duration_s\":%.3f,",
+	       "\"seed\":%llu,\"run_seed\":%llu,\"retry\":\"%s\",\"warmup_s\":%.3f,"
+	       "\"duration_s\":%.3f,",
 	       w->name, o->nservers, o->replication, xtx_protocol_name(o->protocol), o->threads,
 	       o->inflight, o->ops_per_packet, o->client_base, (unsigned long long)o->seed,
-	       o->retry_same ? "same" : "none", o->warmup_ns / 1e9, r->secs);
+	       (unsigned long long)o->run_seed, o->retry_same ? "same" : "none",
+	       o->warmup_ns / 1e9, r->secs);
 	w->describe(w->ctx, true);
 	printf("\"types\":{");
 	for (i = 0; i < k; i++) {
@@ -350,12 +359,12 @@ static void print_text(const struct wl_workload *w, const struct wl_opts *o,
 	unsigned int i, k = w->ntypes;
 
 	printf("%s: servers=%u replication=%u protocol=%s threads=%u inflight=%u "
-	       "ops_per_packet=%u client_ids=%u..%u seed=%llu retry=%s warmup=%.2fs "
-	       "measured=%.2fs\n",
+	       "ops_per_packet=%u client_ids=%u..%u seed=%llu run_seed=%llu retry=%s "
+	       "warmup=%.2fs measured=%.2fs\n",
 	       w->name, o->nservers, o->replication, xtx_protocol_name(o->protocol), o->threads,
 	       o->inflight, o->ops_per_packet, o->client_base, o->client_base + o->threads - 1,
-	       (unsigned long long)o->seed, o->retry_same ? "same" : "none", o->warmup_ns / 1e9,
-	       r->secs);
+	       (unsigned long long)o->seed, (unsigned long long)o->run_seed,
+	       o->retry_same ? "same" : "none", o->warmup_ns / 1e9, r->secs);
 	w->describe(w->ctx, false);
 	if (!r->ran)
 		return;
@@ -452,7 +461,9 @@ static void common_usage(FILE *out)
 		"      --ops-per-packet K    ops per request at most, 1..%u (default %u)\n"
 		"  -d, --duration S          measured time (default 5s; 0: no run)\n"
 		"      --warmup S            run this long first without counting (default 1s)\n"
-		"      --seed S              population and transaction inputs (default 1)\n"
+		"      --seed S              the population (default 1); given, also the\n"
+		"                            transaction inputs, which otherwise differ per run\n"
+		"                            (a rerun would replay the same inserts and deletes)\n"
 		"  -c, --client-base BASE    thread i uses client id BASE+i, setup BASE+threads\n"
 		"                            (default derived from the pid)\n"
 		"      --retry none|same     after a concurrency abort start a new transaction\n"
@@ -625,6 +636,7 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		case OPT_SEED:
 			if (xtx_parse_u64("--seed", optarg, 0, UINT64_MAX, &o->seed))
 				return -1;
+			o->seed_set = true;
 			break;
 		case 'c':
 			if (xtx_parse_u32("--client-base", optarg, 0, XTX_MAX_CLIENTS_LIMIT - 1,
@@ -709,6 +721,7 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 			XTX_MAX_CLIENTS_LIMIT - 1);
 		return -1;
 	}
+	o->run_seed = o->seed_set ? o->seed : xtx_mix64(xtx_req_id_start() ^ (uint64_t)getpid());
 	return w->check_opts(w->ctx, o->threads, o->seed) ? -1 : 0;
 }
 
@@ -865,7 +878,7 @@ static struct wl_thread *setup_threads(const struct wl_workload *w, const struct
 		t->o = o;
 		t->bt.idx = i;
 		t->bt.client_id = o->client_base + i;
-		t->rng = xtx_mix64(o->seed ^ xtx_mix64(0x5eed0000ull + i)) | 1;
+		t->rng = xtx_mix64(o->run_seed ^ xtx_mix64(0x5eed0000ull + i)) | 1;
 		t->ti = (struct wl_tinfo){
 			.idx = i, .client_id = t->bt.client_id, .rng = &t->rng, .verify = o->verify,
 		};
