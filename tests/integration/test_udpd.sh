@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# End to end against xtx-udpd: the same xtxbench checks as the XDP server, bad packets, logs, leases.
+# End to end against xtx-udpd: the XDP server's xtxbench checks, bad packets, logs and leases.
 source "$(dirname "$0")/lib.sh"
 
 UDPD=$BUILD/xtx-udpd
@@ -100,20 +100,28 @@ sum_counter() {
 	local i s=0 v
 	for ((i = 0; i < NSERVERS; i++)); do
 		v=$(counter "$i" "$1")
-		s=$((s + ${v:-0}))
+		[[ $v =~ ^[0-9]+$ ]] || { echo x; return; }
+		s=$((s + v))
 	done
 	echo "$s"
 }
 
 # --- bad command lines change nothing and say why ---
-out=$("$UDPD" --threads 0 2>&1)
-check "--threads 0 is refused with a clear error" test $? -eq 2 -a -n "$(grep -o 'Error: --threads' <<<"$out")"
-out=$("$UDPD" --bind 10.1.2 2>&1)
-check "--bind of a non-address is refused" test $? -eq 2 -a -n "$(grep -o 'Error: --bind' <<<"$out")"
-out=$("$UDPD" --log-ring 1000 2>&1)
-check "--log-ring must be a power of two" test $? -eq 2 -a -n "$(grep -o 'power of two' <<<"$out")"
+# refused PATTERN ARGS...: exit status 2 and an error matching PATTERN.
+refused() {
+	local pattern=$1 out rc
+	shift
+	out=$("$UDPD" "$@" 2>&1)
+	rc=$?
+	[ "$rc" -eq 2 ] && grep -q -- "$pattern" <<<"$out"
+}
+check "--threads 0 is refused with a clear error" refused 'Error: --threads' --threads 0
+check "--bind of a non-address is refused" refused 'Error: --bind' --bind 10.1.2
+check "--log-ring must be a power of two" refused 'power of two' --log-ring 1000
+check "a stray argument is refused" refused 'unexpected argument' extra
 out=$("$UDPD" --netns "$PREFIX-none" -d --pidfile "$tmp/none.pid" 2>&1)
-check "a missing namespace is refused, no pidfile left" test $? -ne 0 -a ! -e "$tmp/none.pid"
+rc=$?
+check "a missing namespace is refused, no pidfile left" test "$rc" -ne 0 -a ! -e "$tmp/none.pid"
 
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
 for ((i = 0; i < NSERVERS; i++)); do
@@ -125,7 +133,8 @@ all_running() {
 }
 check "every xtx-udpd runs (pidfiles name live processes)" all_running
 out=$(start_udpd 0 2>&1)
-check "a second xtx-udpd on the same pidfile is refused" test -n "$(grep -o 'already runs' <<<"$out")"
+check "a second xtx-udpd on the same pidfile is refused" \
+	test -n "$(grep -o 'already runs' <<<"$out")"
 out=$("$UDPD" --netns "$(server_ns 0)" --bind "$(server_ip 0)" -d --pidfile "$tmp/other.pid" 2>&1)
 check "a second xtx-udpd on the same address and port is refused" \
 	test -n "$(grep -o 'another server runs there' <<<"$out")" -a ! -e "$tmp/other.pid"
@@ -323,7 +332,8 @@ check "an insert longer than --value-size is refused BAD_ARG ($out)" \
 out=$(op 0 --client-id 7 get 0 5)
 check "... and nothing was inserted ($out)" test -n "$(grep -o 'status=not_found' <<<"$out")"
 out=$(op 0 --client-id 7 insert 0 5 value=0011223344556677)
-check "an insert of --value-size bytes runs ($out)" test -n "$(grep -o 'status=ok version=1' <<<"$out")"
+check "an insert of --value-size bytes runs ($out)" \
+	test -n "$(grep -o 'status=ok version=1' <<<"$out")"
 out=$(raw unknown-op)
 check "an unknown opcode refuses the packet UNKNOWN_OP ($out)" test "$out" = "status=5 ops=9,5"
 out=$(op 0 --client-id 7 get 0 9000)
@@ -337,7 +347,8 @@ check "another client's transaction is refused BAD_TXN ($out)" test "$out" = "st
 out=$(op 0 --client-id 7 lock-excl 0 9002 txn=1)
 check "... and took no lock ($out)" test -n "$(grep -o 'status=ok' <<<"$out")"
 check "fewer op slots than nops: MALFORMED ($(raw short))" test "$(raw short)" = "status=3 ops=9"
-check "protocol version 9: BAD_VERSION ($(raw bad-version))" test "$(raw bad-version)" = "status=4 ops=9"
+out=$(raw bad-version)
+check "protocol version 9: BAD_VERSION ($out)" test "$out" = "status=4 ops=9"
 check "reserved bits set: MALFORMED ($(raw reserved))" test "$(raw reserved)" = "status=3 ops=9"
 check "a datagram flagged as a reply gets no answer" test "$(raw reply-flag)" = noreply
 check "a truncated datagram gets no answer" test "$(raw truncated)" = noreply
