@@ -8,6 +8,7 @@
 #include "check.h"
 #include "smallbank.h"
 #include "tatp.h"
+#include "wlsnap.h"
 #include "zipf.h"
 
 /* |got - want| within 4 standard deviations of a binomial share over n draws. */
@@ -353,6 +354,67 @@ static void test_sb_balances(void)
 	CHECK(buf[7] == 0xff && sb_decode(buf, 4, &v) == -1, "int64 LE; short values refused");
 }
 
+/* Key k lives on servers k % 3 and (k + 1) % 3 of three. */
+static unsigned int place_mod3(void *arg, uint8_t table, uint64_t key, unsigned int i)
+{
+	(void)arg;
+	(void)table;
+	return (unsigned int)((key + i) % 3);
+}
+
+static struct wl_rec rec(uint16_t server, uint8_t table, uint64_t key, uint8_t v)
+{
+	struct wl_rec r = { .table = table, .vlen = 1, .server = server, .key = key, .version = 1 };
+
+	r.value[0] = v;
+	return r;
+}
+
+static void test_dump_parse(void)
+{
+	struct wl_rec r;
+
+	CHECK(!wl_parse_dump_line("table=5 key=8804682957401 version=3 vlen=2 value=0aff\n", &r) &&
+	      r.table == 5 && r.key == 8804682957401ull && r.version == 3 && r.vlen == 2 &&
+	      r.value[0] == 0x0a && r.value[1] == 0xff, "a dump line");
+	CHECK(!wl_parse_dump_line("table=8 key=1 version=1 vlen=0 value=\n", &r) && r.vlen == 0,
+	      "an empty value");
+	CHECK(wl_parse_dump_line("table=8 key=1 version=1 vlen=2 value=0a\n", &r) == -1,
+	      "vlen and value disagree");
+	CHECK(wl_parse_dump_line("table=8 key=1 version=1 vlen=1 value=zz\n", &r) == -1,
+	      "not hex");
+	CHECK(wl_parse_dump_line("loaded 5 keys\n", &r) == -1, "not a record");
+}
+
+static void test_snap_merge(void)
+{
+	struct wl_rec good[] = {
+		rec(1, 8, 1, 7), rec(2, 8, 1, 7),	/* key 1: servers 1, 2 */
+		rec(0, 9, 3, 4), rec(1, 9, 3, 4),	/* key 3: servers 0, 1 */
+		rec(2, 3, 5, 9),			/* table 3 is not asked for */
+	};
+	struct wl_rec bad[] = {
+		rec(1, 8, 1, 7), rec(2, 8, 1, 6),	/* replicas differ */
+		rec(0, 9, 3, 4),			/* missing on server 1 */
+		rec(2, 9, 4, 1), rec(1, 9, 4, 1), rec(0, 9, 4, 1), /* also on server 0 */
+	};
+	const struct wl_rec *first;
+	struct wl_snap s;
+	unsigned long v = 0;
+
+	CHECK(!wl_snap_merge(good, 5, 1u << 8 | 1u << 9, 2, place_mod3, NULL, &s, &v), "merge");
+	CHECK(v == 0 && s.n == 2, "%lu violations, %zu keys", v, s.n);
+	CHECK(wl_snap_find(&s, 8, 1) && wl_snap_find(&s, 8, 1)->value[0] == 7 &&
+	      !wl_snap_find(&s, 8, 3) && !wl_snap_find(&s, 3, 5), "find by table and key");
+	CHECK(wl_snap_table(&s, 9, &first) == 1 && first->key == 3, "a table's rows");
+	wl_snap_free(&s);
+
+	CHECK(!wl_snap_merge(bad, 6, 1u << 8 | 1u << 9, 2, place_mod3, NULL, &s, &v), "merge");
+	/* one each: a differing replica, a missing replica, a server that is no replica */
+	CHECK(v == 3, "%lu violations, want 3", v);
+	wl_snap_free(&s);
+}
+
 int main(void)
 {
 	RUN_CASE(test_bcd);
@@ -365,6 +427,8 @@ int main(void)
 	RUN_CASE(test_sb_mix);
 	RUN_CASE(test_sb_hotspot);
 	RUN_CASE(test_sb_balances);
+	RUN_CASE(test_dump_parse);
+	RUN_CASE(test_snap_merge);
 	printf("# test_workloads: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }
