@@ -323,8 +323,9 @@ static int bank_setup(const struct bank_opts *o, struct xtx_client *cl)
 		struct setup_arg s = { .o = o, .first = first, .n = o->accounts - first };
 		enum xtx_outcome out;
 
-		if (s.n > 16)
-			s.n = 16;
+		/* HADES stages at most 8 writes per transaction and server */
+		if (s.n > 8)
+			s.n = 8;
 		out = xtx_run(cl, setup_step, &s, &res);
 		if (out == XTX_COMMITTED) {
 			first += s.n;
@@ -334,7 +335,13 @@ static int bank_setup(const struct bank_opts *o, struct xtx_client *cl)
 			fprintf(stderr, "Error: bank: creating accounts: servers unreachable\n");
 			return -1;
 		}
-		/* a conflict with a concurrent run: try again */
+		/* a conflict with a concurrent run: try again; anything else is final */
+		if (res.cause != XTX_CAUSE_LOCK && res.cause != XTX_CAUSE_VALIDATION &&
+		    res.cause != XTX_CAUSE_SQUASHED && res.cause != XTX_CAUSE_NACK) {
+			fprintf(stderr, "Error: bank: creating accounts: aborted (%s)\n",
+				xtx_cause_name(res.cause));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -408,7 +415,7 @@ static void usage(FILE *out)
 		"Transfers between accounts through libxtx; money must be conserved.\n\n"
 		"  -s, --servers LIST       server addresses, the same order on every client\n"
 		"  -p, --port N             server UDP port (default %u)\n"
-		"  -P, --protocol NAME      occ or 2pl (default occ)\n"
+		"  -P, --protocol NAME      occ, 2pl or hades (default occ)\n"
 		"  -R, --replication N      replicas per key (default min(3, servers))\n"
 		"  -t, --threads N          client threads (default 1)\n"
 		"  -i, --inflight N         transactions in flight per thread (default 16)\n"
@@ -473,7 +480,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		case 'p': err = xtx_parse_u32("--port", optarg, 1, 65535, &port); break;
 		case 'P':
 			if (xtx_protocol_parse(optarg, &o->protocol)) {
-				fprintf(stderr, "Error: --protocol: occ or 2pl, not '%s'\n", optarg);
+				fprintf(stderr, "Error: --protocol: occ, 2pl or hades, not '%s'\n", optarg);
 				err = -1;
 			}
 			break;
@@ -520,10 +527,6 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 	}
 	if (!servers) {
 		fprintf(stderr, "Error: --servers is required\n");
-		return -1;
-	}
-	if (o->protocol == XTX_PROTO_HADES) {
-		fprintf(stderr, "Error: --protocol hades: not served by this build yet\n");
 		return -1;
 	}
 	if (xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))

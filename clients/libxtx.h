@@ -31,10 +31,11 @@
  * together, up to ops_per_packet per request; a partial packet leaves when
  * the client has nothing else to do.  xtx_poll() does all the I/O.
  *
- * Protocols (design §5): OCC (FaSST: reads; write keys read and locked in
- * one op; validate; log; commit backups; commit primary), no-wait 2PL
+ * Protocols (design §5, §6): OCC (FaSST: reads; write keys read and locked
+ * in one op; validate; log; commit backups; commit primary), no-wait 2PL
  * (shared/exclusive locks that read; log; commit backups; commit primary
- * and unlock).  Primary of a key = hash(table, key) mod N, backups the next
+ * and unlock), HADES (reads and write intents recorded in per-transaction
+ * Bloom filters at the servers; intend-to-commit; validation).  Primary of a key = hash(table, key) mod N, backups the next
  * R - 1 servers.  Once every replica has logged a transaction it is
  * committed, and the client retries until its commits are applied: it is
  * never reported FAILED after that point.
@@ -71,6 +72,7 @@ enum xtx_abort_cause {
 	XTX_CAUSE_FULL,		/* a server's store or log was full */
 	XTX_CAUSE_SQUASHED,	/* HADES: a committing transaction conflicted */
 	XTX_CAUSE_REFUSED,	/* a server refused an op (bad argument, not served) */
+	XTX_CAUSE_NACK,		/* HADES: intend-to-commit hit a committing transaction */
 	XTX_CAUSE__COUNT,
 };
 

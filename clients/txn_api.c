@@ -136,6 +136,7 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 		[XTX_CAUSE_FULL] = "full",
 		[XTX_CAUSE_SQUASHED] = "squashed",
 		[XTX_CAUSE_REFUSED] = "refused",
+		[XTX_CAUSE_NACK] = "nack",
 	};
 
 	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xtx/hades.h>
 #include <xtx/hash.h>
 #include "clock.h"
 #include "ids.h"
@@ -32,9 +33,13 @@ static int check_cfg(struct xtx_client_cfg *cfg)
 			TXN_MAX_REPLICAS);
 		return -EINVAL;
 	}
-	if (cfg->protocol != XTX_PROTO_OCC && cfg->protocol != XTX_PROTO_2PL) {
-		fprintf(stderr, "Error: libxtx: protocol %s is not available in this build\n",
-			xtx_protocol_name(cfg->protocol));
+	if (cfg->protocol != XTX_PROTO_OCC && cfg->protocol != XTX_PROTO_2PL &&
+	    cfg->protocol != XTX_PROTO_HADES) {
+		fprintf(stderr, "Error: libxtx: unknown protocol %d\n", cfg->protocol);
+		return -EINVAL;
+	}
+	if (cfg->protocol == XTX_PROTO_HADES && cfg->nservers > XTX_HADES_MAX_SERVERS) {
+		fprintf(stderr, "Error: libxtx: HADES names participants in a 64-bit set\n");
 		return -EINVAL;
 	}
 	if (cfg->client_id >= (1u << XTX_CLIENT_BITS)) {
@@ -163,16 +168,6 @@ void txn_make_ready(struct xtx_txn *t)
 		return;
 	t->ready = true;
 	c->ready[c->nready++] = t;
-}
-
-static bool txn_has_writes(const struct xtx_txn *t)
-{
-	unsigned int i;
-
-	for (i = 0; i < t->nkeys; i++)
-		if (t->keys[i].flags & KF_WRITE)
-			return true;
-	return false;
 }
 
 void txn_finish(struct xtx_txn *t, enum xtx_outcome o)

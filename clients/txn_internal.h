@@ -52,7 +52,18 @@ enum txn_op_kind {
 	TOP_COMMIT_PRIMARY,
 	TOP_UNLOCK_EXCL,	/* OCC_UNLOCK or UNLOCK_EXCL */
 	TOP_UNLOCK_SHARED,
+	TOP_HREAD,		/* HADES (include/xtx/hades.h) */
+	TOP_HWRITE,
+	TOP_HINTEND,
+	TOP_HVALIDATE,
+	TOP_HABORT,
 };
+
+/* txn_opref.oflags: how a HADES op is marked, and packing constraints. */
+#define OPR_LAST	0x01	/* the transaction's last HINTEND/HVALIDATE at the server */
+#define OPR_REPLICA	0x02	/* the server is a backup of the key */
+#define OPR_NO_WRITE	0x04	/* the server only took part: no write of its own */
+#define OPR_GLUE	0x08	/* travels in the same request as the op queued before it */
 
 /* Phases of a transaction after its step function has returned COMMIT or ABORT. */
 enum txn_phase {
@@ -63,6 +74,10 @@ enum txn_phase {
 	PH_BACKUP,		/* commit point passed: install at the backups */
 	PH_PRIMARY,		/* install at the primaries, release locks */
 	PH_RELEASE,		/* abort (or read-only 2PL): release every lock */
+	PH_H_INTEND,		/* HADES: intend-to-commit at every participant */
+	PH_H_INTEND_LAST,	/* ... the LAST ones, when they could not share a request */
+	PH_H_VALIDATE,		/* HADES: every participant acked: make the writes visible */
+	PH_H_VALIDATE_LAST,
 };
 
 struct xtx_txn {
@@ -83,6 +98,8 @@ struct xtx_txn {
 	unsigned int nkeys;
 	unsigned int waiting;	/* ops queued or in flight */
 	uint32_t packets;	/* requests that carried its ops */
+	uint64_t sent_mask;	/* servers its ops went to */
+	uint64_t seen_mask;	/* HADES: servers that hold its slot (no BEGIN needed) */
 	const void *last_req;	/* the request its latest op was packed into */
 	uint64_t start_ns;
 	uint64_t first_grant_ns;
@@ -95,7 +112,7 @@ struct txn_opref {
 	uint8_t key;		/* index into t->keys */
 	uint8_t kind;		/* enum txn_op_kind */
 	uint8_t server;
-	uint8_t pad;
+	uint8_t oflags;		/* OPR_* */
 	uint32_t tries;		/* per-op resends after RETRY or LOG_FULL */
 };
 
@@ -126,18 +143,36 @@ struct xtx_client {
 
 /* txn_wire.c: queues, packing, sending, reply dispatch. */
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
-		 enum txn_op_kind kind, unsigned int server);
+		 enum txn_op_kind kind, unsigned int server, uint8_t oflags);
 /* Moves queued ops into requests, as many as the windows allow. */
 void txn_wire_pack(struct xtx_client *c);
 int txn_wire_io(struct xtx_client *c, uint64_t wait_ns);
 struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsigned int slot);
 
-/* txn_proto.c: the protocols' phases. */
+/* txn_proto.c: the protocols' phases (OCC and 2PL; HADES in txn_hades.c). */
 void txn_advance(struct xtx_txn *t);
 void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op);
 /* The request carrying ref went unanswered max_tries times. */
 void txn_on_lost(struct txn_opref *ref);
 void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op);
+/* Shared by the protocols. */
+void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause);
+void txn_queue(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv);
+void txn_queue_flags(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv,
+		     uint8_t oflags);
+uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k);
+void txn_fill_value(struct xtx_op *op, const struct txn_key *k);
+void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
+void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
+bool txn_has_writes(const struct xtx_txn *t);
+void txn_check_write_rules(struct xtx_txn *t);
+void txn_commit_warn(const struct xtx_op *op);
+
+/* txn_hades.c: HADES (include/xtx/hades.h). */
+unsigned int hades_queue_reads(struct xtx_txn *t);
+void hades_phases(struct xtx_txn *t);
+void hades_fill_op(const struct txn_opref *ref, struct xtx_op *op);
+void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op);
 
 /* txn_client.c */
 void txn_make_ready(struct xtx_txn *t);

@@ -32,15 +32,21 @@ static unsigned int replicas(const struct xtx_txn *t)
 }
 
 /* Notes the first reason to abort; later ones do not replace it. */
-static void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause)
+void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause)
 {
 	if (t->cause == XTX_CAUSE_NONE)
 		t->cause = cause;
 }
 
-static void queue(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv)
+void txn_queue(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv)
 {
-	if (txn_queue_op(t->c, t, ki, kind, srv)) {
+	txn_queue_flags(t, ki, kind, srv, 0);
+}
+
+void txn_queue_flags(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv,
+		     uint8_t oflags)
+{
+	if (txn_queue_op(t->c, t, ki, kind, srv, oflags)) {
 		/* the queues are sized for every transaction's largest phase */
 		fprintf(stderr, "Error: libxtx: op queue of server %u overflowed\n", srv);
 		txn_abort_for(t, XTX_CAUSE_REFUSED);
@@ -54,7 +60,7 @@ static uint8_t acquire_opcode(const struct xtx_txn *t)
 	return is_occ(t) ? XTX_OP_OCC_LOCK : XTX_OP_LOCK_EXCL;
 }
 
-static uint64_t replica_set(const struct xtx_txn *t, const struct txn_key *k)
+uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k)
 {
 	__u16 r[TXN_MAX_REPLICAS];
 	unsigned int i;
@@ -79,7 +85,7 @@ static bool last_write_on(const struct xtx_txn *t, unsigned int ki, unsigned int
 	return true;
 }
 
-static void fill_value(struct xtx_op *op, const struct txn_key *k)
+void txn_fill_value(struct xtx_op *op, const struct txn_key *k)
 {
 	op->vlen = k->new_vlen;
 	memcpy(op->value, k->new_value, sizeof(op->value));
@@ -92,6 +98,10 @@ void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 	const struct xtx_txn *t = ref->t;
 	const struct txn_key *k = &t->keys[ref->key];
 
+	if (ref->kind >= TOP_HREAD) {
+		hades_fill_op(ref, op);
+		return;
+	}
 	memset(op, 0, sizeof(*op));
 	op->table = k->table;
 	op->key = k->key;
@@ -114,21 +124,21 @@ void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 	case TOP_LOG:
 		op->opcode = XTX_OP_LOG_APPEND;
 		op->version = k->version + 1;
-		op->token = replica_set(t, k);
-		fill_value(op, k);
+		op->token = txn_replica_set(t, k);
+		txn_fill_value(op, k);
 		if (last_write_on(t, ref->key, ref->server))
 			op->flags |= XTX_OPF_LOG_LAST;
 		break;
 	case TOP_COMMIT_BACKUP:
 		op->opcode = XTX_OP_COMMIT_BACKUP;
 		op->version = k->version + 1;
-		fill_value(op, k);
+		txn_fill_value(op, k);
 		break;
 	case TOP_COMMIT_PRIMARY:
 		op->opcode = XTX_OP_COMMIT_PRIMARY;
 		op->version = k->version;
 		op->token = k->token;
-		fill_value(op, k);
+		txn_fill_value(op, k);
 		break;
 	case TOP_UNLOCK_EXCL:
 		op->opcode = is_occ(t) ? XTX_OP_OCC_UNLOCK : XTX_OP_UNLOCK_EXCL;
@@ -143,7 +153,7 @@ void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 
 /* ---- replies -------------------------------------------------------------- */
 
-static void note_value(struct txn_key *k, const struct xtx_op *op, bool absent)
+void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent)
 {
 	k->flags |= KF_ANSWERED;
 	k->version = op->version;
@@ -176,17 +186,21 @@ static void on_grant(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *
 		k->flags |= KF_SHARED;
 		k->shared_token = op->token;
 	}
-	/* a key read before it was locked must not have changed meanwhile */
-	if ((k->flags & KF_ANSWERED) &&
-	    (k->version != op->version || !!(k->flags & KF_ABSENT) != absent)) {
+	/*
+	 * A key read before it was locked must not have changed meanwhile.
+	 * Absent then and now is unchanged whatever the versions say: a read
+	 * that finds nothing reports no version.
+	 */
+	if ((k->flags & KF_ANSWERED) && (!!(k->flags & KF_ABSENT) != absent ||
+					 (!absent && k->version != op->version))) {
 		txn_abort_for(t, XTX_CAUSE_VALIDATION);
 		return;
 	}
-	note_value(k, op, absent);
+	txn_note_value(k, op, absent);
 }
 
 /* An op answered with something no phase expects: the server refused it. */
-static void refused(struct xtx_txn *t, const struct xtx_op *op)
+void txn_refused(struct xtx_txn *t, const struct xtx_op *op)
 {
 	static bool told;
 
@@ -198,13 +212,10 @@ static void refused(struct xtx_txn *t, const struct xtx_op *op)
 	txn_abort_for(t, op->status == XTX_ST_FULL ? XTX_CAUSE_FULL : XTX_CAUSE_REFUSED);
 }
 
-static void on_commit_reply(struct xtx_txn *t, const struct xtx_op *op)
+void txn_commit_warn(const struct xtx_op *op)
 {
 	static bool told;
 
-	(void)t;
-	if (op->status == XTX_ST_OK || op->status == XTX_ST_ALREADY_APPLIED)
-		return;
 	/*
 	 * Past the commit point nothing may abort; a commit the server will
 	 * not apply means the replicas disagree, which the checks will show.
@@ -223,12 +234,19 @@ void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	uint8_t st = op->status;
 
 	switch (ref->kind) {
+	case TOP_HREAD:
+	case TOP_HWRITE:
+	case TOP_HINTEND:
+	case TOP_HVALIDATE:
+	case TOP_HABORT:
+		hades_on_reply(ref, op);
+		break;
 	case TOP_READ:
 		if (st != XTX_ST_OK && st != XTX_ST_NOT_FOUND) {
-			refused(t, op);
+			txn_refused(t, op);
 			break;
 		}
-		note_value(k, op, st == XTX_ST_NOT_FOUND);
+		txn_note_value(k, op, st == XTX_ST_NOT_FOUND);
 		k->flags |= KF_VALIDATE;
 		/* FaSST: a reader that finds the key locked aborts */
 		if (locked_by_other(op))
@@ -241,29 +259,30 @@ void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 		else if (st == XTX_ST_REJECTED)
 			txn_abort_for(t, XTX_CAUSE_LOCK);
 		else
-			refused(t, op);
+			txn_refused(t, op);
 		break;
 	case TOP_VALIDATE:
 		if (st == XTX_ST_LOCKED || st == XTX_ST_CHANGED || st == XTX_ST_NOT_FOUND)
 			txn_abort_for(t, XTX_CAUSE_VALIDATION);
 		else if (st != XTX_ST_OK)
-			refused(t, op);
+			txn_refused(t, op);
 		break;
 	case TOP_VALIDATE_ABSENT:
 		if (st == XTX_ST_OK || (st == XTX_ST_NOT_FOUND && locked_by_other(op)))
 			txn_abort_for(t, XTX_CAUSE_VALIDATION);
 		else if (st != XTX_ST_NOT_FOUND)
-			refused(t, op);
+			txn_refused(t, op);
 		break;
 	case TOP_LOG:
 		if (st == XTX_ST_LOG_FULL)
 			txn_abort_for(t, XTX_CAUSE_FULL);
 		else if (st != XTX_ST_OK)
-			refused(t, op);
+			txn_refused(t, op);
 		break;
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
-		on_commit_reply(t, op);
+		if (st != XTX_ST_OK && st != XTX_ST_ALREADY_APPLIED)
+			txn_commit_warn(op);
 		break;
 	case TOP_UNLOCK_EXCL:
 	case TOP_UNLOCK_SHARED:
@@ -282,13 +301,17 @@ void txn_on_lost(struct txn_opref *ref)
 	case TOP_LOG:
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
+	case TOP_HVALIDATE:
+	case TOP_HABORT:
 		/*
-		 * Once a LOG_APPEND is out the transaction may be committed on
-		 * every replica: it must never be reported failed, so keep
-		 * trying, in a new request.
+		 * Once a LOG_APPEND is out (or every HADES participant acked)
+		 * the transaction may be committed on every replica: it must
+		 * never be reported failed, so keep trying, in a new request.
+		 * A HADES abort too: a committing slot waits for it forever.
 		 */
 		t->waiting--;
-		if (txn_queue_op(t->c, t, ref->key, ref->kind, ref->server) == 0)
+		if (txn_queue_op(t->c, t, ref->key, ref->kind, ref->server,
+				 ref->oflags & ~OPR_GLUE) == 0)
 			return;
 		break;
 	case TOP_UNLOCK_EXCL:
@@ -319,9 +342,9 @@ static void start_release(struct xtx_txn *t, enum xtx_outcome o)
 		struct txn_key *k = &t->keys[i];
 
 		if (k->flags & KF_EXCL)
-			queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
+			txn_queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
 		if (k->flags & KF_SHARED)
-			queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
+			txn_queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
 		k->flags &= ~(KF_EXCL | KF_SHARED);
 	}
 	if (!t->waiting)
@@ -333,7 +356,7 @@ static void abort_now(struct xtx_txn *t)
 	start_release(t, t->failed ? XTX_FAILED : XTX_ABORTED);
 }
 
-static bool has_writes(const struct xtx_txn *t)
+bool txn_has_writes(const struct xtx_txn *t)
 {
 	unsigned int i;
 
@@ -359,7 +382,7 @@ static unsigned int queue_reads(struct xtx_txn *t)
 			kind = TOP_LOCK_EXCL;
 		else
 			kind = is_occ(t) ? TOP_READ : TOP_LOCK_SHARED;
-		queue(t, i, kind, k->replica[0]);
+		txn_queue(t, i, kind, k->replica[0]);
 		n++;
 	}
 	return n;
@@ -374,7 +397,7 @@ static unsigned int queue_write_locks(struct xtx_txn *t)
 		struct txn_key *k = &t->keys[i];
 
 		if ((k->flags & KF_WRITE) && !(k->flags & KF_EXCL)) {
-			queue(t, i, TOP_LOCK_EXCL, k->replica[0]);
+			txn_queue(t, i, TOP_LOCK_EXCL, k->replica[0]);
 			n++;
 		}
 	}
@@ -382,7 +405,7 @@ static unsigned int queue_write_locks(struct xtx_txn *t)
 }
 
 /* The write set's existence rules, once every write key is locked and read. */
-static void check_write_rules(struct xtx_txn *t)
+void txn_check_write_rules(struct xtx_txn *t)
 {
 	unsigned int i;
 
@@ -404,14 +427,14 @@ static unsigned int queue_validation(struct xtx_txn *t)
 	for (i = 0; i < t->nkeys; i++)
 		reads += !!(t->keys[i].flags & KF_READ);
 	/* one key read and nothing written: the read alone is serializable */
-	if (reads <= 1 && !has_writes(t))
+	if (reads <= 1 && !txn_has_writes(t))
 		return 0;
 	for (i = 0; i < t->nkeys; i++) {
 		struct txn_key *k = &t->keys[i];
 
 		if (!(k->flags & KF_VALIDATE) || (k->flags & KF_EXCL))
 			continue;
-		queue(t, i, k->flags & KF_ABSENT ? TOP_VALIDATE_ABSENT : TOP_VALIDATE,
+		txn_queue(t, i, k->flags & KF_ABSENT ? TOP_VALIDATE_ABSENT : TOP_VALIDATE,
 		      k->replica[0]);
 		n++;
 	}
@@ -426,7 +449,7 @@ static unsigned int queue_log(struct xtx_txn *t)
 		if (!(t->keys[i].flags & KF_WRITE))
 			continue;
 		for (r = 0; r < replicas(t); r++) {
-			queue(t, i, TOP_LOG, t->keys[i].replica[r]);
+			txn_queue(t, i, TOP_LOG, t->keys[i].replica[r]);
 			n++;
 		}
 	}
@@ -442,7 +465,7 @@ static unsigned int queue_backups(struct xtx_txn *t)
 		if (!(t->keys[i].flags & KF_WRITE))
 			continue;
 		for (r = 1; r < replicas(t); r++) {
-			queue(t, i, TOP_COMMIT_BACKUP, t->keys[i].replica[r]);
+			txn_queue(t, i, TOP_COMMIT_BACKUP, t->keys[i].replica[r]);
 			n++;
 		}
 	}
@@ -458,17 +481,17 @@ static unsigned int queue_primaries(struct xtx_txn *t)
 		struct txn_key *k = &t->keys[i];
 
 		if (k->flags & KF_WRITE) {
-			queue(t, i, TOP_COMMIT_PRIMARY, k->replica[0]);
+			txn_queue(t, i, TOP_COMMIT_PRIMARY, k->replica[0]);
 			k->flags &= ~KF_EXCL;
 			n++;
 		} else if (k->flags & KF_EXCL) {
 			/* read for update, then not written */
-			queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
+			txn_queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
 			k->flags &= ~KF_EXCL;
 			n++;
 		}
 		if (k->flags & KF_SHARED) {
-			queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
+			txn_queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
 			k->flags &= ~KF_SHARED;
 			n++;
 		}
@@ -520,14 +543,14 @@ static void commit_phases(struct xtx_txn *t)
 			n = queue_write_locks(t);
 			break;
 		case PH_LOCK:
-			check_write_rules(t);
+			txn_check_write_rules(t);
 			if (t->cause != XTX_CAUSE_NONE)
 				continue;
 			t->phase = PH_VALIDATE;
 			n = is_occ(t) ? queue_validation(t) : 0;
 			break;
 		case PH_VALIDATE:
-			if (!has_writes(t)) {
+			if (!txn_has_writes(t)) {
 				/* read-only: OCC holds nothing, 2PL releases its shared locks */
 				start_release(t, XTX_COMMITTED);
 				return;
@@ -554,6 +577,9 @@ static void commit_phases(struct xtx_txn *t)
 		case PH_RELEASE:
 			txn_finish(t, t->release_outcome);
 			return;
+		default:
+			/* HADES phases: txn_hades.c */
+			return;
 		}
 		if (n) {
 			t->rounds++;
@@ -568,6 +594,11 @@ void txn_advance(struct xtx_txn *t)
 
 	if (t->waiting)
 		return;
+	if (t->c->cfg.protocol == XTX_PROTO_HADES && (t->phase != PH_EXEC || t->cause ||
+						      t->failed)) {
+		hades_phases(t);
+		return;
+	}
 	if (t->phase != PH_EXEC) {
 		commit_phases(t);
 		return;
@@ -578,15 +609,18 @@ void txn_advance(struct xtx_txn *t)
 	}
 	v = run_step(t);
 	t->round++;
-	if (v == XTX_STEP_ABORT) {
+	if (v == XTX_STEP_ABORT)
 		txn_abort_for(t, XTX_CAUSE_USER);
-		abort_now(t);
-		return;
-	}
-	if (v == XTX_STEP_READ && queue_reads(t)) {
+	else if (v == XTX_STEP_READ && (t->c->cfg.protocol == XTX_PROTO_HADES ?
+					hades_queue_reads(t) : queue_reads(t))) {
 		t->rounds++;
 		return;
 	}
-	/* COMMIT (reads asked for now are not needed), or READ with nothing new */
-	commit_phases(t);
+	/* COMMIT (reads asked for now are not needed), READ with nothing new, or ABORT */
+	if (t->c->cfg.protocol == XTX_PROTO_HADES)
+		hades_phases(t);
+	else if (t->cause != XTX_CAUSE_NONE)
+		abort_now(t);
+	else
+		commit_phases(t);
 }

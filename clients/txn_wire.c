@@ -22,7 +22,7 @@ struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsign
 }
 
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
-		 enum txn_op_kind kind, unsigned int server)
+		 enum txn_op_kind kind, unsigned int server, uint8_t oflags)
 {
 	struct txn_queue *q = &c->queue[server];
 	struct txn_opref *ref;
@@ -31,7 +31,8 @@ int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
 	if (q->len == q->cap)
 		return -ENOSPC;
 	ref = &q->ops[(q->head + q->len++) % q->cap];
-	*ref = (struct txn_opref){ .t = t, .key = ki, .kind = kind, .server = server };
+	*ref = (struct txn_opref){ .t = t, .key = ki, .kind = kind, .server = server,
+				   .oflags = oflags };
 	t->waiting++;
 	return 0;
 }
@@ -46,8 +47,22 @@ static void requeue(struct xtx_client *c, const struct txn_opref *ref)
 		fprintf(stderr, "Error: libxtx: queue of server %u full\n", ref->server);
 		return;
 	}
-	q->ops[(q->head + q->len++) % q->cap] = *ref;
-	q->ops[(q->head + q->len - 1) % q->cap].tries++;
+	struct txn_opref *again = &q->ops[(q->head + q->len++) % q->cap];
+
+	*again = *ref;
+	again->tries++;
+	/* what it was glued to has been answered: it goes alone now */
+	again->oflags &= ~OPR_GLUE;
+}
+
+/* Ops at the head of q that must share a request: the first and those glued to it. */
+static unsigned int group_len(const struct txn_queue *q)
+{
+	unsigned int n = 1;
+
+	while (n < q->len && (q->ops[(q->head + n) % q->cap].oflags & OPR_GLUE))
+		n++;
+	return n;
 }
 
 /* Packs queued ops into as many requests as the windows allow. */
@@ -68,7 +83,13 @@ void txn_wire_pack(struct xtx_client *c)
 			slots = txn_sent_ops(c, s, (unsigned int)(r - c->w.srv[s].slot));
 			while (q->len && n < per) {
 				struct txn_opref *ref = &q->ops[q->head];
-				struct xtx_op *op = xtx_msg_add(&r->msg, 0, 0, 0);
+				struct xtx_op *op;
+
+				/* glued ops travel together: start a new request if they do not fit */
+				if (n && n + group_len(q) > per)
+					break;
+				op = xtx_msg_add(&r->msg, 0, 0, 0);
+				ref->t->sent_mask |= 1ull << s;
 
 				txn_fill_op(ref, op);
 				if (ref->t->last_req != r) {

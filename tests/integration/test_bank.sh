@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# libxtx over 3 servers with 3 replicas: contended transfers conserve money under OCC and 2PL,
+# libxtx over 3 servers with 3 replicas: contended transfers conserve money under OCC, 2PL and HADES,
 # with and without packet loss, replicas end identical and no lock stays held.
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
@@ -37,7 +37,7 @@ locks_held() {
 run() {
 	local name=$1 out rc want_audits=0
 	shift
-	[[ "$*" == *"2pl"* || "$*" == *"audit-pct 50"* ]] && want_audits=1
+	[[ "$*" == *"2pl"* || "$*" == *"hades"* || "$*" == *"audit-pct 50"* ]] && want_audits=1
 	out=$(bank --check --json "$@" 2>&1)
 	rc=$?
 	check "$name: money conserved, every transaction resolved (exit $rc)" test "$rc" -eq 0
@@ -61,6 +61,8 @@ run "occ" --protocol occ --threads 2 --inflight 4 --accounts 16 --duration 3s
 check "occ: no lock left held" test "$(locks_held)" -eq 0
 run "2pl" --protocol 2pl --threads 2 --inflight 16 --accounts 16 --duration 3s --no-setup
 check "2pl: no lock left held" test "$(locks_held)" -eq 0
+run "hades" --protocol hades --threads 2 --inflight 8 --accounts 16 --duration 3s --no-setup
+check "hades: no lock left held" test "$(locks_held)" -eq 0
 run "occ audits" --protocol occ --inflight 2 --accounts 16 --duration 2s --audit-pct 50 \
 	--no-setup
 run "occ without aggregation" --protocol occ --inflight 8 --accounts 16 --duration 2s \
@@ -72,6 +74,8 @@ for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 3000
 run "occ with loss" --protocol occ --threads 2 --inflight 16 --accounts 16 --duration 3s \
 	--no-setup --timeout 1ms
 run "2pl with loss" --protocol 2pl --threads 2 --inflight 16 --accounts 16 --duration 3s \
+	--no-setup --timeout 1ms
+run "hades with loss" --protocol hades --threads 2 --inflight 8 --accounts 16 --duration 3s \
 	--no-setup --timeout 1ms
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
 # locks whose grants were lost with their replies go by lease
