@@ -276,6 +276,9 @@ void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_LOG:
 		if (st == XTX_ST_LOG_FULL)
 			txn_abort_for(t, XTX_CAUSE_FULL);
+		else if (st == XTX_ST_FENCED)
+			/* too slow: the servers decided the transaction without us */
+			txn_abort_for(t, XTX_CAUSE_LEASE);
 		else if (st != XTX_ST_OK)
 			txn_refused(t, op);
 		break;
