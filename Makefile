@@ -50,7 +50,7 @@ XTXCTL_SRCS := $(wildcard user/xtxctl/*.c)
 BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
 USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
 
-BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost
+BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----

@@ -134,7 +134,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		status = xtx_op_log_append(op, xtx_txn_client(op->txn));
 		break;
 	case XTX_OP_HREAD ... XTX_OP_HABORT:
-		status = xtx_op_hades(ctx, idx, force_defer);
+		status = xtx_op_hades(ctx, idx, op->opcode, force_defer);
 		break;
 	default:
 		status = XTX_ST_UNKNOWN_OP;

@@ -24,6 +24,7 @@
 #define XTX_HADES_RBF		0x1
 #define XTX_HADES_WBF		0x2
 #define XTX_HADES_NEED_COMMITTING 0x4
+#define XTX_HADES_UNCOUNTED	0x8	/* the caller counts the probes */
 
 /* Results of a conflict probe. */
 #define XTX_HADES_NO_HIT	0
@@ -45,21 +46,24 @@ static __always_inline void xtx_hades_count_n(__u32 counter, __u64 n)
 __noinline int xtx_hades_key_hit(__u32 other, __u64 h, __u64 kh, __u32 which)
 {
 	struct xtx_hades_slot *s = xtx_hades_slot(other);
-	bool rd = false, wr = false;
-	__u64 c;
+	__u64 rd = !!(which & XTX_HADES_RBF), wr = !!(which & XTX_HADES_WBF), c;
+	__u32 i, b, w;
 
 	if (!s || !XTX_READ_ONCE64(s->owner))
 		return XTX_HADES_NO_HIT;
 	c = XTX_READ_ONCE64(s->ctl);
 	if ((which & XTX_HADES_NEED_COMMITTING) && xtx_hades_state(c) != XTX_HS_COMMITTING)
 		return XTX_HADES_NO_HIT;
-	if (which & XTX_HADES_RBF) {
-		rd = xtx_hades_bf_has(s->rbf, h);
-		xtx_count(XTX_CTR_HADES_PROBES);
-	}
-	if (which & XTX_HADES_WBF) {
-		wr = xtx_hades_bf_has(s->wbf, h);
-		xtx_count(XTX_CTR_HADES_PROBES);
+	xtx_hades_count_n(XTX_CTR_HADES_PROBES, rd + wr);
+	for (i = 0; i < XTX_HADES_HASHES_MAX; i++) {
+		if (i >= xtx_hades_hashes)
+			break;
+		b = xtx_hades_bf_bit(h, i, xtx_hades_bf_bits);
+		w = b >> 6;
+		barrier_var(w);
+		w &= XTX_HADES_BF_WORDS - 1;
+		rd &= XTX_READ_ONCE64(s->rbf[w]) >> (b & 63);
+		wr &= XTX_READ_ONCE64(s->wbf[w]) >> (b & 63);
 	}
 	if (!rd && !wr)
 		return XTX_HADES_NO_HIT;
@@ -67,13 +71,17 @@ __noinline int xtx_hades_key_hit(__u32 other, __u64 h, __u64 kh, __u32 which)
 }
 
 /* Does any write slot self staged as primary hit slot other's filters? */
-__noinline int xtx_hades_staged_hit(__u32 self, __u32 other, __u32 which)
+static __always_inline int xtx_hades_staged_hits(__u32 self, __u32 other, __u32 which)
 {
-	struct xtx_hades_slot *s = xtx_hades_slot(self);
-	int res = XTX_HADES_NO_HIT, hit;
-	__u32 j, n;
+	struct xtx_hades_slot *s = xtx_hades_slot(self), *o = xtx_hades_slot(other);
+	int res = XTX_HADES_NO_HIT;
+	__u32 j, n, i, b, w, probes = 0;
+	__u64 c, rd, wr;
 
-	if (!s)
+	if (!s || !o || !XTX_READ_ONCE64(o->owner))
+		return XTX_HADES_NO_HIT;
+	c = XTX_READ_ONCE64(o->ctl);
+	if ((which & XTX_HADES_NEED_COMMITTING) && xtx_hades_state(c) != XTX_HS_COMMITTING)
 		return XTX_HADES_NO_HIT;
 	n = s->nstaged;
 	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
@@ -83,26 +91,58 @@ __noinline int xtx_hades_staged_hit(__u32 self, __u32 other, __u32 which)
 			break;
 		if (e->flags & XTX_HSF_REPLICA)
 			continue;
-		hit = xtx_hades_key_hit(other, xtx_hades_bf_hash(e->table, e->key),
-					xtx_hash(e->table, e->key), which);
-		if (hit == XTX_HADES_HIT)
-			return hit;
-		if (hit)
-			res = hit;
+		/* both filters in one branch-free pass over the key's bits */
+		rd = !!(which & XTX_HADES_RBF);
+		wr = !!(which & XTX_HADES_WBF);
+		probes += rd + wr;
+		for (i = 0; i < XTX_HADES_HASHES_MAX; i++) {
+			if (i >= xtx_hades_hashes)
+				break;
+			b = e->bit[i];
+			w = b >> 6;
+			barrier_var(w);
+			w &= XTX_HADES_BF_WORDS - 1;
+			rd &= XTX_READ_ONCE64(o->rbf[w]) >> (b & 63);
+			wr &= XTX_READ_ONCE64(o->wbf[w]) >> (b & 63);
+		}
+		if (!rd && !wr)
+			continue;
+		if (xtx_hades_exact_has(other, e->kh, rd, wr)) {
+			res = XTX_HADES_HIT;
+			break;
+		}
+		res = XTX_HADES_HIT_FP;
 	}
+	if (!(which & XTX_HADES_UNCOUNTED))
+		xtx_hades_count_n(XTX_CTR_HADES_PROBES, probes);
 	return res;
 }
 
-/* One key against every committing slot but self (HREAD/HWRITE's check). */
-static __always_inline int xtx_hades_reg_key_hit(__u32 self, __u64 h, __u64 kh, __u32 which)
+__noinline int xtx_hades_staged_hit(__u32 self, __u32 other, __u32 which)
+{
+	return xtx_hades_staged_hits(self, other, which);
+}
+
+/*
+ * One key against every committing slot but self (HREAD/HWRITE's check).
+ * The registry's mask is read after the caller's recording OR, so a
+ * committer that published later sees the recorded bit instead.
+ */
+__noinline int xtx_hades_reg_key_hit(__u32 self, __u64 h, __u64 kh, __u32 which)
 {
 	struct xtx_hades_registry *reg = xtx_hades_registry();
+	__u64 mask;
 	__u32 i, e;
 	int hit;
 
 	if (!reg)
 		return XTX_HADES_NO_HIT;
+	mask = XTX_READ_ONCE64(reg->mask);
 	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
+		if (!(mask >> i))
+			break;
+		if (!((mask >> i) & 1))
+			continue;
 		e = *(volatile __u32 *)&reg->slot[i];
 		if (!e || e - 1 == self)
 			continue;
@@ -114,15 +154,21 @@ static __always_inline int xtx_hades_reg_key_hit(__u32 self, __u64 h, __u64 kh, 
 }
 
 /* Self's staged writes against every committing slot but self. */
-static __always_inline int xtx_hades_reg_staged_hit(__u32 self)
+__noinline int xtx_hades_reg_staged_hit(__u32 self)
 {
 	struct xtx_hades_registry *reg = xtx_hades_registry();
+	__u64 mask;
 	__u32 i, e;
 	int hit;
 
 	if (!reg)
 		return XTX_HADES_NO_HIT;
+	mask = XTX_READ_ONCE64(reg->mask);
 	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
+		if (!(mask >> i))
+			break;
+		if (!((mask >> i) & 1))
+			continue;
 		e = *(volatile __u32 *)&reg->slot[i];
 		if (!e || e - 1 == self)
 			continue;
@@ -134,71 +180,122 @@ static __always_inline int xtx_hades_reg_staged_hit(__u32 self)
 	return XTX_HADES_NO_HIT;
 }
 
+/* What the committer's scan did to one slot. */
+#define XTX_HSCAN_SQUASHED	0x1
+#define XTX_HSCAN_FP		0x2	/* the hit was one the exact sets refute */
+#define XTX_HSCAN_NACK		0x4
+
+/*
+ * The committer's look at one occupied slot: squash it if it is active and
+ * its filters hold a written key.  One that went COMMITTING since the
+ * registry check (or that the squash CAS lost to) and is hit means the two
+ * cannot both commit: refuse this one.
+ */
+__noinline int xtx_hades_scan_slot(__u32 self, __u32 idx)
+{
+	struct xtx_hades_slot *s;
+	__u64 c, seen;
+	__u32 st;
+	int hit;
+
+	if (idx == self)
+		return 0;
+	s = xtx_hades_slot(idx);
+	if (!s || !XTX_READ_ONCE64(s->owner))
+		return 0;
+	c = XTX_READ_ONCE64(s->ctl);
+	st = xtx_hades_state(c);
+	if (st != XTX_HS_ACTIVE && st != XTX_HS_COMMITTING)
+		return 0;
+	hit = xtx_hades_staged_hits(self, idx, XTX_HADES_RBF | XTX_HADES_WBF | XTX_HADES_UNCOUNTED);
+	if (!hit)
+		return 0;
+	if (st == XTX_HS_ACTIVE) {
+		seen = __sync_val_compare_and_swap(&s->ctl, c,
+						   xtx_hades_ctl(xtx_hades_gen(c), XTX_HS_SQUASHED));
+		if (seen == c)
+			return XTX_HSCAN_SQUASHED | (hit == XTX_HADES_HIT_FP ? XTX_HSCAN_FP : 0);
+		if (xtx_hades_gen(seen) != xtx_hades_gen(c) ||
+		    xtx_hades_state(seen) != XTX_HS_COMMITTING)
+			return 0;	/* released, reclaimed or squashed by another */
+	}
+	return XTX_HSCAN_NACK | (hit == XTX_HADES_HIT_FP ? XTX_HSCAN_FP : 0);
+}
+
+static __always_inline __u32 xtx_popcount64(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (x * 0x0101010101010101ull) >> 56;
+}
+
 struct xtx_hades_scan {
 	__u32 self;
+	__u32 probed;		/* occupied slots the scan looked at */
 	__u32 nack;
 	__u32 squashed;
 	__u32 fp_squashed;
 	__u32 fp_nack;
 };
 
-/*
- * The committer's scan over every slot: squash each active transaction
- * whose filters hold a written key.  One that went COMMITTING since the
- * registry check (or that the squash CAS lost to) and is hit means the two
- * cannot both commit: refuse this one.
- */
-static long xtx_hades_scan_cb(__u64 i, void *data)
+/* bpf_loop over the occupancy bitmap, one word of 64 slots per call. */
+static long xtx_hades_scan_cb(__u64 w, void *data)
 {
+	struct xtx_hades_registry *reg = xtx_hades_registry();
 	struct xtx_hades_scan *sc = data;
-	struct xtx_hades_slot *s;
-	__u32 idx = i, st;
-	__u64 c, seen;
-	int hit;
+	__u64 word;
+	__u32 b;
+	int res;
 
-	if (idx == sc->self)
-		return 0;
-	s = xtx_hades_slot(idx);
-	if (!s)
+	if (!reg)
 		return 1;
-	if (!XTX_READ_ONCE64(s->owner))
-		return 0;
-	c = XTX_READ_ONCE64(s->ctl);
-	st = xtx_hades_state(c);
-	if (st != XTX_HS_ACTIVE && st != XTX_HS_COMMITTING)
-		return 0;
-	hit = xtx_hades_staged_hit(sc->self, idx, XTX_HADES_RBF | XTX_HADES_WBF);
-	if (!hit)
-		return 0;
-	if (st == XTX_HS_ACTIVE) {
-		seen = __sync_val_compare_and_swap(&s->ctl, c,
-						   xtx_hades_ctl(xtx_hades_gen(c), XTX_HS_SQUASHED));
-		if (seen == c) {
+	word = XTX_READ_ONCE64(reg->used[w & (XTX_HADES_SLOTS_MAX / 64 - 1)]);
+	/* occupied slots, counted outside the loop: a count in it multiplies verifier paths */
+	sc->probed += xtx_popcount64(word);
+	for (b = 0; b < 64; b++) {
+		if (!(word >> b))
+			break;
+		if (!((word >> b) & 1))
+			continue;
+		res = xtx_hades_scan_slot(sc->self, w * 64 + b);
+		if (res & XTX_HSCAN_SQUASHED) {
 			sc->squashed++;
-			if (hit == XTX_HADES_HIT_FP)
+			if (res & XTX_HSCAN_FP)
 				sc->fp_squashed++;
-			return 0;
+		} else if (res & XTX_HSCAN_NACK) {
+			sc->nack = 1;
+			sc->fp_nack = !!(res & XTX_HSCAN_FP);
+			return 1;
 		}
-		if (xtx_hades_gen(seen) != xtx_hades_gen(c) ||
-		    xtx_hades_state(seen) != XTX_HS_COMMITTING)
-			return 0;	/* released, reclaimed or squashed by another */
 	}
-	sc->nack = 1;
-	if (hit == XTX_HADES_HIT_FP)
-		sc->fp_nack = 1;
-	return 1;
+	return 0;
+}
+
+/*
+ * The KV half, run as the op the HADES op stands for (xtx_hades_kv_opcode):
+ * one global copy of the KV code for every HADES op that needs it.
+ */
+__noinline int xtx_hades_kv(struct xdp_md *ctx, __u32 idx, __u32 force_defer)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	return xtx_op_kv(op, idx, pc, force_defer);
 }
 
 /* HREAD / HWRITE: record first, then the committing filters, then the value. */
-static __always_inline __u8 xtx_hades_access(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
-					     bool write)
+static __always_inline __u8 xtx_hades_access(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+					     struct xtx_pkt_ctx *pc, bool write)
 {
 	__u8 orig = op->opcode, st;
 	struct xtx_hades_ref r;
 	__u64 h, kh;
 	int hit;
 
-	xtx_hades_find(op->txn, op->flags & XTX_HOPF_BEGIN, pc, &r);
+	xtx_hades_find(op->txn, op->flags & XTX_HOPF_BEGIN, &r);
 	if (r.status != XTX_ST_OK || !r.s)
 		return r.status;
 	if (xtx_hades_state(r.ctl) == XTX_HS_SQUASHED)
@@ -221,13 +318,22 @@ static __always_inline __u8 xtx_hades_access(struct xtx_op *op, __u32 idx, struc
 		return XTX_ST_RETRY;
 	}
 	op->opcode = xtx_hades_kv_opcode(orig, op->flags);
-	st = xtx_op_kv(op, idx, pc, false);
+	st = xtx_hades_kv(ctx, idx, false);
 	op->opcode = orig;
 	return st;
 }
 
 static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const struct xtx_op *op)
 {
+	__u64 h = xtx_hades_bf_hash(op->table, op->key);
+	__u32 i;
+
+	for (i = 0; i < XTX_HADES_HASHES_MAX; i++) {
+		if (i >= xtx_hades_hashes)
+			break;
+		e->bit[i] = xtx_hades_bf_bit(h, i, xtx_hades_bf_bits);
+	}
+	e->kh = xtx_hash(op->table, op->key);
 	e->key = op->key;
 	e->version = op->version;
 	e->table = op->table;
@@ -241,27 +347,35 @@ static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const st
  * The partial lock of HADES §V-B, at the transaction's last intend here:
  * publish COMMITTING (registry entry first, then the state), and only then
  * look at the others, so two committers cannot both miss each other.
+ * Slot idx is the caller's in tenure ctl; pos its registry entry.
  */
-static __always_inline __u8 xtx_hades_lock(struct xtx_hades_ref *r, __u32 pos)
+__noinline int xtx_hades_lock(__u32 idx, __u64 ctl, __u32 pos)
 {
-	struct xtx_hades_scan sc = { .self = r->idx };
-	__u64 want = xtx_hades_ctl(xtx_hades_gen(r->ctl), XTX_HS_COMMITTING);
+	struct xtx_hades_scan sc = { .self = idx };
+	__u64 want = xtx_hades_ctl(xtx_hades_gen(ctl), XTX_HS_COMMITTING);
+	struct xtx_hades_slot *s = xtx_hades_slot(idx);
 	int hit;
 
-	r->s->reg_pos = pos;
-	if (__sync_val_compare_and_swap(&r->s->ctl, r->ctl, want) != r->ctl) {
+	if (!s) {
 		xtx_hades_reg_drop(pos);
-		r->s->reg_pos = 0;
+		return XTX_ST_RETRY;
+	}
+	s->reg_pos = pos;
+	if (__sync_val_compare_and_swap(&s->ctl, ctl, want) != ctl) {
+		xtx_hades_reg_drop(pos);
+		s->reg_pos = 0;
 		return XTX_ST_SQUASHED;
 	}
-	r->ctl = want;
-	hit = xtx_hades_reg_staged_hit(r->idx);
+	hit = xtx_hades_reg_staged_hit(idx);
 	if (hit) {
 		sc.nack = 1;
 		sc.fp_nack = hit == XTX_HADES_HIT_FP;
-	} else if (r->s->nstaged) {
-		bpf_loop(xtx_hades_slots, xtx_hades_scan_cb, &sc, 0);
+	} else if (s->nstaged) {
+		bpf_loop((xtx_hades_slots + 63) / 64, xtx_hades_scan_cb, &sc, 0);
 	}
+	/* two filters per written key and other slot */
+	if (sc.probed > 1)
+		xtx_hades_count_n(XTX_CTR_HADES_PROBES, 2ull * (sc.probed - 1) * s->nstaged);
 	if (sc.squashed)
 		xtx_hades_count_n(XTX_CTR_HADES_SQUASH, sc.squashed);
 	if (sc.fp_squashed)
@@ -271,7 +385,7 @@ static __always_inline __u8 xtx_hades_lock(struct xtx_hades_ref *r, __u32 pos)
 	xtx_count(XTX_CTR_HADES_NACK);
 	if (sc.fp_nack)
 		xtx_count(XTX_CTR_HADES_FP_BLOCK);
-	xtx_hades_release(r, XTX_HO_NACKED);
+	xtx_hades_release_at(s, idx, want, XTX_HO_NACKED);
 	return XTX_ST_NACK;
 }
 
@@ -284,7 +398,7 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	__u32 pos = 0, n;
 	__u64 h;
 
-	xtx_hades_find(op->txn, op->flags & XTX_HOPF_BEGIN, pc, &r);
+	xtx_hades_find(op->txn, op->flags & XTX_HOPF_BEGIN, &r);
 	if (r.status != XTX_ST_OK || !r.s)
 		return r.status;
 	if (xtx_hades_state(r.ctl) == XTX_HS_SQUASHED)
@@ -321,7 +435,7 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	if (!last)
 		return XTX_ST_OK;
 	if (primary)
-		return xtx_hades_lock(&r, pos);
+		return xtx_hades_lock(r.idx, r.ctl, pos);
 	/* a backup only holds the writes: no filters, nothing to check */
 	if (__sync_val_compare_and_swap(&r.s->ctl, r.ctl,
 					xtx_hades_ctl(xtx_hades_gen(r.ctl), XTX_HS_COMMITTING)) != r.ctl)
@@ -337,16 +451,24 @@ static __always_inline bool xtx_hades_log_room(void)
 	return c && c->tail - c->head < xtx_log_ring;
 }
 
-/* Appends a validated write to this CPU's log, in LOG_APPEND's entry format. */
-static __always_inline void xtx_hades_log(struct xtx_op *op, __u64 version, bool last)
+/*
+ * Appends a validated write to this CPU's log, in LOG_APPEND's entry
+ * format (global: the append's code is verified once more, not per caller).
+ */
+__noinline int xtx_hades_log(struct xdp_md *ctx, __u32 idx, __u64 version, __u32 last)
 {
-	__u32 flags = op->flags;
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	__u32 flags;
 
+	if (!op)
+		return XTX_ST_MALFORMED;
+	flags = op->flags;
 	op->version = version;
 	op->flags = (flags & XTX_OPF_DELETE) | (last ? XTX_OPF_LOG_LAST : 0);
 	xtx_op_log_append(op, xtx_txn_client(op->txn));
 	op->flags = flags;
 	op->version = version;
+	return XTX_ST_OK;
 }
 
 /*
@@ -354,7 +476,7 @@ static __always_inline void xtx_hades_log(struct xtx_op *op, __u64 version, bool
  * COMMIT_BACKUP at a replica, so xtxd's rare path runs it the same way),
  * log it, and with the last one release the slot.
  */
-static __always_inline __u8 xtx_hades_validate(struct xtx_op *op, __u32 idx,
+static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 					       struct xtx_pkt_ctx *pc, bool force_defer)
 {
 	bool last = op->flags & XTX_HOPF_LAST;
@@ -369,13 +491,13 @@ static __always_inline __u8 xtx_hades_validate(struct xtx_op *op, __u32 idx,
 		base = op->version;
 		op->opcode = xtx_hades_kv_opcode(orig, op->flags);
 		op->version = xtx_hades_kv_version(orig, op->flags, base);
-		st = xtx_op_kv(op, idx, pc, true);
+		st = xtx_hades_kv(ctx, idx, true);
 		op->opcode = orig;
 		if (st == XTX_ST_DEFERRED || st == XTX_ST_RETRY)
 			op->version = base;
 		return st;
 	}
-	xtx_hades_find(op->txn, false, pc, &r);
+	xtx_hades_find(op->txn, false, &r);
 	if (r.status == XTX_ST_RETRY)
 		return r.status;
 	if (!r.s)
@@ -410,10 +532,10 @@ static __always_inline __u8 xtx_hades_validate(struct xtx_op *op, __u32 idx,
 	op->flags = (op->flags & ~XTX_OPF_DELETE) | ((e->flags & XTX_HSF_DELETE) ? XTX_OPF_DELETE : 0);
 	op->opcode = xtx_hades_kv_opcode(orig, op->flags);
 	op->version = xtx_hades_kv_version(orig, op->flags, base);
-	st = xtx_op_kv(op, idx, pc, false);
+	st = xtx_hades_kv(ctx, idx, false);
 	op->opcode = orig;
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED) {
-		xtx_hades_log(op, base + 1, last);
+		xtx_hades_log(ctx, idx, base + 1, last);
 		if (st == XTX_ST_DEFERRED)
 			op->version = base;
 	} else if (st != XTX_ST_ALREADY_APPLIED) {
@@ -430,11 +552,11 @@ done:
 }
 
 /* HABORT: forget the transaction here, whatever its state. */
-static __always_inline __u8 xtx_hades_abort(struct xtx_op *op, struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_hades_abort(struct xtx_op *op)
 {
 	struct xtx_hades_ref r;
 
-	xtx_hades_find(op->txn, false, pc, &r);
+	xtx_hades_find(op->txn, false, &r);
 	if (r.status == XTX_ST_RETRY)
 		return r.status;
 	if (!r.s) {
@@ -476,25 +598,61 @@ static __always_inline int xtx_hades_check(const struct xtx_op *op, __u32 client
 	return XTX_ST_OK;
 }
 
-/* Runs HADES op idx of the packet; global, verified once. */
-__noinline int xtx_op_hades(struct xdp_md *ctx, __u32 idx, __u32 force_defer)
+/* Each op is a global function: verified once, and its stack apart from the others'. */
+__noinline int xtx_hades_op_access(struct xdp_md *ctx, __u32 idx, __u32 write)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
 	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	switch (op->opcode) {
+	return xtx_hades_access(ctx, op, idx, pc, write);
+}
+
+__noinline int xtx_hades_op_intend(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	return xtx_hades_intend(op, pc);
+}
+
+__noinline int xtx_hades_op_validate(struct xdp_md *ctx, __u32 idx, __u32 force_defer)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	return xtx_hades_validate(ctx, op, idx, pc, force_defer);
+}
+
+__noinline int xtx_hades_op_abort(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	return xtx_hades_abort(op);
+}
+
+/* Runs HADES op idx of the packet. */
+static __always_inline int xtx_op_hades(struct xdp_md *ctx, __u32 idx, __u8 opcode,
+					bool force_defer)
+{
+	switch (opcode) {
 	case XTX_OP_HREAD:
-		return xtx_hades_access(op, idx, pc, false);
+		return xtx_hades_op_access(ctx, idx, 0);
 	case XTX_OP_HWRITE:
-		return xtx_hades_access(op, idx, pc, true);
+		return xtx_hades_op_access(ctx, idx, 1);
 	case XTX_OP_HINTEND:
-		return xtx_hades_intend(op, pc);
+		return xtx_hades_op_intend(ctx, idx);
 	case XTX_OP_HVALIDATE:
-		return xtx_hades_validate(op, idx, pc, force_defer);
+		return xtx_hades_op_validate(ctx, idx, force_defer);
 	case XTX_OP_HABORT:
-		return xtx_hades_abort(op, pc);
+		return xtx_hades_op_abort(ctx, idx);
 	default:
 		return XTX_ST_UNKNOWN_OP;
 	}

@@ -96,77 +96,6 @@ static __always_inline bool xtx_hades_reclaim(struct xtx_hades_slot *s, __u64 ow
 	return true;
 }
 
-/*
- * Finds txn's slot among its XTX_HADES_PROBES; with begin, claims the first
- * free (or lease-expired) one when it has none.  A transaction that ended
- * here (the last tenant of one of its slots) never gets a new slot.
- */
-static __always_inline void xtx_hades_find(__u64 txn, bool begin, struct xtx_pkt_ctx *pc,
-					   struct xtx_hades_ref *r)
-{
-	__u32 home = xtx_hades_home(txn, xtx_hades_slots), p, idx;
-	struct xtx_hades_slot *s;
-	__u64 o, c;
-
-	r->s = NULL;
-	r->outcome = XTX_HO_NONE;
-	for (p = 0; p < XTX_HADES_PROBES; p++) {
-		idx = xtx_hades_probe_idx(home, p);
-		s = xtx_hades_slot(idx);
-		if (!s)
-			break;
-		if (xtx_hades_tenure(s, txn, &c)) {
-			if (xtx_hades_state(c) == XTX_HS_FREE)
-				break;	/* being claimed or released on another CPU */
-			r->s = s;
-			r->idx = idx;
-			r->ctl = c;
-			r->status = XTX_ST_OK;
-			return;
-		}
-		if (s->last_txn == txn)
-			r->outcome = s->last_outcome;
-	}
-	if (p < XTX_HADES_PROBES) {
-		r->status = XTX_ST_RETRY;
-		return;
-	}
-	if (!begin || r->outcome != XTX_HO_NONE) {
-		r->status = XTX_ST_SQUASHED;
-		return;
-	}
-	for (p = 0; p < XTX_HADES_PROBES; p++) {
-		idx = xtx_hades_probe_idx(home, p);
-		s = xtx_hades_slot(idx);
-		if (!s)
-			break;
-		o = XTX_READ_ONCE64(s->owner);
-		if (o == 0) {
-			o = __sync_val_compare_and_swap(&s->owner, 0, txn);
-			if (o == txn) {
-				/* another CPU claims it for txn right now */
-				r->status = XTX_ST_RETRY;
-				return;
-			}
-			if (o)
-				continue;
-		} else if (!xtx_hades_reclaim(s, o, txn, pc)) {
-			continue;
-		}
-		c = XTX_READ_ONCE64(s->ctl);
-		xtx_hades_init(s, idx, xtx_hades_gen(c), pc);
-		r->s = s;
-		r->idx = idx;
-		r->ctl = xtx_hades_ctl(xtx_hades_gen(c) + 1, XTX_HS_ACTIVE);
-		r->status = XTX_ST_OK;
-		return;
-	}
-	xtx_count(XTX_CTR_HADES_FULL);
-	r->status = XTX_ST_RETRY;
-}
-
-/* ---- the registry of committing slots ---- */
-
 static __always_inline struct xtx_hades_registry *xtx_hades_registry(void)
 {
 	__u32 zero = 0;
@@ -174,8 +103,127 @@ static __always_inline struct xtx_hades_registry *xtx_hades_registry(void)
 	return bpf_map_lookup_elem(&xtx_hades_reg, &zero);
 }
 
+/*
+ * The occupancy bit goes up before the slot turns ACTIVE and down after it
+ * turned FREE, before its owner lets go: a committer's scan, which starts
+ * after its publishing CAS, sees every slot that was active before it.
+ */
+static __always_inline void xtx_hades_mark_used(__u32 idx, bool used)
+{
+	struct xtx_hades_registry *reg = xtx_hades_registry();
+	__u32 w = idx / 64;
+
+	if (!reg)
+		return;
+	w &= XTX_HADES_SLOTS_MAX / 64 - 1;
+	if (used)
+		__sync_fetch_and_or(&reg->used[w], 1ull << (idx & 63));
+	else
+		__sync_fetch_and_and(&reg->used[w], ~(1ull << (idx & 63)));
+}
+
+/*
+ * Takes slot idx for txn when it is free or its lease expired: 1 taken,
+ * 0 not, -1 when txn is taking it on another CPU right now.
+ */
+__noinline int xtx_hades_claim(__u32 idx, __u64 txn)
+{
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+	struct xtx_hades_slot *s = xtx_hades_slot(idx);
+	__u64 o;
+
+	if (!s || !pc)
+		return 0;
+	o = XTX_READ_ONCE64(s->owner);
+	if (o == txn)
+		return -1;
+	if (o == 0) {
+		o = __sync_val_compare_and_swap(&s->owner, 0, txn);
+		if (o == txn)
+			return -1;
+		if (o)
+			return 0;
+	} else if (!xtx_hades_reclaim(s, o, txn, pc)) {
+		return 0;
+	}
+	xtx_hades_mark_used(idx, true);
+	xtx_hades_init(s, idx, xtx_hades_gen(XTX_READ_ONCE64(s->ctl)), pc);
+	return 1;
+}
+
+/* xtx_hades_lookup's refusal: a status, and how the transaction ended here if known. */
+static __always_inline int xtx_hades_lookup_err(__u32 status, __u32 outcome)
+{
+	return -(int)(status | (outcome << 8));
+}
+
+/*
+ * Finds txn's slot among its XTX_HADES_PROBES; with begin, claims the first
+ * free (or lease-expired) one when it has none.  A transaction that ended
+ * here (the last tenant of one of its slots) never gets a new slot.
+ * Returns the slot index, or xtx_hades_lookup_err().  Global: verified once.
+ */
+__noinline int xtx_hades_lookup(__u64 txn, __u32 begin)
+{
+	__u32 home = xtx_hades_home(txn, xtx_hades_slots), p, idx, outcome = XTX_HO_NONE;
+	struct xtx_hades_slot *s;
+	__u64 c;
+	int claimed;
+
+	for (p = 0; p < XTX_HADES_PROBES; p++) {
+		idx = xtx_hades_probe_idx(home, p);
+		s = xtx_hades_slot(idx);
+		if (!s)
+			return xtx_hades_lookup_err(XTX_ST_RETRY, XTX_HO_NONE);
+		if (xtx_hades_tenure(s, txn, &c)) {
+			/* FREE: being claimed or released on another CPU */
+			if (xtx_hades_state(c) == XTX_HS_FREE)
+				return xtx_hades_lookup_err(XTX_ST_RETRY, XTX_HO_NONE);
+			return idx;
+		}
+		if (s->last_txn == txn)
+			outcome = s->last_outcome;
+	}
+	if (!begin || outcome != XTX_HO_NONE)
+		return xtx_hades_lookup_err(XTX_ST_SQUASHED, outcome);
+	for (p = 0; p < XTX_HADES_PROBES; p++) {
+		claimed = xtx_hades_claim(xtx_hades_probe_idx(home, p), txn);
+		if (claimed > 0)
+			return xtx_hades_probe_idx(home, p);
+		if (claimed < 0)
+			return xtx_hades_lookup_err(XTX_ST_RETRY, XTX_HO_NONE);
+	}
+	xtx_count(XTX_CTR_HADES_FULL);
+	return xtx_hades_lookup_err(XTX_ST_RETRY, XTX_HO_NONE);
+}
+
+/* txn's slot as this op sees it, in r: r->s set and status OK, or NULL and the answer. */
+static __always_inline void xtx_hades_find(__u64 txn, bool begin, struct xtx_hades_ref *r)
+{
+	int v = xtx_hades_lookup(txn, begin);
+
+	r->s = NULL;
+	r->outcome = XTX_HO_NONE;
+	r->status = XTX_ST_RETRY;
+	if (v < 0) {
+		r->status = (-v) & 0xff;
+		r->outcome = (-v) >> 8;
+		return;
+	}
+	r->idx = v;
+	r->s = xtx_hades_slot(r->idx);
+	if (!r->s || !xtx_hades_tenure(r->s, txn, &r->ctl) ||
+	    xtx_hades_state(r->ctl) == XTX_HS_FREE) {
+		r->s = NULL;
+		return;
+	}
+	r->status = XTX_ST_OK;
+}
+
+/* ---- the registry of committing slots ---- */
+
 /* Takes a registry entry for slot idx: position + 1, or 0 when all are taken. */
-static __always_inline __u32 xtx_hades_reg_take(__u32 idx)
+__noinline __u32 xtx_hades_reg_take(__u32 idx)
 {
 	struct xtx_hades_registry *reg = xtx_hades_registry();
 	__u32 i;
@@ -185,8 +233,10 @@ static __always_inline __u32 xtx_hades_reg_take(__u32 idx)
 	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
 		if (reg->slot[i])
 			continue;
-		if (__sync_val_compare_and_swap(&reg->slot[i], 0, idx + 1) == 0)
+		if (__sync_val_compare_and_swap(&reg->slot[i], 0, idx + 1) == 0) {
+			__sync_fetch_and_or(&reg->mask, 1ull << i);
 			return i + 1;
+		}
 	}
 	return 0;
 }
@@ -195,19 +245,23 @@ static __always_inline void xtx_hades_reg_drop(__u32 pos)
 {
 	struct xtx_hades_registry *reg = xtx_hades_registry();
 
-	if (reg && pos && pos <= XTX_HADES_COMMITTING_MAX)
-		__sync_lock_test_and_set(&reg->slot[(pos - 1) & (XTX_HADES_COMMITTING_MAX - 1)], 0);
+	if (!reg || !pos || pos > XTX_HADES_COMMITTING_MAX)
+		return;
+	pos = (pos - 1) & (XTX_HADES_COMMITTING_MAX - 1);
+	__sync_fetch_and_and(&reg->mask, ~(1ull << pos));
+	__sync_lock_test_and_set(&reg->slot[pos], 0);
 }
 
 /*
- * Ends txn's tenure: registry entry, record of how it ended, state FREE,
- * owner 0.  The CAS on ctl keeps a slot another CPU took over (lease
- * reclaim) untouched; a squash landing meanwhile is simply overwritten.
+ * Ends the tenure ctl of slot idx: registry entry, record of how it ended,
+ * state FREE, occupancy bit, owner 0.  The CAS on ctl keeps a slot another
+ * CPU took over (lease reclaim) untouched; a squash landing meanwhile is
+ * simply overwritten.
  */
-static __always_inline void xtx_hades_release(struct xtx_hades_ref *r, __u32 outcome)
+static __always_inline void xtx_hades_release_at(struct xtx_hades_slot *s, __u32 idx, __u64 c,
+						 __u32 outcome)
 {
-	struct xtx_hades_slot *s = r->s;
-	__u64 c = r->ctl, gen = xtx_hades_gen(c), seen;
+	__u64 gen = xtx_hades_gen(c), seen;
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -225,7 +279,13 @@ static __always_inline void xtx_hades_release(struct xtx_hades_ref *r, __u32 out
 	s->nstaged = 0;
 	s->last_txn = s->owner;
 	s->last_outcome = outcome;
+	xtx_hades_mark_used(idx, false);
 	__sync_lock_test_and_set(&s->owner, 0);
+}
+
+static __always_inline void xtx_hades_release(struct xtx_hades_ref *r, __u32 outcome)
+{
+	xtx_hades_release_at(r->s, r->idx, r->ctl, outcome);
 }
 
 _Static_assert((XTX_HADES_COMMITTING_MAX & (XTX_HADES_COMMITTING_MAX - 1)) == 0, "mask");

@@ -206,7 +206,7 @@ static inline int xtx_hades_bf_test(const __u64 *bf, __u64 h, __u32 m, __u32 k)
 
 #define XTX_HADES_SLOTS_DEFAULT	1024
 #define XTX_HADES_SLOTS_MAX	(1u << 16)
-#define XTX_HADES_PROBES	4
+#define XTX_HADES_PROBES	8
 #define XTX_HADES_STAGE_MAX	8
 /* Transactions committing at once per server (the registry HREAD/HWRITE scan). */
 #define XTX_HADES_COMMITTING_MAX 64
@@ -251,6 +251,9 @@ enum xtx_hades_outcome {
 struct xtx_hades_staged {
 	__u64 key;
 	__u64 version;		/* base: the write installs version + 1 */
+	__u64 kh;		/* xtx_hash(table, key), for the exact sets */
+	/* its filter bits, computed once: the committer probes every slot with them */
+	__u16 bit[XTX_HADES_HASHES_MAX];
 	__u8 table;
 	__u8 vlen;
 	__u8 flags;		/* XTX_HSF_* */
@@ -258,7 +261,7 @@ struct xtx_hades_staged {
 	__u8 value[XTX_VALUE_MAX];
 };
 
-_Static_assert(sizeof(struct xtx_hades_staged) == 64, "staged write layout");
+_Static_assert(sizeof(struct xtx_hades_staged) == 88, "staged write layout");
 
 /* Slot flags. */
 #define XTX_HSLF_PRIMARY	0x01	/* read, wrote or intends a key as its primary */
@@ -278,9 +281,15 @@ struct xtx_hades_slot {
 	struct xtx_hades_staged staged[XTX_HADES_STAGE_MAX];
 };
 
-/* The committing transactions: slot index + 1 per entry, 0 free. */
+/*
+ * Who to look at, so that neither an access nor a commit walks the whole
+ * table: the committing transactions (slot index + 1 per entry, 0 free,
+ * with a mask of the entries in use) and a bitmap of the occupied slots.
+ */
 struct xtx_hades_registry {
+	__u64 mask;		/* bit i: slot[i] in use */
 	__u32 slot[XTX_HADES_COMMITTING_MAX];
+	__u64 used[XTX_HADES_SLOTS_MAX / 64];
 };
 
 /* --hades-exact: the exact key sets (xtx_hash of table and key) beside the filters. */

@@ -13,6 +13,7 @@
 #include <xtx/maps.h>
 #include <xtx/kv.h>
 #include <xtx/log.h>
+#include <xtx/hades.h>
 #include "xtx_xdp.skel.h"
 #include "xtx_tc.skel.h"
 #include "attach.h"
@@ -194,6 +195,11 @@ static void report_attachment(const struct xtx_target *t)
 		(skel)->rodata->xtx_kv_no_bloom = !!((o)->kv_flags & XTX_INFO_KV_NO_BLOOM); \
 		(skel)->rodata->xtx_value_size = (o)->value_size;                 \
 		(skel)->rodata->xtx_log_ring = (o)->log_ring;                     \
+		(skel)->rodata->xtx_hades_slots = (o)->hades_slots;               \
+		(skel)->rodata->xtx_hades_bf_bits = (o)->hades_bf_bits;           \
+		(skel)->rodata->xtx_hades_hashes = (o)->hades_hashes;             \
+		(skel)->rodata->xtx_hades_lease_ns = (o)->hades_lease_ns;         \
+		(skel)->rodata->xtx_hades_exact_on = (o)->hades_exact;            \
 	} while (0)
 
 static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
@@ -207,6 +213,8 @@ static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
 		{ XTX_MAP_DEFER, XTX_DEFER_RING * (ncpu > 0 ? ncpu : 1) },
 		{ XTX_MAP_LOG, o->log_ring * (ncpu > 0 ? ncpu : 1) },
 		{ XTX_MAP_LOG_CURSOR, ncpu > 0 ? ncpu : 1 },
+		{ XTX_MAP_HADES, o->hades_slots },
+		{ XTX_MAP_HADES_EXACT, o->hades_exact ? o->hades_slots : 1 },
 	};
 	unsigned int i;
 	int err;

@@ -21,6 +21,11 @@ struct xtx_load_opts {
 	__u32 kv_flags;		/* XTX_INFO_KV_* */
 	__u8 value_size;	/* largest value a write may carry */
 	__u32 log_ring;		/* log entries per CPU, a power of two */
+	__u32 hades_slots;	/* HADES (include/xtx/hades.h): transaction slots */
+	__u32 hades_bf_bits;	/* bits per filter */
+	__u32 hades_hashes;	/* hashes per key */
+	__u64 hades_lease_ns;	/* an untouched active slot is reclaimable after this */
+	bool hades_exact;	/* exact key sets beside the filters */
 	bool echo;
 	enum xtx_xdp_mode mode;
 };

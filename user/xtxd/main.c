@@ -16,6 +16,7 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include <xtx/log.h>
+#include <xtx/hades.h>
 #include "attach.h"
 #include "control.h"
 #include "log.h"
@@ -83,6 +84,14 @@ static void usage(FILE *out)
 		"                           address that is local)\n"
 		"      --resolve-after DUR  decide a logged transaction left unfinished for DUR\n"
 		"                           (default 3s)\n"
+		"      --hades-slots N      HADES transaction slots, 16..%u (default %u)\n"
+		"      --hades-bf-bits M    bits of each HADES read/write filter, a multiple of 64\n"
+		"                           in %u..%u (default %u)\n"
+		"      --hades-hashes K     hashes per filter key, 1..%u (default %u)\n"
+		"      --hades-lease DUR    reclaim an active HADES slot untouched for DUR\n"
+		"                           (default 500ms; 0 disables)\n"
+		"      --hades-exact        keep exact key sets beside the filters and count the\n"
+		"                           false-positive squashes (debug; costs memory)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
 		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
@@ -104,7 +113,10 @@ static void usage(FILE *out)
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
 		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
-		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTXD_OVERFLOW_MAX_DEFAULT,
+		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_HADES_SLOTS_MAX,
+		XTX_HADES_SLOTS_DEFAULT, XTX_HADES_BF_BITS_MIN, XTX_HADES_BF_BITS_MAX,
+		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
+		XTXD_OVERFLOW_MAX_DEFAULT,
 		XTX_RUN_DIR,
 		XTX_RUN_DIR);
 }
@@ -112,7 +124,8 @@ static void usage(FILE *out)
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
-       OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER };
+       OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
+       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -136,6 +149,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "cluster", required_argument, NULL, OPT_CLUSTER },
 		{ "self", required_argument, NULL, OPT_SELF },
 		{ "resolve-after", required_argument, NULL, OPT_RESOLVE_AFTER },
+		{ "hades-slots", required_argument, NULL, OPT_HADES_SLOTS },
+		{ "hades-bf-bits", required_argument, NULL, OPT_HADES_BF_BITS },
+		{ "hades-hashes", required_argument, NULL, OPT_HADES_HASHES },
+		{ "hades-lease", required_argument, NULL, OPT_HADES_LEASE },
+		{ "hades-exact", no_argument, NULL, OPT_HADES_EXACT },
 		{ "overflow-max", required_argument, NULL, OPT_OVERFLOW_MAX },
 		{ "rare-threads", required_argument, NULL, OPT_RARE_THREADS },
 		{ "echo", no_argument, NULL, OPT_ECHO },
@@ -162,6 +180,10 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
 	o->load.value_size = XTX_VALUE_MAX;
 	o->load.log_ring = XTX_LOG_RING_DEFAULT;
+	o->load.hades_slots = XTX_HADES_SLOTS_DEFAULT;
+	o->load.hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
+	o->load.hades_hashes = XTX_HADES_HASHES_DEFAULT;
+	o->load.hades_lease_ns = XTX_HADES_LEASE_DEFAULT_NS;
 	o->rare.overflow_max = XTXD_OVERFLOW_MAX_DEFAULT;
 	o->rare.threads = 2;
 	o->drain.sync_ns = XTXD_LOG_SYNC_DEFAULT_NS;
@@ -201,6 +223,33 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 				return -1;
 			o->load.kv_lease_ns = ns;
 			break;
+		case OPT_HADES_SLOTS:
+			if (xtx_parse_u32("--hades-slots", optarg, 16, XTX_HADES_SLOTS_MAX,
+					  &o->load.hades_slots))
+				return -1;
+			break;
+		case OPT_HADES_BF_BITS:
+			if (xtx_parse_u32("--hades-bf-bits", optarg, XTX_HADES_BF_BITS_MIN,
+					  XTX_HADES_BF_BITS_MAX, &v))
+				return -1;
+			if (v % 64) {
+				fprintf(stderr, "Error: --hades-bf-bits: %u is not a multiple of 64\n",
+					v);
+				return -1;
+			}
+			o->load.hades_bf_bits = v;
+			break;
+		case OPT_HADES_HASHES:
+			if (xtx_parse_u32("--hades-hashes", optarg, 1, XTX_HADES_HASHES_MAX,
+					  &o->load.hades_hashes))
+				return -1;
+			break;
+		case OPT_HADES_LEASE:
+			if (xtx_parse_duration("--hades-lease", optarg, &ns))
+				return -1;
+			o->load.hades_lease_ns = ns;
+			break;
+		case OPT_HADES_EXACT: o->load.hades_exact = true; break;
 		case OPT_OVERFLOW_MAX:
 			if (xtx_parse_u64("--overflow-max", optarg, 1, XTXD_OVERFLOW_MAX_LIMIT,
 					  &o->rare.overflow_max))

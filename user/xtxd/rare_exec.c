@@ -7,6 +7,7 @@
 #include <xtx/hash.h>
 #include <xtx/kv.h>
 #include <xtx/maps.h>
+#include <xtx/hades.h>
 #include "rare_exec.h"
 #include "log.h"
 #include "names.h"
@@ -53,6 +54,9 @@ static bool is_kv_op(uint8_t opcode)
 	case XTX_OP_LOCK_EXCL:
 	case XTX_OP_OCC_LOCK:
 	case XTX_OP_OCC_VALIDATE:
+	case XTX_OP_HREAD:
+	case XTX_OP_HWRITE:
+	case XTX_OP_HVALIDATE:
 		return true;
 	default:
 		return false;
@@ -304,6 +308,21 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 	}
 }
 
+/* A HADES op's KV half runs as the op it stands for, as in XDP (include/xtx/hades.h). */
+static uint8_t run_op_as(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
+			 struct xtx_fix_entry *fix, bool can_fill)
+{
+	uint8_t orig = op->opcode, alias = xtx_hades_kv_opcode(orig, op->flags), st;
+
+	if (alias == XTX_OP_NOP)
+		return run_op(x, e, op, fix, can_fill);
+	op->opcode = alias;
+	op->version = xtx_hades_kv_version(orig, op->flags, op->version);
+	st = run_op(x, e, op, fix, can_fill);
+	op->opcode = orig;
+	return st;
+}
+
 /*
  * A retransmission answered from the record.  Its fix may still fill the
  * kernel, but only while the store holds exactly the recorded version:
@@ -388,7 +407,7 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	} else {
 		if (e->flags & XTX_DEFER_REPLAY)
 			xtxd_stat_inc(&x->stats.replays_unrecorded);
-		op->status = run_op(x, e, op, fix, can_fill);
+		op->status = run_op_as(x, e, op, fix, can_fill);
 		/* recorded before the bucket unlocks: a replay of it finds it */
 		record(x, hdr, e->op_idx, op);
 	}
