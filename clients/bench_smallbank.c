@@ -379,12 +379,14 @@ static unsigned long sb_verify(void *vctx, const struct wl_snap *b, const struct
 			    "WriteCheck's overdraft", (unsigned long long)neg);
 
 	mark = v;
+	/* the mix shapes new transactions; --retry same repeats some */
 	for (i = 0; i < SB_NTYPES; i++) {
-		att += c->attempted[i];
+		att += c->attempted[i] - c->retried[i];
 		sum += cfg->mix[i];
 	}
 	for (i = 0; i < SB_NTYPES; i++) {
-		double p = (double)cfg->mix[i] / sum, got = att ? (double)c->attempted[i] / att : 0;
+		double p = (double)cfg->mix[i] / sum;
+		double got = att ? (double)(c->attempted[i] - c->retried[i]) / att : 0;
 
 		if (c->attempted[i] != c->committed[i] + c->logical[i] + c->aborted[i] +
 		    c->failed[i] + c->unknown[i] + c->broken[i])

@@ -551,7 +551,8 @@ static void check_ul(const struct wl_snap *b, const struct wl_snap *a, struct ul
 static void check_stats(const struct tatp_cfg *cfg, const struct wl_counts *c,
 			unsigned long *v)
 {
-	uint64_t att = sum_n(c->attempted, TATP_NTYPES);
+	/* the mix shapes new transactions; --retry same repeats some */
+	uint64_t att = sum_n(c->attempted, TATP_NTYPES) - sum_n(c->retried, TATP_NTYPES);
 	unsigned int sum = 0, i;
 	unsigned long before = *v;
 
@@ -559,7 +560,8 @@ static void check_stats(const struct tatp_cfg *cfg, const struct wl_counts *c,
 		sum += cfg->mix[i];
 	for (i = 0; i < TATP_NTYPES; i++) {
 		uint64_t n = c->committed[i] + c->logical[i], held;
-		double p = (double)cfg->mix[i] / sum, got = att ? (double)c->attempted[i] / att : 0;
+		double p = (double)cfg->mix[i] / sum;
+		double got = att ? (double)(c->attempted[i] - c->retried[i]) / att : 0;
 		/*
 		 * Under NURand a few subscribers take much of the load, so a rate
 		 * over their rows varies by population far more than a binomial

@@ -151,7 +151,9 @@ static int slot_start(struct wl_thread *t, struct wl_slot *s, uint64_t now)
 	const struct wl_workload *w = t->w;
 	int err;
 
-	if (s->state == SLOT_RETRY)
+	bool retry = s->state == SLOT_RETRY;
+
+	if (retry)
 		w->rearm(w->ctx, t->wt, s->txn, &t->ti);
 	else
 		s->type = w->begin(w->ctx, t->wt, s->txn, &t->ti);
@@ -160,8 +162,10 @@ static int slot_start(struct wl_thread *t, struct wl_slot *s, uint64_t now)
 	if (err)
 		return err;
 	s->state = SLOT_BUSY;
-	if (s->measured)
+	if (s->measured) {
 		t->c.attempted[s->type]++;
+		t->c.retried[s->type] += retry;
+	}
 	return 0;
 }
 
@@ -295,9 +299,9 @@ static void print_type_json(const char *name, const struct wl_counts *c, int i, 
 {
 #define F(field) (unsigned long long)(i < 0 ? sum_of(c->field, k) : c->field[i])
 	printf("\"%s\":{\"attempted\":%llu,\"committed\":%llu,\"logical\":%llu,"
-	       "\"aborted\":%llu,\"failed\":%llu,\"unknown\":%llu,\"broken\":%llu}", name,
-	       F(attempted), F(committed), F(logical), F(aborted), F(failed), F(unknown),
-	       F(broken));
+	       "\"aborted\":%llu,\"failed\":%llu,\"unknown\":%llu,\"broken\":%llu,"
+	       "\"retried\":%llu}", name, F(attempted), F(committed), F(logical), F(aborted),
+	       F(failed), F(unknown), F(broken), F(retried));
 #undef F
 }
 

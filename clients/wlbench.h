@@ -31,7 +31,8 @@ enum wl_verdict {
 
 /* Only u64 fields: added and copied as an array. */
 struct wl_counts {
-	uint64_t attempted[WL_MAX_TYPES];
+	uint64_t attempted[WL_MAX_TYPES];	/* retries (--retry same) included */
+	uint64_t retried[WL_MAX_TYPES];		/* attempts that were retries */
 	uint64_t committed[WL_MAX_TYPES];
 	uint64_t logical[WL_MAX_TYPES];
 	uint64_t aborted[WL_MAX_TYPES];

@@ -88,10 +88,13 @@ sp=$(json_field "$out" sp_insufficient_funds)
 check "smallbank: SendPayments without funds (${sp:-0}) are logical failures" \
 	test "${sp:-0}" -gt 0 -a "${sp:-0}" = "$(total_field "$out" logical)"
 
-out=$(smallbank --protocol occ --duration 2 --warmup 500ms --json --verify 2>&1)
+# aborted transactions retried with the same inputs, as attempts of their own
+out=$(smallbank --protocol occ --retry same --duration 2 --warmup 500ms --json --verify 2>&1)
 rc=$?
 verified "smallbank occ" "$out" "$rc"
 check "smallbank occ: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
+retried=$(total_field "$out" retried)
+check "smallbank occ: aborted transactions retried (${retried:-0})" test "${retried:-0}" -gt 0
 
 # ---- --verify must catch what a broken server or library would do ----
 op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
