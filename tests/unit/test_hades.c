@@ -666,6 +666,51 @@ static void test_exact_false_positives(void)
 	skel = main_skel;
 }
 
+/*
+ * The occupancy bitmap the committer's scan walks holds exactly the slots
+ * in use, and the committing mask exactly the registry entries in use.
+ */
+static void test_occupancy_bookkeeping(void)
+{
+	int sfd = bpf_map__fd(skel->maps.xtx_hades), rfd = bpf_map__fd(skel->maps.xtx_hades_reg);
+	static struct xtx_hades_registry reg;
+	struct xtx_hades_slot s;
+	__u32 zero = 0, i, n = skel->rodata->xtx_hades_slots, used = 0, owned = 0, mismatch = 0;
+	__u32 entries = 0, mask_bits = 0;
+	struct xtx_op w;
+
+	/* leave one active and one committing transaction behind, as a workload would */
+	H(XTX_OP_HREAD, 1500, TXN(130), BEGIN, 0, 0);
+	w = H(XTX_OP_HWRITE, 1501, TXN(131), BEGIN, 0, 0);
+	H(XTX_OP_HINTEND, 1501, TXN(131), LAST, w.version, 0x15);
+	CHECK(!bpf_map_lookup_elem(rfd, &zero, &reg), "registry read");
+	for (i = 0; i < n; i++) {
+		bool bit = (reg.used[i / 64] >> (i % 64)) & 1;
+
+		if (bpf_map_lookup_elem(sfd, &i, &s))
+			continue;
+		owned += s.owner != 0;
+		used += bit;
+		if (bit != (s.owner != 0)) {
+			mismatch++;
+			printf("#   slot %u: owner %llx state %llu used %d\n", i,
+			       (unsigned long long)s.owner, (unsigned long long)s.ctl & 0xff, bit);
+		}
+	}
+	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
+		entries += reg.slot[i] != 0;
+		mask_bits += (reg.mask >> i) & 1;
+		if (((reg.mask >> i) & 1) != (reg.slot[i] != 0))
+			mismatch++;
+	}
+	CHECK(!mismatch && used == owned && owned >= 2, "occupancy: %u bits, %u owned, %u mismatches",
+	      used, owned, mismatch);
+	CHECK(entries == 1 && mask_bits == 1, "committing: %u entries, %u mask bits", entries,
+	      mask_bits);
+	H(XTX_OP_HABORT, 0, TXN(130), 0, 0, 0);
+	H(XTX_OP_HABORT, 0, TXN(131), 0, 0, 0);
+}
+
 /* Complexity: the largest filters, most hashes, exact sets and most slots still verify. */
 static void test_verifier_at_limits(void)
 {
@@ -700,6 +745,7 @@ int main(void)
 	RUN_CASE(test_replica);
 	RUN_CASE(test_too_many_writes);
 	RUN_CASE(test_bad_input);
+	RUN_CASE(test_occupancy_bookkeeping);
 	RUN_CASE(test_full_table_and_lease);
 	RUN_CASE(test_exact_false_positives);
 	RUN_CASE(test_verifier_at_limits);
