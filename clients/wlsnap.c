@@ -127,11 +127,13 @@ static void check_group(const struct wl_rec *g, size_t n, unsigned int replicati
 			wl_violation(violations, "table %u key %#llx: twice in server %u's dump",
 				     g->table, (unsigned long long)g->key, g[j].server);
 		else if (!same_data(&g[j], g))
-			wl_violation(violations, "table %u key %#llx: server %u has version "
-				     "%llu (%u bytes), server %u version %llu (%u bytes): replicas "
-				     "differ", g->table, (unsigned long long)g->key, g->server,
+			wl_violation(violations, "table %u key %#llx: replicas differ: server %u "
+				     "has version %llu (%u bytes), server %u version %llu (%u "
+				     "bytes)%s", g->table, (unsigned long long)g->key, g->server,
 				     (unsigned long long)g->version, g->vlen, g[j].server,
-				     (unsigned long long)g[j].version, g[j].vlen);
+				     (unsigned long long)g[j].version, g[j].vlen,
+				     g->version == g[j].version && g->vlen == g[j].vlen ?
+				     " with other bytes" : "");
 	}
 }
 
