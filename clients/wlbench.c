@@ -84,6 +84,8 @@ struct wl_thread {
 	int poll_err;
 	uint64_t x_unmeasured[WL_NX];
 	struct xtx_client_stats cs;	/* the client's counters at the end */
+	/* Committed latencies per type, read after the run. */
+	struct xtx_hist type_lat[WL_MAX_TYPES];
 
 	/* Owned by the thread. */
 	struct wl_counts c;
@@ -126,6 +128,7 @@ static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *a
 	case WL_COMMITTED:
 		c->committed[s->type]++;
 		xtx_hist_add(&t->bt.recent, res->latency_ns);
+		xtx_hist_add(&t->type_lat[s->type], res->latency_ns);
 		break;
 	case WL_LOGICAL:
 		c->logical[s->type]++;
@@ -288,6 +291,7 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 struct wl_result {
 	struct wl_counts c;
 	struct xtx_hist lat;
+	struct xtx_hist type_lat[WL_MAX_TYPES];
 	struct xtx_client_stats cs;
 	double secs;		/* the measured window */
 	bool ran;
@@ -295,13 +299,15 @@ struct wl_result {
 	unsigned long violations;
 };
 
-static void print_type_json(const char *name, const struct wl_counts *c, int i, unsigned int k)
+static void print_type_json(const char *name, const struct wl_counts *c, int i, unsigned int k,
+			    const struct xtx_hist *h)
 {
 #define F(field) (unsigned long long)(i < 0 ? sum_of(c->field, k) : c->field[i])
 	printf("\"%s\":{\"attempted\":%llu,\"committed\":%llu,\"logical\":%llu,"
 	       "\"aborted\":%llu,\"failed\":%llu,\"unknown\":%llu,\"broken\":%llu,"
-	       "\"retried\":%llu}", name, F(attempted), F(committed), F(logical), F(aborted),
-	       F(failed), F(unknown), F(broken), F(retried));
+	       "\"retried\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f}", name, F(attempted),
+	       F(committed), F(logical), F(aborted), F(failed), F(unknown), F(broken), F(retried),
+	       xtx_hist_percentile(h, 50) / 1e3, xtx_hist_percentile(h, 99) / 1e3);
 #undef F
 }
 
@@ -325,10 +331,10 @@ static void print_json(const struct wl_workload *w, const struct wl_opts *o,
 	printf("\"types\":{");
 	for (i = 0; i < k; i++) {
 		printf("%s", i ? "," : "");
-		print_type_json(w->type_names[i], c, (int)i, k);
+		print_type_json(w->type_names[i], c, (int)i, k, &r->type_lat[i]);
 	}
 	printf("},");
-	print_type_json("total", c, -1, k);
+	print_type_json("total", c, -1, k, h);
 	printf(",\"aborts\":{");
 	for (i = 1; i < XTX_CAUSE__COUNT; i++) {
 		if (!c->causes[i])
@@ -372,14 +378,16 @@ static void print_text(const struct wl_workload *w, const struct wl_opts *o,
 	w->describe(w->ctx, false);
 	if (!r->ran)
 		return;
-	printf("%-6s %11s %11s %11s %11s %8s %8s\n", "type", "attempted", "committed",
-	       "logical", "aborted", "failed", "unknown");
+	printf("%-6s %11s %11s %11s %11s %8s %8s %9s %9s\n", "type", "attempted", "committed",
+	       "logical", "aborted", "failed", "unknown", "p50_us", "p99_us");
 	for (i = 0; i <= k; i++) {
 		bool tot = i == k;
+		const struct xtx_hist *th = tot ? h : &r->type_lat[i];
 #define F(field) (unsigned long long)(tot ? sum_of(c->field, k) : c->field[i])
-		printf("%-6s %11llu %11llu %11llu %11llu %8llu %8llu\n",
+		printf("%-6s %11llu %11llu %11llu %11llu %8llu %8llu %9.1f %9.1f\n",
 		       tot ? "total" : w->type_names[i], F(attempted), F(committed), F(logical),
-		       F(aborted), F(failed), F(unknown));
+		       F(aborted), F(failed), F(unknown), xtx_hist_percentile(th, 50) / 1e3,
+		       xtx_hist_percentile(th, 99) / 1e3);
 #undef F
 	}
 	printf("aborts:");
@@ -925,7 +933,7 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		.ctx = &prog,
 	};
 	uint64_t start, stop;
-	unsigned int i;
+	unsigned int i, j;
 	int rc = 0;
 
 	wl_measure_from = xtx_now_ns() + o->warmup_ns;
@@ -941,6 +949,8 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		bench_counts_add((uint64_t *)&r->c, (const uint64_t *)&t->c, WL_NCOUNTS);
 		xtx_hist_merge(&r->lat, &t->bt.total);
 		xtx_hist_merge(&r->lat, &t->bt.recent);
+		for (j = 0; j < w->ntypes; j++)
+			xtx_hist_merge(&r->type_lat[j], &t->type_lat[j]);
 		r->cs.packets += s->packets;
 		r->cs.ops += s->ops;
 		r->cs.retransmits += s->retransmits;
