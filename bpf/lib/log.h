@@ -44,11 +44,12 @@ static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id
 		return XTX_ST_BAD_ARG;
 	/*
 	 * The servers decided this transaction without this write (xtxd's
-	 * resolver): it must never be logged here now.  The resolver inserts
-	 * the fence, then waits out a grace period longer than any program run
-	 * before it reads the ring, so an append that missed the fence is seen.
+	 * resolver): it must never be logged here now.  The resolver sets
+	 * fenced, inserts the fence, then waits out a grace period longer than
+	 * any program run before it reads the ring, so an append that missed
+	 * the fence is seen.
 	 */
-	if (bpf_map_lookup_elem(&xtx_fence, &txn))
+	if (c->fenced && bpf_map_lookup_elem(&xtx_fence, &txn))
 		return XTX_ST_FENCED;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */

@@ -161,6 +161,15 @@ static void test_append_needs_own_txn(void)
 	      out_hdr(&r)->status);
 }
 
+static void set_fenced(__u64 on)
+{
+	struct xtx_log_cursor c = cursor();
+	__u32 cpu = 0;
+
+	c.fenced = on;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_log_cursor), &cpu, &c, 0);
+}
+
 /* A fenced transaction's append is refused and logs nothing; others go on. */
 static void test_fenced_txn_refused(void)
 {
@@ -168,6 +177,7 @@ static void test_fenced_txn_refused(void)
 	struct xtx_op o;
 
 	set_head(cursor().tail);
+	set_fenced(1);
 	t0 = cursor().tail;
 	CHECK(!bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_fence), &txn, &when, BPF_ANY),
 	      "fence: %s", strerror(errno));
@@ -177,6 +187,7 @@ static void test_fenced_txn_refused(void)
 	o = append(next_req++, 61, 70, 2, XTX_OPF_LOG_LAST);
 	CHECK(o.status == XTX_ST_OK && cursor().tail == t0 + 1, "another txn: %u", o.status);
 	bpf_map_delete_elem(bpf_map__fd(skel->maps.xtx_fence), &txn);
+	set_fenced(0);
 }
 
 /* FaRM's rule: commit only when every replica holds the record; one "not held" aborts. */

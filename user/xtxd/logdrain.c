@@ -568,6 +568,17 @@ int xtxd_logdrain_seen(uint64_t timeout_ns)
 	return 0;
 }
 
+int xtxd_logdrain_arm_fence(bool on)
+{
+	uint32_t c;
+
+	if (!D.running)
+		return -ENODEV;
+	for (c = 0; c < D.ncpu; c++)
+		__atomic_store_n(&D.cur[c].fenced, on, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int xtxd_logdrain_flush(uint64_t timeout_ns)
 {
 	const struct timespec pause = { 0, 500 * 1000 };

@@ -3,6 +3,7 @@
 #ifndef XTXD_LOGDRAIN_H
 #define XTXD_LOGDRAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <xtx/log.h>
@@ -54,6 +55,11 @@ void xtxd_logdrain_set_observer(xtxd_logdrain_observer fn);
  * that began after it.  0, -ETIMEDOUT, or the drain's failure.
  */
 int xtxd_logdrain_seen(uint64_t timeout_ns);
+/*
+ * Sets (or clears) every CPU cursor's fenced flag, which makes LOG_APPEND
+ * look up the fence map; 0 or -ENODEV when the drain is not running.
+ */
+int xtxd_logdrain_arm_fence(bool on);
 /*
  * Waits until every entry appended before the call is on disk and
  * released (head passed it).  0, -ETIMEDOUT, or the drain's failure.

@@ -663,7 +663,8 @@ static bool recoverable_name(const char *name)
 	unsigned int cpu, seg;
 	int end = 0;
 
-	if (xtxd_snapshot_name_num(name, &num))
+	/* decisions name txn ids, which a fresh start's clients may use again */
+	if (xtxd_snapshot_name_num(name, &num) || !strcmp(name, XTXD_OUTCOME_FILE))
 		return true;
 	return sscanf(name, "log-cpu%u-%u.xlog%n", &cpu, &seg, &end) == 2 &&
 	       (size_t)end == strlen(name);

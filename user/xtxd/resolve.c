@@ -148,10 +148,13 @@ static int fence(uint64_t txn)
 	uint64_t now = mono_ns();
 	int err;
 
-	if (bpf_map_update_elem(R.fence_fd, &txn, &now, BPF_ANY)) {
+	/* the flag first: a run that sees the entry must also look for it */
+	err = xtxd_logdrain_arm_fence(true);
+	if (err || bpf_map_update_elem(R.fence_fd, &txn, &now, BPF_ANY)) {
+		err = err ?: -errno;
 		err = -errno;
 		pr_warn("resolve: fencing txn %#llx: %s\n", (unsigned long long)txn,
-			strerror(errno));
+			strerror(-err));
 		return err;
 	}
 	R.fenced++;
@@ -197,7 +200,8 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 		uint64_t now = mono_ns();
 
 		/* a coordinator that comes back finds its late appends refused here too */
-		bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
+		if (!xtxd_logdrain_arm_fence(true))
+			bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
 	}
 	w = copy_writes(x, &n);
 	if (!w)
@@ -477,6 +481,7 @@ static void resend(struct xtxd_txn *x, uint64_t now)
 
 struct scan {
 	uint64_t now;
+	uint64_t unfenced;	/* fences removed */
 	uint64_t *due;		/* txns old enough to look at */
 	size_t n, cap;
 };
@@ -490,6 +495,7 @@ static void pick(struct xtxd_txn *x, void *arg)
 		if (s->now - x->decided_ns > KEEP_DECIDED_NS) {
 			bpf_map_delete_elem(R.fence_fd, &x->txn);
 			xtxd_txns_del(&R.txns, x->txn);
+			s->unfenced++;
 		}
 		return;
 	}
@@ -510,6 +516,13 @@ static void pick(struct xtxd_txn *x, void *arg)
 static void do_resend(struct xtxd_txn *x, void *arg)
 {
 	resend(x, *(uint64_t *)arg);
+}
+
+static bool no_fences(void)
+{
+	__u64 key;
+
+	return bpf_map_get_next_key(R.fence_fd, NULL, &key) && errno == ENOENT;
 }
 
 static void scan(void)
@@ -538,6 +551,9 @@ static void scan(void)
 		begin(x);
 	}
 	free(s.due);
+	/* no fence left: appends skip the lookup again (only this thread inserts) */
+	if (s.unfenced && no_fences())
+		xtxd_logdrain_arm_fence(false);
 	s.now = mono_ns();
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, do_resend, &s.now);
