@@ -70,32 +70,6 @@ static __always_inline void xtx_hades_init(struct xtx_hades_slot *s, __u32 idx, 
 	__sync_lock_test_and_set(&s->ctl, xtx_hades_ctl(gen + 1, XTX_HS_ACTIVE));
 }
 
-/*
- * Lease reclaim: an active or squashed slot its owner has not touched for
- * the lease is taken from it.  The CAS on ctl fails if the owner published
- * or released meanwhile; the old owner's later ops find no slot (SQUASHED).
- */
-static __always_inline bool xtx_hades_reclaim(struct xtx_hades_slot *s, __u64 owner, __u64 txn,
-					      struct xtx_pkt_ctx *pc)
-{
-	__u64 c = XTX_READ_ONCE64(s->ctl);
-	__u32 st = xtx_hades_state(c);
-
-	if (!xtx_hades_lease_ns || (st != XTX_HS_ACTIVE && st != XTX_HS_SQUASHED) ||
-	    xtx_now(pc) - XTX_READ_ONCE64(s->touched_ns) <= xtx_hades_lease_ns ||
-	    XTX_READ_ONCE64(s->owner) != owner)
-		return false;
-	if (__sync_val_compare_and_swap(&s->ctl, c, xtx_hades_ctl(xtx_hades_gen(c),
-								 XTX_HS_FREE)) != c)
-		return false;
-	s->last_txn = owner;
-	s->last_outcome = XTX_HO_RECLAIMED;
-	if (__sync_val_compare_and_swap(&s->owner, owner, txn) != owner)
-		return false;
-	xtx_count(XTX_CTR_HADES_RECLAIM);
-	return true;
-}
-
 static __always_inline struct xtx_hades_registry *xtx_hades_registry(void)
 {
 	__u32 zero = 0;
@@ -120,6 +94,71 @@ static __always_inline void xtx_hades_mark_used(__u32 idx, bool used)
 		__sync_fetch_and_or(&reg->used[w], 1ull << (idx & 63));
 	else
 		__sync_fetch_and_and(&reg->used[w], ~(1ull << (idx & 63)));
+}
+
+/* ---- the registry of committing slots ---- */
+
+/* Takes a registry entry for slot idx: position + 1, or 0 when all are taken. */
+__noinline __u32 xtx_hades_reg_take(__u32 idx)
+{
+	struct xtx_hades_registry *reg = xtx_hades_registry();
+	__u32 i;
+
+	if (!reg)
+		return 0;
+	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
+		if (reg->slot[i])
+			continue;
+		if (__sync_val_compare_and_swap(&reg->slot[i], 0, idx + 1) == 0) {
+			__sync_fetch_and_or(&reg->mask, 1ull << i);
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void xtx_hades_reg_drop(__u32 pos)
+{
+	struct xtx_hades_registry *reg = xtx_hades_registry();
+
+	if (!reg || !pos || pos > XTX_HADES_COMMITTING_MAX)
+		return;
+	pos = (pos - 1) & (XTX_HADES_COMMITTING_MAX - 1);
+	__sync_fetch_and_and(&reg->mask, ~(1ull << pos));
+	__sync_lock_test_and_set(&reg->slot[pos], 0);
+}
+
+/*
+ * Lease reclaim: an active or squashed slot its owner has not touched for
+ * the lease is taken from it.  The CAS on ctl fails if the owner published
+ * or released meanwhile; the old owner's later ops find no slot (SQUASHED).
+ * A committing slot with nothing staged (a reader's final check) goes too:
+ * its reads were all made before it committed, so dropping its partial
+ * lock cannot let a conflict it would have had go unseen.  One with staged
+ * writes never does: only its coordinator (or the participants) decide it.
+ */
+static __always_inline bool xtx_hades_reclaim(struct xtx_hades_slot *s, __u64 owner, __u64 txn,
+					      struct xtx_pkt_ctx *pc)
+{
+	__u64 c = XTX_READ_ONCE64(s->ctl);
+	__u32 st = xtx_hades_state(c);
+
+	if (!xtx_hades_lease_ns || st == XTX_HS_FREE ||
+	    (st == XTX_HS_COMMITTING && *(volatile __u32 *)&s->nstaged) ||
+	    xtx_now(pc) - XTX_READ_ONCE64(s->touched_ns) <= xtx_hades_lease_ns ||
+	    XTX_READ_ONCE64(s->owner) != owner)
+		return false;
+	if (__sync_val_compare_and_swap(&s->ctl, c, xtx_hades_ctl(xtx_hades_gen(c),
+								 XTX_HS_FREE)) != c)
+		return false;
+	xtx_hades_reg_drop(s->reg_pos);
+	s->reg_pos = 0;
+	s->last_txn = owner;
+	s->last_outcome = XTX_HO_RECLAIMED;
+	if (__sync_val_compare_and_swap(&s->owner, owner, txn) != owner)
+		return false;
+	xtx_count(XTX_CTR_HADES_RECLAIM);
+	return true;
 }
 
 /*
@@ -218,38 +257,6 @@ static __always_inline void xtx_hades_find(__u64 txn, bool begin, struct xtx_had
 		return;
 	}
 	r->status = XTX_ST_OK;
-}
-
-/* ---- the registry of committing slots ---- */
-
-/* Takes a registry entry for slot idx: position + 1, or 0 when all are taken. */
-__noinline __u32 xtx_hades_reg_take(__u32 idx)
-{
-	struct xtx_hades_registry *reg = xtx_hades_registry();
-	__u32 i;
-
-	if (!reg)
-		return 0;
-	for (i = 0; i < XTX_HADES_COMMITTING_MAX; i++) {
-		if (reg->slot[i])
-			continue;
-		if (__sync_val_compare_and_swap(&reg->slot[i], 0, idx + 1) == 0) {
-			__sync_fetch_and_or(&reg->mask, 1ull << i);
-			return i + 1;
-		}
-	}
-	return 0;
-}
-
-static __always_inline void xtx_hades_reg_drop(__u32 pos)
-{
-	struct xtx_hades_registry *reg = xtx_hades_registry();
-
-	if (!reg || !pos || pos > XTX_HADES_COMMITTING_MAX)
-		return;
-	pos = (pos - 1) & (XTX_HADES_COMMITTING_MAX - 1);
-	__sync_fetch_and_and(&reg->mask, ~(1ull << pos));
-	__sync_lock_test_and_set(&reg->slot[pos], 0);
 }
 
 /*

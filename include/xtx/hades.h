@@ -68,8 +68,11 @@
  * answers RETRY.
  *
  * A slot not touched for the lease (xtxd --hades-lease) while active or
- * squashed may be reclaimed; a committing one is never reclaimed by lease
- * (it waits for HVALIDATE or HABORT; a server may ask the participants).
+ * squashed may be reclaimed, and so may a committing one with no staged
+ * write (a reader's final check: all its reads were made before it, so a
+ * late HVALIDATE answering TXN_GONE changes nothing).  A committing slot
+ * with staged writes is never reclaimed by lease: it waits for HVALIDATE or
+ * HABORT (a server could ask the participants, named in the HINTEND token).
  *
  * HREAD and HWRITE are re-executed on retransmission (recording a key
  * twice is harmless); HINTEND, HVALIDATE and HABORT are answered from the
