@@ -471,10 +471,24 @@ __noinline int xtx_hades_log(struct xdp_md *ctx, __u32 idx, __u64 version, __u32
 	return XTX_ST_OK;
 }
 
+/* Every write staged in s validated? */
+static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s)
+{
+	__u32 j, n = s->nstaged;
+
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		if (!(s->staged[j].flags & XTX_HSF_DONE))
+			return false;
+	}
+	return true;
+}
+
 /*
  * HVALIDATE: install one staged write at base + 1 (as COMMIT_PRIMARY, or
  * COMMIT_BACKUP at a replica, so xtxd's rare path runs it the same way),
- * log it, and with the last one release the slot.
+ * log it, and once the last one came and every write is in, release the slot.
  */
 static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 					       struct xtx_pkt_ctx *pc, bool force_defer)
@@ -534,17 +548,22 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	op->version = xtx_hades_kv_version(orig, op->flags, base);
 	st = xtx_hades_kv(ctx, idx, false);
 	op->opcode = orig;
-	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED) {
-		xtx_hades_log(ctx, idx, base + 1, last);
-		if (st == XTX_ST_DEFERRED)
-			op->version = base;
-	} else if (st != XTX_ST_ALREADY_APPLIED) {
+	if (st != XTX_ST_OK && st != XTX_ST_DEFERRED && st != XTX_ST_ALREADY_APPLIED) {
 		op->version = base;
 		return st;
 	}
 	e->flags |= XTX_HSF_DONE;
+	if (st != XTX_ST_ALREADY_APPLIED) {
+		/* the log's LAST marks the write that completes the transaction here */
+		xtx_hades_log(ctx, idx, base + 1,
+			      (last || (r.s->flags & XTX_HSLF_LAST)) && xtx_hades_all_done(r.s));
+		if (st == XTX_ST_DEFERRED)
+			op->version = base;
+	}
 done:
-	if (last) {
+	if (last && !(r.s->flags & XTX_HSLF_LAST))
+		__sync_fetch_and_or(&r.s->flags, XTX_HSLF_LAST);
+	if ((r.s->flags & XTX_HSLF_LAST) && xtx_hades_all_done(r.s)) {
 		xtx_hades_release(&r, XTX_HO_VALIDATED);
 		xtx_count(XTX_CTR_HADES_COMMIT);
 	}

@@ -52,7 +52,9 @@
  *      XTX_HOPF_NO_WRITE | XTX_HOPF_LAST).  token carries the key's replica
  *      set for the log (xtx_log_replicas_pack, include/xtx/log.h).  Each
  *      write becomes visible at version base + 1 and is appended to the
- *      log; LAST releases the slot.  Answers: OK (version = the installed
+ *      log; the slot is released once LAST came and every staged write is
+ *      validated, so a write whose HVALIDATE answered RETRY is never lost
+ *      by the LAST beside it: send it again.  Answers: OK (version = the installed
  *      version), ALREADY_APPLIED (done before: success), LOG_FULL or RETRY
  *      (nothing changed: send it again), TXN_GONE (no such committing
  *      transaction here: it was never Acked, or it was aborted).
@@ -268,6 +270,7 @@ _Static_assert(sizeof(struct xtx_hades_staged) == 88, "staged write layout");
 
 /* Slot flags. */
 #define XTX_HSLF_PRIMARY	0x01	/* read, wrote or intends a key as its primary */
+#define XTX_HSLF_LAST		0x02	/* its last HVALIDATE came: release once all are done */
 
 struct xtx_hades_slot {
 	__u64 owner;		/* txn id, 0 when free */

@@ -2,6 +2,8 @@
 /* HADES: Bloom filter properties and BPF_PROG_TEST_RUN tables for every op and state change. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -450,6 +452,39 @@ static void test_validation_and_log(void)
 	CHECK(o.status == XTX_ST_TXN_GONE, "validate of an unknown txn: %u", o.status);
 }
 
+/* A validate that found its bucket busy is not lost by the LAST beside it. */
+static void test_validate_retry_keeps_slot(void)
+{
+	__u32 bidx = xtx_bucket_of(xtx_hash(0, 550), test_kv_buckets);
+	int fd = bpf_map__fd(skel->maps.xtx_kv);
+	struct xtx_kv_bucket bk;
+	struct xtx_op o, wa, wc;
+
+	kv(XTX_OP_INSERT, 550, 0x55);
+	kv(XTX_OP_INSERT, 551, 0x56);
+	wa = H(XTX_OP_HWRITE, 550, TXN(45), BEGIN, 0, 0);
+	wc = H(XTX_OP_HWRITE, 551, TXN(45), 0, 0, 0);
+	H(XTX_OP_HINTEND, 550, TXN(45), 0, wa.version, 0x57);
+	o = H(XTX_OP_HINTEND, 551, TXN(45), LAST, wc.version, 0x58);
+	CHECK(o.status == XTX_ST_OK, "ack: %u", o.status);
+	bpf_map_lookup_elem(fd, &bidx, &bk);
+	bk.lock = XTX_KV_LOCK_FAST;	/* another CPU mid-op on 550's bucket */
+	bpf_map_update_elem(fd, &bidx, &bk, 0);
+	o = H(XTX_OP_HVALIDATE, 550, TXN(45), 0, wa.version, 0);
+	CHECK(o.status == XTX_ST_RETRY, "busy bucket: %u", o.status);
+	o = H(XTX_OP_HVALIDATE, 551, TXN(45), LAST, wc.version, 0);
+	CHECK(o.status == XTX_ST_OK && state_of(TXN(45)) == XTX_HS_COMMITTING,
+	      "LAST released a transaction with a write not in: %u", o.status);
+	bpf_map_lookup_elem(fd, &bidx, &bk);
+	bk.lock = 0;
+	bpf_map_update_elem(fd, &bidx, &bk, 0);
+	o = H(XTX_OP_HVALIDATE, 550, TXN(45), 0, wa.version, 0);
+	CHECK(o.status == XTX_ST_OK && o.version == wa.version + 1 &&
+	      state_of(TXN(45)) == XTX_HS_FREE, "the resent validate: %u", o.status);
+	o = kv(XTX_OP_GET, 550, 0);
+	CHECK(o.value[0] == 0x57, "write lost");
+}
+
 static void test_abort_discards(void)
 {
 	struct xtx_op o, w;
@@ -720,6 +755,214 @@ static void test_occupancy_bookkeeping(void)
 	H(XTX_OP_HABORT, 0, TXN(131), 0, 0, 0);
 }
 
+/* ---- two CPUs at once: bank transfers and audits stay serializable ---- */
+
+#define BANK_ACCOUNTS 8
+#define BANK_KEY0 20000
+#define BANK_START 1000
+
+struct bank_thread {
+	__u32 client, cpu;
+	bool audit;
+	__u64 req, seq;
+	__u64 commits, aborts, audits, bad_audits, errors;
+	volatile bool *stop;
+};
+
+static __u8 bop(struct bank_thread *b, __u8 opcode, __u64 key, __u32 flags, __u64 version,
+		const __u64 *val, struct xtx_op *out)
+{
+	uint8_t payload[PKT_MAX];
+	struct xtx_op *op;
+	struct run r;
+
+	xtx_msg_init(payload, b->client, ++b->req);
+	op = xtx_msg_add(payload, opcode, 0, key);
+	op->txn = xtx_txn_make(b->client, b->seq);
+	op->flags = flags;
+	op->version = version;
+	if (val) {
+		op->vlen = 8;
+		memcpy(op->value, val, 8);
+	}
+	r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(1));
+	if (run(&r) || r.retval != XDP_TX)
+		return XTX_ST_NONE;
+	*out = *out_op(&r, 0);
+	return out->status;
+}
+
+static __u64 balance(const struct xtx_op *o)
+{
+	__u64 v;
+
+	memcpy(&v, o->value, 8);
+	return v;
+}
+
+/*
+ * What xtxd's drain does, for this thread's CPU only: XDP on that CPU (run
+ * by this thread) is the only other writer of its cursor.
+ */
+static void bank_drain_log(struct bank_thread *b)
+{
+	int fd = bpf_map__fd(skel->maps.xtx_log_cursor);
+	struct xtx_log_cursor cur;
+
+	if (!bpf_map_lookup_elem(fd, &b->cpu, &cur) && cur.tail - cur.head > test_log_ring / 2) {
+		cur.head = cur.tail;
+		bpf_map_update_elem(fd, &b->cpu, &cur, 0);
+	}
+}
+
+/* Validates one write, again while the answer is "busy"; returns the installed version. */
+static __u64 bank_validate(struct bank_thread *b, __u64 key, __u32 flags, __u64 base)
+{
+	struct xtx_op o;
+	__u8 st;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		st = bop(b, XTX_OP_HVALIDATE, key, flags, base, NULL, &o);
+		if (st == XTX_ST_OK)
+			return o.version;
+		if (st != XTX_ST_RETRY && st != XTX_ST_LOG_FULL)
+			break;
+		bank_drain_log(b);
+	}
+	return 0;
+}
+
+/* One transfer between two random accounts; false when it aborted. */
+static bool bank_transfer(struct bank_thread *b, unsigned int *rs)
+{
+	__u64 a = BANK_KEY0 + rand_r(rs) % BANK_ACCOUNTS, c = a, amount = 1 + rand_r(rs) % 10;
+	__u64 na, nc;
+	struct xtx_op oa, oc, o;
+
+	while (c == a)
+		c = BANK_KEY0 + rand_r(rs) % BANK_ACCOUNTS;
+	b->seq++;
+	if (bop(b, XTX_OP_HWRITE, a, BEGIN, 0, NULL, &oa) != XTX_ST_OK ||
+	    bop(b, XTX_OP_HWRITE, c, 0, 0, NULL, &oc) != XTX_ST_OK)
+		goto abort;
+	na = balance(&oa) - amount;
+	nc = balance(&oc) + amount;
+	if (bop(b, XTX_OP_HINTEND, a, 0, oa.version, &na, &o) != XTX_ST_OK ||
+	    bop(b, XTX_OP_HINTEND, c, LAST, oc.version, &nc, &o) != XTX_ST_OK)
+		goto abort;
+	/* decided: both writes must install, at base + 1, whatever it takes */
+	bank_drain_log(b);
+	if (bank_validate(b, a, 0, oa.version) != oa.version + 1)
+		b->errors++;
+	if (bank_validate(b, c, LAST, oc.version) != oc.version + 1)
+		b->errors++;
+	b->commits++;
+	return true;
+abort:
+	bop(b, XTX_OP_HABORT, 0, 0, 0, NULL, &o);
+	b->aborts++;
+	return false;
+}
+
+/* A read-only transaction over every account: a committed one sees the total. */
+static void bank_audit(struct bank_thread *b)
+{
+	struct xtx_op o;
+	__u64 sum = 0;
+	int i;
+
+	b->seq++;
+	for (i = 0; i < BANK_ACCOUNTS; i++) {
+		if (bop(b, XTX_OP_HREAD, BANK_KEY0 + i, i ? 0 : BEGIN, 0, NULL, &o) != XTX_ST_OK)
+			goto abort;
+		sum += balance(&o);
+	}
+	if (bop(b, XTX_OP_HINTEND, 0, NOWR | LAST, 0, NULL, &o) != XTX_ST_OK)
+		goto abort;
+	b->audits++;
+	if (sum != (__u64)BANK_ACCOUNTS * BANK_START)
+		b->bad_audits++;
+	bop(b, XTX_OP_HVALIDATE, 0, NOWR | LAST, 0, NULL, &o);
+	return;
+abort:
+	bop(b, XTX_OP_HABORT, 0, 0, 0, NULL, &o);
+	b->aborts++;
+}
+
+static void *bank_run(void *arg)
+{
+	struct bank_thread *b = arg;
+	unsigned int rs = b->client * 7919;
+	cpu_set_t set;
+	__u64 n = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(b->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	while (!*b->stop) {
+		if (b->audit && n++ % 3 == 0)
+			bank_audit(b);
+		else
+			bank_transfer(b, &rs);
+	}
+	return NULL;
+}
+
+/*
+ * Two CPUs run conflicting transfers (and one of them audits) through the
+ * program at the same time: record-then-check and publish-then-scan must
+ * keep every committed audit at the total and every validation at base + 1.
+ */
+static void test_concurrent_bank(void)
+{
+	struct bank_thread t[2] = {
+		{ .client = 11, .cpu = 0, .req = 1 },
+		{ .client = 12, .cpu = 1, .req = 1, .audit = true },
+	};
+	struct timespec ts = { 1, 500 * 1000 * 1000 };
+	volatile bool stop = false;
+	pthread_t th[2];
+	__u64 sum = 0, v = BANK_START;
+	struct xtx_op o;
+	int i, ncpu = libbpf_num_possible_cpus();
+
+	for (i = 0; i < BANK_ACCOUNTS; i++) {
+		struct hop h = { .opcode = XTX_OP_INSERT, .key = BANK_KEY0 + i };
+		struct run r;
+
+		hop_build(&r, &h, next_req++);
+		in_op(&r, 0)->vlen = 8;
+		memcpy(in_op(&r, 0)->value, &v, 8);
+		run(&r);
+		CHECK(out_op(&r, 0)->status == XTX_ST_OK, "insert account %d", i);
+	}
+	for (i = 0; i < 2; i++) {
+		t[i].stop = &stop;
+		t[i].cpu = ncpu > 1 ? i : 0;
+		pthread_create(&th[i], NULL, bank_run, &t[i]);
+	}
+	nanosleep(&ts, NULL);
+	stop = true;
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < BANK_ACCOUNTS; i++) {
+		o = kv(XTX_OP_GET, BANK_KEY0 + i, 0);
+		sum += balance(&o);
+	}
+	printf("#   %llu+%llu transfers, %llu audits, %llu+%llu aborts\n",
+	       (unsigned long long)t[0].commits, (unsigned long long)t[1].commits,
+	       (unsigned long long)t[1].audits, (unsigned long long)t[0].aborts,
+	       (unsigned long long)t[1].aborts);
+	CHECK(sum == (__u64)BANK_ACCOUNTS * BANK_START, "money created or lost: %llu",
+	      (unsigned long long)sum);
+	CHECK(!t[0].errors && !t[1].errors, "validations not at base + 1: %llu",
+	      (unsigned long long)(t[0].errors + t[1].errors));
+	CHECK(!t[1].bad_audits, "%llu of %llu committed audits saw a wrong total",
+	      (unsigned long long)t[1].bad_audits, (unsigned long long)t[1].audits);
+	CHECK(t[0].commits > 100 && t[1].commits > 100 && t[1].audits > 10, "no progress");
+}
+
 /* Complexity: the largest filters, most hashes, exact sets and most slots still verify. */
 static void test_verifier_at_limits(void)
 {
@@ -750,11 +993,13 @@ int main(void)
 	RUN_CASE(test_conflicting_committers);
 	RUN_CASE(test_squash);
 	RUN_CASE(test_validation_and_log);
+	RUN_CASE(test_validate_retry_keeps_slot);
 	RUN_CASE(test_abort_discards);
 	RUN_CASE(test_replica);
 	RUN_CASE(test_too_many_writes);
 	RUN_CASE(test_bad_input);
 	RUN_CASE(test_occupancy_bookkeeping);
+	RUN_CASE(test_concurrent_bank);
 	RUN_CASE(test_full_table_and_lease);
 	RUN_CASE(test_exact_false_positives);
 	RUN_CASE(test_verifier_at_limits);
