@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# TATP and SmallBank through libxtx on 3 servers with R = 3: populate, short runs under OCC and
-# 2PL with --verify, and --verify failing when a replica or the money is tampered with mid-run.
+# TATP and SmallBank through libxtx on 3 servers with R = 3: populate, short runs under OCC, 2PL
+# and HADES with --verify, and --verify failing when a replica or the money is tampered with.
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -65,6 +65,10 @@ out=$(tatp --protocol 2pl --duration 2 --warmup 500ms --inflight 32 --json --ver
 rc=$?
 verified "tatp 2pl" "$out" "$rc"
 
+out=$(tatp --protocol hades --duration 2 --warmup 500ms --json --verify 2>&1)
+rc=$?
+verified "tatp hades" "$out" "$rc"
+
 # text summary: every type's row, the three rates
 out=$(tatp --duration 2 --warmup 0 --dist uniform --end-time 0-23 2>&1)
 check "tatp text: exit 0" test $? -eq 0
@@ -96,6 +100,11 @@ verified "smallbank occ" "$out" "$rc"
 check "smallbank occ: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
 retried=$(total_field "$out" retried)
 check "smallbank occ: aborted transactions retried (${retried:-0})" test "${retried:-0}" -gt 0
+
+out=$(smallbank --protocol hades --duration 2 --warmup 500ms --json --verify 2>&1)
+rc=$?
+verified "smallbank hades" "$out" "$rc"
+check "smallbank hades: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
 
 # 3% of requests and replies lost in every server's XDP: retransmissions, and still every
 # transaction resolves and the money adds up.
