@@ -123,6 +123,15 @@ check "xtxd --fresh starts" reload --fresh
 check "dump: empty" test -z "$(ctl 0 dump)"
 check "the old state was moved aside" test -n "$(ls -d "$DATA"/fresh-* 2>/dev/null)"
 
+# ---- several replicas: a write is replayed only once its transaction's record is complete ----
+check "a txn logged complete on replicas 0,1" logw 70 3 7070 replicas=0,1 flags=last
+check "a txn logged without its last write" logw 71 3 7171 replicas=0,1
+check "the drain wrote them" wait_drained
+ctl 0 unload >/dev/null
+check "xtxd recovers" reload
+check "dump: the complete txn's write only" \
+	test "$(ctl 0 dump)" = "table=0 key=70 version=3 vlen=2 value=7070"
+
 # ---- SIGKILL: the overflow store died with xtxd and is rebuilt before anything is served ----
 ctl 0 unload >/dev/null
 check "xtxd --fresh with 16 kernel buckets" reload --fresh --kv-buckets 16

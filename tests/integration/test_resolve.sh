@@ -121,5 +121,15 @@ for i in 0 1; do
 	check "server $i: decisions file holds its decisions" \
 		test "$(stat -c %s "$d" 2>/dev/null)" -ge 32
 done
+# ---- recovery replays the decided: committed txns 1 and 7, never aborted txn 3 ----
+# (the keys were inserted without logging, so only logged writes come back)
+ctl 0 unload >/dev/null
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--peers $(all_server_ips) --resolve-after 1s" >/dev/null
+check "server 0 restarts and recovers" test $? -eq 0
+got=$(ctl 0 dump | tr '\n' ' ')
+check "recovered: keys 100 and 300 at version 2, aborted key 200 not replayed ($got)" \
+	test "$got" = "table=0 key=100 version=2 vlen=2 value=bbbb table=0 key=300 version=2 vlen=2 value=ffff "
+
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
 finish
