@@ -79,7 +79,7 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	if (check_cfg(&c->cfg))
 		goto fail;
 	/* the largest phase of one transaction queues two ops per key for a server */
-	qcap = c->cfg.max_inflight * XTX_TXN_MAX_KEYS * 2;
+	qcap = (c->cfg.max_inflight + 1) * XTX_TXN_MAX_KEYS * 2;
 	c->queue = calloc(c->cfg.nservers, sizeof(*c->queue));
 	c->sent = calloc((size_t)c->cfg.nservers * XTX_DEDUPE_WINDOW * XTX_MAX_OPS,
 			 sizeof(*c->sent));
@@ -88,7 +88,10 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	c->free_txns = calloc(c->cfg.max_inflight + 1, sizeof(*c->free_txns));
 	c->ready = calloc(c->cfg.max_inflight + 1, sizeof(*c->ready));
 	c->rbufs = calloc(XTX_RECV_BATCH, sizeof(*c->rbufs));
-	if (!c->queue || !c->sent || !c->txns || !c->free_txns || !c->ready || !c->rbufs)
+	c->parked_cap = (c->cfg.max_inflight + 1) * XTX_TXN_MAX_KEYS * 2;
+	c->parked = calloc(c->parked_cap, sizeof(*c->parked));
+	if (!c->queue || !c->sent || !c->txns || !c->free_txns || !c->ready || !c->rbufs ||
+	    !c->parked)
 		goto nomem;
 	for (s = 0; s < c->cfg.nservers; s++) {
 		c->queue[s].cap = qcap;
@@ -134,6 +137,7 @@ void xtx_client_close(struct xtx_client *c)
 	free(c->free_txns);
 	free(c->ready);
 	free(c->rbufs);
+	free(c->parked);
 	free(c);
 }
 

@@ -122,12 +122,20 @@ struct txn_queue {
 	unsigned int cap, head, len;
 };
 
+/* An op waiting out a conflict before it goes out again. */
+struct txn_parked {
+	struct txn_opref ref;
+	uint64_t due_ns;
+};
+
 struct xtx_client {
 	struct xtx_client_cfg cfg;
 	struct xtx_transport tr;
 	struct xtx_reqwins w;
 	struct txn_queue *queue;	/* per server */
 	struct txn_opref *sent;		/* [server][window slot][op] */
+	struct txn_parked *parked;	/* ops retried after a pause */
+	unsigned int nparked, parked_cap;
 	struct xtx_txn *txns;		/* max_inflight of them */
 	struct xtx_txn **free_txns;
 	unsigned int nfree;

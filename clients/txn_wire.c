@@ -55,6 +55,53 @@ static void requeue(struct xtx_client *c, const struct txn_opref *ref)
 	again->oflags &= ~OPR_GLUE;
 }
 
+/*
+ * A HADES access that met a committing transaction's filters waits a little
+ * before it asks again: the committer needs about a round trip to finish,
+ * and asking sooner only burns both sides' CPU.
+ */
+#define PARK_BASE_NS		20000ull
+#define PARK_MAX_NS		200000ull
+
+static bool parks_on_retry(const struct txn_opref *ref)
+{
+	return ref->kind == TOP_HREAD || ref->kind == TOP_HWRITE;
+}
+
+static void park(struct xtx_client *c, const struct txn_opref *ref, uint64_t now)
+{
+	struct txn_parked *p;
+	uint64_t wait = PARK_BASE_NS << (ref->tries < 3 ? ref->tries : 3);
+
+	if (c->nparked == c->parked_cap) {
+		requeue(c, ref);
+		return;
+	}
+	p = &c->parked[c->nparked++];
+	p->ref = *ref;
+	p->due_ns = now + (wait < PARK_MAX_NS ? wait : PARK_MAX_NS);
+}
+
+/* Parked ops whose pause is over go back to their queues; returns the next due time. */
+static uint64_t unpark(struct xtx_client *c, uint64_t now, uint64_t next)
+{
+	unsigned int i = 0;
+
+	while (i < c->nparked) {
+		struct txn_parked *p = &c->parked[i];
+
+		if (p->due_ns <= now) {
+			requeue(c, &p->ref);
+			*p = c->parked[--c->nparked];
+			continue;
+		}
+		if (p->due_ns < next)
+			next = p->due_ns;
+		i++;
+	}
+	return next;
+}
+
 /* Ops at the head of q that must share a request: the first and those glued to it. */
 static unsigned int group_len(const struct txn_queue *q)
 {
@@ -131,7 +178,10 @@ static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
 		/* did not run, or the log is momentarily full: again, in a new request */
 		if (st == XTX_ST_RETRY || (st == XTX_ST_LOG_FULL && refs[i].tries < LOG_FULL_TRIES)) {
 			c->st.op_retries++;
-			requeue(c, &refs[i]);
+			if (st == XTX_ST_RETRY && parks_on_retry(&refs[i]))
+				park(c, &refs[i], xtx_now_ns());
+			else
+				requeue(c, &refs[i]);
 			continue;
 		}
 		txn_on_reply(&refs[i], &reply->ops[i]);
@@ -192,11 +242,12 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 	unsigned int i;
 	int n, err;
 
+	next = unpark(c, now, now + wait_ns);
 	txn_wire_pack(c);
 	give_up_stale(c, now);
 	/* ops given up may have been re-queued */
 	txn_wire_pack(c);
-	next = xtx_reqwins_expire(&c->w, now, wait_ns);
+	next = xtx_reqwins_expire(&c->w, now, next - now);
 	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
 	if (err)
 		return err;
