@@ -71,6 +71,13 @@ _Static_assert(sizeof(struct xtx_log_cursor) == 64, "cursor layout");
  * the replica set: bits 0-47 three 16-bit server indices, bits 48-63 their
  * count.  The reply's version is the entry's seq.  A successful append also
  * marks the transaction's lock on the key logged: never reclaimed by lease.
+ *
+ * xtxd's resolver (user/xtxd/resolve.h) takes a server's part of the
+ * record as complete once the LAST write arrived, so a coordinator sends
+ * it in the same packet as, or after the answers to, the transaction's
+ * other writes to that server; and every write of a transaction names the
+ * same replica set, the servers that decide it together.  A FENCED answer
+ * means the servers decided the transaction without this write: abort.
  */
 static inline __u64 xtx_log_replicas_pack(const __u16 *r, __u8 n)
 {

@@ -151,7 +151,8 @@ kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
 check "xtxd restarts after SIGKILL and adopts the program" reload --kv-buckets 16
 check "xtxd rebuilt the overflow store" \
 	grep -q 'keys rebuilt into the overflow store' "$XTXD_LOG"
-echo "# $(grep 'keys rebuilt into the overflow store' "$XTXD_LOG" | tail -n 1 | sed 's/.*recovery: //')"
+echo "# $(grep 'keys rebuilt into the overflow store' "$XTXD_LOG" | tail -n 1 |
+	sed 's/.*recovery: //')"
 check "dump after SIGKILL: every key, kernel and store, as before" same_dump
 out=$(op get 0 "$K")
 check "store key $K reads back at version 7 ($out)" \

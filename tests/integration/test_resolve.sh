@@ -4,7 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
-setup_servers --peers "$(all_server_ips)" --resolve-after 1s
+setup_servers --peers "$(all_server_ips)" --resolve-after 2s
 field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
 # op SERVER OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
 op() {
@@ -80,9 +80,11 @@ check "no replica has the new value: key 200 at version 1 everywhere" \
 	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
 check "the lock is free again" test "$(st 0 occ-lock 0 200 txn=5)" = ok
 check "a late LOG_APPEND of txn 3 to the third replica is refused" \
-	test "$(st 2 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 flags=last)" = fenced
+	test "$(st 2 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 \
+		flags=last)" = fenced
 check "... and to the primary" \
-	test "$(st 0 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 flags=last)" = fenced
+	test "$(st 0 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 \
+		flags=last)" = fenced
 
 # ---- (c) logged on all 3 and committed at the primary only: the backups roll forward ----
 # the primary is finished with txn 7 and forgets it; asked later, it finds the record on disk
@@ -97,7 +99,8 @@ for i in 0 1 2; do
 			flags=last)" = ok
 done
 check "primary: txn 7 commits (version 2, lock released)" \
-	test "$(st 0 commit-primary 0 300 txn=7 version=1 value=ffff token="$(field "$out" token)")" = ok
+	test "$(st 0 commit-primary 0 300 txn=7 version=1 value=ffff \
+		token="$(field "$out" token)")" = ok
 wait_backups() {
 	local i
 	for ((i = 0; i < 100; i++)); do
@@ -125,11 +128,12 @@ done
 # (the keys were inserted without logging, so only logged writes come back)
 ctl 0 unload >/dev/null
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
-	ARGS="--peers $(all_server_ips) --resolve-after 1s" >/dev/null
+	ARGS="--peers $(all_server_ips) --resolve-after 2s" >/dev/null
 check "server 0 restarts and recovers" test $? -eq 0
 got=$(ctl 0 dump | tr '\n' ' ')
 check "recovered: keys 100 and 300 at version 2, aborted key 200 not replayed ($got)" \
-	test "$got" = "table=0 key=100 version=2 vlen=2 value=bbbb table=0 key=300 version=2 vlen=2 value=ffff "
+	test "$got" = "table=0 key=100 version=2 vlen=2 value=bbbb $(
+		)table=0 key=300 version=2 vlen=2 value=ffff "
 
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
 finish

@@ -101,8 +101,8 @@ int xtxd_peers_find_self(struct xtxd_peers *p)
 		if (i < 0 || i == found)
 			continue;
 		if (found >= 0) {
-			fprintf(stderr, "Error: --peers: servers %d and %d are both local; say which "
-				"one this is with --self\n", found, i);
+			fprintf(stderr, "Error: --peers: servers %d and %d are both local; say "
+				"which one this is with --self\n", found, i);
 			freeifaddrs(ifa);
 			return -1;
 		}

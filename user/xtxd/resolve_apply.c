@@ -63,11 +63,12 @@ int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t
 static int bucket_lock(struct xtx_kv_bucket *b)
 {
 	uint64_t deadline = mono_ns() + BUCKET_WAIT_NS, old;
+	int64_t lease = XTX_KV_LEASE_DEFAULT_NS;
 
 	for (;;) {
 		old = __atomic_load_n(&b->lock, __ATOMIC_RELAXED);
 		if ((!old || (old != XTX_KV_LOCK_FAST &&
-			      (int64_t)(mono_ns() - (old & ~1ull)) > (int64_t)XTX_KV_LEASE_DEFAULT_NS)) &&
+			      (int64_t)(mono_ns() - (old & ~1ull)) > lease)) &&
 		    __atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			return 0;
