@@ -65,7 +65,7 @@ struct bank_counts {
 	uint64_t failed;
 	uint64_t bad_audits;	/* committed audits with the wrong total */
 	uint64_t missing;	/* transactions that found an account missing */
-	uint64_t packets, ops, retransmits, rw_packets;
+	uint64_t packets, ops, retransmits, rw_packets, rw_ops, rw_rounds;
 };
 #define BANK_NCOUNTS (sizeof(struct bank_counts) / sizeof(uint64_t))
 
@@ -246,6 +246,8 @@ static void snapshot_stats(struct bank_thread *th)
 	th->cnt.ops = s->ops;
 	th->cnt.retransmits = s->retransmits;
 	th->cnt.rw_packets = s->packets_rw_committed;
+	th->cnt.rw_ops = s->ops_rw_committed;
+	th->cnt.rw_rounds = s->rounds_rw_committed;
 }
 
 static void *bank_thread_main(void *arg)
@@ -602,11 +604,14 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       ",\"aborted\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad_audits\":%" PRIu64
 		       ",\"packets\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_packet\":%.2f,"
 		       "\"packets_per_committed\":%.2f,\"packets_per_committed_rw\":%.2f,"
+		       "\"ops_per_committed_rw\":%.2f,\"rounds_per_committed_rw\":%.2f,"
 		       "\"retransmits\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
 		       "\"p99_us\":%.1f,\"aborts\":{",
 		       xtx_protocol_name(o->protocol), o->ops_per_packet, o->threads, o->inflight,
 		       run_s, committed, committed / run_s, c->transfers, c->audits, ab, c->failed,
 		       c->bad_audits, c->packets, c->ops, ops_pkt, pkt_txn, rw_pkt_txn,
+		       c->transfers ? (double)c->rw_ops / c->transfers : 0,
+		       c->transfers ? (double)c->rw_rounds / c->transfers : 0,
 		       c->retransmits, xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 		       xtx_hist_percentile(h, 99) / 1e3);
 		for (i = 1; i < XTX_CAUSE__COUNT; i++)
@@ -633,6 +638,9 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 	printf("  packets     %" PRIu64 " (%.2f ops/packet, %.2f per committed txn, %.2f per "
 	       "committed transfer), %" PRIu64 " retransmitted\n", c->packets, ops_pkt, pkt_txn,
 	       rw_pkt_txn, c->retransmits);
+	printf("  per transfer %.2f ops, %.2f round trips\n",
+	       c->transfers ? (double)c->rw_ops / c->transfers : 0,
+	       c->transfers ? (double)c->rw_rounds / c->transfers : 0);
 	printf("  cpu         ");
 	xtx_cpustat_print(stdout, cpu0, cpu1, 0);
 	printf("\n");

@@ -115,8 +115,11 @@ struct xtx_client_stats {
 	uint64_t packets, ops, retransmits, op_retries;
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
-	/* Committed read-write transactions, and the requests that carried their ops. */
-	uint64_t committed_rw, packets_rw_committed;
+	/*
+	 * Committed read-write transactions, and summed over them: the
+	 * requests that carried their ops, their ops, their round trips.
+	 */
+	uint64_t committed_rw, packets_rw_committed, ops_rw_committed, rounds_rw_committed;
 };
 
 struct xtx_client;

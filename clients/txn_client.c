@@ -190,6 +190,8 @@ void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 		if (!res.read_only) {
 			c->st.committed_rw++;
 			c->st.packets_rw_committed += t->packets;
+			c->st.ops_rw_committed += t->ops;
+			c->st.rounds_rw_committed += t->rounds;
 		}
 	} else if (o == XTX_ABORTED) {
 		c->st.aborted++;

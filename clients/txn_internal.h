@@ -98,6 +98,7 @@ struct xtx_txn {
 	unsigned int nkeys;
 	unsigned int waiting;	/* ops queued or in flight */
 	uint32_t packets;	/* requests that carried its ops */
+	uint32_t ops;		/* ops it sent, resends in new requests included */
 	uint64_t sent_mask;	/* servers its ops went to */
 	uint64_t seen_mask;	/* HADES: servers that hold its slot (no BEGIN needed) */
 	const void *last_req;	/* the request its latest op was packed into */

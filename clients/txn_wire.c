@@ -139,6 +139,7 @@ void txn_wire_pack(struct xtx_client *c)
 				ref->t->sent_mask |= 1ull << s;
 
 				txn_fill_op(ref, op);
+				ref->t->ops++;
 				if (ref->t->last_req != r) {
 					ref->t->last_req = r;
 					ref->t->packets++;
