@@ -306,7 +306,8 @@ static __always_inline __u8 xtx_hades_access(struct xdp_md *ctx, struct xtx_op *
 	if (!(r.s->flags & XTX_HSLF_PRIMARY))
 		__sync_fetch_and_or(&r.s->flags, XTX_HSLF_PRIMARY);
 	h = xtx_hades_bf_hash(op->table, op->key);
-	kh = xtx_hash(op->table, op->key);
+	/* the exact sets' identity of the key, only when they are kept */
+	kh = xtx_hades_exact_on ? xtx_hash(op->table, op->key) : 0;
 	xtx_hades_bf_record(write ? r.s->wbf : r.s->rbf, h);
 	xtx_hades_exact_add(r.idx, kh, write);
 	hit = xtx_hades_reg_key_hit(r.idx, h, kh,
@@ -333,7 +334,7 @@ static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const st
 			break;
 		e->bit[i] = xtx_hades_bf_bit(h, i, xtx_hades_bf_bits);
 	}
-	e->kh = xtx_hash(op->table, op->key);
+	e->kh = xtx_hades_exact_on ? xtx_hash(op->table, op->key) : 0;
 	e->key = op->key;
 	e->version = op->version;
 	e->table = op->table;
@@ -394,6 +395,7 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 {
 	bool last = op->flags & XTX_HOPF_LAST, nowrite = op->flags & XTX_HOPF_NO_WRITE;
 	bool replica = op->flags & XTX_HOPF_REPLICA, primary;
+	struct xtx_hades_staged *e;
 	struct xtx_hades_ref r;
 	__u32 pos = 0, n;
 	__u64 h;
@@ -420,12 +422,13 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 			xtx_hades_reg_drop(pos);
 			return XTX_ST_TOO_MANY;
 		}
-		xtx_hades_stage(&r.s->staged[n & (XTX_HADES_STAGE_MAX - 1)], op);
+		e = &r.s->staged[n & (XTX_HADES_STAGE_MAX - 1)];
+		xtx_hades_stage(e, op);
 		r.s->nstaged = n + 1;
 		if (!replica) {
 			h = xtx_hades_bf_hash(op->table, op->key);
 			xtx_hades_bf_record(r.s->wbf, h);
-			xtx_hades_exact_add(r.idx, xtx_hash(op->table, op->key), true);
+			xtx_hades_exact_add(r.idx, e->kh, true);
 			if (!(r.s->flags & XTX_HSLF_PRIMARY))
 				__sync_fetch_and_or(&r.s->flags, XTX_HSLF_PRIMARY);
 		}

@@ -139,14 +139,14 @@ static inline __u64 xtx_hades_kv_version(__u8 opcode, __u32 flags, __u64 version
  * ---- Bloom filters ----
  *
  * m bits (XTX_HADES_BF_BITS_MIN..MAX, a multiple of 64) and k hashes
- * (1..XTX_HADES_HASHES_MAX), fixed at load.  Bit i of a key is its own
- * mix of the key's filter hash h (a second mix of xtx_hash, so filter bits
- * are independent of placement: bucket, lock slot, shard), scaled onto
- * [0, m).  Double hashing (h1 + i * h2) is cheaper, but at these sizes two
- * keys share all k positions often enough to double the false-positive
- * rate at 20 keys in 1 Kbit; independent positions follow the theory,
- * (1 - e^(-kn/m))^k (tests/unit/test_hades.c).  Clients and tests compute
- * the same bits with these functions.
+ * (1..XTX_HADES_HASHES_MAX), fixed at load.  A key's bits come from its
+ * filter hash h (a second mix of xtx_hash, so filter bits are independent
+ * of placement: bucket, lock slot, shard), 16 independent bits per position
+ * (xtx_hades_bf_bit).  Double hashing (h1 + i * h2) would be as cheap, but
+ * at these sizes two keys share all k positions often enough to double the
+ * false-positive rate at 20 keys in 1 Kbit; independent positions follow
+ * the theory, (1 - e^(-kn/m))^k (tests/unit/test_hades.c).  Clients and
+ * tests compute the same bits with these functions.
  */
 #define XTX_HADES_BF_BITS_MIN		256
 #define XTX_HADES_BF_BITS_MAX		2048
@@ -161,10 +161,16 @@ static inline __u64 xtx_hades_bf_hash(__u8 table, __u64 key)
 	return xtx_mix64(xtx_hash(table, key) ^ 0x48414445535f4246ull);
 }
 
-/* Bit i of a key whose xtx_hades_bf_hash is h, in a filter of m bits. */
+/*
+ * Bit i of a key whose xtx_hades_bf_hash is h, in a filter of m bits: bits
+ * 0..3 are the four 16-bit quarters of h scaled onto [0, m), bits 4..7 those
+ * of a second mix of h.  (m <= 2048 needs 11 bits of a quarter.)
+ */
 static inline __u32 xtx_hades_bf_bit(__u64 h, __u32 i, __u32 m)
 {
-	return xtx_reduce32((__u32)(xtx_mix64(h + i * 0x9e3779b97f4a7c15ull) >> 32), m);
+	__u64 w = i < 4 ? h : xtx_mix64(h ^ 0x4b4841534845535aull);
+
+	return (__u32)((((w >> (16 * (i & 3))) & 0xffff) * m) >> 16);
 }
 
 static inline int xtx_hades_bf_valid(__u32 m, __u32 k)
