@@ -211,8 +211,9 @@ __noinline int xtx_hades_scan_slot(__u32 self, __u32 idx)
 	if (!hit)
 		return 0;
 	if (st == XTX_HS_ACTIVE) {
-		seen = __sync_val_compare_and_swap(&s->ctl, c,
-						   xtx_hades_ctl(xtx_hades_gen(c), XTX_HS_SQUASHED));
+		__u64 squashed = xtx_hades_ctl(xtx_hades_gen(c), XTX_HS_SQUASHED);
+
+		seen = __sync_val_compare_and_swap(&s->ctl, c, squashed);
 		if (seen == c)
 			return XTX_HSCAN_SQUASHED | (hit == XTX_HADES_HIT_FP ? XTX_HSCAN_FP : 0);
 		if (xtx_hades_gen(seen) != xtx_hades_gen(c) ||
@@ -440,8 +441,8 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	if (primary)
 		return xtx_hades_lock(r.idx, r.ctl, pos);
 	/* a backup only holds the writes: no filters, nothing to check */
-	if (__sync_val_compare_and_swap(&r.s->ctl, r.ctl,
-					xtx_hades_ctl(xtx_hades_gen(r.ctl), XTX_HS_COMMITTING)) != r.ctl)
+	h = xtx_hades_ctl(xtx_hades_gen(r.ctl), XTX_HS_COMMITTING);
+	if (__sync_val_compare_and_swap(&r.s->ctl, r.ctl, h) != r.ctl)
 		return XTX_ST_SQUASHED;
 	return XTX_ST_OK;
 }
@@ -546,7 +547,11 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	base = e->version;
 	__builtin_memcpy(op->value, e->value, XTX_VALUE_MAX);
 	op->vlen = e->vlen;
-	op->flags = (op->flags & ~XTX_OPF_DELETE) | ((e->flags & XTX_HSF_DELETE) ? XTX_OPF_DELETE : 0);
+	op->flags &= ~(XTX_OPF_DELETE | XTX_HOPF_REPLICA);
+	if (e->flags & XTX_HSF_DELETE)
+		op->flags |= XTX_OPF_DELETE;
+	if (e->flags & XTX_HSF_REPLICA)
+		op->flags |= XTX_HOPF_REPLICA;
 	op->opcode = xtx_hades_kv_opcode(orig, op->flags);
 	op->version = xtx_hades_kv_version(orig, op->flags, base);
 	st = xtx_hades_kv(ctx, idx, false);

@@ -21,8 +21,9 @@
  *                              or XTX_TXF_ABSENT with the version a creating
  *                              commit expects.  The client buffers the write.
  *   Both answer RETRY when the key hits the filters of a transaction that is
- *   committing here right now (send the op again later; its key stays
- *   recorded), and SQUASHED once the transaction has been squashed here.
+ *   committing here right now, the key's bucket is busy or no slot is free
+ *   (nothing is lost: send the op again; a recorded key stays recorded),
+ *   and SQUASHED once the transaction has been squashed here (abort).
  *
  * Commit, when execution is over:
  *   1. HINTEND to every server the transaction touched and to every replica
@@ -42,22 +43,27 @@
  *                  reader committing concurrently): abort.  The slot is
  *                  already released.
  *        SQUASHED  another transaction's commit squashed it: abort.
- *        RETRY     nothing changed (table of committing transactions full).
- *      Non-LAST HINTENDs answer OK (staged), SQUASHED, or TOO_MANY (more
- *      than XTX_HADES_STAGE_MAX writes at one server: nothing staged, abort).
+ *        RETRY     nothing changed (no slot, or XTX_HADES_COMMITTING_MAX
+ *                  transactions committing here): send it again.
+ *      Non-LAST HINTENDs answer OK (staged), SQUASHED, RETRY (no slot), or
+ *      TOO_MANY (more than XTX_HADES_STAGE_MAX writes at one server: nothing
+ *      staged, abort).
  *   2. After every Ack: HVALIDATE, one op per write at every server and
- *      replica that staged it, with the same table, key, value, vlen,
- *      version (base) and flags as its HINTEND; the last one at a server has
- *      XTX_HOPF_LAST (a server with no writes gets one with
- *      XTX_HOPF_NO_WRITE | XTX_HOPF_LAST).  token carries the key's replica
- *      set for the log (xtx_log_replicas_pack, include/xtx/log.h).  Each
- *      write becomes visible at version base + 1 and is appended to the
- *      log; the slot is released once LAST came and every staged write is
- *      validated, so a write whose HVALIDATE answered RETRY is never lost
- *      by the LAST beside it: send it again.  Answers: OK (version = the installed
- *      version), ALREADY_APPLIED (done before: success), LOG_FULL or RETRY
- *      (nothing changed: send it again), TXN_GONE (no such committing
- *      transaction here: it was never Acked, or it was aborted).
+ *      replica that staged it, naming the same table and key (value, vlen,
+ *      base version, delete and replica come from the staged copy, and the
+ *      reply carries them); the last one at a server has XTX_HOPF_LAST (a
+ *      server with no writes gets one with XTX_HOPF_NO_WRITE |
+ *      XTX_HOPF_LAST).  token carries the key's replica set for the log
+ *      (xtx_log_replicas_pack, include/xtx/log.h).  Each write becomes
+ *      visible at version base + 1 and is appended to the log; the slot is
+ *      released once LAST came and every staged write is in, so a write
+ *      whose HVALIDATE answered RETRY is not lost by the LAST beside it.
+ *      Answers: OK (version = the installed version), ALREADY_APPLIED
+ *      (done before: success), LOG_FULL or RETRY (nothing changed: send it
+ *      again until it is in; the transaction is decided),
+ *      TXN_GONE (no such committing transaction here: never Acked, or
+ *      aborted), BAD_ARG (the key was never intended here), CHANGED (the
+ *      key moved since HWRITE: only a writer outside HADES can do that).
  *   Any NACK, SQUASHED or TOO_MANY: HABORT (txn only) to every server and
  *   replica the transaction sent anything to.  HABORT discards staged
  *   writes and releases the slot; it always answers OK, with

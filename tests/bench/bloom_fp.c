@@ -187,9 +187,10 @@ static int cost_commit(int active, bool readonly, double *ns_intend, double *ns_
 			return -1;
 	for (i = 0; i < iters; i++) {
 		__u64 txn = xtx_txn_make(CLIENT, base + i);
+		__u8 first = readonly ? XTX_OP_HREAD : XTX_OP_HWRITE;
 
 		/* linear probing: at this load an unlucky txn finds its slots taken */
-		if (op1(readonly ? XTX_OP_HREAD : XTX_OP_HWRITE, 3, txn, XTX_HOPF_BEGIN, XTX_ST_OK)) {
+		if (op1(first, 3, txn, XTX_HOPF_BEGIN, XTX_ST_OK)) {
 			if (++full > iters / 100)
 				return -1;
 			continue;
@@ -210,7 +211,8 @@ static int cost_commit(int active, bool readonly, double *ns_intend, double *ns_
 		if (readonly)
 			add(payload, XTX_OP_HVALIDATE, 0, txn, XTX_HOPF_NO_WRITE | XTX_HOPF_LAST);
 		else
-			add(payload, XTX_OP_HVALIDATE, 3, txn, XTX_HOPF_LAST)->version = last_version;
+			add(payload, XTX_OP_HVALIDATE, 3, txn, XTX_HOPF_LAST)->version =
+				last_version;
 		frame(&r, payload);
 		d = timed(&r);
 		if (!d || out_op(&r, 0)->status != XTX_ST_OK) {

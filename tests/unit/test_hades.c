@@ -202,10 +202,12 @@ static void test_bf_no_false_negatives(void)
 			memset(bf, 0, sizeof(bf));
 			for (n = 0; n < 200; n++) {
 				keys[n] = rnd();
-				xtx_hades_bf_add(bf, xtx_hades_bf_hash(n % 3, keys[n]), sizes[s], k);
+				__u32 m = sizes[s];
+
+				xtx_hades_bf_add(bf, xtx_hades_bf_hash(n % 3, keys[n]), m, k);
 				for (i = 0; i <= n; i++)
-					misses += !xtx_hades_bf_test(bf, xtx_hades_bf_hash(i % 3, keys[i]),
-								     sizes[s], k);
+					misses += !xtx_hades_bf_test(bf, xtx_hades_bf_hash(i % 3,
+									keys[i]), m, k);
 			}
 			/* no bit beyond m is ever set */
 			for (i = sizes[s] / 64; i < XTX_HADES_BF_WORDS; i++)
@@ -524,7 +526,8 @@ static void test_replica(void)
 	CHECK(state_of(TXN(60)) == XTX_HS_ACTIVE, "a replica squashed a reader");
 	o = H(XTX_OP_HREAD, 700, TXN(60), 0, 0, 0);
 	CHECK(o.status == XTX_ST_NOT_FOUND, "a replica's stage blocked a reader: %u", o.status);
-	o = H(XTX_OP_HVALIDATE, 700, TXN(61), REPL | LAST, 6, 0);
+	/* the staged copy, not the request, says replica and base 6 */
+	o = H(XTX_OP_HVALIDATE, 700, TXN(61), LAST, 0, 0);
 	CHECK(o.status == XTX_ST_OK && o.version == 7, "replica validate: %u v%llu", o.status,
 	      (unsigned long long)o.version);
 	o = kv(XTX_OP_GET, 700, 0);
@@ -633,8 +636,8 @@ static void test_full_table_and_lease(void)
 		CHECK(o.status == XTX_ST_NOT_FOUND, "fill %d: %u", i, o.status);
 	}
 	o = H(XTX_OP_HREAD, 1100, TXN(99), BEGIN, 0, 0);
-	CHECK(o.status == XTX_ST_RETRY && state_of(TXN(99)) == XTX_HS_FREE && ctr(XTX_CTR_HADES_FULL),
-	      "full table: %u", o.status);
+	CHECK(o.status == XTX_ST_RETRY && state_of(TXN(99)) == XTX_HS_FREE &&
+	      ctr(XTX_CTR_HADES_FULL), "full table: %u", o.status);
 	/*
 	 * After the lease every slot goes but a committing one with staged
 	 * writes: a reader's final check holds nothing a lease could lose.
@@ -747,8 +750,8 @@ static void test_occupancy_bookkeeping(void)
 		if (((reg.mask >> i) & 1) != (reg.slot[i] != 0))
 			mismatch++;
 	}
-	CHECK(!mismatch && used == owned && owned >= 2, "occupancy: %u bits, %u owned, %u mismatches",
-	      used, owned, mismatch);
+	CHECK(!mismatch && used == owned && owned >= 2,
+	      "occupancy: %u bits, %u owned, %u mismatches", used, owned, mismatch);
 	CHECK(entries == 1 && mask_bits == 1, "committing: %u entries, %u mask bits", entries,
 	      mask_bits);
 	H(XTX_OP_HABORT, 0, TXN(130), 0, 0, 0);
