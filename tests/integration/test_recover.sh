@@ -123,6 +123,30 @@ check "xtxd --fresh starts" reload --fresh
 check "dump: empty" test -z "$(ctl 0 dump)"
 check "the old state was moved aside" test -n "$(ls -d "$DATA"/fresh-* 2>/dev/null)"
 
+# ---- requests are held from the attach until recovery is done: never an empty store's answer ----
+check "load --count 50000" ctl 0 load --count 50000 >/dev/null
+check "snapshot of 50000 keys" ctl 0 snapshot >/dev/null
+ctl 0 unload >/dev/null
+(
+	end=$((SECONDS + 8))
+	while ((SECONDS < end)); do
+		client "$BUILD/xtxbench" op --server "$SRV" --client-id 44 --timeout 5ms \
+			get 0 49999 2>&1 | grep -o 'status=[a-z_]*'
+		[ -e "$TMP/stop" ] && break
+	done
+) >"$TMP/gets" &
+getter=$!
+sleep 0.3
+check "xtxd recovers 50000 keys while a client keeps asking" reload
+sleep 0.3
+touch "$TMP/stop"
+wait "$getter"
+check "no answer came from a store still being rebuilt ($(sort "$TMP/gets" | uniq -c |
+	tr '\n' ' '))" test "$(grep -vc 'status=ok' "$TMP/gets")" -eq 0
+check "... and the key was answered once recovered" grep -q 'status=ok' "$TMP/gets"
+ctl 0 unload >/dev/null
+check "xtxd --fresh" reload --fresh
+
 # ---- several replicas: a write is replayed only once its transaction's record is complete ----
 check "a txn logged complete on replicas 0,1" logw 70 3 7070 replicas=0,1 flags=last
 check "a txn logged without its last write" logw 71 3 7171 replicas=0,1
