@@ -171,8 +171,25 @@ out=$(op commit-backup 0 "$K" txn=1 version=7 value=c0ffee)
 check "... and committed" test "$(field "$out" status)" = ok
 check "the drain wrote it" wait_drained
 ctl 0 dump >"$TMP/want"
+rm -f "$TMP/stop"
+(
+	end=$((SECONDS + 8))
+	while ((SECONDS < end)); do
+		client "$BUILD/xtxbench" op --server "$SRV" --client-id 44 --timeout 5ms \
+			get 0 "$K" 2>&1 | grep -o 'status=[a-z_]*'
+		[ -e "$TMP/stop" ] && break
+	done
+) >"$TMP/gets" &
+getter=$!
+sleep 0.2
 kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
+sleep 0.2
 check "xtxd restarts after SIGKILL and adopts the program" reload --kv-buckets 16
+sleep 0.3
+touch "$TMP/stop"
+wait "$getter"
+check "store key $K asked throughout: never a wrong answer ($(sort "$TMP/gets" | uniq -c |
+	tr '\n' ' '))" test "$(grep -vc 'status=ok' "$TMP/gets")" -eq 0
 check "xtxd rebuilt the overflow store" \
 	grep -q 'keys rebuilt into the overflow store' "$XTXD_LOG"
 echo "# $(grep 'keys rebuilt into the overflow store' "$XTXD_LOG" | tail -n 1 |
