@@ -21,6 +21,7 @@
 #include "runner.h"
 #include "servers.h"
 #include "wlbench.h"
+#include "wlload.h"
 #include "zipf.h"
 
 /* Longest a thread waits in xtx_poll(), so it notices the stop flag. */
@@ -35,6 +36,11 @@
 #define WL_DRAIN_NS		(10ull * 1000 * 1000 * 1000)
 
 enum wl_slot_state { SLOT_FREE, SLOT_BUSY, SLOT_RETRY };
+
+enum wl_populate_via { WL_VIA_CTL, WL_VIA_TXN };
+
+/* Transactions each loader keeps in flight under --populate-via txn. */
+#define WL_LOAD_INFLIGHT	32
 
 struct wl_opts {
 	struct sockaddr_in *servers;
@@ -57,7 +63,9 @@ struct wl_opts {
 	bool retry_same;
 	bool json;
 	bool populate;
+	int populate_via;	/* enum wl_populate_via, or -1: by whether --ctl is given */
 	bool verify;
+	const char *dump_cmd;
 	struct wl_ctl ctl;
 	char xtxctl_path[PATH_MAX];
 };
@@ -431,6 +439,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_LEASE,
 	OPT_OPS,
+	OPT_POPULATE_VIA,
+	OPT_DUMP_CMD,
 };
 
 static const struct option common_opts[] = {
@@ -447,6 +457,8 @@ static const struct option common_opts[] = {
 	{ "client-base", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "populate", no_argument, NULL, OPT_POPULATE },
+	{ "populate-via", required_argument, NULL, OPT_POPULATE_VIA },
+	{ "dump-cmd", required_argument, NULL, OPT_DUMP_CMD },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "xtxctl", required_argument, NULL, OPT_XTXCTL },
@@ -482,13 +494,24 @@ static void common_usage(FILE *out)
 		"                            (none, default) or the same inputs again\n"
 		"      --timeout DUR         libxtx resend timeout (default 2ms)\n"
 		"      --lock-lease DUR      the servers' --lock-lease, if they have one\n"
-		"      --populate            first load the data set: each server gets the rows\n"
-		"                            it is a replica of, through xtxctl load (needs --ctl)\n"
-		"      --verify              after the run, dump every server (xtxctl dump) and\n"
-		"                            check the workload's invariants against a dump taken\n"
-		"                            before it, and that replicas agree (needs --ctl)\n"
+		"      --populate            first load the data set (see --populate-via)\n"
+		"      --populate-via ctl|txn  ctl: each server gets the rows it is a replica of\n"
+		"                            through xtxctl load (xtxd only; needs --ctl; the\n"
+		"                            default with --ctl); txn: every row written with\n"
+		"                            libxtx transactions of %u puts, %u in flight on each\n"
+		"                            thread, under occ (2pl if the run's protocol is 2pl),\n"
+		"                            so any server works, xtx-udpd too (default without\n"
+		"                            --ctl)\n"
+		"      --verify              after the run, dump every server and check the\n"
+		"                            workload's invariants against a dump taken before\n"
+		"                            it, and that replicas agree (needs --ctl or\n"
+		"                            --dump-cmd)\n"
 		"      --ctl NS:IF,...       each server's network namespace and interface, in\n"
 		"                            --servers order, for --populate and --verify\n"
+		"      --dump-cmd CMD        for --verify without xtxctl: `CMD I` (run by sh)\n"
+		"                            prints server I's store (0-based, --servers order)\n"
+		"                            as `xtxctl dump` does, e.g. a script sending\n"
+		"                            xtx-udpd SIGUSR1 and printing its --dump-file\n"
 		"      --xtxctl PATH         the xtxctl to run (default: next to xtxbench)\n"
 		"  -j, --json                the summary as one JSON object on stdout\n"
 		"  -v, --verbose             more output\n"
@@ -496,8 +519,15 @@ static void common_usage(FILE *out)
 		"\n"
 		"Progress goes to stderr once a second, the summary to stdout, --verify's\n"
 		"findings to stderr.  Exits 1 if a check fails, a transaction saw broken data,\n"
-		"an outcome stayed unknown under --verify, or nothing committed.\n",
-		XTX_DEFAULT_PORT, WL_MAX_THREADS, XTX_MAX_OPS, XTX_MAX_OPS);
+		"an outcome stayed unknown under --verify, or nothing committed.\n"
+		"\n"
+		"Against a server in --echo mode (every op answered OK, nothing kept) the run\n"
+		"measures the ceiling of the client and the path: reads come back empty, so\n"
+		"most transactions end as logical failures or aborts; attempts/s (txn/s) is the\n"
+		"number to read, committed/s means nothing there, and the exit status is 1\n"
+		"if nothing committed.\n",
+		XTX_DEFAULT_PORT, WL_MAX_THREADS, XTX_MAX_OPS, XTX_MAX_OPS, WL_LOAD_BATCH,
+		WL_LOAD_INFLIGHT);
 }
 
 static bool name_ok(const char *s, size_t max)
@@ -602,6 +632,7 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 	o->duration_ns = 5000000000ull;
 	o->warmup_ns = 1000000000ull;
 	o->seed = 1;
+	o->populate_via = -1;
 	default_xtxctl(o);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:p:t:w:d:c:jvh", longopts, NULL)) != -1) {
@@ -665,6 +696,24 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		case OPT_VERIFY:
 			o->verify = true;
 			break;
+		case OPT_POPULATE_VIA:
+			if (!strcmp(optarg, "ctl")) {
+				o->populate_via = WL_VIA_CTL;
+			} else if (!strcmp(optarg, "txn")) {
+				o->populate_via = WL_VIA_TXN;
+			} else {
+				fprintf(stderr, "Error: --populate-via: '%s' is not ctl or txn\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_DUMP_CMD:
+			if (!*optarg) {
+				fprintf(stderr, "Error: --dump-cmd: empty command\n");
+				return -1;
+			}
+			o->dump_cmd = optarg;
+			break;
 		case OPT_CTL:
 			if (parse_ctl(optarg, o))
 				return -1;
@@ -720,12 +769,27 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 			o->nservers);
 		return -1;
 	}
-	if ((o->populate || o->verify) && o->ctl.nservers != o->nservers) {
-		fprintf(stderr, "Error: --populate and --verify need --ctl with one NETNS:IFACE "
-			"per server (%u servers, %u given)\n", o->nservers, o->ctl.nservers);
+	if (o->populate_via < 0)
+		o->populate_via = o->ctl.nservers ? WL_VIA_CTL : WL_VIA_TXN;
+	if (o->ctl.nservers && o->ctl.nservers != o->nservers) {
+		fprintf(stderr, "Error: --ctl needs one NETNS:IFACE per server (%u servers, %u "
+			"given)\n", o->nservers, o->ctl.nservers);
+		return -1;
+	}
+	if (o->populate && o->populate_via == WL_VIA_CTL && !o->ctl.nservers) {
+		fprintf(stderr, "Error: --populate-via ctl needs --ctl with one NETNS:IFACE per "
+			"server\n");
+		return -1;
+	}
+	if (o->verify && !o->ctl.nservers && !o->dump_cmd) {
+		fprintf(stderr, "Error: --verify needs --ctl with one NETNS:IFACE per server, or "
+			"--dump-cmd\n");
 		return -1;
 	}
 	o->ctl.xtxctl = o->xtxctl_path;
+	o->ctl.dump_cmd = o->dump_cmd;
+	if (o->dump_cmd)
+		o->ctl.nservers = o->nservers;
 	if (!o->client_base_set)
 		o->client_base = xtx_client_base_default(o->threads + 1);
 	if (o->client_base + o->threads >= XTX_MAX_CLIENTS_LIMIT) {
@@ -839,6 +903,47 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs\n", w->name,
 			(unsigned long long)p.rows, (unsigned long long)p.lines,
 			(xtx_now_ns() - t0) / 1e9);
+	return rc;
+}
+
+static int row_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+{
+	return wl_rows_add(arg, table, key, value, vlen);
+}
+
+/*
+ * Writes every row through libxtx on the run's threads' client ids, under
+ * OCC or 2PL: the blind writes of a load have nothing for HADES to gain.
+ */
+static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
+{
+	struct wl_rows rows = {};
+	struct wl_load_stats st;
+	struct wl_load_cfg cfg = {
+		.servers = o->servers,
+		.nservers = o->nservers,
+		.replication = o->replication,
+		.protocol = o->protocol == XTX_PROTO_2PL ? XTX_PROTO_2PL : XTX_PROTO_OCC,
+		.client_base = o->client_base,
+		.nclients = o->threads,
+		.inflight = WL_LOAD_INFLIGHT,
+		.timeout_ns = o->timeout_ns,
+		.lock_lease_ns = o->lock_lease_ns,
+	};
+	uint64_t t0 = xtx_now_ns();
+	int rc;
+
+	rc = w->populate(w->ctx, row_emit, &rows);
+	if (!rc)
+		rc = wl_load_rows(&cfg, &rows, &st);
+	if (!rc)
+		pr_info("%s: populated %llu rows in %llu transactions (%s, %u threads, %llu "
+			"retried, %llu resends) in %.2fs\n", w->name,
+			(unsigned long long)st.rows, (unsigned long long)st.txns,
+			xtx_protocol_name(cfg.protocol), cfg.nclients,
+			(unsigned long long)st.retries, (unsigned long long)st.retransmits,
+			(xtx_now_ns() - t0) / 1e9);
+	wl_rows_free(&rows);
 	return rc;
 }
 
@@ -991,7 +1096,8 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 	setup = open_client(&o, o.client_base + o.threads);
 	if (!setup)
 		goto out;
-	if (o.populate && populate(w, &o, setup))
+	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o) :
+			   populate(w, &o, setup)))
 		goto out;
 	if (o.verify && wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &before,
 				    &snap_violations))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The transaction-workload engine behind xtxbench tatp and smallbank:
- * options, populate through xtxctl load, closed-loop threads keeping
+ * options, populate (xtxctl load or transactions), closed-loop threads keeping
  * --inflight libxtx transactions going each, progress, summary and JSON,
  * and the before/after snapshots --verify checks.
  */

@@ -173,8 +173,11 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 	int rc = 0, st;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' dump", ctl->xtxctl,
-		 ctl->netns[s], ctl->iface[s]);
+	if (ctl->dump_cmd)
+		snprintf(cmd, sizeof(cmd), "%s %u", ctl->dump_cmd, s);
+	else
+		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' dump", ctl->xtxctl,
+			 ctl->netns[s], ctl->iface[s]);
 	f = popen(cmd, "r");
 	if (!f) {
 		fprintf(stderr, "Error: running %s: %s\n", cmd, strerror(errno));

@@ -27,9 +27,10 @@ struct wl_snap {
 	size_t n;
 };
 
-/* How to reach server i's control channel. */
+/* How to reach server i's control channel, or how else to read its store. */
 struct wl_ctl {
 	const char *xtxctl;	/* path of the xtxctl binary */
+	const char *dump_cmd;	/* if set, `dump_cmd I` prints server I's dump instead */
 	unsigned int nservers;
 	char (*netns)[64];	/* [nservers] */
 	char (*iface)[32];

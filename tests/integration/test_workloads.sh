@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # TATP and SmallBank through libxtx on 3 servers with R = 3: populate, short runs under OCC, 2PL
-# and HADES with --verify, and --verify failing when a replica or the money is tampered with.
+# and HADES with --verify, and --verify failing when a replica or the money is tampered with;
+# then both against xtx-udpd, populated through transactions and verified through its dumps.
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -153,5 +154,61 @@ out=$(wl tatp --mix 1,2,3 2>&1)
 check "a TATP mix of 3 weights refused" grep -q "want 7 weights" <<<"$out"
 out=$(wl smallbank --protocol bogus 2>&1)
 check "an unknown protocol refused" grep -q "not occ, 2pl or hades" <<<"$out"
+out=$(wl smallbank --populate-via bulk 2>&1)
+check "an unknown --populate-via refused (exit $?)" grep -q "'bulk' is not ctl or txn" <<<"$out"
+out=$(client "$BUILD/xtxbench" tatp --servers "$SERVERS" --populate-via ctl --populate 2>&1)
+check "--populate-via ctl without --ctl refused (exit $?)" \
+	grep -q "populate-via ctl needs --ctl" <<<"$out"
+out=$(client "$BUILD/xtxbench" tatp --servers "$SERVERS" --verify 2>&1)
+check "--verify without --ctl or --dump-cmd refused (exit $?)" grep -q "or --dump-cmd" <<<"$out"
+
+# ---- the same workloads against xtx-udpd: populated through transactions, verified ----
+# through its SIGUSR1 dumps
+UDPD=$BUILD/xtx-udpd
+udpd_pid() { echo "$tmp/udpd$1.pid"; }
+stop_udpds() {
+	local i pid n
+	for ((i = 0; i < NSERVERS; i++)); do
+		[ -f "$(udpd_pid "$i")" ] || continue
+		pid=$(cat "$(udpd_pid "$i")")
+		kill "$pid" 2>/dev/null
+		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
+	done
+}
+trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
+# `dump.sh I`: server I's store as xtxctl dump prints it, for --dump-cmd
+cat >"$tmp/dump.sh" <<DUMP
+#!/usr/bin/env bash
+f=$tmp/dump\$1
+rm -f "\$f"
+kill -USR1 "\$(cat "$tmp/udpd\$1.pid")" || exit 1
+for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
+exit 1
+DUMP
+chmod +x "$tmp/dump.sh"
+for ((i = 0; i < NSERVERS; i++)); do
+	ctl "$i" unload >/dev/null 2>&1
+	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d --pidfile "$(udpd_pid "$i")" \
+		--dump-file "$tmp/dump$i" --lock-lease 300 --daemon-log "$tmp/udpd$i.log" ||
+		{ fail "xtx-udpd $i starts"; finish; }
+done
+uwl() {
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
+		--dump-cmd "$tmp/dump.sh" "${@:2}"
+}
+out=$(uwl tatp --subscribers "$SUBS" --populate --duration 0 --threads 2 -v 2>&1)
+check "udpd: --populate without --ctl loads through transactions" \
+	grep -q "^tatp: populated [0-9]* rows in [0-9]* transactions (occ" <<<"$out"
+n=$("$tmp/dump.sh" 1 | grep -c "^table=1 ")
+check "udpd: every server holds the $SUBS subscribers (${n:-0})" test "${n:-0}" -eq "$SUBS"
+out=$(uwl tatp --subscribers "$SUBS" --duration 2 --warmup 500ms --threads 2 --json --verify 2>&1)
+rc=$?
+verified "udpd tatp occ" "$out" "$rc"
+out=$(uwl smallbank --accounts "$ACCTS" --populate --duration 2 --warmup 500ms --threads 2 --json \
+	--verify 2>&1)
+rc=$?
+verified "udpd smallbank 2pl" "$out" "$rc"
+check "udpd smallbank: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
+stop_udpds
 
 finish
