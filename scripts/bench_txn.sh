@@ -45,20 +45,22 @@ stop_servers() {
 	SERVER_KIND=none
 	rm -rf /var/lib/xtx/"$PREFIX"-*
 }
+stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
+	sysctl -qw kernel.bpf_stats_enabled="$stats_was"
 	stop_servers
 	topo down >/dev/null 2>&1 || true
 }
 trap cleanup EXIT INT TERM
 
-# start_servers xtx|echo|udpd: the same three addresses, served three ways.
+# start_servers xtx|echo|udpd [XTXD-ARGS]: the same three addresses, served three ways.
 start_servers() {
 	local i
 	stop_servers
 	for ((i = 0; i < NSERVERS; i++)); do
 		case $1 in
 		xtx) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus $CLIENT_CPU" >/dev/null ;;
+			ARGS="--cpus $CLIENT_CPU ${2:-}" >/dev/null ;;
 		echo) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
 			ARGS="--cpus $CLIENT_CPU --echo" >/dev/null ;;
 		udpd) taskset -c "$SERVER_CPU" "$BUILD/xtx-udpd" --netns "$(server_ns "$i")" \
@@ -72,14 +74,14 @@ start_servers() {
 server_ticks() {
 	local f comm pid sum=0 i
 	for f in /proc/[0-9]*/comm; do
-		read -r comm <"$f" 2>/dev/null || continue
+		{ read -r comm <"$f"; } 2>/dev/null || continue
 		case $comm in
 		"napi/${PREFIX}s"* | xtxd | xtx-udpd) ;;
 		*) continue ;;
 		esac
 		pid=${f#/proc/}
 		pid=${pid%/comm}
-		read -r -a st <"/proc/$pid/stat" 2>/dev/null || continue
+		{ read -r -a st <"/proc/$pid/stat"; } 2>/dev/null || continue
 		# utime and stime: fields 14 and 15, after "pid (comm)" with no spaces in comm
 		sum=$((sum + st[13] + st[14]))
 	done
@@ -144,5 +146,265 @@ done
 	echo "Aggregation speedup (committed txns/s, on / off): ${ratios[*]}"
 } | tee -a "$report"
 
+
+# ---- the three protocols by messages (bank transfers, xtx) ----
+{
+	echo
+	echo "## OCC, 2PL and HADES per committed transfer (bank, 10k accounts, xtx)"
+	echo
+	echo "| protocol | in flight | committed/s | p50 µs | p99 µs | round trips | packets | ops |" \
+		"aborts |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+} | tee -a "$report"
+client bank --servers "$(server_ips)" --accounts 10000 --duration 1s --audit-pct 0 >/dev/null
+for inflight in 1 16; do
+	for proto in occ 2pl hades; do
+		js=$(client bank --servers "$(server_ips)" --no-setup --accounts 10000 --audit-pct 0 \
+			--duration "${DURATION}s" --json --protocol "$proto" --inflight "$inflight") ||
+			continue
+		echo "$js" | jq -c '. + {"label": "protocols"}' >>"$OUT/txn_runs.jsonl"
+		jq -r 'def r(x): (x * 100 | round) / 100;
+			"| \(.protocol) | \(.inflight) | \(.committed_per_s | round) | \(.p50_us) | " +
+			"\(.p99_us) | \(r(.rounds_per_committed_rw)) | \(r(.packets_per_committed_rw)) | " +
+			"\(r(.ops_per_committed_rw)) | \(if .committed + .aborted > 0 then
+			(.aborted * 1000 / (.committed + .aborted) | round) / 10 else 0 end)% |"' \
+			<<<"$js" | tee -a "$report"
+	done
+done
+
+# ---- TATP and SmallBank: ceiling, xtx, xtx-udpd ----
+TATP_P=${TATP_P:-10000}
+SB_ACCOUNTS=${SB_ACCOUNTS:-10000}
+ctl_list() {
+	local i l=""
+	for ((i = 0; i < NSERVERS; i++)); do l+="${l:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+	echo "$l"
+}
+wl_args() {
+	case $1 in
+	tatp) echo "--subscribers $TATP_P" ;;
+	smallbank) echo "--accounts $SB_ACCOUNTS" ;;
+	esac
+}
+# populate WORKLOAD ctl|txn
+populate() {
+	local how=$1 w
+	for w in tatp smallbank; do
+		if [ "$how" = ctl ]; then
+			client "$w" --servers "$(server_ips)" $(wl_args "$w") --ctl "$(ctl_list)" \
+				--populate --duration 0 >/dev/null 2>&1
+		else
+			client "$w" --servers "$(server_ips)" $(wl_args "$w") --populate \
+				--populate-via txn --duration 0 >/dev/null 2>&1
+		fi || echo "populating $w ($how) failed" >&2
+	done
+}
+prog_ids() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		"$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" info --json |
+			jq .prog_id
+	done
+}
+# Summed run_time_ns and run_cnt of the servers' XDP programs (bpf_stats).
+xdp_stats() {
+	local id t c tt=0 cc=0
+	for id in $PROG_IDS; do
+		read -r t c < <(bpftool prog show id "$id" --json |
+			jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"')
+		tt=$((tt + t))
+		cc=$((cc + c))
+	done
+	echo "$tt $cc"
+}
+# Ops and ops deferred to xtxd, summed over the servers.
+rare_stats() {
+	local i js o=0 d=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		js=$("$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" stats \
+			--json)
+		o=$((o + $(jq '.counters.ops // 0' <<<"$js")))
+		d=$((d + $(jq '.counters.kv_deferred // 0' <<<"$js")))
+	done
+	echo "$o $d"
+}
+cpu_jiffies() { awk '/^cpu[0-9]/ { print $1, $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat; }
+cpu_util() {
+	paste <(echo "$1") <(echo "$2") | awk '{ u = ($6 > $3) ? 100 * ($5 - $2) / ($6 - $3) : 0
+		printf "%s%d%%", (NR > 1 ? " / " : ""), u }'
+}
+
+# wl_row KIND WORKLOAD [ARGS]: one run; a table row, and its committed/s and attempts/s.
+wl_row() {
+	local kind=$1 w=$2 js t0 t1 x0 x1 r0 r1 c0 c1 xdp rare
+	shift 2
+	t0=$(server_ticks)
+	c0=$(cpu_jiffies)
+	[ "$kind" = udpd ] || { x0=$(xdp_stats); r0=$(rare_stats); }
+	# the ceiling's transactions see no data and fail their checks: keep the numbers anyway
+	js=$(client "$w" --servers "$(server_ips)" $(wl_args "$w") --duration "$DURATION" \
+		--warmup 1 --json "$@" 2>/dev/null) || true
+	jq -e .bench <<<"$js" >/dev/null 2>&1 || js=""
+	c1=$(cpu_jiffies)
+	t1=$(server_ticks)
+	xdp="-"
+	rare="-"
+	if [ "$kind" != udpd ]; then
+		x1=$(xdp_stats)
+		r1=$(rare_stats)
+		xdp=$(awk -v a="$x0" -v b="$x1" 'BEGIN { split(a, p); split(b, q);
+			if (q[2] > p[2]) printf "%.0f", (q[1] - p[1]) / (q[2] - p[2]); else print "-" }')
+		rare=$(awk -v a="$r0" -v b="$r1" 'BEGIN { split(a, p); split(b, q);
+			if (q[1] > p[1]) printf "%.3f%%", 100 * (q[2] - p[2]) / (q[1] - p[1]); else print "-" }')
+	fi
+	if [ -z "$js" ]; then
+		echo "| $w | $kind | (run failed) | | | | | | | | |" | tee -a "$report" >&2
+		echo "0 0 0 0"
+		return
+	fi
+	echo "$js" | jq -c --arg k "$kind" '. + {"label": "workloads", "server": $k}' \
+		>>"$OUT/txn_runs.jsonl"
+	jq -r --arg kind "$kind" --arg xdp "$xdp" --arg rare "$rare" \
+		--arg cpu "$(cpu_util "$c0" "$c1")" --argjson us $(((t1 - t0) * TICK_US)) '
+		def r(x): (x * 10 | round) / 10;
+		"| \(.bench) \(.protocol) | \($kind) | \(.attempts_per_s | round) | " +
+		"\(.committed_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
+		"\(if .total.committed > 0 then r($us / (.total.committed + .total.logical))
+		   else "-" end) | \($xdp) | \($rare) | \(r(.ops_per_packet_avg)) | \($cpu) |"' \
+		<<<"$js" | tee -a "$report" >&2
+	jq -r --argjson us $(((t1 - t0) * TICK_US)) '"\(.committed_per_s) \(.attempts_per_s) " +
+		"\(.packets / .duration_s) \(if .total.committed > 0 then
+		$us / (.total.committed + .total.logical) else 0 end)"' <<<"$js"
+}
+
+{
+	echo
+	echo "## TATP and SmallBank: ceiling (XDP echo), xtx, xtx-udpd (same client, same topology)"
+	echo
+	echo "TATP: $TATP_P subscribers, OCC; SmallBank: $SB_ACCOUNTS accounts, 2PL; 1 client thread,"
+	echo "16 transactions in flight. committed/s: TATP's successful transactions (FaSST/DINT),"
+	echo "SmallBank's commits. The ceiling answers every op OK without state, so its"
+	echo "transactions mostly end as logical failures: compare attempts/s there. Server CPU"
+	echo "µs/txn counts committed and logically failed transactions (both did their work)."
+	echo
+	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
+		"XDP ns/pkt | rare path | ops/pkt | CPU util (cpu0 / cpu1) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+} | tee -a "$report"
+declare -A RES
+sysctl -qw kernel.bpf_stats_enabled=1
+for kind in echo xtx udpd; do
+	start_servers "$kind"
+	PROG_IDS=""
+	if [ "$kind" != udpd ]; then PROG_IDS=$(prog_ids); fi
+	case $kind in
+	xtx) populate ctl ;;
+	udpd) populate txn ;;
+	esac
+	for w in tatp smallbank; do
+		RES[$kind,$w]=$(wl_row "$kind" "$w" | tail -n 1)
+	done
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+{
+	echo
+	echo "The ceiling's transactions end after their first reads (echoed values are empty),"
+	echo "so its transactions/s are not comparable; what it measures is the packets/s this"
+	echo "client and link sustain, and xtx's share of that is the ratio below."
+	echo
+	for w in tatp smallbank; do
+		read -r xc xa xp xu <<<"${RES[xtx,$w]}"
+		read -r uc ua up uu <<<"${RES[udpd,$w]}"
+		read -r ec ea ep eu <<<"${RES[echo,$w]}"
+		echo "- $w: xtx/udpd committed/s $(ratio "$xc" "$uc"); server CPU per transaction" \
+			"xtx/udpd $(ratio "$xu" "$uu"); xtx/ceiling packets/s $(ratio "$xp" "$ep")" \
+			"(xtx $(printf '%.0f' "$xp"), ceiling $(printf '%.0f' "$ep"))"
+	done
+} | tee -a "$report"
+
+# ---- load-latency curves (DINT Figures 6-7): TATP on xtx and xtx-udpd ----
+curve="$OUT/load_latency.dat"
+: >"$curve"
+for kind in xtx udpd; do
+	start_servers "$kind"
+	if [ "$kind" = xtx ]; then populate ctl; else populate txn; fi
+	echo "# $kind" >>"$curve"
+	for inflight in 1 2 4 8 16 32 64; do
+		client tatp --servers "$(server_ips)" $(wl_args tatp) --duration 2 --warmup 0.5 \
+			--inflight "$inflight" --json 2>/dev/null |
+			jq -r '"\(.committed_per_s) \(.latency_us.p50) \(.latency_us.p99)"' >>"$curve" ||
+			true
+	done
+	printf '\n\n' >>"$curve"
+done
+if command -v gnuplot >/dev/null; then
+	gnuplot <<-EOF
+		set terminal png size 900,600
+		set output "$OUT/load_latency.png"
+		set title "TATP (OCC, 3 servers x 3 replicas): load vs latency, 1 client thread"
+		set xlabel "committed transactions/s"
+		set ylabel "median latency (us)"
+		set logscale y
+		set key top left
+		plot "$curve" index 0 using 1:2 with linespoints title "xtx (XDP)", \
+		     "$curve" index 1 using 1:2 with linespoints title "xtx-udpd (kernel UDP)"
+	EOF
+	echo "Load-latency plot: $OUT/load_latency.png (data: $curve)" | tee -a "$report"
+fi
+
+# ---- protocols on the workloads, and HADES' filter size (xtx) ----
+{
+	echo
+	echo "## OCC, 2PL and HADES on TATP and SmallBank (xtx)"
+	echo
+	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
+		"XDP ns/pkt | rare path | ops/pkt | CPU util (cpu0 / cpu1) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+} | tee -a "$report"
+start_servers xtx
+PROG_IDS=$(prog_ids)
+populate ctl
+for w in tatp smallbank; do
+	for proto in occ 2pl hades; do
+		wl_row xtx "$w" --protocol "$proto" >/dev/null
+	done
+done
+
+{
+	echo
+	echo "## HADES filter size (SmallBank, xtxd --hades-bf-bits M --hades-exact)"
+	echo
+	echo "| bits | committed/s | p50 µs | squashes | false-positive squashes | nacks |"
+	echo "|---|---|---|---|---|---|"
+} | tee -a "$report"
+hades_counter() {
+	local i n=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		n=$((n + $("$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" \
+			stats --json | jq ".counters.$1 // 0")))
+	done
+	echo "$n"
+}
+for bits in 256 512 1024 2048; do
+	start_servers xtx "--hades-bf-bits $bits --hades-exact"
+	client smallbank --servers "$(server_ips)" $(wl_args smallbank) --ctl "$(ctl_list)" \
+		--populate --duration 0 >/dev/null 2>&1 || true
+	js=$(client smallbank --servers "$(server_ips)" $(wl_args smallbank) --protocol hades \
+		--duration "$DURATION" --warmup 1 --json 2>/dev/null) || continue
+	echo "| $bits | $(jq '.committed_per_s | round' <<<"$js") |" \
+		"$(jq '.latency_us.p50' <<<"$js") | $(hades_counter hades_squash) |" \
+		"$(hades_counter hades_fp_squash) | $(hades_counter hades_nack) |" | tee -a "$report"
+done
+{
+	echo
+	echo "False positives per membership probe (build/bench/bloom_fp; HADES Table IV reports"
+	echo "0.04% squashes at 1 Kbit):"
+	echo
+	echo '```'
+	"$BUILD/bench/bloom_fp" 2>&1
+	echo '```'
+} | tee -a "$report"
+
 echo
 echo "report: $report, raw runs: $OUT/txn_runs.jsonl"
+
