@@ -205,7 +205,9 @@ __noinline int xtx_hades_scan_slot(__u32 self, __u32 idx)
 		return 0;
 	c = XTX_READ_ONCE64(s->ctl);
 	st = xtx_hades_state(c);
-	if (st != XTX_HS_ACTIVE && st != XTX_HS_COMMITTING)
+	/* a backup's slot has empty filters: the flag goes up before any bit */
+	if ((st != XTX_HS_ACTIVE && st != XTX_HS_COMMITTING) ||
+	    !(*(volatile __u32 *)&s->flags & XTX_HSLF_PRIMARY))
 		return 0;
 	hit = xtx_hades_staged_hits(self, idx, XTX_HADES_RBF | XTX_HADES_WBF | XTX_HADES_UNCOUNTED);
 	if (!hit)
@@ -345,6 +347,20 @@ static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const st
 	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
 }
 
+/* Does s stage a write as its primary (what a squash scan looks for)? */
+static __always_inline bool xtx_hades_writes_here(struct xtx_hades_slot *s)
+{
+	__u32 j, n = s->nstaged;
+
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		if (!(s->staged[j].flags & XTX_HSF_REPLICA))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The partial lock of HADES §V-B, at the transaction's last intend here:
  * publish COMMITTING (registry entry first, then the state), and only then
@@ -372,7 +388,7 @@ __noinline int xtx_hades_lock(__u32 idx, __u64 ctl, __u32 pos)
 	if (hit) {
 		sc.nack = 1;
 		sc.fp_nack = hit == XTX_HADES_HIT_FP;
-	} else if (s->nstaged) {
+	} else if (xtx_hades_writes_here(s)) {
 		bpf_loop((xtx_hades_slots + 63) / 64, xtx_hades_scan_cb, &sc, 0);
 	}
 	/* two filters per written key and other slot */
@@ -427,11 +443,12 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 		xtx_hades_stage(e, op);
 		r.s->nstaged = n + 1;
 		if (!replica) {
+			/* the flag first: a committer's scan skips slots without it */
+			if (!(r.s->flags & XTX_HSLF_PRIMARY))
+				__sync_fetch_and_or(&r.s->flags, XTX_HSLF_PRIMARY);
 			h = xtx_hades_bf_hash(op->table, op->key);
 			xtx_hades_bf_record(r.s->wbf, h);
 			xtx_hades_exact_add(r.idx, e->kh, true);
-			if (!(r.s->flags & XTX_HSLF_PRIMARY))
-				__sync_fetch_and_or(&r.s->flags, XTX_HSLF_PRIMARY);
 		}
 	}
 	if (op->token)
