@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The newcomer's tour: three servers in namespaces, a client driving them, stats, teardown.
+# make demo: three replicated servers in namespaces, TATP and SmallBank checked, a results table.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 N=3
 PREFIX=xtxd$(printf '%04x' $RANDOM)
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-3}
+out=$(mktemp -d /tmp/xtx-demo.XXXXXX)
 
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$N" "$@"; }
 cleanup() {
@@ -14,7 +16,7 @@ cleanup() {
 		make -s -C "$ROOT" unload IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" >/dev/null 2>&1 || true
 	done
 	topo down >/dev/null 2>&1 || true
-	rm -rf /var/lib/xtx/"$PREFIX"-*	# the servers' logs belong to this run only
+	rm -rf /var/lib/xtx/"$PREFIX"-* "$out"	# the servers' logs belong to this run only
 }
 trap cleanup EXIT INT TERM
 
@@ -23,52 +25,78 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-echo "== 1. Test network: $N server namespaces and a client namespace joined by veth links"
-topo -x "$BUILD/bpf/xdp_pass.bpf.o" up
-
-echo
-echo "== 2. make load: xtxd attaches the XDP server on each server link"
 ips=""
+ctls=""
 for ((i = 0; i < N; i++)); do
-	# a small cache, so the demo's keys also exercise xtxd's overflow store
-	make -s -C "$ROOT" load IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" ARGS="--kv-buckets 64"
 	ips+="${ips:+,}10.77.$i.2"
-	echo "   server $i: $("$BUILD/xtxctl" --netns "$PREFIX-s$i" --iface "${PREFIX}s$i" info |
-		grep prog_id | tr -s ' ')"
+	ctls+="${ctls:+,}$PREFIX-s$i:${PREFIX}s$i"
+done
+client() { ip netns exec "$PREFIX-c" "$BUILD/xtxbench" "$@"; }
+
+echo "== 1. Test network: $N server namespaces and a client namespace joined by veth links"
+topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null
+
+echo "== 2. make load: xtxd attaches the XDP server on each link; every key has 3 replicas"
+for ((i = 0; i < N; i++)); do
+	make -s -C "$ROOT" load IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" ARGS="--peers $ips" \
+		>/dev/null
+	echo "   server $i (10.77.$i.2): $("$BUILD/xtxctl" --netns "$PREFIX-s$i" \
+		--iface "${PREFIX}s$i" info | grep prog_id | tr -s ' ')"
 done
 
-echo
-echo "== 3. xtxbench ping: 16 ops per packet, 2 threads, 3 seconds"
-ip netns exec "$PREFIX-c" "$BUILD/xtxbench" ping --servers "$ips" --threads 2 --ops 16 \
-	--duration 3
+# run NAME XTXBENCH-ARGS...: a --json run kept for the table; its progress on the screen.
+run() {
+	local name=$1
+	shift
+	echo
+	echo "== $name"
+	if client "$@" --json >"$out/$name.json" 2>"$out/$name.err"; then
+		echo "   passed its checks"
+	else
+		echo "   FAILED:"
+		sed 's/^/   /' "$out/$name.err" | tail -n 15
+		failed=1
+	fi
+}
+failed=0
+
+run "tatp-occ" tatp --servers "$ips" --ctl "$ctls" --subscribers 2000 --populate \
+	--duration "$SECONDS_PER_RUN" --warmup 1 --verify
+run "smallbank-2pl" smallbank --servers "$ips" --ctl "$ctls" --accounts 1000 --populate \
+	--duration "$SECONDS_PER_RUN" --warmup 1 --verify
+run "tatp-hades" tatp --servers "$ips" --ctl "$ctls" --subscribers 2000 --protocol hades \
+	--duration "$SECONDS_PER_RUN" --warmup 1 --verify
+run "smallbank-occ" smallbank --servers "$ips" --ctl "$ctls" --accounts 1000 --protocol occ \
+	--duration "$SECONDS_PER_RUN" --warmup 1 --verify
 
 echo
-echo "== 4. xtxbench lock2pl: DINT's 2PL lock-manager microbenchmark with the safety check"
-ip netns exec "$PREFIX-c" "$BUILD/xtxbench" lock2pl --servers "$ips" --threads 2 --ops 8 \
-	--keys 10000 --duration 3 --check
+echo "== An application transaction (build/examples/transfer, libxtx)"
+{ ip netns exec "$PREFIX-c" "$BUILD/examples/transfer" --servers "$ips" 7 8 25 || true; } |
+	sed 's/^/   /'
 
 echo
-echo "== 5. xtxbench kv --check: random KV ops, every answer checked against a reference model"
-ip netns exec "$PREFIX-c" "$BUILD/xtxbench" kv --servers "$ips" --threads 2 --keys 500 --ops 8 \
-	--count 5000 --check --client-id 300 | grep -v '^  '
+echo "== Results (3 servers, 3 replicas, 1 client thread, 16 transactions in flight)"
+echo
+printf '%-16s %12s %12s %9s %9s %9s %8s %8s\n' workload "attempts/s" "committed/s" "p50 us" \
+	"p99 us" "aborts" "ops/pkt" verify
+for f in "$out"/*.json; do
+	name=$(basename "$f" .json)
+	jq -r --arg n "$name" '
+		def pct(a; b): if b > 0 then (a * 1000 / b | round) / 10 else 0 end;
+		[$n, (.attempts_per_s | round), (.committed_per_s | round), .latency_us.p50,
+		 .latency_us.p99, "\(pct(.total.aborted; .total.attempted))%",
+		 .ops_per_packet_avg, (if .violations == 0 then "ok" else "FAILED" end)] |
+		@tsv' "$f" 2>/dev/null |
+		awk -F'\t' '{ printf "%-16s %12s %12s %9s %9s %9s %8s %8s\n", $1, $2, $3, $4, $5, \
+			$6, $7, $8 }' || echo "$name: no result"
+done
+echo
+echo "TATP committed/s counts logically successful transactions (FaSST/DINT); verify"
+echo "checks workloads.md §1.7 / §2.8 and that all 3 replicas hold identical data."
 
 echo
-echo "== 6. A transaction by hand (xtxbench op): lock with read, commit at the primary"
-op() { ip netns exec "$PREFIX-c" "$BUILD/xtxbench" op --server 10.77.0.2 --client-id 400 "$@"; }
-op insert 0 424242 value=0badcafe
-l=$(op occ-lock 0 424242 txn=1)
-echo "   $l"
-v=$(grep -o 'version=[0-9]*' <<<"$l" | cut -d= -f2)
-t=$(grep -o 'token=[0-9]*' <<<"$l" | cut -d= -f2)
-echo "   $(op commit-primary 0 424242 txn=1 version="$v" token="$t" value=0defaced)"
-echo "   $(op read 0 424242)"
-
-echo
-echo "== 7. Server 0 counters (xtxctl stats)"
-"$BUILD/xtxctl" --netns "$PREFIX-s0" --iface "${PREFIX}s0" stats | grep -v ' 0$'
-
-echo
-echo "== 8. Teardown"
+echo "== Teardown"
 cleanup
 trap - EXIT
+[ "$failed" = 0 ] || { echo "demo: a run failed its checks"; exit 1; }
 echo "demo: done"

@@ -18,7 +18,7 @@
 #include "libxtx.h"
 #include "servers.h"
 
-#define ACCOUNTS	1	/* table id */
+#define ACCOUNTS	12	/* table id (TATP uses 1-5, SmallBank 8-9) */
 #define OPENING		100
 
 struct transfer {
