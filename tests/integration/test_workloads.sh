@@ -209,6 +209,27 @@ out=$(uwl smallbank --accounts "$ACCTS" --populate --duration 2 --warmup 500ms -
 rc=$?
 verified "udpd smallbank 2pl" "$out" "$rc"
 check "udpd smallbank: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
+
+# The ceiling: servers answering every op OK without state.  Reads come back empty; with
+# --echo those are logical failures and the attempts are the measure.
+stop_udpds
+for ((i = 0; i < NSERVERS; i++)); do
+	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d --pidfile "$(udpd_pid "$i")" \
+		--echo --daemon-log "$tmp/udpd$i.log" || { fail "xtx-udpd --echo $i starts"; finish; }
+done
+out=$(uwl tatp --subscribers "$SUBS" --echo --duration 1 --warmup 0 --threads 2 --json 2>&1)
+rc=$?
+check "echo tatp: exit 0 ($rc)" test "$rc" -eq 0
+a=$(num_field "$out" attempts_per_s)
+check "echo tatp: attempts/s reported (${a:-0})" gt "${a:-0}" 1000
+check "echo tatp: empty reads are logical failures, nothing broken or unknown" \
+	test "$(total_field "$out" broken).$(total_field "$out" unknown)" = "0.0" -a \
+	"$(total_field "$out" logical)" -gt 1000
+out=$(uwl smallbank --accounts "$ACCTS" --duration 1 --warmup 0 2>&1)
+rc=$?
+check "echo smallbank without --echo: exit 1 ($rc)" test "$rc" -eq 1
+check "echo smallbank without --echo: the error points at --echo" \
+	grep -q "servers in --echo mode? then say --echo" <<<"$out"
 stop_udpds
 
 finish
