@@ -514,7 +514,7 @@ static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s)
 static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 					       struct xtx_pkt_ctx *pc, bool force_defer)
 {
-	bool last = op->flags & XTX_HOPF_LAST;
+	bool last = op->flags & XTX_HOPF_LAST, was_done;
 	struct xtx_hades_staged *e = NULL;
 	__u8 orig = op->opcode, st;
 	struct xtx_hades_ref r;
@@ -554,11 +554,12 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	}
 	if (!e)
 		return XTX_ST_BAD_ARG;	/* never intended here */
-	if (e->flags & XTX_HSF_DONE) {
-		st = XTX_ST_ALREADY_APPLIED;
-		goto done;
-	}
-	if (!xtx_hades_log_room())
+	/*
+	 * Done before still runs the install: it is idempotent by version, and
+	 * an install whose trip to xtxd failed after it was logged is redone.
+	 */
+	was_done = e->flags & XTX_HSF_DONE;
+	if (!was_done && !xtx_hades_log_room())
 		return XTX_ST_LOG_FULL;
 	/* the packet carries the staged write, so xtxd can run it if it must */
 	base = e->version;
@@ -578,7 +579,7 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 		return st;
 	}
 	e->flags |= XTX_HSF_DONE;
-	if (st != XTX_ST_ALREADY_APPLIED) {
+	if (!was_done && st != XTX_ST_ALREADY_APPLIED) {
 		/* the log's LAST marks the write that completes the transaction here */
 		xtx_hades_log(ctx, idx, base + 1,
 			      (last || (r.s->flags & XTX_HSLF_LAST)) && xtx_hades_all_done(r.s));

@@ -487,6 +487,44 @@ static void test_validate_retry_keeps_slot(void)
 	CHECK(o.value[0] == 0x57, "write lost");
 }
 
+/*
+ * A validate done before still installs: an install lost after its write
+ * was logged (its trip to xtxd failed) is redone, and logged only once.
+ */
+static void test_validate_redoes_lost_install(void)
+{
+	__u32 bidx = xtx_bucket_of(xtx_hash(0, 560), test_kv_buckets), w;
+	int fd = bpf_map__fd(skel->maps.xtx_kv);
+	struct xtx_kv_bucket bk;
+	struct xtx_log_entry e;
+	struct xtx_op o, wa;
+
+	kv(XTX_OP_INSERT, 560, 0x60);
+	wa = H(XTX_OP_HWRITE, 560, TXN(46), BEGIN, 0, 0);
+	H(XTX_OP_HWRITE, 561, TXN(46), 0, 0, 0);
+	H(XTX_OP_HINTEND, 560, TXN(46), 0, wa.version, 0x61);
+	H(XTX_OP_HINTEND, 561, TXN(46), LAST, 0, 0x62);
+	o = H(XTX_OP_HVALIDATE, 560, TXN(46), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.version == wa.version + 1, "validate: %u", o.status);
+	/* the install is undone behind the program's back */
+	bpf_map_lookup_elem(fd, &bidx, &bk);
+	for (w = 0; w < XTX_KV_WAYS; w++)
+		if (bk.key[w] == 560 && (bk.flags[w] & XTX_KVF_VALID)) {
+			bk.version[w] = wa.version;
+			bk.value[w][0] = 0x60;
+		}
+	bpf_map_update_elem(fd, &bidx, &bk, 0);
+	o = H(XTX_OP_HVALIDATE, 560, TXN(46), 0, 0, 0);
+	CHECK(o.status == XTX_ST_OK && o.version == wa.version + 1, "redo: %u", o.status);
+	o = H(XTX_OP_HVALIDATE, 560, TXN(46), 0, 0, 0);
+	CHECK(o.status == XTX_ST_ALREADY_APPLIED, "third time: %u", o.status);
+	o = kv(XTX_OP_GET, 560, 0);
+	CHECK(o.value[0] == 0x61 && o.version == wa.version + 1, "the write is back");
+	CHECK(log_find(TXN(46), 560, &e) == 1, "logged more than once");
+	H(XTX_OP_HVALIDATE, 561, TXN(46), LAST, 0, 0);
+	CHECK(state_of(TXN(46)) == XTX_HS_FREE, "not released");
+}
+
 static void test_abort_discards(void)
 {
 	struct xtx_op o, w;
@@ -997,6 +1035,7 @@ int main(void)
 	RUN_CASE(test_squash);
 	RUN_CASE(test_validation_and_log);
 	RUN_CASE(test_validate_retry_keeps_slot);
+	RUN_CASE(test_validate_redoes_lost_install);
 	RUN_CASE(test_abort_discards);
 	RUN_CASE(test_replica);
 	RUN_CASE(test_too_many_writes);
