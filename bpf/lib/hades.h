@@ -434,14 +434,15 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 		}
 	}
 	if (!nowrite) {
-		n = r.s->nstaged;
+		/* atomic: two packets of the transaction may stage at once */
+		n = __sync_fetch_and_add(&r.s->nstaged, 1);
 		if (n >= XTX_HADES_STAGE_MAX) {
+			__sync_fetch_and_sub(&r.s->nstaged, 1);
 			xtx_hades_reg_drop(pos);
 			return XTX_ST_TOO_MANY;
 		}
 		e = &r.s->staged[n & (XTX_HADES_STAGE_MAX - 1)];
 		xtx_hades_stage(e, op);
-		r.s->nstaged = n + 1;
 		if (!replica) {
 			/* the flag first: a committer's scan skips slots without it */
 			if (!(r.s->flags & XTX_HSLF_PRIMARY))
