@@ -181,13 +181,64 @@ static struct xtx_log_entry *copy_writes(struct xtxd_txn *x, uint32_t *n)
 }
 
 /*
+ * Makes a recorded decision true here: commit installs every write, then
+ * frees the locks (so no reader sees the old value unlocked); abort frees
+ * the locks.  A write that cannot go in now (bucket held too long, store
+ * full) leaves it pending, retried by the scan; the locks stay meanwhile.
+ */
+static int apply(struct xtxd_txn *x, const char *why)
+{
+	struct xtx_log_entry *w;
+	uint32_t n, i, installed = 0, unlocked = 0;
+	bool again = x->apply_pending;	/* said why once already: retry quietly */
+	int err, failed = 0;
+
+	w = copy_writes(x, &n);
+	if (!w)
+		return -ENOMEM;
+	for (i = 0; x->outcome == XTXD_OUT_COMMIT && i < n; i++) {
+		err = xtxd_live_install(&R.live, &w[i]);
+		if (err < 0) {
+			if (!again)
+				pr_warn("resolve: txn %#llx: installing table %u key %llu "
+					"version %llu: %s (retrying)\n",
+					(unsigned long long)x->txn, w[i].table,
+					(unsigned long long)w[i].key,
+					(unsigned long long)w[i].version, strerror(-err));
+			failed = err;
+		} else {
+			installed += err;
+		}
+	}
+	for (i = 0; !failed && i < n; i++) {
+		err = xtxd_live_unlock(&R.live, x->txn, w[i].table, w[i].key);
+		if (err < 0) {
+			if (!again)
+				pr_warn("resolve: txn %#llx: freeing the lock of table %u key "
+					"%llu: %s (retrying)\n", (unsigned long long)x->txn,
+					w[i].table, (unsigned long long)w[i].key, strerror(-err));
+			failed = err;
+		} else {
+			unlocked += err;
+		}
+	}
+	free(w);
+	pthread_mutex_lock(&R.mu);
+	x->apply_pending = failed != 0;
+	pthread_mutex_unlock(&R.mu);
+	if (!failed)
+		pr_info("resolve: txn %#llx decided %s (%s): %u writes here, %u installed, %u "
+			"locks freed\n", (unsigned long long)x->txn, outcome_name(x->outcome), why,
+			n, installed, unlocked);
+	return failed;
+}
+
+/*
  * Records the decision (synced), then makes it true here.  A failure to
  * record leaves the transaction undecided, to be tried again.
  */
 static int decide(struct xtxd_txn *x, int outcome, const char *why)
 {
-	struct xtx_log_entry *w;
-	uint32_t n, i, installed = 0, unlocked = 0;
 	int err;
 
 	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
@@ -203,29 +254,6 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 		if (!xtxd_logdrain_arm_fence(true))
 			bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
 	}
-	w = copy_writes(x, &n);
-	if (!w)
-		return -ENOMEM;
-	for (i = 0; outcome == XTXD_OUT_COMMIT && i < n; i++) {
-		err = xtxd_live_install(&R.live, &w[i]);
-		if (err < 0)
-			pr_warn("resolve: txn %#llx: installing table %u key %llu version %llu: "
-				"%s\n", (unsigned long long)x->txn, w[i].table,
-				(unsigned long long)w[i].key, (unsigned long long)w[i].version,
-				strerror(-err));
-		else
-			installed += err;
-	}
-	for (i = 0; i < n; i++) {
-		err = xtxd_live_unlock(&R.live, x->txn, w[i].table, w[i].key);
-		if (err < 0)
-			pr_warn("resolve: txn %#llx: freeing the lock of table %u key %llu: %s\n",
-				(unsigned long long)x->txn, w[i].table,
-				(unsigned long long)w[i].key, strerror(-err));
-		else
-			unlocked += err;
-	}
-	free(w);
 	pthread_mutex_lock(&R.mu);
 	x->outcome = outcome;
 	x->decided_ns = mono_ns();
@@ -235,9 +263,7 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 		R.commits++;
 	else
 		R.aborts++;
-	pr_info("resolve: txn %#llx decided %s (%s): %u writes here, %u installed, %u locks "
-		"freed\n", (unsigned long long)x->txn, outcome_name(outcome), why, n, installed,
-		unlocked);
+	apply(x, why);
 	return 0;
 }
 
@@ -488,10 +514,29 @@ struct scan {
 	size_t n, cap;
 };
 
+static void add_due(struct scan *s, uint64_t txn)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *d = realloc(s->due, cap * sizeof(*d));
+
+		if (!d)
+			return;
+		s->due = d;
+		s->cap = cap;
+	}
+	s->due[s->n++] = txn;
+}
+
 static void pick(struct xtxd_txn *x, void *arg)
 {
 	struct scan *s = arg;
 
+	if (x->apply_pending || (x->resolving && x->outcome == XTXD_OUT_NONE &&
+				 xtxd_decide(x->answer, x->nrep) != XTXD_OUT_NONE)) {
+		add_due(s, x->txn);	/* an earlier try failed: again */
+		return;
+	}
 	if (x->outcome != XTXD_OUT_NONE) {
 		/* long after: the coordinator's lease is long gone, and the fence map is finite */
 		if (s->now - x->decided_ns > KEEP_DECIDED_NS) {
@@ -503,16 +548,7 @@ static void pick(struct xtxd_txn *x, void *arg)
 	}
 	if (x->resolving || s->now - x->first_ns < R.after_ns)
 		return;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		uint64_t *d = realloc(s->due, cap * sizeof(*d));
-
-		if (!d)
-			return;
-		s->due = d;
-		s->cap = cap;
-	}
-	s->due[s->n++] = x->txn;
+	add_due(s, x->txn);
 }
 
 static void do_resend(struct xtxd_txn *x, void *arg)
@@ -543,6 +579,17 @@ static void scan(void)
 		pthread_mutex_unlock(&R.mu);
 		if (!x)
 			continue;
+		if (x->apply_pending) {
+			apply(x, "applied late");
+			continue;
+		}
+		if (x->resolving) {
+			int d = xtxd_decide(x->answer, x->nrep);
+
+			if (x->outcome == XTXD_OUT_NONE && d != XTXD_OUT_NONE)
+				decide(x, d, "the replicas' answers");
+			continue;
+		}
 		if (!unfinished(x)) {
 			/* committed normally (or nothing of it left here): forget it */
 			pthread_mutex_lock(&R.mu);

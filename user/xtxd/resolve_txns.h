@@ -39,6 +39,7 @@ struct xtxd_txn {
 	bool last;
 	uint8_t outcome;		/* enum xtxd_outcome */
 	bool resolving;
+	bool apply_pending;		/* decided, not yet wholly applied here */
 	uint8_t answer[XTXD_TXN_MAX_REPLICAS];	/* enum xtxd_answer, by position in rep */
 	uint8_t acked[XTXD_TXN_MAX_REPLICAS];	/* the peer took our decision */
 	uint64_t sent_ns;		/* last query or decision sent */
