@@ -26,6 +26,8 @@
 
 /* Longest a thread waits in xtx_poll(), so it notices the stop flag. */
 #define WL_POLL_NS		(1000 * 1000ull)
+/* The least counting time the first progress line after the warmup reports on. */
+#define WL_FIRST_TICK_NS	(100 * 1000 * 1000ull)
 /* How often a thread hands its numbers to the progress reporter. */
 #define WL_PUBLISH_NS		(50 * 1000 * 1000ull)
 /*
@@ -256,6 +258,7 @@ static double ratio(uint64_t a, uint64_t b)
 struct wl_progress {
 	struct wl_thread *th;
 	unsigned int nthreads, ntypes;
+	bool measuring;		/* a tick after the warmup has been printed */
 	struct wl_counts prev;
 };
 
@@ -277,12 +280,20 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 	struct wl_counts cur;
 	struct xtx_hist h;
 	unsigned int k = p->ntypes;
+	uint64_t now = xtx_now_ns();
 
 	gather(p->th, p->nthreads, &cur, &h);
-	if (xtx_now_ns() < wl_measure_from) {
-		/* nothing is counted yet */
-		fprintf(stderr, "t=%us  warming up\n", sec);
-		return;
+	/*
+	 * Counting starts when the warmup ends: the first measured tick covers
+	 * only the time since then, and one barely past it would be noise.
+	 */
+	if (!p->measuring) {
+		if (now < wl_measure_from + WL_FIRST_TICK_NS) {
+			fprintf(stderr, "t=%us  warming up\n", sec);
+			return;
+		}
+		dt = (now - wl_measure_from) / 1e9;
+		p->measuring = true;
 	}
 	fprintf(stderr,
 		"t=%us  txn/s=%.0f  committed/s=%.0f  logical/s=%.0f  aborted/s=%.0f  "
