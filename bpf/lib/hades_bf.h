@@ -32,22 +32,6 @@ static __always_inline void xtx_hades_bf_record(__u64 *bf, __u64 h)
 	}
 }
 
-static __always_inline bool xtx_hades_bf_has(__u64 *bf, __u64 h)
-{
-	__u32 m = xtx_hades_bf_bits, i, b, w;
-
-	for (i = 0; i < XTX_HADES_HASHES_MAX; i++) {
-		if (i >= xtx_hades_hashes)
-			break;
-		b = xtx_hades_bf_bit(h, i, m);
-		w = b >> 6;
-		barrier_var(w);
-		if (!((XTX_READ_ONCE64(bf[w & (XTX_HADES_BF_WORDS - 1)]) >> (b & 63)) & 1))
-			return false;
-	}
-	return true;
-}
-
 /* Empties both filters of a slot being claimed (only the words in use). */
 static __always_inline void xtx_hades_bf_clear(struct xtx_hades_slot *s)
 {
