@@ -4,8 +4,12 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
+#include <stdlib.h>
+#include <urcu.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <xtx/hash.h>
+#include <xtx/kv.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include <xtx/msg.h>
@@ -13,6 +17,7 @@
 #include "check.h"
 #include "harness.h"
 #include "log.h"
+#include "../../user/xtxd/overflow.h"
 #include "../../user/xtxd/resolve_apply.h"
 #include "../../user/xtxd/resolve_txns.h"
 
@@ -272,6 +277,74 @@ static void test_resolver_frees_logged_lock(void)
 	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "the next txn: %u", out_op(&r, 0)->status);
 }
 
+static struct xtx_log_entry wr(uint64_t key, uint64_t version, uint8_t flags, uint8_t byte)
+{
+	struct xtx_log_entry e = { .key = key, .version = version, .flags = flags, .vlen = 4 };
+
+	memset(e.value, byte, 4);
+	return e;
+}
+
+/*
+ * A decided write goes in only when newer, wherever the key lives: kernel
+ * way (kept dirty for write-back), tombstone, overflow store; a delete
+ * raises the floor; a full store refuses and changes nothing.
+ */
+static void test_resolver_installs_decided_writes(void)
+{
+	struct xtx_kv_bucket *kv = calloc(1, sizeof(*kv));
+	struct xtxd_live l = { .kv = kv, .nbuckets = 1, .store = xtxd_ovf_new(1, 2) };
+	struct xtx_log_entry e;
+	struct xtxd_ovf_item it;
+	uint64_t v, k;
+
+	rcu_register_thread();
+	CHECK(kv && l.store, "setup");
+	if (!kv || !l.store)
+		goto out;
+	e = wr(1, 5, 0, 0xa1);
+	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_live_version(&l, 0, 1, &v) == 1 && v == 5,
+	      "a new key goes into a free way");
+	CHECK(kv->flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY) && kv->value[0][0] == 0xa1 &&
+	      !kv->lock, "... valid, dirty, bucket unlocked");
+	e = wr(1, 5, 0, 0xb2);
+	CHECK(xtxd_live_install(&l, &e) == 0 && kv->value[0][0] == 0xa1, "same version: kept");
+	e = wr(1, 4, 0, 0xb2);
+	CHECK(xtxd_live_install(&l, &e) == 0 && kv->version[0] == 5, "older: kept");
+	e = wr(1, 6, 0, 0xc3);
+	CHECK(xtxd_live_install(&l, &e) == 1 && kv->version[0] == 6 && kv->value[0][0] == 0xc3,
+	      "newer: overwritten");
+	e = wr(1, 7, XTX_LOGF_DELETE, 0);
+	CHECK(xtxd_live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
+	      xtxd_live_version(&l, 0, 1, &v) == 0 && v == 7, "delete: way freed, floor raised");
+	/* four ways taken: the next keys go to the store, which holds two */
+	for (k = 10; k < 14; k++) {
+		e = wr(k, 8, 0, 0x10);
+		CHECK(xtxd_live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
+	}
+	for (k = 20; k < 22; k++) {
+		e = wr(k, 8, 0, 0x20);
+		CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, k, &it) &&
+		      it.version == 8, "key %llu into the store", (unsigned long long)k);
+		CHECK(kv->bloom & (1ull << xtx_bloom_bit_of(xtx_hash(0, k))), "its filter bit");
+	}
+	e = wr(22, 8, 0, 0x20);
+	CHECK(xtxd_live_install(&l, &e) == -ENOSPC && xtxd_live_version(&l, 0, 22, &v) == 0,
+	      "a full store refuses");
+	e = wr(21, 9, 0, 0x21);
+	CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, 21, &it) &&
+	      it.version == 9 && it.value[0] == 0x21, "a store key updated in place");
+	e = wr(20, 9, XTX_LOGF_DELETE, 0);
+	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_ovf_get(l.store, 0, 20, &it) == -ENOENT,
+	      "a store key deleted");
+	CHECK(!kv->lock, "every bucket lock let go");
+out:
+	if (l.store)
+		xtxd_ovf_free(l.store);
+	rcu_unregister_thread();
+	free(kv);
+}
+
 int main(void)
 {
 	cpu_set_t cpu0;
@@ -295,6 +368,7 @@ int main(void)
 	RUN_CASE(test_decide_rule);
 	RUN_CASE(test_txn_table);
 	RUN_CASE(test_resolver_frees_logged_lock);
+	RUN_CASE(test_resolver_installs_decided_writes);
 	xtx_xdp__destroy(skel);
 	printf("# test_log: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
