@@ -427,6 +427,9 @@ static void print_text(const struct wl_workload *w, const struct wl_opts *o,
 		printf("BROKEN: %llu transactions saw data that breaks an invariant\n",
 		       (unsigned long long)sum_of(c->broken, k));
 	w->summary(w->ctx, c, r->secs, false);
+	if (o->echo)
+		printf("echo: the servers keep no data, so every read came back empty and the "
+		       "rates above other than attempts/s describe nothing\n");
 	printf("latency_us (committed) avg=%.1f p50=%.1f p99=%.1f p999=%.1f max=%.1f\n",
 	       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 	       xtx_hist_percentile(h, 99) / 1e3, xtx_hist_percentile(h, 99.9) / 1e3,
