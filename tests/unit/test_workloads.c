@@ -10,6 +10,7 @@
 #include "check.h"
 #include "smallbank.h"
 #include "tatp.h"
+#include "wlload.h"
 #include "wlsnap.h"
 #include "zipf.h"
 
@@ -432,6 +433,69 @@ static void test_snap_merge(void)
 	wl_snap_free(&s);
 }
 
+/* Runs fn with stderr sent to /dev/null: the errors it prints are expected. */
+static int quietly(int (*fn)(void *), void *arg)
+{
+	int saved, devnull, rc;
+
+	fflush(stderr);
+	saved = dup(2);
+	devnull = open("/dev/null", O_WRONLY);
+	if (saved >= 0 && devnull >= 0)
+		dup2(devnull, 2);
+	rc = fn(arg);
+	fflush(stderr);
+	if (saved >= 0) {
+		dup2(saved, 2);
+		close(saved);
+	}
+	if (devnull >= 0)
+		close(devnull);
+	return rc;
+}
+
+static int add_oversized(void *arg)
+{
+	uint8_t big[XTX_VALUE_MAX + 1] = {};
+
+	return wl_rows_add(arg, 1, 99, big, sizeof(big));
+}
+
+static int load_hades(void *arg)
+{
+	struct wl_load_cfg cfg = { .protocol = XTX_PROTO_HADES, .nclients = 1, .inflight = 1 };
+	struct wl_load_stats st;
+
+	return wl_load_rows(&cfg, arg, &st);
+}
+
+static void test_load_rows(void)
+{
+	struct wl_rows rows = {};
+	uint8_t v[XTX_VALUE_MAX];
+	bool same = true;
+	uint32_t i;
+	size_t n;
+
+	for (i = 0; i < 10000; i++) {
+		memcpy(v, &i, sizeof(i));
+		if (wl_rows_add(&rows, (uint8_t)(i % 7), 1000 + i, v, (uint8_t)(i % 41)))
+			break;
+	}
+	CHECK(i == 10000 && rows.n == 10000, "10000 rows kept (%zu)", rows.n);
+	for (i = 0; i < rows.n && same; i++)
+		same = rows.r[i].table == i % 7 && rows.r[i].key == 1000 + i &&
+		       rows.r[i].vlen == i % 41 &&
+		       (rows.r[i].vlen < 4 || !memcmp(rows.r[i].value, &i, sizeof(i)));
+	CHECK(same, "rows kept in order with their values through the growth");
+	n = rows.n;
+	CHECK(quietly(add_oversized, &rows) == -1 && rows.n == n,
+	      "a value past XTX_VALUE_MAX refused, nothing added");
+	CHECK(quietly(load_hades, &rows) == -1, "loading under hades refused");
+	wl_rows_free(&rows);
+	CHECK(!rows.r && !rows.n && !rows.cap, "freed");
+}
+
 int main(void)
 {
 	RUN_CASE(test_bcd);
@@ -446,6 +510,7 @@ int main(void)
 	RUN_CASE(test_sb_balances);
 	RUN_CASE(test_dump_parse);
 	RUN_CASE(test_snap_merge);
+	RUN_CASE(test_load_rows);
 	printf("# test_workloads: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }
