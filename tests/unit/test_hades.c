@@ -657,9 +657,9 @@ static void test_bad_input(void)
 static void test_full_table_and_lease(void)
 {
 	struct hades_cfg c = { .slots = XTX_HADES_PROBES, .bits = 1024, .hashes = 4,
-			       .lease_ns = 30ull * 1000 * 1000 };
+			       .lease_ns = 200ull * 1000 * 1000 };
 	struct xtx_xdp *main_skel = skel;
-	struct timespec ts = { 0, 60 * 1000 * 1000 };
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
 	struct xtx_op o;
 	int i;
 
