@@ -186,10 +186,14 @@ for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
 exit 1
 DUMP
 chmod +x "$tmp/dump.sh"
+# start_udpd I ARGS...: xtx-udpd on server I's address, in its namespace, as a daemon.
+start_udpd() {
+	"$UDPD" --netns "$(server_ns "$1")" --bind "$(server_ip "$1")" -d \
+		--pidfile "$(udpd_pid "$1")" --daemon-log "$tmp/udpd$1.log" "${@:2}"
+}
 for ((i = 0; i < NSERVERS; i++)); do
 	ctl "$i" unload >/dev/null 2>&1
-	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d --pidfile "$(udpd_pid "$i")" \
-		--dump-file "$tmp/dump$i" --lock-lease 300 --daemon-log "$tmp/udpd$i.log" ||
+	start_udpd "$i" --dump-file "$tmp/dump$i" --lock-lease "${LEASE%ms}" ||
 		{ fail "xtx-udpd $i starts"; finish; }
 done
 uwl() {
@@ -214,8 +218,7 @@ check "udpd smallbank: money conserved" grep -q "^verify: conservation: .* OK$" 
 # --echo those are logical failures and the attempts are the measure.
 stop_udpds
 for ((i = 0; i < NSERVERS; i++)); do
-	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d --pidfile "$(udpd_pid "$i")" \
-		--echo --daemon-log "$tmp/udpd$i.log" || { fail "xtx-udpd --echo $i starts"; finish; }
+	start_udpd "$i" --echo || { fail "xtx-udpd --echo $i starts"; finish; }
 done
 out=$(uwl tatp --subscribers "$SUBS" --echo --duration 1 --warmup 0 --threads 2 --json 2>&1)
 rc=$?
