@@ -33,7 +33,8 @@ static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
 	}
 }
 
-static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id)
+static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,
+						 __u8 extra)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), idx;
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
@@ -69,7 +70,7 @@ static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id
 	e->table = op->table;
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
-		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0);
+		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) | extra;
 	e->nreplicas = (packed >> 48) > 3 ? 3 : packed >> 48;
 	e->replicas[0] = packed;
 	e->replicas[1] = packed >> 16;
@@ -81,6 +82,21 @@ static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id
 	xtx_log_mark_lock(op);
 	op->version = tail;
 	return XTX_ST_OK;
+}
+
+/* LOG_APPEND: a write of a transaction not decided yet (design §5). */
+static __always_inline __u8 xtx_op_log_append(struct xtx_op *op, __u32 client_id)
+{
+	return xtx_log_append_flags(op, client_id, 0);
+}
+
+/*
+ * A write of a transaction already decided committed (HADES validates
+ * before it logs): recovery replays it whatever the other replicas hold.
+ */
+static __always_inline __u8 xtx_log_append_decided(struct xtx_op *op, __u32 client_id)
+{
+	return xtx_log_append_flags(op, client_id, XTX_LOGF_DECIDED);
 }
 
 #endif /* XTX_BPF_LOG_H */

@@ -26,6 +26,11 @@
 /* Entry flags. */
 #define XTX_LOGF_DELETE		0x01	/* the write deletes the key */
 #define XTX_LOGF_LAST		0x02	/* the transaction's last write logged on this server */
+/*
+ * Logged after the transaction was decided committed (HADES validation):
+ * replayed as it is, never asked about (xtx_log_append_decided()).
+ */
+#define XTX_LOGF_DECIDED	0x04
 
 /*
  * One logged write.  The replica set (server indices of the coordinator's

@@ -412,7 +412,7 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 			continue;
 		}
 		/* several replicas: applied only once decided (xtxd_decided_apply) */
-		if (e.nreplicas > 1) {
+		if (e.nreplicas > 1 && !(e.flags & XTX_LOGF_DECIDED)) {
 			err = xtxd_txns_add(&pending, &e, 0);
 			if (err < 0)
 				goto out;

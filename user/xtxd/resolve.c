@@ -72,8 +72,9 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 	for (i = 0; i < n; i++) {
 		struct xtxd_txn *x;
 
-		/* one replica: decided by being logged, nobody to ask */
-		if (e[i].nreplicas < 2 || !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
+		/* one replica, or logged once decided: nobody to ask */
+		if (e[i].nreplicas < 2 || (e[i].flags & XTX_LOGF_DECIDED) ||
+		    !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
 			continue;
 		if (!now)
 			now = mono_ns();
@@ -291,7 +292,7 @@ static int load_from_disk(uint64_t txn)
 			break;
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			if (e.txn != txn || e.nreplicas < 2)
+			if (e.txn != txn || e.nreplicas < 2 || (e.flags & XTX_LOGF_DECIDED))
 				continue;
 			pthread_mutex_lock(&R.mu);
 			err = xtxd_txns_add(&R.txns, &e, mono_ns());
