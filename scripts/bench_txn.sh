@@ -302,7 +302,11 @@ for kind in echo xtx udpd; do
 	udpd) populate txn ;;
 	esac
 	for w in tatp smallbank; do
-		RES[$kind,$w]=$(wl_row "$kind" "$w" | tail -n 1)
+		if [ "$kind" = echo ]; then
+			RES[$kind,$w]=$(wl_row "$kind" "$w" --echo | tail -n 1)
+		else
+			RES[$kind,$w]=$(wl_row "$kind" "$w" | tail -n 1)
+		fi
 	done
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
