@@ -487,7 +487,8 @@ __noinline int xtx_hades_log(struct xdp_md *ctx, __u32 idx, __u64 version, __u32
 	flags = op->flags;
 	op->version = version;
 	op->flags = (flags & XTX_OPF_DELETE) | (last ? XTX_OPF_LOG_LAST : 0);
-	xtx_op_log_append(op, xtx_txn_client(op->txn));
+	/* every participant acked: decided, so recovery replays it without asking */
+	xtx_log_append_decided(op, xtx_txn_client(op->txn));
 	op->flags = flags;
 	op->version = version;
 	return XTX_ST_OK;
