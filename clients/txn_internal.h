@@ -71,6 +71,7 @@ enum txn_phase {
 	PH_LOCK,		/* write keys not locked yet */
 	PH_VALIDATE,		/* OCC read set */
 	PH_LOG,			/* every replica logs every write */
+	PH_LOG_LAST,		/* ... the LAST ones, when they could not share a request */
 	PH_BACKUP,		/* commit point passed: install at the backups */
 	PH_PRIMARY,		/* install at the primaries, release locks */
 	PH_RELEASE,		/* abort (or read-only 2PL): release every lock */

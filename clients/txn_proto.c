@@ -444,19 +444,46 @@ static unsigned int queue_validation(struct xtx_txn *t)
 	return n;
 }
 
-static unsigned int queue_log(struct xtx_txn *t)
+static bool replica_on(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv)
 {
-	unsigned int i, r, n = 0;
+	unsigned int r;
 
-	for (i = 0; i < t->nkeys; i++) {
-		if (!(t->keys[i].flags & KF_WRITE))
-			continue;
-		for (r = 0; r < replicas(t); r++) {
-			txn_queue(t, i, TOP_LOG, t->keys[i].replica[r]);
+	for (r = 0; r < replicas(t); r++)
+		if (k->replica[r] == srv)
+			return true;
+	return false;
+}
+
+/*
+ * Every write on every replica.  A server treats the LAST write as the end
+ * of the transaction's record there (the resolver's "complete record"), so
+ * it must not overtake the others: a server's writes share one request
+ * (glued) when they fit, else the others go first (last_only false) and
+ * the LAST after their answers (last_only true).
+ */
+static unsigned int queue_log(struct xtx_txn *t, bool last_only)
+{
+	unsigned int s, i, n = 0, per = t->c->cfg.ops_per_packet;
+
+	for (s = 0; s < t->c->cfg.nservers; s++) {
+		unsigned int total = 0, k = 0;
+
+		for (i = 0; i < t->nkeys; i++)
+			total += (t->keys[i].flags & KF_WRITE) && replica_on(t, &t->keys[i], s);
+		for (i = 0; i < t->nkeys; i++) {
+			bool split = total > per, last;
+
+			if (!(t->keys[i].flags & KF_WRITE) || !replica_on(t, &t->keys[i], s))
+				continue;
+			last = ++k == total;
+			if (split ? last_only != last : last_only)
+				continue;
+			txn_queue_flags(t, i, TOP_LOG, s, !split && k > 1 ? OPR_GLUE : 0);
 			n++;
 		}
 	}
-	t->logging = n > 0;
+	if (n)
+		t->logging = true;
 	return n;
 }
 
@@ -563,9 +590,13 @@ static void commit_phases(struct xtx_txn *t)
 				continue;
 			}
 			t->phase = PH_LOG;
-			n = queue_log(t);
+			n = queue_log(t, false);
 			break;
 		case PH_LOG:
+			t->phase = PH_LOG_LAST;
+			n = queue_log(t, true);
+			break;
+		case PH_LOG_LAST:
 			/* every replica logged every write: committed */
 			t->phase = PH_BACKUP;
 			n = queue_backups(t);

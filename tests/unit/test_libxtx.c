@@ -424,6 +424,58 @@ static void test_lost_requests(void)
 	xtx_client_close(c);
 }
 
+/*
+ * A server's LAST log write never overtakes its others: glued into one
+ * request when they fit, else sent after their answers.
+ */
+static void test_log_last_order(void)
+{
+	unsigned int per;
+
+	for (per = 1; per <= 16; per += 15) {
+		struct xtx_client *c = open_client(XTX_PROTO_2PL, per);
+		struct script s = { .keys = { 61, 62 }, .nkeys = 2,
+				    .get_flags = XTX_GET_FOR_UPDATE, .write = true };
+		struct txn_opref refs[16];
+		unsigned int n, i, lasts = 0, glued = 0;
+		struct xtx_op op;
+
+		if (!c)
+			return;
+		xtx_txn_start(c, script_step, script_done, &s);
+		advance_all(c);
+		n = take_queued(c, refs, 16);
+		for (i = 0; i < n; i++)
+			answer(&refs[i], XTX_ST_OK, 1, 5, 0);
+		advance_all(c);
+		n = take_queued(c, refs, 16);
+		for (i = 0; i < n; i++) {
+			txn_fill_op(&refs[i], &op);
+			lasts += !!(op.flags & XTX_OPF_LOG_LAST);
+			glued += !!(refs[i].oflags & OPR_GLUE);
+		}
+		if (per == 1) {
+			CHECK(n == 3 && lasts == 0, "1 op/packet: the first writes alone (%u, %u LAST)",
+			      n, lasts);
+			for (i = 0; i < n; i++)
+				answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+			advance_all(c);
+			n = take_queued(c, refs, 16);
+			lasts = 0;
+			for (i = 0; i < n; i++) {
+				txn_fill_op(&refs[i], &op);
+				lasts += !!(op.flags & XTX_OPF_LOG_LAST);
+			}
+			CHECK(n == 3 && lasts == 3, "then the LAST ones (%u, %u LAST)", n, lasts);
+		} else {
+			CHECK(n == 6 && lasts == 3 && glued == 3,
+			      "16 ops/packet: both writes per server, the LAST glued (%u, %u, %u)", n,
+			      lasts, glued);
+		}
+		xtx_client_close(c);
+	}
+}
+
 /* Aggregation: ops of one server leave in requests of at most ops_per_packet. */
 static void test_packing(void)
 {
@@ -474,6 +526,7 @@ int main(void)
 	RUN_CASE(test_occ_validation);
 	RUN_CASE(test_insert_exists);
 	RUN_CASE(test_lost_requests);
+	RUN_CASE(test_log_last_order);
 	RUN_CASE(test_packing);
 	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
