@@ -10,6 +10,7 @@
 #include <xtx/msg.h>
 #include <xtx/maps.h>
 #include <xtx/log.h>
+#include <xtx/hades.h>
 #include "bench.h"
 #include "clock.h"
 #include "ids.h"
@@ -40,6 +41,8 @@ static const struct { const char *name; uint8_t opcode; } op_names[] = {
 	{ "occ-lock", XTX_OP_OCC_LOCK }, { "occ-unlock", XTX_OP_OCC_UNLOCK },
 	{ "validate", XTX_OP_OCC_VALIDATE }, { "commit-backup", XTX_OP_COMMIT_BACKUP },
 	{ "commit-primary", XTX_OP_COMMIT_PRIMARY }, { "log-append", XTX_OP_LOG_APPEND },
+	{ "hread", XTX_OP_HREAD }, { "hwrite", XTX_OP_HWRITE }, { "hintend", XTX_OP_HINTEND },
+	{ "hvalidate", XTX_OP_HVALIDATE }, { "habort", XTX_OP_HABORT },
 };
 
 static void usage(FILE *out)
@@ -56,8 +59,10 @@ static void usage(FILE *out)
 		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
 		"  -j, --json              one JSON object\n"
 		"\n"
-		"Fields: value=HEX version=N token=N txn=SEQ flags=delete|no-value|last\n"
+		"Fields: value=HEX version=N token=N txn=SEQ flags=FLAG[,FLAG...]\n"
+		"        FLAG: delete, no-value, last; HADES ops also begin, replica, no-write\n"
 		"        replicas=A[,B[,C]] (log-append: the replica set, packed into token)\n"
+		"        participants=A[,B...] (hintend: the server indices, a bitmap in token)\n"
 		"OP:",
 		XTX_DEFAULT_PORT, OP_MAX_TRIES);
 	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
@@ -110,6 +115,68 @@ static int parse_replicas(const char *s, struct op_opts *o)
 	return 0;
 }
 
+static bool is_hades(uint8_t opcode)
+{
+	return opcode >= XTX_OP_HREAD && opcode <= XTX_OP_HABORT;
+}
+
+/* "last,begin": the op's flags; last means the HADES LAST on a HADES op. */
+static int parse_flags(const char *s, struct op_opts *o)
+{
+	bool hades = is_hades(o->op.opcode);
+	const char *p = s;
+	uint32_t flags = 0;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == 6 && !strncmp(p, "delete", n))
+			flags |= XTX_OPF_DELETE;
+		else if (n == 8 && !strncmp(p, "no-value", n))
+			flags |= XTX_OPF_NO_VALUE;
+		else if (n == 4 && !strncmp(p, "last", n))
+			flags |= hades ? XTX_HOPF_LAST : XTX_OPF_LOG_LAST;
+		else if (hades && n == 5 && !strncmp(p, "begin", n))
+			flags |= XTX_HOPF_BEGIN;
+		else if (hades && n == 7 && !strncmp(p, "replica", n))
+			flags |= XTX_HOPF_REPLICA;
+		else if (hades && n == 8 && !strncmp(p, "no-write", n))
+			flags |= XTX_HOPF_NO_WRITE;
+		else {
+			fprintf(stderr, "Error: flags: '%s' is not a list of delete, no-value, last "
+				"(and for HADES ops begin, replica, no-write)\n", s);
+			return -1;
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	o->op.flags |= flags;
+	return 0;
+}
+
+/* "0,1,2": server indices, the participant bitmap HINTEND carries in op.token. */
+static int parse_participants(const char *s, struct op_opts *o)
+{
+	const char *p = s;
+	uint64_t set = 0;
+
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v >= XTX_HADES_MAX_SERVERS || (*end && *end != ',')) {
+			fprintf(stderr, "Error: participants: '%s' is not a list of server indices "
+				"below %d (e.g. 0,1,2)\n", s, XTX_HADES_MAX_SERVERS);
+			return -1;
+		}
+		set |= 1ull << v;
+		p = *end ? end + 1 : end;
+	}
+	o->op.token = set;
+	return 0;
+}
+
 static int parse_field(const char *arg, struct op_opts *o)
 {
 	const char *eq = strchr(arg, '=');
@@ -121,22 +188,12 @@ static int parse_field(const char *arg, struct op_opts *o)
 	}
 	if (!strncmp(arg, "value=", 6))
 		return parse_hex(eq + 1, o->op.value, &o->op.vlen);
-	if (!strncmp(arg, "flags=", 6)) {
-		if (!strcmp(eq + 1, "delete"))
-			o->op.flags |= XTX_OPF_DELETE;
-		else if (!strcmp(eq + 1, "no-value"))
-			o->op.flags |= XTX_OPF_NO_VALUE;
-		else if (!strcmp(eq + 1, "last"))
-			o->op.flags |= XTX_OPF_LOG_LAST;
-		else {
-			fprintf(stderr, "Error: flags: 'delete', 'no-value' or 'last', not '%s'\n",
-				eq + 1);
-			return -1;
-		}
-		return 0;
-	}
+	if (!strncmp(arg, "flags=", 6))
+		return parse_flags(eq + 1, o);
 	if (!strncmp(arg, "replicas=", 9))
 		return parse_replicas(eq + 1, o);
+	if (!strncmp(arg, "participants=", 13))
+		return parse_participants(eq + 1, o);
 	if (xtx_parse_u64(arg, eq + 1, 0, UINT64_MAX, &v))
 		return -1;
 	if (!strncmp(arg, "version=", 8))

@@ -407,6 +407,18 @@ __noinline int xtx_hades_lock(__u32 idx, __u64 ctl, __u32 pos)
 	return XTX_ST_NACK;
 }
 
+/*
+ * Did xtxd's resolver fence txn (user/xtxd/resolve_hades.h)?  It answered
+ * a peer that txn is not committing here, so txn must never commit here.
+ */
+static __always_inline bool xtx_hades_fenced(__u64 txn)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+
+	return c && c->fenced && bpf_map_lookup_elem(&xtx_fence, &txn);
+}
+
 /* HINTEND: stage one write; the last one here partially locks (Ack or NACK). */
 static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_ctx *pc)
 {
@@ -417,6 +429,9 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	__u32 pos = 0, n;
 	__u64 h;
 
+	/* checked before the slot is looked at: the resolver's grace period covers the rest */
+	if (xtx_hades_fenced(op->txn))
+		return XTX_ST_NACK;
 	xtx_hades_find(op->txn, op->flags & XTX_HOPF_BEGIN, &r);
 	if (r.status != XTX_ST_OK || !r.s)
 		return r.status;

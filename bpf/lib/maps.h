@@ -121,6 +121,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, XTX_HADES_SLOTS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);	/* xtxd's resolver CASes slots too */
 	__type(key, __u32);
 	__type(value, struct xtx_hades_slot);
 } xtx_hades SEC(".maps");
@@ -128,6 +129,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct xtx_hades_registry);
 } xtx_hades_reg SEC(".maps");

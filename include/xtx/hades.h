@@ -41,7 +41,9 @@
  *                  no longer be squashed here.
  *        NACK      its writes hit a committing transaction's filters (or a
  *                  reader committing concurrently): abort.  The slot is
- *                  already released.
+ *                  already released.  Any HINTEND answers NACK once the
+ *                  servers decided the transaction without this server
+ *                  (xtxd's resolver fenced it: user/xtxd/resolve_hades.h).
  *        SQUASHED  another transaction's commit squashed it: abort.
  *        RETRY     nothing changed (no slot, or XTX_HADES_COMMITTING_MAX
  *                  transactions committing here): send it again.
@@ -80,7 +82,8 @@
  * write (a reader's final check: all its reads were made before it, so a
  * late HVALIDATE answering TXN_GONE changes nothing).  A committing slot
  * with staged writes is never reclaimed by lease: it waits for HVALIDATE or
- * HABORT (a server could ask the participants, named in the HINTEND token).
+ * HABORT, or past xtxd --resolve-after for the participants named in the
+ * HINTEND token to decide it together (user/xtxd/resolve_hades.h).
  *
  * HREAD and HWRITE are re-executed on retransmission (recording a key
  * twice is harmless); HINTEND, HVALIDATE and HABORT are answered from the

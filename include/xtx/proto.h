@@ -169,6 +169,13 @@ enum xtx_opcode {
 	XTX_OP_RESOLVE_QUERY = 24,
 	XTX_OP_RESOLVE_DECIDE = 25,
 	/*
+	 * The same for a HADES transaction left committing (xtxd's
+	 * resolve_hades.c): does op.txn hold a committing slot here, and its
+	 * decided outcome.
+	 */
+	XTX_OP_HRESOLVE_QUERY = 26,
+	XTX_OP_HRESOLVE_DECIDE = 27,
+	/*
 	 * HADES (include/xtx/hades.h): per-transaction Bloom filters instead
 	 * of versions and locks.  HREAD / HWRITE record the key and read it;
 	 * HINTEND stages a write and, with XTX_HOPF_LAST, partially locks

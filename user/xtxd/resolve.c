@@ -24,6 +24,7 @@
 #include "overflow.h"
 #include "resolve.h"
 #include "resolve_apply.h"
+#include "resolve_hades.h"
 #include "resolve_outcome.h"
 #include "resolve_txns.h"
 
@@ -432,6 +433,8 @@ static void receive(void)
 		from = xtxd_peers_index(&R.peers, src.sin_addr);
 		if (!peer_ok(from) || m.op.token != (uint64_t)from)
 			continue;
+		if (xtxd_hres_receive(&m.op, m.h.flags & XTX_F_REPLY, from, &src))
+			continue;
 		if (m.h.flags & XTX_F_REPLY)
 			on_reply(m.op.opcode, m.op.txn, m.op.flags, from);
 		else if (m.op.opcode == XTX_OP_RESOLVE_QUERY)
@@ -629,6 +632,7 @@ static void *resolve_main(void *arg)
 		if (mono_ns() - R.last_scan >= SCAN_EVERY_NS) {
 			R.last_scan = mono_ns();
 			scan();
+			xtxd_hres_scan();
 		}
 	}
 	rcu_unregister_thread();
@@ -706,6 +710,7 @@ static int open_socket(uint16_t port)
 
 static void cleanup(void)
 {
+	xtxd_hres_stop();
 	if (R.sock >= 0)
 		close(R.sock);
 	if (R.stop_fd >= 0)
@@ -773,6 +778,13 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 		err = -errno;
 		goto fail;
 	}
+	step = "starting the HADES half";
+	err = xtxd_hres_start(t, &(struct xtxd_hres_opts){
+		.peers = &R.peers, .sock = R.sock, .peer_port = R.peer_port,
+		.fence_fd = R.fence_fd, .after_ns = R.after_ns, .live = &R.live,
+		.grace_ns = FENCE_GRACE_NS });
+	if (err)
+		goto fail;
 	__atomic_store_n(&R.running, true, __ATOMIC_RELEASE);
 	err = -pthread_create(&R.tid, NULL, resolve_main, NULL);
 	if (err) {

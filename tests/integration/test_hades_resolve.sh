@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A HADES coordinator that vanishes after intend-to-commit: the participants decide its transaction.
+source "$(dirname "$0")/lib.sh"
+NSERVERS=3
+
+setup_servers --peers "$(all_server_ips)" --resolve-after 1s
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+# op SERVER [OPTIONS] OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
+op() {
+	local s=$1
+	shift
+	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
+}
+st() { field "$(op "$@")" status; }
+row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
+all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
+XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
+hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
+# wait_log PATTERN SERVER...: every server's log has PATTERN within 10 s
+wait_log() {
+	local pat=$1 i s ok
+	shift
+	for ((i = 0; i < 100; i++)); do
+		ok=1
+		for s in "$@"; do XLOG "$s" | grep -q "$pat" || ok=0; done
+		[ "$ok" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# intend SERVER TXN KEY VALUE [replica]: the transaction's last HINTEND there (Ack expected)
+intend() {
+	local flags=begin,last
+	[ "${5:-}" = replica ] && flags+=,replica
+	st "$1" hintend 0 "$3" txn="$2" version=1 value="$4" participants=0,1,2 flags="$flags"
+}
+
+# ---- (a) Acked at all three participants, then the coordinator vanishes: validated ----
+for i in 0 1 2; do
+	check "server $i: insert key 100 (version 1)" test "$(st "$i" insert 0 100 value=aa)" = ok
+done
+out=$(op 0 hwrite 0 100 txn=1 flags=begin)
+check "primary: txn 1 intends to write key 100 at version $(field "$out" version)" \
+	test "$(field "$out" status)" = ok -a "$(field "$out" version)" = 1
+check "primary: txn 1's last HINTEND is Acked" test "$(intend 0 1 100 bbbb)" = ok
+for i in 1 2; do
+	check "replica $i: txn 1's last HINTEND is Acked" test "$(intend "$i" 1 100 bbbb replica)" = ok
+done
+check "while txn 1 commits, its filters keep another txn's HREAD of key 100 out" \
+	test "$(st 0 -t 5ms hread 0 100 txn=2 flags=begin)" != ok
+check "all three servers decide txn 1" \
+	wait_log "hades txn $(hex_txn 1) decided validate" 0 1 2
+check "... and validate it everywhere" \
+	wait_log "hades txn $(hex_txn 1) validated here: 1 staged writes" 0 1 2
+rows=$(all_rows 100)
+echo "$rows" | sed 's/^/# /'
+check "every replica holds key 100 at version 2 (base + 1) with the new value" \
+	test "$(grep -c 'version=2 vlen=2 value=bbbb$' <<<"$rows")" -eq 3
+out=$(op 0 hread 0 100 txn=3 flags=begin)
+check "the slot is free: another txn reads key 100 at version 2 ($(field "$out" status))" \
+	test "$(field "$out" status)" = ok -a "$(field "$out" version)" = 2
+check "the coordinator's late HVALIDATE at the primary: already applied" \
+	test "$(st 0 hvalidate 0 100 txn=1 flags=last)" = already_applied
+check "... and at a replica" test "$(st 2 hvalidate 0 100 txn=1 flags=last)" = already_applied
+rows=$(all_rows 100)
+check "... and nothing moved: key 100 still at version 2 everywhere" \
+	test "$(grep -c 'version=2 vlen=2 value=bbbb$' <<<"$rows")" -eq 3
+
+# ---- (b) Acked at 2 of 3 participants only: aborted everywhere ----
+for i in 0 1 2; do
+	check "server $i: insert key 200 (version 1)" test "$(st "$i" insert 0 200 value=cc)" = ok
+done
+check "primary: txn 4 intends to write key 200" \
+	test "$(st 0 hwrite 0 200 txn=4 flags=begin)" = ok
+check "primary: txn 4's last HINTEND is Acked" test "$(intend 0 4 200 dddd)" = ok
+check "replica 1: txn 4's last HINTEND is Acked" test "$(intend 1 4 200 dddd replica)" = ok
+check "servers 0 and 1 decide txn 4 as abort" \
+	wait_log "hades txn $(hex_txn 4) decided abort" 0 1
+check "server 2 fenced txn 4 and aborted it (it never held it)" \
+	wait_log "hades txn $(hex_txn 4) decided abort (not committing here)" 2
+check "servers 0 and 1 discard its staged writes" \
+	wait_log "hades txn $(hex_txn 4) aborted here" 0 1
+check "no server decided validate" \
+	test "$(for i in 0 1 2; do XLOG "$i" | grep -c "txn $(hex_txn 4) decided validate"; done |
+		paste -sd+ | bc)" -eq 0
+rows=$(all_rows 200)
+echo "$rows" | sed 's/^/# /'
+check "no replica has the new value: key 200 at version 1 everywhere" \
+	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
+out=$(op 0 hwrite 0 200 txn=5 flags=begin)
+check "the slot is free: another txn's write intent on key 200 is answered ($(field "$out" status))" \
+	test "$(field "$out" status)" = ok -a "$(field "$out" version)" = 1
+op 0 habort 0 200 txn=5 >/dev/null
+echo "# late hintend: $(op 2 hintend 0 200 txn=4 version=1 value=dddd participants=0,1,2 flags=begin,last,replica)"
+check "a late HINTEND of txn 4 to the third participant is refused" \
+	test "$(intend 2 4 200 dddd replica)" = nack
+check "... and to the primary" test "$(intend 0 4 200 dddd)" = nack
+check "the coordinator's late HVALIDATE at the primary: the txn is gone" \
+	test "$(st 0 hvalidate 0 200 txn=4 flags=last)" = txn_gone
+rows=$(all_rows 200)
+check "... and key 200 is still at version 1 everywhere" \
+	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
+
+for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9.]* /# server $i: /"; done
+finish

@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Deciding HADES transactions left committing: find the slots, ask the participants, apply. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <bpf/bpf.h>
+#include <xtx/hades.h>
+#include <xtx/log.h>
+#include <xtx/maps.h>
+#include "log.h"
+#include "logdrain.h"
+#include "resolve_hades.h"
+
+#define RESEND_EVERY_NS		(200ull * 1000 * 1000)
+/* A decided transaction is remembered this long, to answer late questions the same. */
+#define KEEP_DECIDED_NS		(600ull * 1000 * 1000 * 1000)
+
+/* One transaction this server decides, was told about, or answered NOT_HELD for. */
+struct hres_txn {
+	uint64_t txn;
+	uint64_t participants;	/* bitmap of server indices */
+	uint64_t answered;	/* participants that answered (self included) */
+	uint64_t held;		/* ... HOLD or VALIDATED */
+	uint64_t acked;		/* ... acknowledged the decision */
+	uint64_t sent_ns;
+	uint64_t decided_ns;
+	int outcome;		/* enum xtxd_hres_outcome */
+	bool deciding;		/* left committing here: this server asks and tells */
+	bool apply_pending;	/* a staged write could not go in yet */
+	bool unknown_warned;
+};
+
+static struct {
+	struct xtxd_hres_opts o;
+	struct xtx_hades_slot *slots;
+	struct xtx_hades_registry *reg;
+	size_t slots_len, reg_len;
+	uint32_t nslots;
+	struct hres_txn *t;
+	size_t n, cap;
+	uint64_t validated, aborted, fenced;
+} H;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static const char *outcome_name(int o)
+{
+	return o == XTXD_HOUT_VALIDATE ? "validate" : o == XTXD_HOUT_ABORT ? "abort" : "none";
+}
+
+/* ---- the table of transactions ---- */
+
+static struct hres_txn *get(uint64_t txn, bool create)
+{
+	size_t i;
+
+	for (i = 0; i < H.n; i++)
+		if (H.t[i].txn == txn)
+			return &H.t[i];
+	if (!create)
+		return NULL;
+	if (H.n == H.cap) {
+		size_t cap = H.cap ? H.cap * 2 : 16;
+		struct hres_txn *t = realloc(H.t, cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		H.t = t;
+		H.cap = cap;
+	}
+	memset(&H.t[H.n], 0, sizeof(H.t[H.n]));
+	H.t[H.n].txn = txn;
+	return &H.t[H.n++];
+}
+
+static void del_at(size_t i)
+{
+	H.t[i] = H.t[--H.n];
+}
+
+/* ---- the slot table, shared with XDP: the same atomics XDP uses ---- */
+
+static uint64_t load64(const __u64 *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static uint32_t state_of(uint64_t ctl)
+{
+	return ctl & XTX_HADES_CTL_STATE_MASK;
+}
+
+/* txn's slot (any state but FREE) and the ctl of its tenure, or -1. */
+static int find_slot(uint64_t txn, uint64_t *ctl)
+{
+	uint32_t home = xtx_hades_home(txn, H.nslots), p, idx;
+
+	for (p = 0; p < XTX_HADES_PROBES; p++) {
+		struct xtx_hades_slot *s;
+
+		idx = (home + p) % H.nslots;
+		s = &H.slots[idx];
+		/* owner, ctl, owner: the ctl belongs to txn's tenure (xtx_hades_tenure) */
+		if (load64(&s->owner) != txn)
+			continue;
+		*ctl = load64(&s->ctl);
+		if (load64(&s->owner) != txn || state_of(*ctl) == XTX_HS_FREE)
+			continue;
+		return idx;
+	}
+	return -1;
+}
+
+/* How txn ended here as the last tenant of one of its slots (XTX_HO_*). */
+static uint32_t last_outcome(uint64_t txn)
+{
+	uint32_t home = xtx_hades_home(txn, H.nslots), p;
+
+	for (p = 0; p < XTX_HADES_PROBES; p++) {
+		struct xtx_hades_slot *s = &H.slots[(home + p) % H.nslots];
+
+		if (load64(&s->last_txn) == txn)
+			return __atomic_load_n(&s->last_outcome, __ATOMIC_ACQUIRE);
+	}
+	return XTX_HO_NONE;
+}
+
+static void reg_drop(uint32_t pos)
+{
+	if (!pos || pos > XTX_HADES_COMMITTING_MAX)
+		return;
+	pos--;
+	__sync_fetch_and_and(&H.reg->mask, ~(1ull << pos));
+	__atomic_store_n(&H.reg->slot[pos], 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Ends the tenure ctl of slot idx exactly as XDP's xtx_hades_release_at
+ * does: the CAS on ctl loses to a late HVALIDATE or HABORT that released
+ * it first, and then nothing else is touched.  True when it was ours.
+ */
+static bool release(uint32_t idx, uint64_t ctl, uint32_t outcome)
+{
+	struct xtx_hades_slot *s = &H.slots[idx];
+	uint64_t gen = ctl >> XTX_HADES_CTL_GEN_SHIFT, owner = load64(&s->owner);
+
+	if (!__sync_bool_compare_and_swap(&s->ctl, ctl, xtx_hades_ctl(gen, XTX_HS_FREE)))
+		return false;
+	reg_drop(s->reg_pos);
+	s->reg_pos = 0;
+	s->nstaged = 0;
+	s->last_txn = owner;
+	__atomic_store_n(&s->last_outcome, outcome, __ATOMIC_RELEASE);
+	__sync_fetch_and_and(&H.reg->used[(idx / 64) % (XTX_HADES_SLOTS_MAX / 64)],
+			     ~(1ull << (idx & 63)));
+	__atomic_exchange_n(&s->owner, 0, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* ---- fences ---- */
+
+/* Refuses txn's HINTEND (and LOG_APPEND) from now on; with wait, past the grace period. */
+static int fence(uint64_t txn, bool wait)
+{
+	struct timespec grace = { (time_t)(H.o.grace_ns / 1000000000ull),
+				  (long)(H.o.grace_ns % 1000000000ull) };
+	uint64_t now = mono_ns();
+	int err;
+
+	/* the flag first: a run that sees the entry must also look for it */
+	err = xtxd_logdrain_arm_fence(true);
+	if (err || bpf_map_update_elem(H.o.fence_fd, &txn, &now, BPF_ANY)) {
+		err = err ?: -errno;
+		pr_warn("resolve: fencing hades txn %#llx: %s\n", (unsigned long long)txn,
+			strerror(-err));
+		return err;
+	}
+	H.fenced++;
+	if (wait)
+		nanosleep(&grace, NULL);
+	return 0;
+}
+
+/* ---- making a decision true here ---- */
+
+/* Installs txn's staged writes at base + 1 (HVALIDATE's result) and frees the slot. */
+static int apply_validate(struct hres_txn *x, uint32_t idx, uint64_t ctl)
+{
+	struct xtx_hades_slot *s = &H.slots[idx];
+	uint32_t n = __atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE), j, installed = 0;
+	int err, failed = 0;
+
+	if (n > XTX_HADES_STAGE_MAX)
+		n = XTX_HADES_STAGE_MAX;
+	for (j = 0; j < n; j++) {
+		const struct xtx_hades_staged *w = &s->staged[j];
+		struct xtx_log_entry e = {
+			.txn = x->txn, .key = w->key, .version = w->version + 1,
+			.table = w->table, .vlen = w->vlen,
+			.flags = (w->flags & XTX_HSF_DELETE) ? XTX_LOGF_DELETE : 0,
+		};
+
+		if (w->flags & XTX_HSF_DONE)
+			continue;	/* its HVALIDATE came: installed and logged */
+		memcpy(e.value, w->value, sizeof(e.value));
+		err = xtxd_live_install(H.o.live, &e);
+		if (err < 0) {
+			if (!x->apply_pending)
+				pr_warn("resolve: hades txn %#llx: installing table %u key %llu "
+					"version %llu: %s (retrying)\n",
+					(unsigned long long)x->txn, e.table,
+					(unsigned long long)e.key,
+					(unsigned long long)e.version, strerror(-err));
+			failed = err;
+		} else {
+			installed += err;
+		}
+	}
+	x->apply_pending = failed != 0;
+	if (failed)
+		return failed;
+	release(idx, ctl, XTX_HO_VALIDATED);
+	pr_info("resolve: hades txn %#llx validated here: %u staged writes, %u installed\n",
+		(unsigned long long)x->txn, n, installed);
+	return 0;
+}
+
+/* Makes x's outcome true here: whatever slot it holds ends the decided way. */
+static void apply(struct hres_txn *x)
+{
+	uint64_t ctl;
+	int idx;
+
+	if (x->outcome == XTXD_HOUT_ABORT) {
+		/* a coordinator that comes back finds its late HINTEND refused here too */
+		fence(x->txn, false);
+		idx = find_slot(x->txn, &ctl);
+		if (idx >= 0 && release(idx, ctl, XTX_HO_ABORTED))
+			pr_info("resolve: hades txn %#llx aborted here: staged writes discarded\n",
+				(unsigned long long)x->txn);
+		x->apply_pending = false;
+		return;
+	}
+	idx = find_slot(x->txn, &ctl);
+	if (idx < 0 || state_of(ctl) != XTX_HS_COMMITTING) {
+		x->apply_pending = false;	/* validated by its coordinator meanwhile */
+		return;
+	}
+	apply_validate(x, idx, ctl);
+}
+
+static void decide(struct hres_txn *x, int outcome, const char *why)
+{
+	x->outcome = outcome;
+	x->decided_ns = mono_ns();
+	x->sent_ns = 0;
+	if (outcome == XTXD_HOUT_VALIDATE)
+		H.validated++;
+	else
+		H.aborted++;
+	pr_info("resolve: hades txn %#llx decided %s (%s)\n", (unsigned long long)x->txn,
+		outcome_name(outcome), why);
+	apply(x);
+}
+
+/* ---- messages ---- */
+
+static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
+		     const struct sockaddr_in *to)
+{
+	struct {
+		struct xtx_hdr h;
+		struct xtx_op op;
+	} m = {};
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(H.o.peer_port) };
+
+	m.h.magic = XTX_MAGIC;
+	m.h.version = XTX_VERSION;
+	m.h.flags = reply ? XTX_F_REPLY : 0;
+	m.h.nops = 1;
+	m.h.status = XTX_ST_OK;
+	m.h.req_id = 1;
+	m.op.opcode = opcode;
+	m.op.status = XTX_ST_OK;
+	m.op.flags = flags;
+	m.op.txn = txn;
+	m.op.token = H.o.peers->self;
+	if (to)
+		dst = *to;
+	else
+		dst.sin_addr = H.o.peers->addr[peer];
+	if (sendto(H.o.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
+}
+
+/*
+ * Our answer about txn.  Not committing here and not validated here: fence
+ * it, wait out the grace period, and look again; still not, then it never
+ * will be, and this server takes the abort as its own decision.
+ */
+static int local_answer(uint64_t txn)
+{
+	struct hres_txn *x = get(txn, false);
+	uint64_t ctl;
+	int idx;
+
+	if (x && x->outcome != XTXD_HOUT_NONE)
+		return x->outcome == XTXD_HOUT_VALIDATE ? XTXD_HANS_VALIDATED : XTXD_HANS_ABORTED;
+	idx = find_slot(txn, &ctl);
+	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
+		return XTXD_HANS_HOLD;
+	if (last_outcome(txn) == XTX_HO_VALIDATED)
+		return XTXD_HANS_VALIDATED;
+	if (fence(txn, true))
+		return XTXD_HANS_NONE;	/* cannot promise anything yet: asked again later */
+	idx = find_slot(txn, &ctl);
+	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
+		return XTXD_HANS_HOLD;
+	if (last_outcome(txn) == XTX_HO_VALIDATED)
+		return XTXD_HANS_VALIDATED;
+	x = get(txn, true);
+	if (!x)
+		return XTXD_HANS_NONE;
+	decide(x, XTXD_HOUT_ABORT, "not committing here");
+	return XTXD_HANS_NOT_HELD;
+}
+
+static void on_query(uint64_t txn, int from, const struct sockaddr_in *src)
+{
+	int ans = local_answer(txn);
+
+	if (ans != XTXD_HANS_NONE)
+		send_msg(from, XTX_OP_HRESOLVE_QUERY, txn, ans, true, src);
+}
+
+static void on_decide(uint64_t txn, uint32_t outcome, int from, const struct sockaddr_in *src)
+{
+	struct hres_txn *x;
+
+	if (outcome != XTXD_HOUT_VALIDATE && outcome != XTXD_HOUT_ABORT)
+		return;
+	x = get(txn, true);
+	if (!x)
+		return;		/* no memory: the decider retries */
+	if (x->outcome == XTXD_HOUT_NONE) {
+		char why[32];
+
+		snprintf(why, sizeof(why), "told by server %d", from);
+		decide(x, outcome, why);
+	} else if (x->outcome != (int)outcome) {
+		/* cannot happen under the rule; say so loudly rather than flip */
+		pr_warn("resolve: hades txn %#llx: server %d says %s, this server decided %s\n",
+			(unsigned long long)txn, from, outcome_name(outcome),
+			outcome_name(x->outcome));
+		return;
+	}
+	send_msg(from, XTX_OP_HRESOLVE_DECIDE, txn, outcome, true, src);
+}
+
+/* Decides x once the answers allow it. */
+static void evaluate(struct hres_txn *x)
+{
+	if (!x->deciding || x->outcome != XTXD_HOUT_NONE)
+		return;
+	if (x->answered & ~x->held)
+		decide(x, XTXD_HOUT_ABORT, "a participant does not hold it");
+	else if ((x->held & x->participants) == x->participants)
+		decide(x, XTXD_HOUT_VALIDATE, "every participant holds it");
+}
+
+static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
+{
+	struct hres_txn *x = get(txn, false);
+	uint64_t bit = 1ull << from;
+
+	if (!x || !(x->participants & bit))
+		return;
+	if (opcode == XTX_OP_HRESOLVE_DECIDE) {
+		x->acked |= bit;
+		return;
+	}
+	if (x->outcome != XTXD_HOUT_NONE || val == XTXD_HANS_NONE || val > XTXD_HANS_ABORTED)
+		return;
+	x->answered |= bit;
+	if (val == XTXD_HANS_HOLD || val == XTXD_HANS_VALIDATED)
+		x->held |= bit;
+	evaluate(x);
+}
+
+bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,
+		       const struct sockaddr_in *src)
+{
+	if (op->opcode != XTX_OP_HRESOLVE_QUERY && op->opcode != XTX_OP_HRESOLVE_DECIDE)
+		return false;
+	if (!H.slots || from < 0 || from >= XTX_HADES_MAX_SERVERS)
+		return true;
+	if (reply)
+		on_reply(op->opcode, op->txn, op->flags, from);
+	else if (op->opcode == XTX_OP_HRESOLVE_QUERY)
+		on_query(op->txn, from, src);
+	else
+		on_decide(op->txn, op->flags, from, src);
+	return true;
+}
+
+/* ---- finding slots left committing ---- */
+
+static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
+{
+	uint64_t self = 1ull << H.o.peers->self, unknown;
+	struct hres_txn *x = get(txn, true);
+
+	if (!x || x->outcome != XTXD_HOUT_NONE || x->deciding)
+		return;
+	/* a participant we cannot name cannot be asked: wait for its coordinator */
+	unknown = H.o.peers->n >= 64 ? 0 : participants & ~((1ull << H.o.peers->n) - 1);
+	if (unknown) {
+		if (!x->unknown_warned)
+			pr_warn("resolve: hades txn %#llx names servers %#llx beyond --peers: "
+				"left to its coordinator\n", (unsigned long long)txn,
+				(unsigned long long)unknown);
+		x->unknown_warned = true;
+		return;
+	}
+	x->participants = participants | self;
+	x->answered = self;
+	x->held = self;
+	x->deciding = true;
+	x->sent_ns = 0;
+	pr_info("resolve: hades txn %#llx committing here for %llu ms; asking participants "
+		"%#llx\n", (unsigned long long)txn, (unsigned long long)(age_ns / 1000000),
+		(unsigned long long)x->participants);
+	evaluate(x);
+}
+
+static void find_stuck(uint64_t now)
+{
+	uint32_t w, b, idx;
+
+	for (w = 0; w < (H.nslots + 63) / 64; w++) {
+		uint64_t word = load64(&H.reg->used[w]);
+
+		for (b = 0; word >> b; b++) {
+			struct xtx_hades_slot *s;
+			uint64_t owner, ctl, touched;
+
+			if (!((word >> b) & 1))
+				continue;
+			idx = w * 64 + b;
+			if (idx >= H.nslots)
+				break;
+			s = &H.slots[idx];
+			owner = load64(&s->owner);
+			ctl = load64(&s->ctl);
+			touched = load64(&s->touched_ns);
+			if (!owner || state_of(ctl) != XTX_HS_COMMITTING ||
+			    !__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE) ||
+			    now < touched || now - touched < H.o.after_ns)
+				continue;
+			begin(owner, load64(&s->participants), now - touched);
+		}
+	}
+}
+
+static void resend(struct hres_txn *x, uint64_t now)
+{
+	unsigned int i;
+
+	if (!x->deciding || now - x->sent_ns < RESEND_EVERY_NS)
+		return;
+	x->sent_ns = now;
+	for (i = 0; i < H.o.peers->n && i < 64; i++) {
+		uint64_t bit = 1ull << i;
+
+		if ((int)i == H.o.peers->self || !(x->participants & bit))
+			continue;
+		if (x->outcome == XTXD_HOUT_NONE && !(x->answered & bit))
+			send_msg(i, XTX_OP_HRESOLVE_QUERY, x->txn, 0, false, NULL);
+		else if (x->outcome != XTXD_HOUT_NONE && !(x->acked & bit))
+			send_msg(i, XTX_OP_HRESOLVE_DECIDE, x->txn, x->outcome, false, NULL);
+	}
+}
+
+static bool no_fences(void)
+{
+	__u64 key;
+
+	return bpf_map_get_next_key(H.o.fence_fd, NULL, &key) && errno == ENOENT;
+}
+
+void xtxd_hres_scan(void)
+{
+	uint64_t now = mono_ns();
+	bool unfenced = false;
+	size_t i;
+
+	if (!H.slots)
+		return;
+	find_stuck(now);
+	for (i = 0; i < H.n;) {
+		struct hres_txn *x = &H.t[i];
+
+		if (x->apply_pending)
+			apply(x);
+		if (x->outcome != XTXD_HOUT_NONE && now - x->decided_ns > KEEP_DECIDED_NS) {
+			/* the coordinator's lease is long gone, and the fence map is finite */
+			bpf_map_delete_elem(H.o.fence_fd, &x->txn);
+			unfenced = true;
+			del_at(i);
+			continue;
+		}
+		resend(x, now);
+		i++;
+	}
+	if (unfenced && no_fences())
+		xtxd_logdrain_arm_fence(false);
+}
+
+/* ---- start and stop ---- */
+
+static void *map_all(const struct xtx_target *t, const char *name, size_t *len, uint32_t *n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_map_info info = {};
+	__u32 il = sizeof(info);
+	void *p = NULL;
+	int fd, err;
+
+	fd = xtx_target_map_fd(t, name);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	err = bpf_obj_get_info_by_fd(fd, &info, &il);
+	if (!err) {
+		*n = info.max_entries;
+		*len = ((size_t)info.max_entries * ((info.value_size + 7) & ~7u) + page - 1) &
+		       ~(size_t)(page - 1);
+		p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			p = NULL;
+	}
+	err = errno;
+	close(fd);
+	errno = err;
+	return p;
+}
+
+int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o)
+{
+	uint32_t one;
+	int err;
+
+	H.o = *o;
+	if (o->peers->self < 0 || o->peers->self >= XTX_HADES_MAX_SERVERS)
+		return 0;	/* not a server a HADES participant set can name */
+	H.slots = map_all(t, XTX_MAP_HADES, &H.slots_len, &H.nslots);
+	if (!H.slots)
+		goto fail;
+	H.reg = map_all(t, XTX_MAP_HADES_REG, &H.reg_len, &one);
+	if (!H.reg)
+		goto fail;
+	return 0;
+fail:
+	err = -errno;
+	fprintf(stderr, "Error: resolve: mapping the HADES slots: %s\n", strerror(-err));
+	xtxd_hres_stop();
+	return err;
+}
+
+void xtxd_hres_stop(void)
+{
+	if (H.validated || H.aborted)
+		pr_info("resolve: %llu hades transactions decided validate, %llu abort, "
+			"%llu fences\n", (unsigned long long)H.validated,
+			(unsigned long long)H.aborted, (unsigned long long)H.fenced);
+	if (H.slots)
+		munmap(H.slots, H.slots_len);
+	if (H.reg)
+		munmap(H.reg, H.reg_len);
+	free(H.t);
+	memset(&H, 0, sizeof(H));
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The resolver's HADES half: decides a committing transaction whose coordinator vanished. */
+#ifndef XTXD_RESOLVE_HADES_H
+#define XTXD_RESOLVE_HADES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <xtx/proto.h>
+#include "peers.h"
+#include "resolve_apply.h"
+#include "target.h"
+
+/*
+ * A HADES transaction that got its Ack (HINTEND with LAST) here holds a
+ * COMMITTING slot with staged writes, which no lease reclaims: only its
+ * coordinator's HVALIDATE or HABORT ends it.  A slot left so for after_ns
+ * (slot.touched_ns) is decided with the participants its HINTENDs named
+ * (slot.participants, server indices of --peers):
+ *
+ *   validated everywhere when every participant answers HOLD (it has the
+ *   transaction COMMITTING) or VALIDATED (it validated it already, so the
+ *   coordinator had every Ack); aborted everywhere when one answers
+ *   NOT_HELD or ABORTED.
+ *
+ * A participant asked about a transaction it does not hold fences it
+ * first (the xtx_fence map, which HINTEND consults: NACK from then on),
+ * waits out a grace period longer than any XDP run, and looks again: a
+ * HINTEND that raced the fence has finished by then and shows, so its
+ * NOT_HELD stays true forever and abort is safe.  The decider tells every
+ * participant, retrying until each acknowledges; validate installs each
+ * staged write at base + 1 (as HVALIDATE does) and frees the slot as
+ * VALIDATED, abort frees it as ABORTED and fences the transaction.  A
+ * coordinator that comes back then gets ALREADY_APPLIED for a late
+ * HVALIDATE after validate (while the slot still remembers it), TXN_GONE
+ * after abort, and NACK for a late HINTEND after abort.
+ *
+ * Peer messages share the resolver's UDP port + 1: one xtx header and one
+ * op, opcode XTX_OP_HRESOLVE_QUERY / XTX_OP_HRESOLVE_DECIDE, op.txn, op.flags
+ * the answer (enum xtxd_hres_answer) or outcome (enum xtxd_hres_outcome),
+ * op.token the sender's index.  Idempotent, so simply retried.
+ *
+ * Everything runs on the resolver's thread (xtxd_resolve_start).
+ */
+enum xtxd_hres_answer {
+	XTXD_HANS_NONE = 0,
+	XTXD_HANS_HOLD = 1,
+	XTXD_HANS_VALIDATED = 2,
+	XTXD_HANS_NOT_HELD = 3,
+	XTXD_HANS_ABORTED = 4,
+};
+
+enum xtxd_hres_outcome {
+	XTXD_HOUT_NONE = 0,
+	XTXD_HOUT_VALIDATE = 1,
+	XTXD_HOUT_ABORT = 2,
+};
+
+struct xtxd_hres_opts {
+	const struct xtxd_peers *peers;
+	int sock;			/* the resolver's socket on port + 1 */
+	uint16_t peer_port;
+	int fence_fd;			/* the xtx_fence map */
+	uint64_t after_ns;
+	struct xtxd_live *live;		/* where validated writes go */
+	uint64_t grace_ns;		/* longer than any XDP run */
+};
+
+/* Maps the slot table; 0 or a negative errno after printing why. */
+int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o);
+void xtxd_hres_stop(void);
+/* Finds slots left committing, decides, resends what is unanswered. */
+void xtxd_hres_scan(void);
+/* Handles a peer message if it is one of ours: true when taken. */
+bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,
+		       const struct sockaddr_in *src);
+
+#endif /* XTXD_RESOLVE_HADES_H */
