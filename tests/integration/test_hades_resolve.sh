@@ -89,10 +89,9 @@ echo "$rows" | sed 's/^/# /'
 check "no replica has the new value: key 200 at version 1 everywhere" \
 	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
 out=$(op 0 hwrite 0 200 txn=5 flags=begin)
-check "the slot is free: another txn's write intent on key 200 is answered ($(field "$out" status))" \
+check "the slot is free: another txn intends to write key 200 ($(field "$out" status))" \
 	test "$(field "$out" status)" = ok -a "$(field "$out" version)" = 1
 op 0 habort 0 200 txn=5 >/dev/null
-echo "# late hintend: $(op 2 hintend 0 200 txn=4 version=1 value=dddd participants=0,1,2 flags=begin,last,replica)"
 check "a late HINTEND of txn 4 to the third participant is refused" \
 	test "$(intend 2 4 200 dddd replica)" = nack
 check "... and to the primary" test "$(intend 0 4 200 dddd)" = nack
@@ -101,6 +100,31 @@ check "the coordinator's late HVALIDATE at the primary: the txn is gone" \
 rows=$(all_rows 200)
 check "... and key 200 is still at version 1 everywhere" \
 	test "$(grep -c 'version=1 vlen=1 value=cc$' <<<"$rows")" -eq 3
+
+# ---- (c) Acked everywhere, validated at one replica only: the others roll forward ----
+for i in 0 1 2; do
+	check "server $i: insert key 300 (version 1)" test "$(st "$i" insert 0 300 value=ee)" = ok
+done
+check "primary: txn 6 intends to write key 300" \
+	test "$(st 0 hwrite 0 300 txn=6 flags=begin)" = ok
+check "primary: txn 6's last HINTEND is Acked" test "$(intend 0 6 300 ffff)" = ok
+for i in 1 2; do
+	check "replica $i: txn 6's last HINTEND is Acked" test "$(intend "$i" 6 300 ffff replica)" = ok
+done
+out=$(op 2 hvalidate 0 300 txn=6 flags=last)
+check "replica 2 validates txn 6 (version $(field "$out" version)), then the coordinator vanishes" \
+	test "$(field "$out" status)" = ok -a "$(field "$out" version)" = 2
+check "servers 0 and 1 decide txn 6 as validate (server 2 validated it)" \
+	wait_log "hades txn $(hex_txn 6) validated here: 1 staged writes, 1 installed" 0 1
+check "no server decided abort" \
+	test "$(for i in 0 1 2; do XLOG "$i" | grep -c "txn $(hex_txn 6) decided abort"; done |
+		paste -sd+ | bc)" -eq 0
+rows=$(all_rows 300)
+echo "$rows" | sed 's/^/# /'
+check "every replica holds key 300 at version 2 with the new value" \
+	test "$(grep -c 'version=2 vlen=2 value=ffff$' <<<"$rows")" -eq 3
+check "the coordinator's late HVALIDATE at the primary: already applied" \
+	test "$(st 0 hvalidate 0 300 txn=6 flags=last)" = already_applied
 
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9.]* /# server $i: /"; done
 finish

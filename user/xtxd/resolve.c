@@ -782,7 +782,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	err = xtxd_hres_start(t, &(struct xtxd_hres_opts){
 		.peers = &R.peers, .sock = R.sock, .peer_port = R.peer_port,
 		.fence_fd = R.fence_fd, .after_ns = R.after_ns, .live = &R.live,
-		.grace_ns = FENCE_GRACE_NS });
+		.dirfd = R.dirfd, .grace_ns = FENCE_GRACE_NS });
 	if (err)
 		goto fail;
 	__atomic_store_n(&R.running, true, __ATOMIC_RELEASE);

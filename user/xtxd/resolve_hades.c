@@ -14,11 +14,13 @@
 #include <xtx/maps.h>
 #include "log.h"
 #include "logdrain.h"
+#include "logfile.h"
 #include "resolve_hades.h"
 
 #define RESEND_EVERY_NS		(200ull * 1000 * 1000)
 /* A decided transaction is remembered this long, to answer late questions the same. */
 #define KEEP_DECIDED_NS		(600ull * 1000 * 1000 * 1000)
+#define LOG_FLUSH_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
 
 /* One transaction this server decides, was told about, or answered NOT_HELD for. */
 struct hres_txn {
@@ -304,6 +306,50 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
+/* Slot state alone: HOLD, VALIDATED, or NONE when neither shows. */
+static int slot_answer(uint64_t txn)
+{
+	uint64_t ctl;
+	int idx = find_slot(txn, &ctl);
+
+	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
+		return XTXD_HANS_HOLD;
+	if (last_outcome(txn) == XTX_HO_VALIDATED)
+		return XTXD_HANS_VALIDATED;
+	return XTXD_HANS_NONE;
+}
+
+/*
+ * Did HVALIDATE log a write of txn here?  Every append made before the
+ * call is on disk after the flush, and then every segment is searched: a
+ * rare path, taken only when a slot no longer remembers.  1, 0, or a
+ * negative errno.
+ */
+static int logged_here(uint64_t txn)
+{
+	struct xtx_logseg *segs = NULL;
+	struct xtx_log_entry e;
+	struct xtx_logr r;
+	size_t nsegs = 0, i;
+	int err, found = 0;
+
+	err = xtxd_logdrain_flush(LOG_FLUSH_TIMEOUT_NS);
+	if (err == -ENODEV)
+		return 0;	/* no log kept here: nothing validated was logged */
+	if (!err)
+		err = xtx_logfile_list(H.o.dirfd, &segs, &nsegs);
+	for (i = 0; !err && !found && i < nsegs; i++) {
+		err = xtx_logr_open(&r, H.o.dirfd, segs[i].name);
+		if (err)
+			break;
+		while (!found && xtx_logr_next(&r, &e) == 1)
+			found = e.txn == txn;
+		xtx_logr_close(&r);
+	}
+	free(segs);
+	return err ? err : found;
+}
+
 /*
  * Our answer about txn.  Not committing here and not validated here: fence
  * it, wait out the grace period, and look again; still not, then it never
@@ -312,23 +358,32 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 static int local_answer(uint64_t txn)
 {
 	struct hres_txn *x = get(txn, false);
-	uint64_t ctl;
-	int idx;
+	int ans;
 
 	if (x && x->outcome != XTXD_HOUT_NONE)
 		return x->outcome == XTXD_HOUT_VALIDATE ? XTXD_HANS_VALIDATED : XTXD_HANS_ABORTED;
-	idx = find_slot(txn, &ctl);
-	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
-		return XTXD_HANS_HOLD;
-	if (last_outcome(txn) == XTX_HO_VALIDATED)
-		return XTXD_HANS_VALIDATED;
+	ans = slot_answer(txn);
+	if (ans != XTXD_HANS_NONE)
+		return ans;
 	if (fence(txn, true))
 		return XTXD_HANS_NONE;	/* cannot promise anything yet: asked again later */
-	idx = find_slot(txn, &ctl);
-	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
-		return XTXD_HANS_HOLD;
-	if (last_outcome(txn) == XTX_HO_VALIDATED)
-		return XTXD_HANS_VALIDATED;
+	ans = slot_answer(txn);
+	if (ans == XTXD_HANS_NONE) {
+		int logged = logged_here(txn);
+
+		if (logged < 0) {
+			pr_warn("resolve: searching the log for hades txn %#llx: %s\n",
+				(unsigned long long)txn, strerror(-logged));
+			return XTXD_HANS_NONE;	/* fenced meanwhile, which is safe */
+		}
+		if (logged)
+			ans = XTXD_HANS_VALIDATED;
+	}
+	if (ans != XTXD_HANS_NONE) {
+		/* its intend-to-commit is over here: a late HVALIDATE must still log */
+		bpf_map_delete_elem(H.o.fence_fd, &txn);
+		return ans;
+	}
 	x = get(txn, true);
 	if (!x)
 		return XTXD_HANS_NONE;

@@ -27,7 +27,12 @@
  * first (the xtx_fence map, which HINTEND consults: NACK from then on),
  * waits out a grace period longer than any XDP run, and looks again: a
  * HINTEND that raced the fence has finished by then and shows, so its
- * NOT_HELD stays true forever and abort is safe.  The decider tells every
+ * NOT_HELD stays true forever and abort is safe.  "Validated here" is the
+ * slot's memory of its last tenant, or failing that (the slot was reused)
+ * a write of the transaction in the log, on disk once the drain flushed:
+ * HVALIDATE logs every write before it frees the slot.  A fence that turns
+ * out not to be needed (HOLD or VALIDATED after all) is removed, so a late
+ * HVALIDATE still logs.  The decider tells every
  * participant, retrying until each acknowledges; validate installs each
  * staged write at base + 1 (as HVALIDATE does) and frees the slot as
  * VALIDATED, abort frees it as ABORTED and fences the transaction.  A
@@ -63,6 +68,7 @@ struct xtxd_hres_opts {
 	int fence_fd;			/* the xtx_fence map */
 	uint64_t after_ns;
 	struct xtxd_live *live;		/* where validated writes go */
+	int dirfd;			/* the data directory: the log, searched before NOT_HELD */
 	uint64_t grace_ns;		/* longer than any XDP run */
 };
 
