@@ -676,6 +676,123 @@ static void exec_valid_victim(void)
 	exec_teardown();
 }
 
+/*
+ * A hand-off whose bucket was taken over after its lease (a slow xtxd
+ * under load) reaches the store late: after the takeover, another hand-off
+ * wrote the same key back as a tombstone, newer, and the store forgot the
+ * key.  The late copy's victim must not bring the deleted key back.
+ */
+static void exec_taken_over_victim(void)
+{
+	static struct xtx_kv_bucket kv[NB];
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req late, r;
+	struct reply rep;
+	uint64_t k = 4, n = neighbour(0, 4);
+	uint32_t b = xtx_bucket_of(xtx_hash(0, k), NB);
+
+	exec_setup(100);
+	memset(kv, 0, sizeof(kv));
+	x.kv = kv;
+	x.kv_buckets = NB;
+
+	/* the first hand-off: k's first version rides along as the dirty victim */
+	req_init(&late, 7, 9000, 1);
+	e = req_defer(&late, 0, XTX_OP_GET, 0, n, 0);
+	set_victim(e, 0, k, 1, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0x01);
+	e->token = 0x1001;
+
+	/* its lease ran out: XDP took the bucket over, deleted k, and handed the tombstone on */
+	kv[b].lock = 0x2001;
+	req_init(&r, 8, 9001, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 0, n, 0);
+	set_victim(e, 0, k, 2, XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0);
+	e->token = 0x2001;
+	CHECK(run(&r, &rep) > 0 && rep.ft.e[0].floor_to == 2, "the tombstone's hand-off");
+	/* TC freed the tombstone and let the bucket go */
+	kv[b].lock = 0;
+
+	CHECK(run(&late, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_NOT_FOUND, "the late hand-off");
+	CHECK(xtxd_ovf_get(x.store, 0, k, &got) == -ENOENT,
+	      "a deleted key came back from a late write-back: v%llu",
+	      (unsigned long long)got.version);
+	CHECK(!(rep.ft.e[0].action & XTX_FIX_VICTIM_SAVED) && !(rep.ft.e[0].bloom & bit_of(0, k)),
+	      "late fix: action %#x bloom %#llx", rep.ft.e[0].action,
+	      (unsigned long long)rep.ft.e[0].bloom);
+
+	/* a GET of k after a fresh deferral: not found, as the client was told */
+	kv[b].lock = 0x3001;
+	req_init(&r, 9, 9002, 1);
+	req_defer(&r, 0, XTX_OP_GET, 0, k, 0)->token = 0x3001;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_NOT_FOUND,
+	      "GET of the deleted key: status %u v%llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+
+	/* while the bucket is still held by the hand-off, its victim is saved */
+	req_init(&r, 9, 9003, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 0, n, 0);
+	set_victim(e, 0, k, 5, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_IN_USER, 0x05);
+	e->token = 0x3001;
+	CHECK(run(&r, &rep) > 0 && (rep.ft.e[0].action & XTX_FIX_VICTIM_SAVED) &&
+	      !xtxd_ovf_get(x.store, 0, k, &got) && got.version == 5,
+	      "a held hand-off's victim: action %#x", rep.ft.e[0].action);
+	exec_teardown();
+}
+
+/*
+ * A DELETE in the store whose fix came back after its bucket was taken
+ * over: TC skips it, so the kernel's floor never heard of the tombstone's
+ * version.  The next fix clears the key's filter bit, and from then on XDP
+ * inserts the key itself above its own floor: that fix must raise the
+ * floor too, or the key's new life reuses versions of its old one.
+ */
+static void exec_taken_over_floor(void)
+{
+	static struct xtx_kv_bucket kv[NB];
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint64_t k = 721, n = neighbour(0, 721);
+	uint32_t b = xtx_bucket_of(xtx_hash(0, k), NB);
+
+	exec_setup(100);
+	memset(kv, 0, sizeof(kv));
+	x.kv = kv;
+	x.kv_buckets = NB;
+	seed(0, k, 3, 0x03);
+	seed(0, n, 1, 0x01);
+
+	/* the delete runs, but its bucket was taken over meanwhile: TC drops this fix */
+	kv[b].lock = 0x2001;
+	req_init(&r, 7, 9100, 1);
+	req_defer(&r, 0, XTX_OP_DELETE, 0, k, 0)->token = 0x1001;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 4, "the delete: status %u v%llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+
+	/* the next hand-off of the bucket, holding it, from a kernel whose floor is still 0 */
+	req_init(&r, 8, 9101, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 0, n, 0);
+	e->token = 0x2001;
+	e->vfloor = 0;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK, "GET of the neighbour");
+	CHECK(!(rep.ft.e[0].bloom & bit_of(0, k)), "filter still has the deleted key's bit");
+	CHECK((rep.ft.e[0].action & XTX_FIX_RAISE_FLOOR) && rep.ft.e[0].floor_to >= 4,
+	      "a fix clearing the key's bit leaves the kernel's floor below its tombstone: "
+	      "action %#x floor_to %llu", rep.ft.e[0].action,
+	      (unsigned long long)rep.ft.e[0].floor_to);
+
+	/* a kernel that already knows the floor is not told again */
+	req_init(&r, 8, 9102, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 0, n, 0);
+	e->token = 0x2001;
+	e->vfloor = 4;
+	CHECK(run(&r, &rep) > 0 && !(rep.ft.e[0].action & XTX_FIX_RAISE_FLOOR),
+	      "floor raised again: action %#x", rep.ft.e[0].action);
+	exec_teardown();
+}
+
 static void exec_full(void)
 {
 	struct xtxd_ovf_item got;
@@ -911,6 +1028,8 @@ int main(void)
 	RUN_CASE(exec_delete);
 	RUN_CASE(exec_tomb_victim);
 	RUN_CASE(exec_valid_victim);
+	RUN_CASE(exec_taken_over_victim);
+	RUN_CASE(exec_taken_over_floor);
 	RUN_CASE(exec_full);
 	RUN_CASE(exec_replay);
 	RUN_CASE(exec_malformed);

@@ -372,6 +372,24 @@ static bool record_matches(const struct xtxd_replay_rec *rec, const struct xtx_o
 	return rec->opcode == op->opcode && rec->table == op->table && rec->key == op->key;
 }
 
+/*
+ * Whether XDP's lock token still holds the entry's kernel bucket.  A round
+ * trip that outlived its lease was taken over: XDP has run other ops on the
+ * bucket since, kept the victim dirty there (this answer's fix will not
+ * touch the bucket), and a later hand-off may already have written the same
+ * key back newer, or deleted it and the store forgot it.  Writing this
+ * older copy back would then bring a deleted key back.  Asked under the
+ * store's bucket lock, which every later hand-off of the bucket takes too:
+ * a token still held here orders this write-back before all of theirs.
+ * Without the kernel buckets (tests) the hand-off counts as held.
+ */
+static bool bucket_held(const struct xtxd_exec *x, const struct xtx_defer_entry *e)
+{
+	if (!x->kv || e->bucket >= x->kv_buckets)
+		return true;
+	return __atomic_load_n(&x->kv[e->bucket].lock, __ATOMIC_SEQ_CST) == e->token;
+}
+
 /* One deferred entry: victim, op, record, filter, as one step under the bucket lock. */
 static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		      const struct xtx_defer_entry *e, struct xtx_op *op,
@@ -379,6 +397,7 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 {
 	struct xtxd_replay_rec rec;
 	bool can_fill = true;
+	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
 	fix->op_idx = e->op_idx;
@@ -389,8 +408,16 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 
 	xtxd_ovf_lock(x->store, e->bucket);
 	if (e->flags & XTX_DEFER_HAS_VICTIM) {
+		bool saved = false;
+
+		if (bucket_held(x, e))
+			saved = write_back_victim(x, e, fix);
+		else
+			pr_debug("rare: bucket %u taken over: victim key %llu v%llu not written back\n",
+				 e->bucket, (unsigned long long)e->victim.key,
+				 (unsigned long long)e->victim.version);
 		/* filling the way of a victim that could not be saved would lose its write */
-		if (!write_back_victim(x, e, fix) && e->fill_way == e->victim_way)
+		if (!saved && e->fill_way == e->victim_way)
 			can_fill = false;
 	}
 	/*
@@ -416,6 +443,18 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		 (unsigned long long)op->key, xtx_status_name(op->status),
 		 (unsigned long long)op->version, (e->flags & XTX_DEFER_REPLAY) ? " (replay)" : "");
 	fix->bloom = xtxd_ovf_bloom(x->store, e->bucket);
+	floor = xtxd_ovf_floor(x->store, e->bucket);
+	/*
+	 * Every fix brings the kernel's floor up to the store's, not only
+	 * the one whose op raised it: that fix is skipped when its bucket
+	 * was taken over, and once this one clears the filter bit of the key
+	 * that left, XDP inserts the key afresh above its own floor, which
+	 * would reuse the versions the key had.
+	 */
+	if (floor > e->vfloor && floor > fix->floor_to) {
+		fix->floor_to = floor;
+		fix->action |= XTX_FIX_RAISE_FLOOR;
+	}
 	if (x->kv && e->bucket < x->kv_buckets)
 		__atomic_fetch_or(&x->kv[e->bucket].bloom, fix->bloom, __ATOMIC_SEQ_CST);
 	xtxd_ovf_unlock(x->store, e->bucket);
