@@ -77,8 +77,9 @@ check "primary: txn 4's last HINTEND is Acked" test "$(intend 0 4 200 dddd)" = o
 check "replica 1: txn 4's last HINTEND is Acked" test "$(intend 1 4 200 dddd replica)" = ok
 check "servers 0 and 1 decide txn 4 as abort" \
 	wait_log "hades txn $(hex_txn 4) decided abort" 0 1
-check "server 2 fenced txn 4 and aborted it (it never held it)" \
-	wait_log "hades txn $(hex_txn 4) decided abort (not committing here)" 2
+check "server 2, asked, fenced txn 4 (it never held it)" \
+	wait_log "hades txn $(hex_txn 4) not committing here: fenced" 2
+check "... and is told the abort" wait_log "hades txn $(hex_txn 4) decided abort (told by" 2
 check "servers 0 and 1 discard its staged writes" \
 	wait_log "hades txn $(hex_txn 4) aborted here" 0 1
 check "no server decided validate" \

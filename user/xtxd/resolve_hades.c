@@ -21,6 +21,13 @@
 /* A decided transaction is remembered this long, to answer late questions the same. */
 #define KEEP_DECIDED_NS		(600ull * 1000 * 1000 * 1000)
 #define LOG_FLUSH_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
+/*
+ * A reader's committing slot (nothing staged) older than this is noted:
+ * the lease may reclaim it before anyone asks, and its Ack must not be
+ * forgotten.  A reader validated normally leaves committing within a
+ * round trip, so only the ones left behind are noted.
+ */
+#define READER_NOTE_AFTER_NS	(50ull * 1000 * 1000)
 
 /* One transaction this server decides, was told about, or answered NOT_HELD for. */
 struct hres_txn {
@@ -28,13 +35,17 @@ struct hres_txn {
 	uint64_t participants;	/* bitmap of server indices */
 	uint64_t answered;	/* participants that answered (self included) */
 	uint64_t held;		/* ... HOLD or VALIDATED */
+	uint64_t validated;	/* ... VALIDATED: the coordinator had every Ack */
 	uint64_t acked;		/* ... acknowledged the decision */
 	uint64_t sent_ns;
 	uint64_t decided_ns;
+	uint64_t seen_ns;	/* acked_reader: when the scan last saw its slot */
 	int outcome;		/* enum xtxd_hres_outcome */
 	bool deciding;		/* left committing here: this server asks and tells */
 	bool apply_pending;	/* a staged write could not go in yet */
 	bool unknown_warned;
+	bool not_held;		/* answered NOT_HELD: fenced, and never committing here */
+	bool acked_reader;	/* seen committing here with nothing staged: it acked */
 };
 
 static struct {
@@ -362,9 +373,13 @@ static int local_answer(uint64_t txn)
 
 	if (x && x->outcome != XTXD_HOUT_NONE)
 		return x->outcome == XTXD_HOUT_VALIDATE ? XTXD_HANS_VALIDATED : XTXD_HANS_ABORTED;
+	if (x && x->not_held)
+		return XTXD_HANS_NOT_HELD;	/* fenced: stays true */
 	ans = slot_answer(txn);
 	if (ans != XTXD_HANS_NONE)
 		return ans;
+	if (x && x->acked_reader)
+		return XTXD_HANS_HOLD;		/* acked; the lease took the slot since */
 	if (fence(txn, true))
 		return XTXD_HANS_NONE;	/* cannot promise anything yet: asked again later */
 	ans = slot_answer(txn);
@@ -387,7 +402,14 @@ static int local_answer(uint64_t txn)
 	x = get(txn, true);
 	if (!x)
 		return XTXD_HANS_NONE;
-	decide(x, XTXD_HOUT_ABORT, "not committing here");
+	/*
+	 * Not decided here: a participant that validated overrides (only a
+	 * forgotten Ack makes the two meet), and the decider says which.
+	 */
+	x->not_held = true;
+	x->seen_ns = mono_ns();
+	pr_info("resolve: hades txn %#llx not committing here: fenced\n",
+		(unsigned long long)txn);
 	return XTXD_HANS_NOT_HELD;
 }
 
@@ -428,7 +450,10 @@ static void evaluate(struct hres_txn *x)
 {
 	if (!x->deciding || x->outcome != XTXD_HOUT_NONE)
 		return;
-	if (x->answered & ~x->held)
+	/* HVALIDATE follows every Ack: one validated means all acked */
+	if (x->validated)
+		decide(x, XTXD_HOUT_VALIDATE, "a participant validated it");
+	else if (x->answered & ~x->held)
 		decide(x, XTXD_HOUT_ABORT, "a participant does not hold it");
 	else if ((x->held & x->participants) == x->participants)
 		decide(x, XTXD_HOUT_VALIDATE, "every participant holds it");
@@ -450,6 +475,8 @@ static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
 	x->answered |= bit;
 	if (val == XTXD_HANS_HOLD || val == XTXD_HANS_VALIDATED)
 		x->held |= bit;
+	if (val == XTXD_HANS_VALIDATED)
+		x->validated |= bit;
 	evaluate(x);
 }
 
@@ -486,6 +513,7 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 				"left to its coordinator\n", (unsigned long long)txn,
 				(unsigned long long)unknown);
 		x->unknown_warned = true;
+		x->seen_ns = mono_ns();
 		return;
 	}
 	x->participants = participants | self;
@@ -497,6 +525,16 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 		"%#llx\n", (unsigned long long)txn, (unsigned long long)(age_ns / 1000000),
 		(unsigned long long)x->participants);
 	evaluate(x);
+}
+
+static void note_reader(uint64_t txn, uint64_t now)
+{
+	struct hres_txn *x = get(txn, true);
+
+	if (!x)
+		return;
+	x->acked_reader = true;
+	x->seen_ns = now;
 }
 
 static void find_stuck(uint64_t now)
@@ -519,11 +557,15 @@ static void find_stuck(uint64_t now)
 			owner = load64(&s->owner);
 			ctl = load64(&s->ctl);
 			touched = load64(&s->touched_ns);
-			if (!owner || state_of(ctl) != XTX_HS_COMMITTING ||
-			    !__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE) ||
-			    now < touched || now - touched < H.o.after_ns)
+			if (!owner || state_of(ctl) != XTX_HS_COMMITTING || now < touched)
 				continue;
-			begin(owner, load64(&s->participants), now - touched);
+			if (!__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE)) {
+				if (now - touched >= READER_NOTE_AFTER_NS)
+					note_reader(owner, now);
+				continue;
+			}
+			if (now - touched >= H.o.after_ns)
+				begin(owner, load64(&s->participants), now - touched);
 		}
 	}
 }
@@ -568,7 +610,9 @@ void xtxd_hres_scan(void)
 
 		if (x->apply_pending)
 			apply(x);
-		if (x->outcome != XTXD_HOUT_NONE && now - x->decided_ns > KEEP_DECIDED_NS) {
+		if ((x->outcome != XTXD_HOUT_NONE && now - x->decided_ns > KEEP_DECIDED_NS) ||
+		    (x->outcome == XTXD_HOUT_NONE && !x->deciding &&
+		     now - x->seen_ns > KEEP_DECIDED_NS)) {
 			/* the coordinator's lease is long gone, and the fence map is finite */
 			bpf_map_delete_elem(H.o.fence_fd, &x->txn);
 			unfenced = true;
