@@ -18,10 +18,12 @@
  * (slot.touched_ns) is decided with the participants its HINTENDs named
  * (slot.participants, server indices of --peers):
  *
- *   validated everywhere when every participant answers HOLD (it has the
- *   transaction COMMITTING) or VALIDATED (it validated it already, so the
- *   coordinator had every Ack); aborted everywhere when one answers
- *   NOT_HELD or ABORTED.
+ *   validated everywhere when one participant answers VALIDATED (it
+ *   validated it already: HVALIDATE follows every Ack) or every one
+ *   answers HOLD (it has the transaction COMMITTING, or it was a reader
+ *   whose committing slot the scan saw linger, so its Ack is remembered
+ *   after the lease took the slot); otherwise aborted everywhere once one
+ *   answers NOT_HELD or ABORTED.
  *
  * A participant asked about a transaction it does not hold fences it
  * first (the xtx_fence map, which HINTEND consults: NACK from then on),
@@ -37,8 +39,14 @@
  * staged write at base + 1 (as HVALIDATE does) and frees the slot as
  * VALIDATED, abort frees it as ABORTED and fences the transaction.  A
  * coordinator that comes back then gets ALREADY_APPLIED for a late
- * HVALIDATE after validate (while the slot still remembers it), TXN_GONE
- * after abort, and NACK for a late HINTEND after abort.
+ * HVALIDATE after validate (while the slot still remembers it; TXN_GONE
+ * once a new tenant's release overwrote that, which the client takes as a
+ * warning: nothing is applied twice), TXN_GONE after abort, and NACK for a
+ * late HINTEND after abort.
+ *
+ * Not done: the writes validate installs are not logged (user space has
+ * no way into XDP's per-CPU log rings), so a restart before a snapshot
+ * covers them loses them on this server only.
  *
  * Peer messages share the resolver's UDP port + 1: one xtx header and one
  * op, opcode XTX_OP_HRESOLVE_QUERY / XTX_OP_HRESOLVE_DECIDE, op.txn, op.flags
