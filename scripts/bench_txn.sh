@@ -13,7 +13,6 @@ NSERVERS=3
 PREFIX=xtxt$(printf '%04x' $RANDOM)
 SERVER_CPU=1
 CLIENT_CPU=0
-TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
 mkdir -p "$OUT"
 report=$OUT/report_txn.md
@@ -70,20 +69,29 @@ start_servers() {
 	SERVER_KIND=$1
 }
 
-# CPU ticks of the servers: every server-side NAPI thread, xtxd or xtx-udpd.
-server_ticks() {
-	local f comm pid sum=0 i
+# CPU time (ns) of this run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
+server_pids() {
+	local f comm i pid
 	for f in /proc/[0-9]*/comm; do
 		{ read -r comm <"$f"; } 2>/dev/null || continue
-		case $comm in
-		"napi/${PREFIX}s"* | xtxd | xtx-udpd) ;;
-		*) continue ;;
-		esac
+		# kernel thread names are cut at 15 characters: the prefix is enough
+		[[ $comm == "napi/${PREFIX}s"* ]] || continue
 		pid=${f#/proc/}
-		pid=${pid%/comm}
-		{ read -r -a st <"/proc/$pid/stat"; } 2>/dev/null || continue
-		# utime and stime: fields 14 and 15, after "pid (comm)" with no spaces in comm
-		sum=$((sum + st[13] + st[14]))
+		echo "${pid%/comm}"
+	done
+	for ((i = 0; i < NSERVERS; i++)); do
+		for f in "/run/xtx/$(server_ns "$i")-$(server_dev "$i").pid" "$OUT/udpd$i.pid"; do
+			[ -f "$f" ] && cat "$f"
+		done
+	done
+}
+server_cpu_ns() {
+	local pid t sum=0 ns
+	for pid in $(server_pids); do
+		for t in /proc/"$pid"/task/*/schedstat; do
+			{ read -r ns _ <"$t"; } 2>/dev/null || continue
+			sum=$((sum + ns))
+		done
 	done
 	echo "$sum"
 }
@@ -94,12 +102,12 @@ client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" 
 bank_row() {
 	local label=$1 js t0 t1
 	shift
-	t0=$(server_ticks)
+	t0=$(server_cpu_ns)
 	js=$(client bank --servers "$(server_ips)" --no-setup --accounts 100000 --audit-pct 0 \
 		--duration "${DURATION}s" --json "$@")
-	t1=$(server_ticks)
+	t1=$(server_cpu_ns)
 	echo "$js" | jq -c --arg name "$label" '. + {"label": $name}' >>"$OUT/txn_runs.jsonl"
-	jq -r --arg name "$label" --argjson us $(((t1 - t0) * TICK_US)) '
+	jq -r --arg name "$label" --argjson us $(((t1 - t0) / 1000)) '
 		def r(x): (x * 10 | round) / 10;
 		"| \($name) | \(.committed_per_s | round) | \(r(.packets_per_committed_rw)) | " +
 		"\(r(.ops_per_packet)) | \(r(.p50_us)) | \(r(.p99_us)) | " +
@@ -238,7 +246,7 @@ cpu_util() {
 wl_row() {
 	local kind=$1 w=$2 js t0 t1 x0 x1 r0 r1 c0 c1 xdp rare
 	shift 2
-	t0=$(server_ticks)
+	t0=$(server_cpu_ns)
 	c0=$(cpu_jiffies)
 	[ "$kind" = udpd ] || { x0=$(xdp_stats); r0=$(rare_stats); }
 	# the ceiling's transactions see no data and fail their checks: keep the numbers anyway
@@ -246,7 +254,7 @@ wl_row() {
 		--warmup 1 --json "$@" 2>/dev/null) || true
 	jq -e .bench <<<"$js" >/dev/null 2>&1 || js=""
 	c1=$(cpu_jiffies)
-	t1=$(server_ticks)
+	t1=$(server_cpu_ns)
 	xdp="-"
 	rare="-"
 	if [ "$kind" != udpd ]; then
@@ -265,14 +273,14 @@ wl_row() {
 	echo "$js" | jq -c --arg k "$kind" '. + {"label": "workloads", "server": $k}' \
 		>>"$OUT/txn_runs.jsonl"
 	jq -r --arg kind "$kind" --arg xdp "$xdp" --arg rare "$rare" \
-		--arg cpu "$(cpu_util "$c0" "$c1")" --argjson us $(((t1 - t0) * TICK_US)) '
+		--arg cpu "$(cpu_util "$c0" "$c1")" --argjson us $(((t1 - t0) / 1000)) '
 		def r(x): (x * 10 | round) / 10;
 		"| \(.bench) \(.protocol) | \($kind) | \(.attempts_per_s | round) | " +
 		"\(.committed_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
 		"\(if .total.committed > 0 then r($us / (.total.committed + .total.logical))
 		   else "-" end) | \($xdp) | \($rare) | \(r(.ops_per_packet_avg)) | \($cpu) |"' \
 		<<<"$js" | tee -a "$report" >&2
-	jq -r --argjson us $(((t1 - t0) * TICK_US)) '"\(.committed_per_s) \(.attempts_per_s) " +
+	jq -r --argjson us $(((t1 - t0) / 1000)) '"\(.committed_per_s) \(.attempts_per_s) " +
 		"\(.packets / .duration_s) \(if .total.committed > 0 then
 		$us / (.total.committed + .total.logical) else 0 end)"' <<<"$js"
 }
