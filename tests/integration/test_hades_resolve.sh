@@ -127,5 +127,41 @@ check "every replica holds key 300 at version 2 with the new value" \
 check "the coordinator's late HVALIDATE at the primary: already applied" \
 	test "$(st 0 hvalidate 0 300 txn=6 flags=last)" = already_applied
 
+# ---- (d) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
+bank() {
+	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
+		--protocol hades --threads 2 --inflight 16 --accounts 16 "$@" 2>&1
+}
+out=$(bank --duration 1s --check)
+check "bank: accounts set up, money conserved" grep -q "conserved" <<<"$out"
+for k in 1 2 3; do
+	# not through a function: ip netns exec becomes the client, so the kill reaches it
+	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
+		--protocol hades --threads 2 --inflight 16 --accounts 16 --duration 20s \
+		--no-setup -c $((500 + 40 * k)) >/dev/null 2>&1 &
+	pid=$!
+	sleep "1.$((RANDOM % 9 + 1))"
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+done
+sleep 3
+# "TXN OUTCOME" per decision, every server
+decisions() {
+	local i
+	for i in 0 1 2; do XLOG "$i" | grep -o 'hades txn 0x[0-9a-f]* decided [a-z]*'; done |
+		awk '$3 !~ /^0x9000000000/ {print $3, $5}'
+}
+n=$(decisions | awk '{print $1}' | sort -u | wc -l)
+echo "# transactions the killed clients left committing: $n"
+check "no transaction decided both ways" \
+	test "$(decisions | sort -u | awk '{print $1}' | uniq -d | wc -l)" -eq 0
+out=$(timeout 30 ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
+	--protocol hades --threads 2 --inflight 16 --accounts 16 --duration 2s --no-setup --check \
+	-c 900 2>&1)
+rc=$?
+echo "$out" | grep -E 'conserved|committed ' | sed 's/^/# /'
+check "a new client runs on every account afterwards, money conserved (rc $rc)" \
+	test "$rc" -eq 0 -a "$(grep -c conserved <<<"$out")" -eq 1
+
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9.]* /# server $i: /"; done
 finish
