@@ -96,6 +96,9 @@ op 0 habort 0 200 txn=5 >/dev/null
 check "a late HINTEND of txn 4 to the third participant is refused" \
 	test "$(intend 2 4 200 dddd replica)" = nack
 check "... and to the primary" test "$(intend 0 4 200 dddd)" = nack
+check "... and one without BEGIN too" \
+	test "$(st 2 hintend 0 200 txn=4 version=1 value=dddd participants=0,1,2 \
+		flags=last,replica)" = nack
 check "the coordinator's late HVALIDATE at the primary: the txn is gone" \
 	test "$(st 0 hvalidate 0 200 txn=4 flags=last)" = txn_gone
 rows=$(all_rows 200)
