@@ -364,7 +364,7 @@ static int logged_here(uint64_t txn)
 /*
  * Our answer about txn.  Not committing here and not validated here: fence
  * it, wait out the grace period, and look again; still not, then it never
- * will be, and this server takes the abort as its own decision.
+ * will be committing here (NOT_HELD).  The decider says what came of it.
  */
 static int local_answer(uint64_t txn)
 {
