@@ -56,7 +56,7 @@ static struct {
 	uint32_t nslots;
 	struct hres_txn *t;
 	size_t n, cap;
-	uint64_t validated, aborted, fenced;
+	uint64_t validated, aborted, fenced, readers_freed;
 } H;
 
 static uint64_t mono_ns(void)
@@ -537,6 +537,21 @@ static void note_reader(uint64_t txn, uint64_t now)
 	x->seen_ns = now;
 }
 
+/*
+ * A reader left committing (nothing staged) keeps its read filter's
+ * partial lock until some claim happens to probe its slot, which at low
+ * load may be never.  The lease's rule lets it go at any time (its reads
+ * were all made before it committed), so it goes now; its Ack is noted.
+ */
+static void free_reader(uint32_t idx, uint64_t txn, uint64_t ctl, uint64_t age_ns)
+{
+	if (!release(idx, ctl, XTX_HO_RECLAIMED))
+		return;
+	H.readers_freed++;
+	pr_info("resolve: hades txn %#llx: a reader committing here for %llu ms, slot freed\n",
+		(unsigned long long)txn, (unsigned long long)(age_ns / 1000000));
+}
+
 static void find_stuck(uint64_t now)
 {
 	uint32_t w, b, idx;
@@ -562,6 +577,8 @@ static void find_stuck(uint64_t now)
 			if (!__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE)) {
 				if (now - touched >= READER_NOTE_AFTER_NS)
 					note_reader(owner, now);
+				if (now - touched >= H.o.after_ns)
+					free_reader(idx, owner, ctl, now - touched);
 				continue;
 			}
 			if (now - touched >= H.o.after_ns)
@@ -680,10 +697,11 @@ fail:
 
 void xtxd_hres_stop(void)
 {
-	if (H.validated || H.aborted)
+	if (H.validated || H.aborted || H.readers_freed)
 		pr_info("resolve: %llu hades transactions decided validate, %llu abort, "
-			"%llu fences\n", (unsigned long long)H.validated,
-			(unsigned long long)H.aborted, (unsigned long long)H.fenced);
+			"%llu fences, %llu readers' slots freed\n", (unsigned long long)H.validated,
+			(unsigned long long)H.aborted, (unsigned long long)H.fenced,
+			(unsigned long long)H.readers_freed);
 	if (H.slots)
 		munmap(H.slots, H.slots_len);
 	if (H.reg)

@@ -44,6 +44,11 @@
  * warning: nothing is applied twice), TXN_GONE after abort, and NACK for a
  * late HINTEND after abort.
  *
+ * A reader's committing slot (nothing staged) left that long is simply
+ * freed, as the lease would free it (its Ack noted first): the lease acts
+ * only when a claim probes the slot, so its read filter could otherwise
+ * keep writers out indefinitely.
+ *
  * Not done: the writes validate installs are not logged (user space has
  * no way into XDP's per-CPU log rings), so a restart before a snapshot
  * covers them loses them on this server only.
