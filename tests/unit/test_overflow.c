@@ -793,6 +793,60 @@ static void exec_taken_over_floor(void)
 	exec_teardown();
 }
 
+/*
+ * An INSERT of a new key from a hand-off whose bucket was taken over: the
+ * new holder's fix may carry a filter read before the key went in, and
+ * leave the kernel answering for the key as absent.  It answers RETRY
+ * instead, and so does every copy of the request.
+ */
+static void exec_taken_over_insert(void)
+{
+	static struct xtx_kv_bucket kv[NB];
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint64_t k = 94, n = neighbour(0, 94);
+	uint32_t b = xtx_bucket_of(xtx_hash(0, k), NB);
+
+	exec_setup(100);
+	memset(kv, 0, sizeof(kv));
+	x.kv = kv;
+	x.kv_buckets = NB;
+	seed(0, n, 1, 0x01);
+	kv[b].lock = 0x2001;
+
+	req_init(&r, 7, 9200, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 0, k, 0x94)->token = 0x1001;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_RETRY,
+	      "late INSERT of a new key: status %u", rop(&rep, 0)->status);
+	CHECK(xtxd_ovf_get(x.store, 0, k, &got) == -ENOENT && !(rep.ft.e[0].bloom & bit_of(0, k)),
+	      "a late INSERT answered RETRY changed the store");
+
+	/* its retransmission, re-deferred by the holder: the same answer */
+	req_init(&r, 7, 9200, 1);
+	e = req_defer(&r, 0, XTX_OP_INSERT, 0, k, 0x94);
+	e->token = 0x2001;
+	e->flags |= XTX_DEFER_REPLAY;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_RETRY &&
+	      xtxd_ovf_get(x.store, 0, k, &got) == -ENOENT,
+	      "retransmission: status %u", rop(&rep, 0)->status);
+
+	/* sent again in a new request, holding the bucket: it goes in */
+	req_init(&r, 7, 9201, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 0, k, 0x94)->token = 0x2001;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      !xtxd_ovf_get(x.store, 0, k, &got) && got.value[0] == 0x94,
+	      "INSERT holding the bucket: status %u", rop(&rep, 0)->status);
+
+	/* a late INSERT of a key the store holds changes nothing and runs: EXISTS */
+	req_init(&r, 8, 9202, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 0, n, 0x02)->token = 0x1001;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_EXISTS,
+	      "late INSERT of a stored key: status %u", rop(&rep, 0)->status);
+	exec_teardown();
+}
+
 static void exec_full(void)
 {
 	struct xtxd_ovf_item got;
@@ -1030,6 +1084,7 @@ int main(void)
 	RUN_CASE(exec_valid_victim);
 	RUN_CASE(exec_taken_over_victim);
 	RUN_CASE(exec_taken_over_floor);
+	RUN_CASE(exec_taken_over_insert);
 	RUN_CASE(exec_full);
 	RUN_CASE(exec_replay);
 	RUN_CASE(exec_malformed);

@@ -396,7 +396,8 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		      struct xtx_fix_entry *fix)
 {
 	struct xtxd_replay_rec rec;
-	bool can_fill = true;
+	struct xtxd_ovf_item cur;
+	bool can_fill = true, held;
 	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
@@ -407,10 +408,11 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	fix->token = e->token;
 
 	xtxd_ovf_lock(x->store, e->bucket);
+	held = bucket_held(x, e);
 	if (e->flags & XTX_DEFER_HAS_VICTIM) {
 		bool saved = false;
 
-		if (bucket_held(x, e))
+		if (held)
 			saved = write_back_victim(x, e, fix);
 		else
 			pr_debug("rare: bucket %u taken over: victim key %llu v%llu not written back\n",
@@ -431,6 +433,18 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		answer_from_record(x, e, op, fix, can_fill, &rec);
 		xtxd_stat_inc((e->flags & XTX_DEFER_REPLAY) ? &x->stats.replays :
 							       &x->stats.duplicates);
+	} else if (!held && op->opcode == XTX_OP_INSERT &&
+		   xtxd_ovf_get(x->store, op->table, op->key, &cur)) {
+		/*
+		 * A new key from a hand-off whose bucket was taken over: the
+		 * bucket's holder may already have read the filter its fix
+		 * leaves in the kernel, without this key's bit, and XDP would
+		 * then answer for the key as if it were absent.  It has not
+		 * run, so RETRY says the truth; recorded, every copy of the
+		 * request answers the same.
+		 */
+		op->status = XTX_ST_RETRY;
+		record(x, hdr, e->op_idx, op);
 	} else {
 		if (e->flags & XTX_DEFER_REPLAY)
 			xtxd_stat_inc(&x->stats.replays_unrecorded);
