@@ -575,7 +575,8 @@ static void find_stuck(uint64_t now)
 			if (!owner || state_of(ctl) != XTX_HS_COMMITTING || now < touched)
 				continue;
 			if (!__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE)) {
-				if (now - touched >= READER_NOTE_AFTER_NS)
+				if (now - touched >= READER_NOTE_AFTER_NS ||
+				    now - touched >= H.o.after_ns)
 					note_reader(owner, now);
 				if (now - touched >= H.o.after_ns)
 					free_reader(idx, owner, ctl, now - touched);
