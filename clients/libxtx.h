@@ -139,7 +139,8 @@ int xtx_txn_start(struct xtx_client *c, xtx_step_fn step, xtx_done_fn done, void
 /*
  * Sends, receives and advances transactions, waiting up to timeout_ns for
  * a reply when nothing can move.  Returns the transactions that ended in
- * this call (their done callbacks have run) or a negative errno.
+ * this call (their done callbacks have run) or a negative errno (the
+ * socket failed: the client is unusable and must be closed).
  */
 int xtx_poll(struct xtx_client *c, uint64_t timeout_ns);
 

@@ -17,12 +17,22 @@
 
 static int check_cfg(struct xtx_client_cfg *cfg)
 {
-	unsigned int rmax;
+	unsigned int rmax, i, j;
 
 	if (!cfg->servers || !cfg->nservers || cfg->nservers > XTX_MAX_SERVERS) {
 		fprintf(stderr, "Error: libxtx: 1 to %u servers, not %u\n", XTX_MAX_SERVERS,
 			cfg->nservers);
 		return -EINVAL;
+	}
+	for (i = 0; i < cfg->nservers; i++) {
+		for (j = 0; j < i; j++) {
+			if (cfg->servers[i].sin_addr.s_addr == cfg->servers[j].sin_addr.s_addr &&
+			    cfg->servers[i].sin_port == cfg->servers[j].sin_port) {
+				/* two indices for one server would put replicas together */
+				fprintf(stderr, "Error: libxtx: servers %u and %u are the same\n", j, i);
+				return -EINVAL;
+			}
+		}
 	}
 	rmax = cfg->nservers < TXN_MAX_REPLICAS ? cfg->nservers : TXN_MAX_REPLICAS;
 	if (!cfg->replication)

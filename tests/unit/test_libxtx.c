@@ -175,6 +175,9 @@ static void test_bad_config(void)
 	cfg.nservers = NSRV;
 	cfg.client_id = 1u << XTX_CLIENT_BITS;
 	CHECK(!xtx_client_open(&cfg), "client id too large refused");
+	cfg.client_id = 0;
+	srv_addr[2] = srv_addr[0];
+	CHECK(!xtx_client_open(&cfg), "one server listed twice refused");
 }
 
 static struct { int get_bad_table, get_bad_flags, put_big, too_many, twice, first; } misuse;
