@@ -257,18 +257,39 @@ static unsigned int queue_all(struct xtx_txn *t, enum txn_op_kind kind, bool las
 	return n;
 }
 
-/* Aborts everywhere the transaction sent anything; ends when they answered. */
-static void hades_abort(struct xtx_txn *t)
+/* HABORT everywhere the transaction sent anything; ends with o when they answered. */
+static void hades_release(struct xtx_txn *t, enum xtx_outcome o)
 {
 	unsigned int s;
 
 	t->phase = PH_RELEASE;
-	t->release_outcome = t->failed ? XTX_FAILED : XTX_ABORTED;
+	t->release_outcome = o;
 	for (s = 0; s < t->c->cfg.nservers && t->nkeys; s++)
 		if (t->sent_mask & bit(s))
 			txn_queue(t, 0, TOP_HABORT, s);
 	if (!t->waiting)
 		txn_finish(t, t->release_outcome);
+	else
+		t->rounds++;
+}
+
+static void hades_abort(struct xtx_txn *t)
+{
+	hades_release(t, t->failed ? XTX_FAILED : XTX_ABORTED);
+}
+
+/*
+ * A read-only transaction that touched one server needs no intend-to-
+ * commit there: a committer that squashes it makes every later op of it
+ * answer SQUASHED, and one that commits while it reads makes the read
+ * answer RETRY (its filters block the key), so reads that all answered
+ * OK are a consistent view as of the last one.  Its slot is released.
+ * Across servers each must confirm at the end (HINTEND), since a squash
+ * at one server is not seen by reads at another.
+ */
+static bool read_only_one_server(const struct xtx_txn *t)
+{
+	return !txn_has_writes(t) && t->sent_mask && !(t->sent_mask & (t->sent_mask - 1));
 }
 
 void hades_phases(struct xtx_txn *t)
@@ -292,6 +313,10 @@ void hades_phases(struct xtx_txn *t)
 				continue;
 			if (!t->nkeys) {
 				txn_finish(t, XTX_COMMITTED);
+				return;
+			}
+			if (read_only_one_server(t)) {
+				hades_release(t, XTX_COMMITTED);
 				return;
 			}
 			t->phase = PH_H_INTEND;

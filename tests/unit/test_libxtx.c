@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <xtx/hades.h>
 #include <xtx/log.h>
 #include "check.h"
 #include "txn_internal.h"
@@ -101,6 +102,8 @@ static unsigned int take_queued(struct xtx_client *c, struct txn_opref *out, uns
 		struct txn_queue *q = &c->queue[s];
 
 		while (q->len && k < n) {
+			/* what packing does: the op goes to server s */
+			q->ops[q->head].t->sent_mask |= 1ull << s;
 			out[k++] = q->ops[q->head];
 			q->head = (q->head + 1) % q->cap;
 			q->len--;
@@ -479,6 +482,67 @@ static void test_log_last_order(void)
 	}
 }
 
+/*
+ * HADES read-only: at one server the answered reads suffice (the slot is
+ * released); across servers each confirms with a NO_WRITE intend, then
+ * validate.
+ */
+static void test_hades_read_only(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_HADES, 0);
+	struct script s = { .nkeys = 1, .keys = { 70 } };
+	struct txn_opref refs[8];
+	struct xtx_op op;
+	unsigned int n, i, k2;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	txn_fill_op(&refs[0], &op);
+	CHECK(n == 1 && op.opcode == XTX_OP_HREAD && (op.flags & XTX_HOPF_BEGIN), "HREAD, BEGIN");
+	answer(&refs[0], XTX_ST_OK, 4, 0, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	txn_fill_op(&refs[0], &op);
+	CHECK(n == 1 && op.opcode == XTX_OP_HABORT, "one server: the slot is released (%u)", n);
+	answer(&refs[0], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_COMMITTED && s.res.rounds == 2,
+	      "committed after 2 round trips (%u)", s.res.rounds);
+
+	/* two keys on two primaries */
+	for (k2 = 71; xtx_replica_of(c, 1, k2, 0) == xtx_replica_of(c, 1, 70, 0); k2++)
+		;
+	memset(&s, 0, sizeof(s));
+	s.nkeys = 2;
+	s.keys[0] = 70;
+	s.keys[1] = k2;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	for (i = 0; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 4, 0, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_HINTEND) == 2, "two servers: intend at each");
+	for (i = 0; i < n; i++) {
+		txn_fill_op(&refs[i], &op);
+		CHECK((op.flags & XTX_HOPF_NO_WRITE) && (op.flags & XTX_HOPF_LAST) &&
+		      !(op.flags & XTX_HOPF_BEGIN), "NO_WRITE | LAST, slot already there");
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	}
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 2 && count_opcode(refs, n, XTX_OP_HVALIDATE) == 2, "then validate at each");
+	for (i = 0; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_COMMITTED, "committed");
+	xtx_client_close(c);
+}
+
 /* Aggregation: ops of one server leave in requests of at most ops_per_packet. */
 static void test_packing(void)
 {
@@ -530,6 +594,7 @@ int main(void)
 	RUN_CASE(test_insert_exists);
 	RUN_CASE(test_lost_requests);
 	RUN_CASE(test_log_last_order);
+	RUN_CASE(test_hades_read_only);
 	RUN_CASE(test_packing);
 	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
