@@ -182,6 +182,8 @@ done
 
 # ---- TATP and SmallBank: ceiling, xtx, xtx-udpd ----
 TATP_P=${TATP_P:-10000}
+# enough in flight that a server or the client, not latency, limits the rate
+WL_INFLIGHT=${WL_INFLIGHT:-64}
 SB_ACCOUNTS=${SB_ACCOUNTS:-10000}
 ctl_list() {
 	local i l=""
@@ -251,7 +253,7 @@ wl_row() {
 	[ "$kind" = udpd ] || { x0=$(xdp_stats); r0=$(rare_stats); }
 	# the ceiling's transactions see no data and fail their checks: keep the numbers anyway
 	js=$(client "$w" --servers "$(server_ips)" $(wl_args "$w") --duration "$DURATION" \
-		--warmup 1 --json "$@" 2>/dev/null) || true
+		--warmup 1 --inflight "$WL_INFLIGHT" --json "$@" 2>/dev/null) || true
 	jq -e .bench <<<"$js" >/dev/null 2>&1 || js=""
 	c1=$(cpu_jiffies)
 	t1=$(server_cpu_ns)
@@ -290,7 +292,7 @@ wl_row() {
 	echo "## TATP and SmallBank: ceiling (XDP echo), xtx, xtx-udpd (same client, same topology)"
 	echo
 	echo "TATP: $TATP_P subscribers, OCC; SmallBank: $SB_ACCOUNTS accounts, 2PL; 1 client thread,"
-	echo "16 transactions in flight. committed/s: TATP's successful transactions (FaSST/DINT),"
+	echo "$WL_INFLIGHT transactions in flight. committed/s: TATP's successful transactions (FaSST/DINT),"
 	echo "SmallBank's commits. The ceiling answers every op OK without state, so its"
 	echo "transactions mostly end as logical failures: compare attempts/s there. Server CPU"
 	echo "µs/txn counts committed and logically failed transactions (both did their work)."
