@@ -22,29 +22,6 @@ static uint64_t bit(unsigned int s)
 	return 1ull << s;
 }
 
-/* Is server s a replica of key k (0: no; 1 + index: yes)? */
-static unsigned int replica_index(const struct xtx_txn *t, const struct txn_key *k,
-				  unsigned int s)
-{
-	unsigned int r;
-
-	for (r = 0; r < t->c->cfg.replication; r++)
-		if (k->replica[r] == s)
-			return r + 1;
-	return 0;
-}
-
-/* Writes of t that server s stages (as primary or replica). */
-static unsigned int writes_at(const struct xtx_txn *t, unsigned int s)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < t->nkeys; i++)
-		if ((t->keys[i].flags & KF_WRITE) && replica_index(t, &t->keys[i], s))
-			n++;
-	return n;
-}
-
 /* Every server the transaction touched, and every replica of its writes. */
 static uint64_t participants(const struct xtx_txn *t)
 {
@@ -208,42 +185,18 @@ static unsigned int queue_write_intents(struct xtx_txn *t)
 }
 
 /*
- * One server's HINTENDs or HVALIDATEs: one per write staged there, the last
- * marked LAST, or a single NO_WRITE one.  The LAST must not overtake the
- * others: they share a request (glued) when they fit in one, else the
- * others go first (last_only false) and the LAST after their replies
- * (last_only true).  Returns the ops queued.
+ * One server's HINTENDs or HVALIDATEs: one per write staged there (ordered
+ * as txn_queue_writes_at() says), or a single NO_WRITE one.
  */
 static unsigned int queue_group(struct xtx_txn *t, enum txn_op_kind kind, unsigned int s,
 				bool last_only)
 {
-	unsigned int i, n = 0, total = writes_at(t, s), per = t->c->cfg.ops_per_packet;
-	bool split = total > per;
-
-	if (!total) {
-		if (last_only)
-			return 0;
-		txn_queue_flags(t, 0, kind, s, OPR_LAST | OPR_NO_WRITE);
-		return 1;
-	}
-	if (last_only && !split)
+	if (txn_writes_at(t, s))
+		return txn_queue_writes_at(t, kind, s, last_only);
+	if (last_only)
 		return 0;
-	for (i = 0; i < t->nkeys; i++) {
-		struct txn_key *k = &t->keys[i];
-		unsigned int ri = replica_index(t, k, s);
-		uint8_t f;
-
-		if (!(k->flags & KF_WRITE) || !ri)
-			continue;
-		n++;
-		f = (ri > 1 ? OPR_REPLICA : 0) | (n == total ? OPR_LAST : 0);
-		if (split && last_only != (n == total))
-			continue;
-		if (!split && n > 1)
-			f |= OPR_GLUE;
-		txn_queue_flags(t, i, kind, s, f);
-	}
-	return split ? (last_only ? 1 : total - 1) : total;
+	txn_queue_flags(t, 0, kind, s, OPR_LAST | OPR_NO_WRITE);
+	return 1;
 }
 
 static unsigned int queue_all(struct xtx_txn *t, enum txn_op_kind kind, bool last_only)

@@ -177,6 +177,20 @@ void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
 void txn_check_write_rules(struct xtx_txn *t);
 void txn_commit_warn(const struct xtx_op *op);
+/* 1 + the index of srv among k's replicas (1: the primary), or 0 when srv holds no copy. */
+unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv);
+/* Writes of t that server srv holds a copy of. */
+unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv);
+/*
+ * Queues kind for every write of t that srv holds, in key order, the last
+ * marked OPR_LAST and those at a backup OPR_REPLICA.  A server takes the
+ * LAST one as the end of the transaction's writes there, so it must not
+ * overtake the others: they share one request (glued) when they fit in
+ * ops_per_packet, else the others go first (last_only false) and the LAST
+ * after their answers (last_only true).  Returns the ops queued.
+ */
+unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
+				 bool last_only);
 
 /* txn_hades.c: HADES (include/xtx/hades.h). */
 unsigned int hades_queue_reads(struct xtx_txn *t);

@@ -70,21 +70,6 @@ uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k)
 	return xtx_log_replicas_pack(r, (__u8)replicas(t));
 }
 
-/* Is ki the transaction's last write logged on server srv? */
-static bool last_write_on(const struct xtx_txn *t, unsigned int ki, unsigned int srv)
-{
-	unsigned int i, r;
-
-	for (i = ki + 1; i < t->nkeys; i++) {
-		if (!(t->keys[i].flags & KF_WRITE))
-			continue;
-		for (r = 0; r < replicas(t); r++)
-			if (t->keys[i].replica[r] == srv)
-				return false;
-	}
-	return true;
-}
-
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k)
 {
 	op->vlen = k->new_vlen;
@@ -126,7 +111,7 @@ void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 		op->version = k->version + 1;
 		op->token = txn_replica_set(t, k);
 		txn_fill_value(op, k);
-		if (last_write_on(t, ref->key, ref->server))
+		if (ref->oflags & OPR_LAST)
 			op->flags |= XTX_OPF_LOG_LAST;
 		break;
 	case TOP_COMMIT_BACKUP:
@@ -444,44 +429,54 @@ static unsigned int queue_validation(struct xtx_txn *t)
 	return n;
 }
 
-static bool replica_on(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv)
+unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv)
 {
 	unsigned int r;
 
 	for (r = 0; r < replicas(t); r++)
 		if (k->replica[r] == srv)
-			return true;
-	return false;
+			return r + 1;
+	return 0;
 }
 
-/*
- * Every write on every replica.  A server treats the LAST write as the end
- * of the transaction's record there (the resolver's "complete record"), so
- * it must not overtake the others: a server's writes share one request
- * (glued) when they fit, else the others go first (last_only false) and
- * the LAST after their answers (last_only true).
- */
+unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++)
+		n += (t->keys[i].flags & KF_WRITE) && txn_replica_index(t, &t->keys[i], srv);
+	return n;
+}
+
+unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
+				 bool last_only)
+{
+	unsigned int i, k = 0, n = 0, total = txn_writes_at(t, srv);
+	bool split = total > t->c->cfg.ops_per_packet;
+
+	for (i = 0; i < t->nkeys; i++) {
+		unsigned int ri = txn_replica_index(t, &t->keys[i], srv);
+		bool last;
+
+		if (!(t->keys[i].flags & KF_WRITE) || !ri)
+			continue;
+		last = ++k == total;
+		if (split ? last_only != last : last_only)
+			continue;
+		txn_queue_flags(t, i, kind, srv, (last ? OPR_LAST : 0) | (ri > 1 ? OPR_REPLICA : 0) |
+						 (!split && k > 1 ? OPR_GLUE : 0));
+		n++;
+	}
+	return n;
+}
+
+/* Every write on every replica (the LAST ordering: txn_queue_writes_at). */
 static unsigned int queue_log(struct xtx_txn *t, bool last_only)
 {
-	unsigned int s, i, n = 0, per = t->c->cfg.ops_per_packet;
+	unsigned int s, n = 0;
 
-	for (s = 0; s < t->c->cfg.nservers; s++) {
-		unsigned int total = 0, k = 0;
-
-		for (i = 0; i < t->nkeys; i++)
-			total += (t->keys[i].flags & KF_WRITE) && replica_on(t, &t->keys[i], s);
-		for (i = 0; i < t->nkeys; i++) {
-			bool split = total > per, last;
-
-			if (!(t->keys[i].flags & KF_WRITE) || !replica_on(t, &t->keys[i], s))
-				continue;
-			last = ++k == total;
-			if (split ? last_only != last : last_only)
-				continue;
-			txn_queue_flags(t, i, TOP_LOG, s, !split && k > 1 ? OPR_GLUE : 0);
-			n++;
-		}
-	}
+	for (s = 0; s < t->c->cfg.nservers; s++)
+		n += txn_queue_writes_at(t, TOP_LOG, s, last_only);
 	if (n)
 		t->logging = true;
 	return n;
