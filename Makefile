@@ -56,7 +56,7 @@ BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(wildcard user/udpd/*.c))
 UDPD_OBJS := $(UDPD_OWN_OBJS) $(OBJ_OUT)/clients/kvmodel.o \
-	$(patsubst %,$(OBJ_OUT)/user/lib/%.o,log names num)
+	$(patsubst %,$(OBJ_OUT)/user/lib/%.o,daemon log names num)
 BINS += $(OUT)/xtx-udpd
 $(UDPD_OWN_OBJS): $(wildcard user/udpd/*.h)
 $(OUT)/xtx-udpd: $(UDPD_OBJS)

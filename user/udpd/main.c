@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <xtx/log.h>
 #include "dedupe.h"
+#include "daemon.h"
 #include "log.h"
 #include "num.h"
 #include "serve.h"
@@ -260,84 +261,6 @@ static int pidfile_busy(const char *path)
 	return !strncmp(comm, NAME, strlen(NAME)) ? pid : 0;
 }
 
-static int write_pidfile(const char *path)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "Error: --pidfile: path too long\n");
-		return -1;
-	}
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) || rename(tmp, path)) {
-		fprintf(stderr, "Error: writing pidfile %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Forks; the parent exits once the child reports it serves (0) or failed,
- * so a script that starts the daemon can talk to it right away.
- */
-static int daemonize(const char *logfile, int *ready_fd)
-{
-	int pipefd[2], fd;
-	char status = 1;
-	pid_t pid;
-
-	if (pipe(pipefd)) {
-		fprintf(stderr, "Error: pipe: %s\n", strerror(errno));
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "Error: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid > 0) {
-		close(pipefd[1]);
-		if (read(pipefd[0], &status, 1) != 1)
-			status = 1;
-		exit(status ? 1 : 0);
-	}
-	close(pipefd[0]);
-	setsid();
-	if (logfile) {
-		fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			fprintf(stderr, "Error: --daemon-log %s: %s\n", logfile, strerror(errno));
-			exit(1);
-		}
-		xtx_log_to(fdopen(fd, "a"));
-	}
-	*ready_fd = pipefd[1];
-	return 0;
-}
-
-static void report_ready(int *ready_fd, char status)
-{
-	int null;
-
-	if (*ready_fd < 0)
-		return;
-	if (write(*ready_fd, &status, 1) != 1)
-		pr_warn("cannot report readiness to the parent\n");
-	close(*ready_fd);
-	*ready_fd = -1;
-	if (status)
-		return;
-	/* detach from the caller's terminal and pipes only once all went well */
-	null = open("/dev/null", O_RDWR);
-	if (null >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-		close(null);
-	}
-}
-
 /* Waits for SIGINT/SIGTERM; SIGUSR1 dumps the store meanwhile. */
 static void wait_for_stop(struct udpd_server *srv, const sigset_t *set)
 {
@@ -446,9 +369,9 @@ int main(int argc, char **argv)
 		teardown(&srv);
 		return 1;
 	}
-	if (srv.cfg.daemon && daemonize(srv.cfg.logfile, &ready_fd))
+	if (srv.cfg.daemon && xtx_daemonize(srv.cfg.logfile, &ready_fd))
 		goto out;
-	if (srv.cfg.pidfile && write_pidfile(srv.cfg.pidfile))
+	if (srv.cfg.pidfile && xtx_write_pidfile(srv.cfg.pidfile))
 		goto out;
 
 	/* every thread inherits the mask: only sigwait() below takes these */
@@ -467,7 +390,7 @@ int main(int argc, char **argv)
 		goto out_drain;
 	pr_info(NAME ": serving %s:%u with %u thread(s)%s\n", inet_ntoa(srv.cfg.bind),
 		srv.cfg.port, srv.nworkers, srv.cfg.echo ? " in echo mode" : "");
-	report_ready(&ready_fd, 0);
+	xtx_daemon_ready(&ready_fd, 0);
 	wait_for_stop(&srv, &set);
 	udpd_serve_stop(&srv);
 	summary(&srv);
@@ -478,7 +401,7 @@ out_pid:
 	if (srv.cfg.pidfile)
 		unlink(srv.cfg.pidfile);
 out:
-	report_ready(&ready_fd, 1);
+	xtx_daemon_ready(&ready_fd, 1);
 	teardown(&srv);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include <xtx/hades.h>
 #include "attach.h"
 #include "control.h"
+#include "daemon.h"
 #include "log.h"
 #include "logdrain.h"
 #include "logfile.h"
@@ -436,74 +437,6 @@ static int bring_up(const struct xtx_target *t, const struct xtxd_opts *o, bool 
 	return xtx_load_attach(t, &o->load);
 }
 
-static int write_pidfile(const char *path)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) || rename(tmp, path)) {
-		fprintf(stderr, "Error: writing pidfile %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Forks; the parent waits until the child reports that the program is
- * attached (or why not), so `make load` fails loudly instead of later.
- */
-static int daemonize(const char *logfile, int *ready_fd)
-{
-	int pipefd[2], logfd;
-	char status = 1;
-	pid_t pid;
-
-	if (pipe(pipefd))
-		return -errno;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid > 0) {
-		close(pipefd[1]);
-		if (read(pipefd[0], &status, 1) != 1)
-			status = 1;
-		exit(status ? 1 : 0);
-	}
-	close(pipefd[0]);
-	setsid();
-	logfd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (logfd < 0) {
-		fprintf(stderr, "Error: log file %s: %s\n", logfile, strerror(errno));
-		exit(1);
-	}
-	xtx_log_to(fdopen(logfd, "a"));
-	*ready_fd = pipefd[1];
-	return 0;
-}
-
-static void report_ready(int *ready_fd, char status)
-{
-	if (*ready_fd < 0)
-		return;
-	if (write(*ready_fd, &status, 1) != 1)
-		pr_warn("cannot report readiness to the parent\n");
-	close(*ready_fd);
-	*ready_fd = -1;
-	if (!status) {
-		int null = open("/dev/null", O_RDWR);
-
-		/* detach from the caller's terminal and pipes only once all went well */
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			close(null);
-		}
-	}
-}
-
 /*
  * The overflow store of an xtxd killed with SIGKILL died with it: rebuilt
  * from the data directory, once what the ring still holds is on disk too.
@@ -572,10 +505,10 @@ int main(int argc, char **argv)
 			pidfile);
 		return 1;
 	}
-	if (o.daemon && daemonize(logfile, &ready_fd))
+	if (o.daemon && xtx_daemonize(logfile, &ready_fd))
 		return 1;
-	if (write_pidfile(pidfile)) {
-		report_ready(&ready_fd, 1);
+	if (xtx_write_pidfile(pidfile)) {
+		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
 
@@ -586,7 +519,7 @@ int main(int argc, char **argv)
 	if (err) {
 		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);
-		report_ready(&ready_fd, 1);
+		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
 	/*
@@ -623,13 +556,13 @@ int main(int argc, char **argv)
 			xtx_unpin(&t);
 		}
 		unlink(pidfile);
-		report_ready(&ready_fd, 1);
+		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
 	xtxd_recover_release(&t);
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
-	report_ready(&ready_fd, 0);
+	xtx_daemon_ready(&ready_fd, 0);
 
 	serve_until_signal();
 	xtxd_control_stop();
