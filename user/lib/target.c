@@ -9,10 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <bpf/bpf.h>
+#include <xtx/kv.h>
 #include <xtx/maps.h>
 #include "log.h"
 #include "target.h"
@@ -184,4 +186,39 @@ int xtx_pidfile_alive(const char *path)
 		pid = 0;
 	fclose(f);
 	return pid && xtx_pid_is_xtxd(pid) ? pid : 0;
+}
+
+int xtx_target_info(const struct xtx_target *t, struct xtx_info *info)
+{
+	__u32 zero = 0;
+	int fd = xtx_target_map_fd(t, XTX_MAP_INFO), err = 0;
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, &zero, info))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+int xtx_target_map_kv(const struct xtx_target *t, uint32_t nbuckets, struct xtx_kv_bucket **kv,
+		      size_t *size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = ((size_t)nbuckets * sizeof(struct xtx_kv_bucket) + page - 1) &
+		     ~(size_t)(page - 1);
+	int fd = xtx_target_map_fd(t, XTX_MAP_KV), err = 0;
+	void *p;
+
+	if (fd < 0)
+		return fd;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	*kv = p;
+	*size = len;
+	return 0;
 }

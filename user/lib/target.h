@@ -4,6 +4,8 @@
 #define XTX_TARGET_H
 
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <net/if.h>
 
@@ -33,6 +35,16 @@ int xtx_bpffs_ensure(void);
 int xtx_mkdirs(const char *path, unsigned int mode);
 /* Opens map NAME pinned for t; returns an fd or a negative errno. */
 int xtx_target_map_fd(const struct xtx_target *t, const char *name);
+struct xtx_info;
+struct xtx_kv_bucket;
+/* How the loaded program was configured (XTX_MAP_INFO); 0 or a negative errno. */
+int xtx_target_info(const struct xtx_target *t, struct xtx_info *info);
+/*
+ * Maps the kernel's nbuckets KV buckets, shared with XDP, read-write:
+ * 0 with *kv and *size (for munmap), or a negative errno.
+ */
+int xtx_target_map_kv(const struct xtx_target *t, uint32_t nbuckets, struct xtx_kv_bucket **kv,
+		      size_t *size);
 /* Reads a pidfile; returns the pid if that process is alive, else 0. */
 int xtx_pidfile_alive(const char *path);
 /* True while pid runs xtxd and has not exited (a zombie has). */

@@ -526,26 +526,20 @@ static void run_close(struct load_run *r)
 static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 {
 	struct xtxd_out *out = env->out;
-	long page = sysconf(_SC_PAGESIZE);
 	struct xtx_runtime rt;
 	struct xtx_info info;
 	__u32 zero = 0;
-	void *p;
-	int fd;
+	int fd, err;
 
 	memset(r, 0, sizeof(*r));
 	r->env = env;
 	r->nthreads = 1;
 	r->start_ns = r->last_progress_ns = now_ns();
-	fd = xtx_target_map_fd(env->t, XTX_MAP_INFO);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
-		xtxd_out_printf(out, "ERR load: reading %s: %s\n", XTX_MAP_INFO,
-				strerror(fd < 0 ? -fd : errno));
-		if (fd >= 0)
-			close(fd);
+	err = xtx_target_info(env->t, &info);
+	if (err) {
+		xtxd_out_printf(out, "ERR load: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
 		return -1;
 	}
-	close(fd);
 	if (info.kv_buckets != xtxd_ovf_nbuckets(env->store)) {
 		xtxd_out_printf(out, "ERR load: the loaded program has %u KV buckets, the overflow "
 				"store %u: restart xtxd\n", info.kv_buckets,
@@ -561,20 +555,12 @@ static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 	if (fd >= 0)
 		close(fd);
 
-	fd = xtx_target_map_fd(env->t, XTX_MAP_KV);
-	if (fd < 0) {
-		xtxd_out_printf(out, "ERR load: opening %s: %s\n", XTX_MAP_KV, strerror(-fd));
+	err = xtx_target_map_kv(env->t, info.kv_buckets, &r->kv, &r->kv_size);
+	if (err) {
+		xtxd_out_printf(out, "ERR load: mapping %s: %s\n", XTX_MAP_KV, strerror(-err));
 		return -1;
 	}
-	r->kv_size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		     ~(size_t)(page - 1);
-	p = mmap(NULL, r->kv_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		xtxd_out_printf(out, "ERR load: mapping %s: %s\n", XTX_MAP_KV, strerror(errno));
-		return -1;
-	}
-	r->kv = r->l[0].kv = p;
+	r->l[0].kv = r->kv;
 	r->l[0].nbuckets = info.kv_buckets;
 	r->l[0].store = env->store;
 	r->l[0].stop_fd = env->stop_fd;

@@ -302,25 +302,16 @@ static void *rare_thread_main(void *arg)
 /* The kernel buckets, shared with XDP, for the executor's filter updates. */
 static int map_kv(const struct xtx_target *t, uint32_t nbuckets)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t size = ((size_t)nbuckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		      ~(size_t)(page - 1);
-	void *p;
-	int fd = xtx_target_map_fd(t, XTX_MAP_KV), err;
+	struct xtx_kv_bucket *kv;
+	size_t size;
+	int err = xtx_target_map_kv(t, nbuckets, &kv, &size);
 
-	if (fd < 0) {
-		fprintf(stderr, "Error: rare path: opening %s: %s\n", XTX_MAP_KV, strerror(-fd));
-		return fd;
-	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	err = p == MAP_FAILED ? -errno : 0;
-	close(fd);
 	if (err) {
 		fprintf(stderr, "Error: rare path: mapping %s: %s\n", XTX_MAP_KV, strerror(-err));
 		return err;
 	}
 	rare.kv_size = size;
-	rare.x.kv = p;
+	rare.x.kv = kv;
 	rare.x.kv_buckets = nbuckets;
 	return 0;
 }

@@ -561,48 +561,32 @@ static int install(const struct xtx_target *t, struct xtxd_ovf *store, struct rm
 {
 	struct xtxd_loader l = { .store = store, .stop_fd = -1,
 				 .busy_timeout_ns = XTXD_LOAD_BUSY_TIMEOUT_NS };
-	long page = sysconf(_SC_PAGESIZE);
 	struct xtxd_load_item *items;
 	struct xtx_info info;
 	size_t i, k = 0, kv_size;
-	__u32 zero = 0;
-	void *p;
-	int fd, err;
+	int err;
 
-	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
-		err = fd < 0 ? fd : -errno;
+	err = xtx_target_info(t, &info);
+	if (err) {
 		fprintf(stderr, "Error: recovery: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
-		if (fd >= 0)
-			close(fd);
 		return err;
 	}
-	close(fd);
 	if (info.kv_buckets != xtxd_ovf_nbuckets(store)) {
 		fprintf(stderr, "Error: recovery: the program has %u KV buckets, the store %u\n",
 			info.kv_buckets, xtxd_ovf_nbuckets(store));
 		return -EINVAL;
 	}
-	fd = xtx_target_map_fd(t, XTX_MAP_KV);
-	if (fd < 0) {
-		fprintf(stderr, "Error: recovery: opening %s: %s\n", XTX_MAP_KV, strerror(-fd));
-		return fd;
+	err = xtx_target_map_kv(t, info.kv_buckets, &l.kv, &kv_size);
+	if (err) {
+		fprintf(stderr, "Error: recovery: mapping %s: %s\n", XTX_MAP_KV, strerror(-err));
+		return err;
 	}
-	kv_size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		  ~(size_t)(page - 1);
-	p = mmap(NULL, kv_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		fprintf(stderr, "Error: recovery: mapping %s: %s\n", XTX_MAP_KV, strerror(errno));
-		return -errno;
-	}
-	l.kv = p;
 	l.nbuckets = info.kv_buckets;
 	l.write_through = info.kv_flags & XTX_INFO_KV_WRITE_THROUGH;
 	l.lease_ns = XTX_KV_LEASE_DEFAULT_NS;
 	items = calloc(m->n ? m->n : 1, sizeof(*items));
 	if (!items) {
-		munmap(p, kv_size);
+		munmap(l.kv, kv_size);
 		return -ENOMEM;
 	}
 	rcu_register_thread();
@@ -651,7 +635,7 @@ static int install(const struct xtx_target *t, struct xtxd_ovf *store, struct rm
 	xtxd_loader_release(&l);
 	rcu_unregister_thread();
 	free(items);
-	munmap(p, kv_size);
+	munmap(l.kv, kv_size);
 	return err;
 }
 
@@ -807,31 +791,13 @@ struct kv_map {
 
 static int map_kv(const struct xtx_target *t, struct kv_map *km)
 {
-	long page = sysconf(_SC_PAGESIZE);
 	struct xtx_info info;
-	__u32 zero = 0;
-	void *p;
-	int fd, err;
+	int err = xtx_target_info(t, &info);
 
-	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
-		err = fd < 0 ? fd : -errno;
-		if (fd >= 0)
-			close(fd);
+	if (err)
 		return err;
-	}
-	close(fd);
-	fd = xtx_target_map_fd(t, XTX_MAP_KV);
-	if (fd < 0)
-		return fd;
 	km->nbuckets = info.kv_buckets;
-	km->size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		   ~(size_t)(page - 1);
-	p = mmap(NULL, km->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	err = p == MAP_FAILED ? -errno : 0;
-	close(fd);
-	km->kv = err ? NULL : p;
-	return err;
+	return xtx_target_map_kv(t, info.kv_buckets, &km->kv, &km->size);
 }
 
 /*

@@ -643,31 +643,14 @@ static void *resolve_main(void *arg)
 
 static int open_live(const struct xtx_target *t, struct xtxd_ovf *store)
 {
-	long page = sysconf(_SC_PAGESIZE);
 	struct xtx_info info;
-	__u32 zero = 0;
-	void *p;
-	int fd, err;
+	int err = xtx_target_info(t, &info);
 
-	fd = xtx_target_map_fd(t, XTX_MAP_INFO);
-	if (fd < 0 || bpf_map_lookup_elem(fd, &zero, &info)) {
-		err = fd < 0 ? fd : -errno;
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	close(fd);
-	fd = xtx_target_map_fd(t, XTX_MAP_KV);
-	if (fd < 0)
-		return fd;
-	R.kv_size = ((size_t)info.kv_buckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		    ~(size_t)(page - 1);
-	p = mmap(NULL, R.kv_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	err = p == MAP_FAILED ? -errno : 0;
-	close(fd);
 	if (err)
 		return err;
-	R.live.kv = p;
+	err = xtx_target_map_kv(t, info.kv_buckets, &R.live.kv, &R.kv_size);
+	if (err)
+		return err;
 	R.live.nbuckets = info.kv_buckets;
 	R.live.store = store;
 	R.live.lock_slots = info.lock_slots;
