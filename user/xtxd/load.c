@@ -13,6 +13,7 @@
 #include <urcu.h>
 #include <bpf/bpf.h>
 #include <xtx/maps.h>
+#include "clock.h"
 #include "ctl_out.h"
 #include "log.h"
 #include "load.h"
@@ -29,14 +30,6 @@
 #define FILE_BUF		(256 * 1024)
 /* as the control channel's own timeout: a client that stops sending is cut off */
 #define FILE_IO_TIMEOUT_MS	10000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static bool readable(int fd)
 {
@@ -93,7 +86,7 @@ static bool bucket_trylock(struct xtxd_loader *l, struct xtx_kv_bucket *b)
 		return __atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
 						   __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	if (old == XTX_KV_LOCK_FAST || !l->lease_ns ||
-	    (int64_t)(now_ns() - (old & ~1ull)) <= (int64_t)l->lease_ns)
+	    (int64_t)(xtx_now_ns() - (old & ~1ull)) <= (int64_t)l->lease_ns)
 		return false;
 	if (!__atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
 					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -261,7 +254,7 @@ int xtxd_load_items(struct xtxd_loader *l, const struct xtxd_load_item *items, s
 			l->retry[nretry++] = j;
 	}
 	/* the busy buckets, until each is free: served traffic holds them only briefly */
-	deadline = now_ns() + l->busy_timeout_ns;
+	deadline = xtx_now_ns() + l->busy_timeout_ns;
 	while (nretry) {
 		for (i = kept = 0; i < nretry; i++) {
 			j = l->retry[i];
@@ -272,13 +265,13 @@ int xtxd_load_items(struct xtxd_loader *l, const struct xtxd_load_item *items, s
 				l->retry[kept++] = j;
 		}
 		if (kept < nretry)
-			deadline = now_ns() + l->busy_timeout_ns;
+			deadline = xtx_now_ns() + l->busy_timeout_ns;
 		nretry = kept;
 		if (!nretry)
 			break;
 		if (readable(l->stop_fd))
 			return -ECANCELED;
-		if (l->busy_timeout_ns && now_ns() > deadline)
+		if (l->busy_timeout_ns && xtx_now_ns() > deadline)
 			return -ETIMEDOUT;
 		nanosleep(&pause, NULL);
 	}
@@ -534,7 +527,7 @@ static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 	memset(r, 0, sizeof(*r));
 	r->env = env;
 	r->nthreads = 1;
-	r->start_ns = r->last_progress_ns = now_ns();
+	r->start_ns = r->last_progress_ns = xtx_now_ns();
 	err = xtx_target_info(env->t, &info);
 	if (err) {
 		xtxd_out_printf(out, "ERR load: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
@@ -571,7 +564,7 @@ static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 /* Now and then a progress line; -EPIPE when the client went away (the load stops). */
 static int progress(struct load_run *r, uint64_t done)
 {
-	uint64_t now = now_ns();
+	uint64_t now = xtx_now_ns();
 
 	if (now - r->last_progress_ns < LOAD_PROGRESS_NS)
 		return 0;
@@ -584,7 +577,7 @@ static int progress(struct load_run *r, uint64_t done)
 static void run_end(struct load_run *r, int err)
 {
 	struct xtxd_out *out = r->env->out;
-	uint64_t ns = now_ns() - r->start_ns;
+	uint64_t ns = xtx_now_ns() - r->start_ns;
 	struct xtxd_load_counts n;
 	unsigned long long loaded, left;
 
@@ -816,7 +809,7 @@ void xtxd_load_file(const struct xtxd_load_env *env, int fd, const char *pending
 		return;
 	}
 	/* the clock runs from the first loaded key: receiving depends on the client */
-	r.start_ns = r.last_progress_ns = now_ns();
+	r.start_ns = r.last_progress_ns = xtx_now_ns();
 	r.total = iv.n;
 	run_start_helper(&r);
 	err = run_items(&r, iv.v, iv.n, 0);

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <xtx/maps.h>
 #include <xtx/log.h>
+#include "clock.h"
 #include "log.h"
 #include "logfile.h"
 #include "logdrain.h"
@@ -51,14 +52,6 @@ static struct {
 	xtxd_logdrain_observer observer;	/* set before start */
 	uint64_t passes;		/* drain passes completed (atomic) */
 } D = { .dirfd = -1, .lockfd = -1 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 #define ST_ADD(f, v)	__atomic_fetch_add(&D.st.f, (v), __ATOMIC_RELAXED)
 #define ST_SET(f, v)	__atomic_store_n(&D.st.f, (v), __ATOMIC_RELAXED)
@@ -289,7 +282,7 @@ static uint64_t drain_cpu(uint32_t c)
 /* Makes every segment written durable, then lets XDP reuse what is on disk. */
 static void sync_and_release(void)
 {
-	uint64_t t0 = mono_ns(), dt, drained = 0;
+	uint64_t t0 = xtx_now_ns(), dt, drained = 0;
 	uint32_t c;
 	int err;
 
@@ -312,7 +305,7 @@ static void sync_and_release(void)
 		}
 		ST_ADD(fsyncs, 1);
 	}
-	dt = mono_ns() - t0;
+	dt = xtx_now_ns() - t0;
 	if (dt > D.st.sync_max_ns)
 		ST_SET(sync_max_ns, dt);
 	for (c = 0; c < D.ncpu; c++) {
@@ -367,7 +360,7 @@ static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
 		moved += drain_cpu(c);
 	__atomic_fetch_add(&D.passes, 1, __ATOMIC_RELEASE);
 	note_lag();
-	now = mono_ns();
+	now = xtx_now_ns();
 	/* group commit: one fdatasync per segment covers everything written since the last */
 	if (!D.failed && any_pending() && (force_sync || now - *last_sync >= D.sync_ns)) {
 		*last_sync = now;
@@ -384,7 +377,7 @@ static void *drain_main(void *arg)
 	(void)arg;
 	while (!__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE)) {
 		moved = drain_pass(&last_sync, false);
-		now = mono_ns();
+		now = xtx_now_ns();
 		if (now - last_stats >= STATS_EVERY_NS) {
 			write_stats_file();
 			last_stats = now;
@@ -552,7 +545,7 @@ void xtxd_logdrain_set_observer(xtxd_logdrain_observer fn)
 int xtxd_logdrain_seen(uint64_t timeout_ns)
 {
 	const struct timespec pause = { 0, 200 * 1000 };
-	uint64_t passes, deadline = mono_ns() + timeout_ns;
+	uint64_t passes, deadline = xtx_now_ns() + timeout_ns;
 
 	if (!D.running)
 		return -ENODEV;
@@ -561,7 +554,7 @@ int xtxd_logdrain_seen(uint64_t timeout_ns)
 	while (__atomic_load_n(&D.passes, __ATOMIC_ACQUIRE) < passes + 2) {
 		if (D.failed)
 			return D.failed;
-		if (mono_ns() > deadline)
+		if (xtx_now_ns() > deadline)
 			return -ETIMEDOUT;
 		nanosleep(&pause, NULL);
 	}
@@ -582,7 +575,7 @@ int xtxd_logdrain_arm_fence(bool on)
 int xtxd_logdrain_flush(uint64_t timeout_ns)
 {
 	const struct timespec pause = { 0, 500 * 1000 };
-	uint64_t *want, deadline = mono_ns() + timeout_ns;
+	uint64_t *want, deadline = xtx_now_ns() + timeout_ns;
 	uint32_t c;
 	int err = 0;
 
@@ -599,7 +592,7 @@ int xtxd_logdrain_flush(uint64_t timeout_ns)
 				err = D.failed;
 				break;
 			}
-			if (mono_ns() > deadline) {
+			if (xtx_now_ns() > deadline) {
 				err = -ETIMEDOUT;
 				break;
 			}

@@ -18,6 +18,7 @@
 #include <urcu.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
+#include "clock.h"
 #include "log.h"
 #include "logdrain.h"
 #include "logfile.h"
@@ -52,14 +53,6 @@ static struct {
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
 	.live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static const char *outcome_name(int o)
 {
 	return o == XTXD_OUT_COMMIT ? "commit" : o == XTXD_OUT_ABORT ? "abort" : "none";
@@ -78,7 +71,7 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 		    !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
 			continue;
 		if (!now)
-			now = mono_ns();
+			now = xtx_now_ns();
 		pthread_mutex_lock(&R.mu);
 		x = xtxd_txns_get(&R.txns, e[i].txn, false, now);
 		if (!x || x->outcome == XTXD_OUT_NONE) {
@@ -147,7 +140,7 @@ static bool peer_ok(int idx)
 static int fence(uint64_t txn)
 {
 	const struct timespec grace = { 0, FENCE_GRACE_NS };
-	uint64_t now = mono_ns();
+	uint64_t now = xtx_now_ns();
 	int err;
 
 	/* the flag first: a run that sees the entry must also look for it */
@@ -250,7 +243,7 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 		return err;
 	}
 	if (outcome == XTXD_OUT_ABORT) {
-		uint64_t now = mono_ns();
+		uint64_t now = xtx_now_ns();
 
 		/* a coordinator that comes back finds its late appends refused here too */
 		if (!xtxd_logdrain_arm_fence(true))
@@ -258,7 +251,7 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 	}
 	pthread_mutex_lock(&R.mu);
 	x->outcome = outcome;
-	x->decided_ns = mono_ns();
+	x->decided_ns = xtx_now_ns();
 	x->sent_ns = 0;
 	pthread_mutex_unlock(&R.mu);
 	if (outcome == XTXD_OUT_COMMIT)
@@ -296,7 +289,7 @@ static int load_from_disk(uint64_t txn)
 			if (e.txn != txn || e.nreplicas < 2 || (e.flags & XTX_LOGF_DECIDED))
 				continue;
 			pthread_mutex_lock(&R.mu);
-			err = xtxd_txns_add(&R.txns, &e, mono_ns());
+			err = xtxd_txns_add(&R.txns, &e, xtx_now_ns());
 			pthread_mutex_unlock(&R.mu);
 			if (err)
 				break;
@@ -344,7 +337,7 @@ static int self_answer(struct xtxd_txn *x)
 
 static void on_query(uint64_t txn, int from, const struct sockaddr_in *src)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = xtx_now_ns();
 	struct xtxd_txn *x;
 	int ans;
 
@@ -373,7 +366,7 @@ static void on_decide(uint64_t txn, int outcome, int from, const struct sockaddr
 	if (outcome != XTXD_OUT_COMMIT && outcome != XTXD_OUT_ABORT)
 		return;
 	pthread_mutex_lock(&R.mu);
-	x = xtxd_txns_get(&R.txns, txn, true, mono_ns());
+	x = xtxd_txns_get(&R.txns, txn, true, xtx_now_ns());
 	pthread_mutex_unlock(&R.mu);
 	if (!x)
 		return;
@@ -482,7 +475,7 @@ static void begin(struct xtxd_txn *x)
 	}
 	pr_info("resolve: txn %#llx unfinished after %llu ms; asking its %u replicas\n",
 		(unsigned long long)x->txn,
-		(unsigned long long)((mono_ns() - x->first_ns) / 1000000), x->nrep);
+		(unsigned long long)((xtx_now_ns() - x->first_ns) / 1000000), x->nrep);
 	pthread_mutex_lock(&R.mu);
 	x->resolving = true;
 	if (me >= 0)
@@ -569,7 +562,7 @@ static bool no_fences(void)
 
 static void scan(void)
 {
-	struct scan s = { .now = mono_ns() };
+	struct scan s = { .now = xtx_now_ns() };
 	size_t i;
 
 	pthread_mutex_lock(&R.mu);
@@ -607,7 +600,7 @@ static void scan(void)
 	/* no fence left: appends skip the lookup again (only this thread inserts) */
 	if (s.unfenced && no_fences())
 		xtxd_logdrain_arm_fence(false);
-	s.now = mono_ns();
+	s.now = xtx_now_ns();
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, do_resend, &s.now);
 	pthread_mutex_unlock(&R.mu);
@@ -629,8 +622,8 @@ static void *resolve_main(void *arg)
 			break;
 		if (n > 0 && p[0].revents)
 			receive();
-		if (mono_ns() - R.last_scan >= SCAN_EVERY_NS) {
-			R.last_scan = mono_ns();
+		if (xtx_now_ns() - R.last_scan >= SCAN_EVERY_NS) {
+			R.last_scan = xtx_now_ns();
 			scan();
 			xtxd_hres_scan();
 		}
@@ -664,13 +657,13 @@ static int open_live(const struct xtx_target *t, struct xtxd_ovf *store)
 /* Decisions taken before a restart: peers asking again get the same answer. */
 static int remember_decision(uint64_t txn, uint32_t outcome, void *arg)
 {
-	struct xtxd_txn *x = xtxd_txns_get(&R.txns, txn, true, mono_ns());
+	struct xtxd_txn *x = xtxd_txns_get(&R.txns, txn, true, xtx_now_ns());
 
 	(void)arg;
 	if (!x)
 		return -ENOMEM;
 	x->outcome = outcome;
-	x->decided_ns = mono_ns();
+	x->decided_ns = xtx_now_ns();
 	return 0;
 }
 

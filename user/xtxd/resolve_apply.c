@@ -5,6 +5,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include <xtx/hash.h>
+#include "clock.h"
 #include "overflow.h"
 #include "resolve_apply.h"
 
@@ -12,14 +13,6 @@
 #define SLOT_TRIES		200
 /* Far longer than an XDP critical section on a lock slot (tens of instructions). */
 #define SLOT_GRACE_NS		(1000 * 1000)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static void pause_ns(long ns)
 {
@@ -62,17 +55,17 @@ int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t
 /* The bucket lock as XDP takes it; a rare-path hold past the lease is taken over. */
 static int bucket_lock(struct xtx_kv_bucket *b)
 {
-	uint64_t deadline = mono_ns() + BUCKET_WAIT_NS, old;
+	uint64_t deadline = xtx_now_ns() + BUCKET_WAIT_NS, old;
 	int64_t lease = XTX_KV_LEASE_DEFAULT_NS;
 
 	for (;;) {
 		old = __atomic_load_n(&b->lock, __ATOMIC_RELAXED);
 		if ((!old || (old != XTX_KV_LOCK_FAST &&
-			      (int64_t)(mono_ns() - (old & ~1ull)) > lease)) &&
+			      (int64_t)(xtx_now_ns() - (old & ~1ull)) > lease)) &&
 		    __atomic_compare_exchange_n(&b->lock, &old, XTX_KV_LOCK_FAST, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			return 0;
-		if (mono_ns() > deadline)
+		if (xtx_now_ns() > deadline)
 			return -ETIMEDOUT;
 		pause_ns(20 * 1000);
 	}

@@ -12,6 +12,7 @@
 #include <xtx/hades.h>
 #include <xtx/log.h>
 #include <xtx/maps.h>
+#include "clock.h"
 #include "log.h"
 #include "logdrain.h"
 #include "logfile.h"
@@ -58,14 +59,6 @@ static struct {
 	size_t n, cap;
 	uint64_t validated, aborted, fenced, readers_freed;
 } H;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static const char *outcome_name(int o)
 {
@@ -188,7 +181,7 @@ static int fence(uint64_t txn, bool wait)
 {
 	struct timespec grace = { (time_t)(H.o.grace_ns / 1000000000ull),
 				  (long)(H.o.grace_ns % 1000000000ull) };
-	uint64_t now = mono_ns();
+	uint64_t now = xtx_now_ns();
 	int err;
 
 	/* the flag first: a run that sees the entry must also look for it */
@@ -276,7 +269,7 @@ static void apply(struct hres_txn *x)
 static void decide(struct hres_txn *x, int outcome, const char *why)
 {
 	x->outcome = outcome;
-	x->decided_ns = mono_ns();
+	x->decided_ns = xtx_now_ns();
 	x->sent_ns = 0;
 	if (outcome == XTXD_HOUT_VALIDATE)
 		H.validated++;
@@ -407,7 +400,7 @@ static int local_answer(uint64_t txn)
 	 * forgotten Ack makes the two meet), and the decider says which.
 	 */
 	x->not_held = true;
-	x->seen_ns = mono_ns();
+	x->seen_ns = xtx_now_ns();
 	pr_info("resolve: hades txn %#llx not committing here: fenced\n",
 		(unsigned long long)txn);
 	return XTXD_HANS_NOT_HELD;
@@ -513,7 +506,7 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 				"left to its coordinator\n", (unsigned long long)txn,
 				(unsigned long long)unknown);
 		x->unknown_warned = true;
-		x->seen_ns = mono_ns();
+		x->seen_ns = xtx_now_ns();
 		return;
 	}
 	x->participants = participants | self;
@@ -616,7 +609,7 @@ static bool no_fences(void)
 
 void xtxd_hres_scan(void)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = xtx_now_ns();
 	bool unfenced = false;
 	size_t i;
 

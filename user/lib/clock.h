@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Monotonic nanosecond time for the benchmarks' timeouts and latencies. */
+/* Monotonic nanosecond time: timeouts, leases, latencies. */
 #ifndef XTX_CLOCK_H
 #define XTX_CLOCK_H
 
