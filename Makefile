@@ -27,36 +27,56 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
+include rooms.mk
+
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -Iinclude -Ibpf \
 	-idirafter $(ARCH_INC)
-CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Iinclude -Iuser/lib -Iclients -Itests/unit \
-	-Wno-format-truncation \
-	-I$(SKEL_OUT) -D_GNU_SOURCE $(EXTRA_CFLAGS)
+CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Wno-format-truncation \
+	-D_GNU_SOURCE $(EXTRA_CFLAGS)
 LDLIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
+
+# Each room compiles with the include paths rooms.mk grants it, and no others,
+# so an include from a room it may not use fails to build.
+room_inc = $(addprefix -I,$(ROOM_$(1))) -I$(SKEL_OUT)
+$(OBJ_OUT)/common/%.o: ROOM_INC = $(call room_inc,common)
+$(OBJ_OUT)/user/lib/%.o: ROOM_INC = $(call room_inc,userlib)
+$(OBJ_OUT)/user/xtxd/%.o: ROOM_INC = $(call room_inc,xtxd)
+$(OBJ_OUT)/user/xtxctl/%.o: ROOM_INC = $(call room_inc,xtxctl)
+$(OBJ_OUT)/user/udpd/%.o: ROOM_INC = $(call room_inc,udpd)
+$(OBJ_OUT)/clients/libxtx/%.o: ROOM_INC = $(call room_inc,libxtx)
+$(OBJ_OUT)/clients/workloads/%.o: ROOM_INC = $(call room_inc,workloads)
+$(OBJ_OUT)/clients/bench/%.o: ROOM_INC = $(call room_inc,bench)
+$(OBJ_OUT)/clients/examples/%.o: ROOM_INC = $(call room_inc,examples)
+$(OBJ_OUT)/tests/%.o: ROOM_INC = $(call room_inc,tests)
 
 BPF_HDRS := $(wildcard bpf/lib/*.h) $(wildcard include/xtx/*.h)
 BPF_PROGS := xtx_xdp xtx_tc xdp_pass
 BPF_OBJS := $(patsubst %,$(BPF_OUT)/%.bpf.o,$(BPF_PROGS))
 SKELS := $(SKEL_OUT)/xtx_xdp.skel.h $(SKEL_OUT)/xtx_tc.skel.h
 
-ULIB_SRCS := $(wildcard user/lib/*.c)
-ULIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(ULIB_SRCS))
-CLIENT_LIB_SRCS := $(filter-out clients/xtxbench.c clients/bench_%.c,$(wildcard clients/*.c))
-CLIENT_LIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(CLIENT_LIB_SRCS))
-XTXD_SRCS := $(wildcard user/xtxd/*.c)
+objs = $(patsubst %.c,$(OBJ_OUT)/%.o,$(1))
+COMMON_OBJS := $(call objs,$(wildcard common/*.c))
+ULIB_OBJS := $(call objs,$(wildcard user/lib/*.c))
+XTXD_SRCS := $(wildcard user/xtxd/*.c user/xtxd/*/*.c)
 # Everything of xtxd but its main(), for unit tests of its parts.
-XTXD_LIB_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(filter-out user/xtxd/main.c,$(XTXD_SRCS)))
-XTXCTL_SRCS := $(wildcard user/xtxctl/*.c)
-BENCH_SRCS := clients/xtxbench.c $(wildcard clients/bench_*.c)
-USER_HDRS := $(wildcard include/xtx/*.h user/lib/*.h user/xtxd/*.h user/xtxctl/*.h clients/*.h)
+XTXD_LIB_OBJS := $(call objs,$(filter-out user/xtxd/main.c,$(XTXD_SRCS)))
+XTXCTL_OBJS := $(call objs,$(wildcard user/xtxctl/*.c))
+LIBXTX_OBJS := $(call objs,$(wildcard clients/libxtx/*.c clients/libxtx/txn/*.c))
+WORKLOAD_OBJS := $(call objs,$(wildcard clients/workloads/*.c))
+BENCH_SRCS := $(wildcard clients/bench/*.c)
+# The benchmark tool's helpers (threads, histograms, the workload driver) without
+# its commands, for the tests that drive workloads.
+BENCH_LIB_OBJS := $(call objs,$(filter-out clients/bench/xtxbench.c clients/bench/bench_%.c,\
+	$(BENCH_SRCS)))
+USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
+	clients/*/*.h clients/libxtx/txn/*.h tests/unit/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
-UDPD_OWN_OBJS := $(patsubst %.c,$(OBJ_OUT)/%.o,$(wildcard user/udpd/*.c))
-UDPD_OBJS := $(UDPD_OWN_OBJS) $(OBJ_OUT)/clients/kvmodel.o \
-	$(patsubst %,$(OBJ_OUT)/user/lib/%.o,daemon log names num)
+UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
+UDPD_OBJS := $(UDPD_OWN_OBJS) $(COMMON_OBJS) $(OBJ_OUT)/user/lib/daemon.o
 BINS += $(OUT)/xtx-udpd
 $(UDPD_OWN_OBJS): $(wildcard user/udpd/*.h)
 $(OUT)/xtx-udpd: $(UDPD_OBJS)
@@ -101,18 +121,18 @@ $(SKEL_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o | $(SKEL_OUT)
 $(OBJ_OUT)/%.o: %.c $(USER_HDRS) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(ROOM_INC) -c $< -o $@
 
-$(OUT)/xtxd: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXD_SRCS)) $(ULIB_OBJS)
+$(OUT)/xtxd: $(call objs,$(XTXD_SRCS)) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
 
-$(OUT)/xtxctl: $(patsubst %.c,$(OBJ_OUT)/%.o,$(XTXCTL_SRCS)) $(ULIB_OBJS)
+$(OUT)/xtxctl: $(XTXCTL_OBJS) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# libxtx: the coordinator library (clients/libxtx.h) and what it stands on.
-$(OUT)/libxtx.a: $(CLIENT_LIB_OBJS)
+# libxtx: the coordinator library (clients/libxtx/libxtx.h) and what it stands on.
+$(OUT)/libxtx.a: $(LIBXTX_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -121,26 +141,26 @@ $(OUT)/examples/%: $(OBJ_OUT)/clients/examples/%.o $(OUT)/libxtx.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/xtxbench: $(patsubst %.c,$(OBJ_OUT)/%.o,$(BENCH_SRCS)) $(CLIENT_LIB_OBJS) $(ULIB_OBJS)
+$(OUT)/xtxbench: $(call objs,$(BENCH_SRCS)) $(WORKLOAD_OBJS) $(LIBXTX_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(CLIENT_LIB_OBJS) \
-		$(XTXD_LIB_OBJS)
+$(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON_OBJS) \
+		$(LIBXTX_OBJS) $(WORKLOAD_OBJS) $(BENCH_LIB_OBJS) $(XTXD_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
 
 # The rare path's core without sockets, threads or main(), and no XDP program
 # to load (so no harness): what test_overflow exercises.
-XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,overflow replay rare_exec) \
-	$(OBJ_OUT)/user/lib/log.o $(OBJ_OUT)/user/lib/names.o
+XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,store/overflow rare/replay rare/rare_exec) \
+	$(OBJ_OUT)/common/log.o $(OBJ_OUT)/common/names.o
 $(OUT)/tests/test_overflow: $(OBJ_OUT)/tests/unit/test_overflow.o $(XTXD_CORE_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lbpf -lpthread
 
-$(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS)
+$(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -10,7 +10,7 @@
 #include <xtx/hades.h>
 #include <xtx/log.h>
 #include "check.h"
-#include "txn_internal.h"
+#include "txn/internal.h"
 
 #define NSRV	3
 

@@ -15,8 +15,8 @@
 #include "check.h"
 #include "harness.h"
 #include "log.h"
-#include "../../user/xtxd/load.h"
-#include "../../user/xtxd/overflow.h"
+#include "store/load.h"
+#include "store/overflow.h"
 
 #define NB	16	/* 64 kernel ways: most of a few hundred keys go to the store */
 

@@ -17,9 +17,9 @@
 #include "check.h"
 #include "harness.h"
 #include "log.h"
-#include "../../user/xtxd/overflow.h"
-#include "../../user/xtxd/resolve_apply.h"
-#include "../../user/xtxd/resolve_txns.h"
+#include "store/overflow.h"
+#include "resolve/resolve_apply.h"
+#include "log/txn_records.h"
 
 #define CLIENT 9
 #define RING 64	/* test_log_ring */

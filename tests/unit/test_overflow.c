@@ -11,7 +11,7 @@
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "check.h"
-#include "../../user/xtxd/rare_exec.h"
+#include "rare/rare_exec.h"
 
 /* This suite loads no BPF program, so it does without harness.o and defines these itself. */
 int check_failed, cases_passed, cases_failed;

@@ -24,7 +24,7 @@
 #include "num.h"
 #include "stats_read.h"
 #include "target.h"
-#include "../xtxd/load.h"
+#include "loadgen.h"
 
 struct ctl_opts {
 	const char *iface;

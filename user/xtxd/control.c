@@ -16,12 +16,12 @@
 #include <xtx/maps.h>
 #include "control.h"
 #include "ctl_out.h"
-#include "dump.h"
-#include "load.h"
+#include "store/dump.h"
+#include "store/load.h"
 #include "log.h"
 #include "names.h"
-#include "rare.h"
-#include "snapshot.h"
+#include "rare/rare.h"
+#include "log/snapshot.h"
 
 #define CTL_LINE_MAX	256
 #define CTL_MAX_ARGS	8

@@ -21,13 +21,13 @@
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
-#include "logdrain.h"
+#include "log/logdrain.h"
 #include "logfile.h"
 #include "num.h"
-#include "rare.h"
-#include "recover.h"
-#include "resolve.h"
-#include "snapshot.h"
+#include "rare/rare.h"
+#include "log/recover.h"
+#include "resolve/resolve.h"
+#include "log/snapshot.h"
 #include "target.h"
 
 #define XTXD_FLUSH_TIMEOUT_NS	(30ull * 1000 * 1000 * 1000)

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <xtx/maps.h>
-#include "txn_internal.h"
+#include "internal.h"
 
 unsigned int xtx_txn_round(const struct xtx_txn *t)
 {

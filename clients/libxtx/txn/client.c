@@ -9,7 +9,7 @@
 #include "clock.h"
 #include "ids.h"
 #include "servers.h"
-#include "txn_internal.h"
+#include "internal.h"
 
 #define DEFAULT_INFLIGHT	16
 #define DEFAULT_TIMEOUT_NS	2000000ull

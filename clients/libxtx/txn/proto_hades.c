@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <xtx/hades.h>
-#include "txn_internal.h"
+#include "internal.h"
 
 static uint64_t bit(unsigned int s)
 {

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <xtx/log.h>
 #include "clock.h"
-#include "txn_internal.h"
+#include "internal.h"
 
 static bool is_occ(const struct xtx_txn *t)
 {

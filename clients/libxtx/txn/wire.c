@@ -11,7 +11,7 @@
 #include <string.h>
 #include <xtx/msg.h>
 #include "clock.h"
-#include "txn_internal.h"
+#include "internal.h"
 
 /* About a second of round trips before a full log aborts the transaction. */
 #define LOG_FULL_TRIES		10000

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Appends and reads the decisions file (resolve_outcome.h). */
+/* Appends and reads the decisions file (decisions.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
 #include "logfile.h"
-#include "resolve_outcome.h"
+#include "decisions.h"
 
 int xtxd_outcome_open(int dirfd)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The decisions file: the outcome of every transaction the servers decided after a timeout. */
-#ifndef XTXD_RESOLVE_OUTCOME_H
-#define XTXD_RESOLVE_OUTCOME_H
+#ifndef XTXD_DECISIONS_H
+#define XTXD_DECISIONS_H
 
 #include <stdint.h>
 
@@ -34,4 +34,4 @@ int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome);
 int xtxd_outcome_load(int dirfd, int (*fn)(uint64_t txn, uint32_t outcome, void *arg),
 		      void *arg);
 
-#endif /* XTXD_RESOLVE_OUTCOME_H */
+#endif /* XTXD_DECISIONS_H */

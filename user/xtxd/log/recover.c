@@ -18,13 +18,13 @@
 #include <xtx/log.h>
 #include <xtx/maps.h>
 #include "attach.h"
-#include "load.h"
+#include "store/load.h"
 #include "log.h"
 #include "logfile.h"
-#include "overflow.h"
+#include "store/overflow.h"
 #include "recover.h"
-#include "resolve_outcome.h"
-#include "resolve_txns.h"
+#include "decisions.h"
+#include "txn_records.h"
 #include "snapshot.h"
 
 #define DROP_ALL_PPM	1000000u

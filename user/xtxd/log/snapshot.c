@@ -15,11 +15,11 @@
 #include <xtx/log.h>
 #include <xtx/maps.h>
 #include "ctl_out.h"
-#include "dump.h"
+#include "store/dump.h"
 #include "log.h"
 #include "logfile.h"
 #include "snapshot.h"
-#include "overflow.h"
+#include "store/overflow.h"
 
 static char snap_dir[PATH_MAX];
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xtx/hash.h>
-#include "resolve_txns.h"
+#include "txn_records.h"
 
 static size_t slot_of(const struct xtxd_txns *t, uint64_t txn)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* A table of logged multi-replica transactions: their writes, replica set and outcome. */
-#ifndef XTXD_RESOLVE_TXNS_H
-#define XTXD_RESOLVE_TXNS_H
+#ifndef XTXD_TXN_RECORDS_H
+#define XTXD_TXN_RECORDS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,4 +71,4 @@ void xtxd_txns_each(struct xtxd_txns *t, void (*fn)(struct xtxd_txn *x, void *ar
  */
 enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n);
 
-#endif /* XTXD_RESOLVE_TXNS_H */
+#endif /* XTXD_TXN_RECORDS_H */

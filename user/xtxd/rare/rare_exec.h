@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 #include <xtx/kv.h>
-#include "overflow.h"
+#include "store/overflow.h"
 #include "replay.h"
 
 /* Why a datagram was dropped instead of answered. */

@@ -20,14 +20,14 @@
 #include <xtx/proto.h>
 #include "clock.h"
 #include "log.h"
-#include "logdrain.h"
+#include "log/logdrain.h"
 #include "logfile.h"
-#include "overflow.h"
+#include "store/overflow.h"
 #include "resolve.h"
 #include "resolve_apply.h"
 #include "resolve_hades.h"
-#include "resolve_outcome.h"
-#include "resolve_txns.h"
+#include "log/decisions.h"
+#include "log/txn_records.h"
 
 #define SCAN_EVERY_NS		(100ull * 1000 * 1000)
 #define RESEND_EVERY_NS		(200ull * 1000 * 1000)

@@ -6,7 +6,7 @@
 #include <bpf/bpf.h>
 #include <xtx/hash.h>
 #include "clock.h"
-#include "overflow.h"
+#include "store/overflow.h"
 #include "resolve_apply.h"
 
 #define BUCKET_WAIT_NS		(2ull * 1000 * 1000 * 1000)

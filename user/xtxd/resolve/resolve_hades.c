@@ -14,7 +14,7 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "log.h"
-#include "logdrain.h"
+#include "log/logdrain.h"
 #include "logfile.h"
 #include "resolve_hades.h"
 
