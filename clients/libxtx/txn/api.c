@@ -144,23 +144,18 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 
 const char *xtx_protocol_name(enum xtx_protocol p)
 {
-	switch (p) {
-	case XTX_PROTO_OCC: return "occ";
-	case XTX_PROTO_2PL: return "2pl";
-	case XTX_PROTO_HADES: return "hades";
-	}
-	return "?";
+	return (unsigned int)p < txn_nprotocols ? txn_protocols[p]->name : "?";
 }
 
 int xtx_protocol_parse(const char *s, enum xtx_protocol *p)
 {
-	if (!strcmp(s, "occ"))
-		*p = XTX_PROTO_OCC;
-	else if (!strcmp(s, "2pl"))
-		*p = XTX_PROTO_2PL;
-	else if (!strcmp(s, "hades"))
-		*p = XTX_PROTO_HADES;
-	else
-		return -EINVAL;
-	return 0;
+	unsigned int i;
+
+	for (i = 0; i < txn_nprotocols; i++) {
+		if (!strcmp(s, txn_protocols[i]->name)) {
+			*p = (enum xtx_protocol)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xtx/hades.h>
 #include <xtx/hash.h>
 #include "clock.h"
 #include "ids.h"
@@ -15,8 +14,17 @@
 #define DEFAULT_TIMEOUT_NS	2000000ull
 #define DEFAULT_MAX_TRIES	50
 
+/* The protocols, indexed by enum xtx_protocol: a new one is a new proto_*.c and an entry here. */
+const struct txn_protocol *const txn_protocols[] = {
+	[XTX_PROTO_OCC] = &txn_proto_occ,
+	[XTX_PROTO_2PL] = &txn_proto_2pl,
+	[XTX_PROTO_HADES] = &txn_proto_hades,
+};
+const unsigned int txn_nprotocols = sizeof(txn_protocols) / sizeof(txn_protocols[0]);
+
 static int check_cfg(struct xtx_client_cfg *cfg)
 {
+	const struct txn_protocol *proto;
 	unsigned int rmax, i, j;
 
 	if (!cfg->servers || !cfg->nservers || cfg->nservers > XTX_MAX_SERVERS) {
@@ -43,13 +51,14 @@ static int check_cfg(struct xtx_client_cfg *cfg)
 			TXN_MAX_REPLICAS);
 		return -EINVAL;
 	}
-	if (cfg->protocol != XTX_PROTO_OCC && cfg->protocol != XTX_PROTO_2PL &&
-	    cfg->protocol != XTX_PROTO_HADES) {
+	if ((unsigned int)cfg->protocol >= txn_nprotocols) {
 		fprintf(stderr, "Error: libxtx: unknown protocol %d\n", cfg->protocol);
 		return -EINVAL;
 	}
-	if (cfg->protocol == XTX_PROTO_HADES && cfg->nservers > XTX_HADES_MAX_SERVERS) {
-		fprintf(stderr, "Error: libxtx: HADES names participants in a 64-bit set\n");
+	proto = txn_protocols[cfg->protocol];
+	if (proto->max_servers && cfg->nservers > proto->max_servers) {
+		fprintf(stderr, "Error: libxtx: %s takes at most %u servers\n", proto->name,
+			proto->max_servers);
 		return -EINVAL;
 	}
 	if (cfg->client_id >= (1u << XTX_CLIENT_BITS)) {
@@ -88,6 +97,7 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	c->tr.fd = -1;
 	if (check_cfg(&c->cfg))
 		goto fail;
+	c->proto = txn_protocols[c->cfg.protocol];
 	/* the largest phase of one transaction queues two ops per key for a server */
 	qcap = (c->cfg.max_inflight + 1) * XTX_TXN_MAX_KEYS * 2;
 	c->queue = calloc(c->cfg.nservers, sizeof(*c->queue));
@@ -219,6 +229,40 @@ void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 		t->done(t, &res, t->arg);
 	t->c = NULL;
 	c->free_txns[c->nfree++] = t;
+}
+
+/* Runs the step function for the next round; returns its verdict. */
+static enum xtx_step step_once(struct xtx_txn *t)
+{
+	enum xtx_step v;
+
+	t->in_step = true;
+	v = t->step(t, t->arg);
+	t->in_step = false;
+	return v;
+}
+
+void txn_advance(struct xtx_txn *t)
+{
+	const struct txn_protocol *p = t->c->proto;
+	enum xtx_step v;
+
+	if (t->waiting)
+		return;
+	if (t->phase != PH_EXEC || t->cause != XTX_CAUSE_NONE || t->failed) {
+		p->phases(t);
+		return;
+	}
+	v = step_once(t);
+	t->round++;
+	if (v == XTX_STEP_ABORT)
+		txn_abort_for(t, XTX_CAUSE_USER);
+	else if (v == XTX_STEP_READ && p->queue_reads(t)) {
+		t->rounds++;
+		return;
+	}
+	/* COMMIT (reads asked for now are not needed), READ with nothing new, or ABORT */
+	p->phases(t);
 }
 
 int xtx_poll(struct xtx_client *c, uint64_t timeout_ns)

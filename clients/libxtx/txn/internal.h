@@ -132,6 +132,7 @@ struct txn_parked {
 
 struct xtx_client {
 	struct xtx_client_cfg cfg;
+	const struct txn_protocol *proto;
 	struct xtx_transport tr;
 	struct xtx_reqwins w;
 	struct txn_queue *queue;	/* per server */
@@ -151,30 +152,63 @@ struct xtx_client {
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
 };
 
-/* txn_wire.c: queues, packing, sending, reply dispatch. */
+/*
+ * A protocol: what the engine (client.c, wire.c) asks of OCC, 2PL or HADES.
+ * Each fills one of these in its own file (proto_*.c) and none calls
+ * another; txn_protocols[] maps enum xtx_protocol to them.
+ */
+struct txn_protocol {
+	const char *name;		/* as xtx_protocol_parse() takes it */
+	unsigned int max_servers;	/* 0: XTX_MAX_SERVERS */
+	/* Queues the reads the step function asked for this round; returns the ops queued. */
+	unsigned int (*queue_reads)(struct xtx_txn *t);
+	/*
+	 * After the step function: commit or abort, phase by phase, until a
+	 * phase has ops to wait for (t->waiting) or the transaction finished.
+	 */
+	void (*phases)(struct xtx_txn *t);
+	void (*fill_op)(const struct txn_opref *ref, struct xtx_op *op);
+	/* Takes one op's answer; the engine counts it off t->waiting after. */
+	void (*on_reply)(struct txn_opref *ref, const struct xtx_op *op);
+};
+
+extern const struct txn_protocol txn_proto_occ, txn_proto_2pl, txn_proto_hades;
+/* Indexed by enum xtx_protocol. */
+extern const struct txn_protocol *const txn_protocols[];
+extern const unsigned int txn_nprotocols;
+
+/* wire.c: queues, packing, sending, reply dispatch. */
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
 		 enum txn_op_kind kind, unsigned int server, uint8_t oflags);
 /* Moves queued ops into requests, as many as the windows allow. */
 void txn_wire_pack(struct xtx_client *c);
 int txn_wire_io(struct xtx_client *c, uint64_t wait_ns);
 struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsigned int slot);
-
-/* txn_proto.c: the protocols' phases (OCC and 2PL; HADES in txn_hades.c). */
-void txn_advance(struct xtx_txn *t);
-void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op);
-/* The request carrying ref went unanswered max_tries times. */
-void txn_on_lost(struct txn_opref *ref);
+/* The protocol's op for ref, and its answer (which counts it off the transaction). */
 void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op);
-/* Shared by the protocols. */
+void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op);
+
+/* client.c */
+/* Runs the step function or the protocol's phases once nothing is outstanding. */
+void txn_advance(struct xtx_txn *t);
+void txn_make_ready(struct xtx_txn *t);
+void txn_finish(struct xtx_txn *t, enum xtx_outcome o);
+
+/* shared.c: what every protocol uses. */
+/* Notes the first reason to abort; later ones do not replace it. */
 void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause);
 void txn_queue(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv);
 void txn_queue_flags(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv,
 		     uint8_t oflags);
+/* The request carrying ref went unanswered max_tries times. */
+void txn_on_lost(struct txn_opref *ref);
 uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k);
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k);
 void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
+/* An op answered with something no phase expects: the server refused it. */
 void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
+/* The write set's existence rules, once every write key is locked and read. */
 void txn_check_write_rules(struct xtx_txn *t);
 void txn_commit_warn(const struct xtx_op *op);
 /* 1 + the index of srv among k's replicas (1: the primary), or 0 when srv holds no copy. */
@@ -191,15 +225,5 @@ unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv);
  */
 unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
 				 bool last_only);
-
-/* txn_hades.c: HADES (include/xtx/hades.h). */
-unsigned int hades_queue_reads(struct xtx_txn *t);
-void hades_phases(struct xtx_txn *t);
-void hades_fill_op(const struct txn_opref *ref, struct xtx_op *op);
-void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op);
-
-/* txn_client.c */
-void txn_make_ready(struct xtx_txn *t);
-void txn_finish(struct xtx_txn *t, enum xtx_outcome o);
 
 #endif /* XTX_TXN_INTERNAL_H */

@@ -35,7 +35,7 @@ static uint64_t participants(const struct xtx_txn *t)
 	return p;
 }
 
-void hades_fill_op(const struct txn_opref *ref, struct xtx_op *op)
+static void hades_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 {
 	const struct xtx_txn *t = ref->t;
 	const struct txn_key *k = &t->keys[ref->key];
@@ -102,7 +102,7 @@ static void abort_cause_of(struct xtx_txn *t, const struct xtx_op *op)
 	}
 }
 
-void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
+static void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 {
 	struct xtx_txn *t = ref->t;
 	struct txn_key *k = &t->keys[ref->key];
@@ -148,7 +148,7 @@ void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	}
 }
 
-unsigned int hades_queue_reads(struct xtx_txn *t)
+static unsigned int hades_queue_reads(struct xtx_txn *t)
 {
 	unsigned int i, n = 0;
 
@@ -245,7 +245,7 @@ static bool read_only_one_server(const struct xtx_txn *t)
 	return !txn_has_writes(t) && t->sent_mask && !(t->sent_mask & (t->sent_mask - 1));
 }
 
-void hades_phases(struct xtx_txn *t)
+static void hades_phases(struct xtx_txn *t)
 {
 	unsigned int n = 0;
 
@@ -304,3 +304,13 @@ void hades_phases(struct xtx_txn *t)
 		}
 	}
 }
+
+const struct txn_protocol txn_proto_hades = {
+	.name = "hades",
+	/* participants are named in a 64-bit set (include/xtx/hades.h) */
+	.max_servers = XTX_HADES_MAX_SERVERS,
+	.queue_reads = hades_queue_reads,
+	.phases = hades_phases,
+	.fill_op = hades_fill_op,
+	.on_reply = hades_on_reply,
+};

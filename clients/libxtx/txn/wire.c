@@ -21,6 +21,20 @@ struct txn_opref *txn_sent_ops(struct xtx_client *c, unsigned int server, unsign
 	return &c->sent[((size_t)server * XTX_DEDUPE_WINDOW + slot) * XTX_MAX_OPS];
 }
 
+void txn_fill_op(const struct txn_opref *ref, struct xtx_op *op)
+{
+	ref->t->c->proto->fill_op(ref, op);
+}
+
+void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op)
+{
+	struct xtx_txn *t = ref->t;
+
+	t->c->proto->on_reply(ref, op);
+	if (--t->waiting == 0)
+		txn_make_ready(t);
+}
+
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
 		 enum txn_op_kind kind, unsigned int server, uint8_t oflags)
 {

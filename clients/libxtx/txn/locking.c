@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The lock-based commit path OCC and 2PL share (design §5).  After the
+ * step function's reads (locks that read, for 2PL; for OCC plain reads, or
+ * OCC_LOCK for a key read for update, as Xenic fuses them): lock the write
+ * keys not locked yet, let the protocol check its read set, log every
+ * write on every replica, install at the backups, install at the
+ * primaries (which releases the locks); shared locks go with the primary
+ * commits.
+ *
+ * Every phase sends its ops and waits until all are answered.  Once every
+ * replica logged every write (the commit point) the transaction only
+ * moves forward: lost requests are re-sent in new ones until the commits
+ * are applied.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "clock.h"
+#include "locking.h"
+
+static unsigned int replicas(const struct xtx_txn *t)
+{
+	return t->c->cfg.replication;
+}
+
+/* ---- building ops -------------------------------------------------------- */
+
+void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_rules *r)
+{
+	const struct xtx_txn *t = ref->t;
+	const struct txn_key *k = &t->keys[ref->key];
+
+	memset(op, 0, sizeof(*op));
+	op->table = k->table;
+	op->key = k->key;
+	op->txn = t->id;
+	switch (ref->kind) {
+	case TOP_LOCK_EXCL:
+		op->opcode = r->op_lock_excl;
+		break;
+	case TOP_LOCK_SHARED:
+		op->opcode = XTX_OP_LOCK_SHARED;
+		break;
+	case TOP_LOG:
+		op->opcode = XTX_OP_LOG_APPEND;
+		op->version = k->version + 1;
+		op->token = txn_replica_set(t, k);
+		txn_fill_value(op, k);
+		if (ref->oflags & OPR_LAST)
+			op->flags |= XTX_OPF_LOG_LAST;
+		break;
+	case TOP_COMMIT_BACKUP:
+		op->opcode = XTX_OP_COMMIT_BACKUP;
+		op->version = k->version + 1;
+		txn_fill_value(op, k);
+		break;
+	case TOP_COMMIT_PRIMARY:
+		op->opcode = XTX_OP_COMMIT_PRIMARY;
+		op->version = k->version;
+		op->token = k->token;
+		txn_fill_value(op, k);
+		break;
+	case TOP_UNLOCK_EXCL:
+		op->opcode = r->op_unlock_excl;
+		op->token = k->token;
+		break;
+	case TOP_UNLOCK_SHARED:
+		op->opcode = XTX_OP_UNLOCK_SHARED;
+		op->token = k->shared_token;
+		break;
+	default:
+		/* the protocol's own kinds: it fills the opcode */
+		break;
+	}
+}
+
+/* ---- replies -------------------------------------------------------------- */
+
+bool lk_locked_by_other(const struct xtx_op *op)
+{
+	return (op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE);
+}
+
+static void on_grant(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *op, bool excl)
+{
+	bool absent = op->flags & XTX_TXF_ABSENT;
+
+	if (!t->first_grant_ns)
+		t->first_grant_ns = xtx_now_ns();
+	if (excl) {
+		k->flags |= KF_EXCL;
+		k->token = op->token;
+	} else {
+		k->flags |= KF_SHARED;
+		k->shared_token = op->token;
+	}
+	/*
+	 * A key read before it was locked must not have changed meanwhile.
+	 * Absent then and now is unchanged whatever the versions say: a read
+	 * that finds nothing reports no version.
+	 */
+	if ((k->flags & KF_ANSWERED) && (!!(k->flags & KF_ABSENT) != absent ||
+					 (!absent && k->version != op->version))) {
+		txn_abort_for(t, XTX_CAUSE_VALIDATION);
+		return;
+	}
+	txn_note_value(k, op, absent);
+}
+
+void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
+{
+	struct xtx_txn *t = ref->t;
+	struct txn_key *k = &t->keys[ref->key];
+	uint8_t st = op->status;
+
+	switch (ref->kind) {
+	case TOP_LOCK_EXCL:
+	case TOP_LOCK_SHARED:
+		if (st == XTX_ST_OK)
+			on_grant(t, k, op, ref->kind == TOP_LOCK_EXCL);
+		else if (st == XTX_ST_REJECTED)
+			txn_abort_for(t, XTX_CAUSE_LOCK);
+		else
+			txn_refused(t, op);
+		break;
+	case TOP_LOG:
+		if (st == XTX_ST_LOG_FULL)
+			txn_abort_for(t, XTX_CAUSE_FULL);
+		else if (st == XTX_ST_FENCED)
+			/* too slow: the servers decided the transaction without us */
+			txn_abort_for(t, XTX_CAUSE_LEASE);
+		else if (st != XTX_ST_OK)
+			txn_refused(t, op);
+		break;
+	case TOP_COMMIT_BACKUP:
+	case TOP_COMMIT_PRIMARY:
+		if (st != XTX_ST_OK && st != XTX_ST_ALREADY_APPLIED)
+			txn_commit_warn(op);
+		break;
+	case TOP_UNLOCK_EXCL:
+	case TOP_UNLOCK_SHARED:
+		/* a stale release changed nothing, which is all an abort needs */
+		break;
+	default:
+		txn_refused(t, op);
+		break;
+	}
+}
+
+/* ---- phases --------------------------------------------------------------- */
+
+/* Releases every lock held; ends with o (and t->cause) when they are answered. */
+static void start_release(struct xtx_txn *t, enum xtx_outcome o)
+{
+	unsigned int i;
+
+	t->phase = PH_RELEASE;
+	t->release_outcome = o;
+	for (i = 0; i < t->nkeys; i++) {
+		struct txn_key *k = &t->keys[i];
+
+		if (k->flags & KF_EXCL)
+			txn_queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
+		if (k->flags & KF_SHARED)
+			txn_queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
+		k->flags &= ~(KF_EXCL | KF_SHARED);
+	}
+	if (!t->waiting)
+		txn_finish(t, o);
+}
+
+static void abort_now(struct xtx_txn *t)
+{
+	start_release(t, t->failed ? XTX_FAILED : XTX_ABORTED);
+}
+
+unsigned int lk_queue_reads(struct xtx_txn *t, const struct lk_rules *r)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++) {
+		struct txn_key *k = &t->keys[i];
+
+		if (!(k->flags & KF_READ) || (k->flags & KF_SENT))
+			continue;
+		k->flags |= KF_SENT;
+		txn_queue(t, i, k->flags & KF_FOR_UPDATE ? TOP_LOCK_EXCL : r->plain_read,
+			  k->replica[0]);
+		n++;
+	}
+	return n;
+}
+
+/* Locks the write keys the reads did not lock (blind writes, upgrades). */
+static unsigned int queue_write_locks(struct xtx_txn *t)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++) {
+		struct txn_key *k = &t->keys[i];
+
+		if ((k->flags & KF_WRITE) && !(k->flags & KF_EXCL)) {
+			txn_queue(t, i, TOP_LOCK_EXCL, k->replica[0]);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Every write on every replica (the LAST ordering: txn_queue_writes_at). */
+static unsigned int queue_log(struct xtx_txn *t, bool last_only)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < t->c->cfg.nservers; s++)
+		n += txn_queue_writes_at(t, TOP_LOG, s, last_only);
+	if (n)
+		t->logging = true;
+	return n;
+}
+
+static unsigned int queue_backups(struct xtx_txn *t)
+{
+	unsigned int i, r, n = 0;
+
+	for (i = 0; i < t->nkeys; i++) {
+		if (!(t->keys[i].flags & KF_WRITE))
+			continue;
+		for (r = 1; r < replicas(t); r++) {
+			txn_queue(t, i, TOP_COMMIT_BACKUP, t->keys[i].replica[r]);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Installs at the primaries, which releases the exclusive locks; shared ones go too. */
+static unsigned int queue_primaries(struct xtx_txn *t)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++) {
+		struct txn_key *k = &t->keys[i];
+
+		if (k->flags & KF_WRITE) {
+			txn_queue(t, i, TOP_COMMIT_PRIMARY, k->replica[0]);
+			k->flags &= ~KF_EXCL;
+			n++;
+		} else if (k->flags & KF_EXCL) {
+			/* read for update, then not written */
+			txn_queue(t, i, TOP_UNLOCK_EXCL, k->replica[0]);
+			k->flags &= ~KF_EXCL;
+			n++;
+		}
+		if (k->flags & KF_SHARED) {
+			txn_queue(t, i, TOP_UNLOCK_SHARED, k->replica[0]);
+			k->flags &= ~KF_SHARED;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* A coordinator that cannot log within the lease may have lost its locks. */
+static bool lease_expired(const struct xtx_txn *t)
+{
+	uint64_t lease = t->c->cfg.lock_lease_ns, margin;
+
+	if (!lease || !t->first_grant_ns)
+		return false;
+	margin = lease / 4;
+	return xtx_now_ns() - t->first_grant_ns >= lease - margin;
+}
+
+void lk_phases(struct xtx_txn *t, const struct lk_rules *r)
+{
+	unsigned int n;
+
+	for (;;) {
+		if ((t->cause != XTX_CAUSE_NONE || t->failed) && t->phase != PH_RELEASE) {
+			if (t->phase == PH_BACKUP || t->phase == PH_PRIMARY) {
+				/* cannot happen: nothing past the commit point aborts */
+				t->cause = XTX_CAUSE_NONE;
+				t->failed = false;
+			} else {
+				abort_now(t);
+				return;
+			}
+		}
+		switch (t->phase) {
+		case PH_EXEC:
+			t->phase = PH_LOCK;
+			n = queue_write_locks(t);
+			break;
+		case PH_LOCK:
+			txn_check_write_rules(t);
+			if (t->cause != XTX_CAUSE_NONE)
+				continue;
+			t->phase = PH_VALIDATE;
+			n = r->queue_validation ? r->queue_validation(t) : 0;
+			break;
+		case PH_VALIDATE:
+			if (!txn_has_writes(t)) {
+				/* read-only: OCC holds nothing, 2PL releases its shared locks */
+				start_release(t, XTX_COMMITTED);
+				return;
+			}
+			if (lease_expired(t)) {
+				txn_abort_for(t, XTX_CAUSE_LEASE);
+				continue;
+			}
+			t->phase = PH_LOG;
+			n = queue_log(t, false);
+			break;
+		case PH_LOG:
+			t->phase = PH_LOG_LAST;
+			n = queue_log(t, true);
+			break;
+		case PH_LOG_LAST:
+			/* every replica logged every write: committed */
+			t->phase = PH_BACKUP;
+			n = queue_backups(t);
+			break;
+		case PH_BACKUP:
+			t->phase = PH_PRIMARY;
+			n = queue_primaries(t);
+			break;
+		case PH_PRIMARY:
+			txn_finish(t, XTX_COMMITTED);
+			return;
+		case PH_RELEASE:
+			txn_finish(t, t->release_outcome);
+			return;
+		default:
+			/* not a phase of this path */
+			return;
+		}
+		if (n) {
+			t->rounds++;
+			return;
+		}
+	}
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What every protocol shares: the first abort cause, queueing ops, a key's
+ * replicas and the order of a server's writes (LAST after the others),
+ * noting read values, and what a lost request means for each op kind.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <xtx/log.h>
+#include "internal.h"
+
+static unsigned int replicas(const struct xtx_txn *t)
+{
+	return t->c->cfg.replication;
+}
+
+/* Notes the first reason to abort; later ones do not replace it. */
+void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause)
+{
+	if (t->cause == XTX_CAUSE_NONE)
+		t->cause = cause;
+}
+
+void txn_queue(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv)
+{
+	txn_queue_flags(t, ki, kind, srv, 0);
+}
+
+void txn_queue_flags(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, unsigned int srv,
+		     uint8_t oflags)
+{
+	if (txn_queue_op(t->c, t, ki, kind, srv, oflags)) {
+		/* the queues are sized for every transaction's largest phase */
+		fprintf(stderr, "Error: libxtx: op queue of server %u overflowed\n", srv);
+		txn_abort_for(t, XTX_CAUSE_REFUSED);
+	}
+}
+
+uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k)
+{
+	__u16 r[TXN_MAX_REPLICAS];
+	unsigned int i;
+
+	for (i = 0; i < replicas(t); i++)
+		r[i] = k->replica[i];
+	return xtx_log_replicas_pack(r, (__u8)replicas(t));
+}
+
+void txn_fill_value(struct xtx_op *op, const struct txn_key *k)
+{
+	op->vlen = k->new_vlen;
+	memcpy(op->value, k->new_value, sizeof(op->value));
+	if (k->flags & KF_DELETE)
+		op->flags |= XTX_OPF_DELETE;
+}
+
+void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent)
+{
+	k->flags |= KF_ANSWERED;
+	k->version = op->version;
+	if (absent) {
+		k->flags |= KF_ABSENT;
+		k->vlen = 0;
+		memset(k->value, 0, sizeof(k->value));
+		return;
+	}
+	k->flags &= ~KF_ABSENT;
+	k->vlen = op->vlen <= XTX_VALUE_MAX ? op->vlen : XTX_VALUE_MAX;
+	memcpy(k->value, op->value, sizeof(k->value));
+}
+
+/* An op answered with something no phase expects: the server refused it. */
+void txn_refused(struct xtx_txn *t, const struct xtx_op *op)
+{
+	static bool told;
+
+	if (!told) {
+		told = true;
+		fprintf(stderr, "Warning: libxtx: server answered opcode %u with status %u\n",
+			op->opcode, op->status);
+	}
+	txn_abort_for(t, op->status == XTX_ST_FULL ? XTX_CAUSE_FULL : XTX_CAUSE_REFUSED);
+}
+
+void txn_commit_warn(const struct xtx_op *op)
+{
+	static bool told;
+
+	/*
+	 * Past the commit point nothing may abort; a commit the server will
+	 * not apply means the replicas disagree, which the checks will show.
+	 */
+	if (!told) {
+		told = true;
+		fprintf(stderr, "Warning: libxtx: commit of txn %#llx answered status %u\n",
+			(unsigned long long)op->txn, op->status);
+	}
+}
+
+bool txn_has_writes(const struct xtx_txn *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys; i++)
+		if (t->keys[i].flags & KF_WRITE)
+			return true;
+	return false;
+}
+
+/* The write set's existence rules, once every write key is locked and read. */
+void txn_check_write_rules(struct xtx_txn *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct txn_key *k = &t->keys[i];
+
+		if ((k->flags & KF_INSERT) && !(k->flags & KF_ABSENT))
+			txn_abort_for(t, XTX_CAUSE_EXISTS);
+		if ((k->flags & KF_DELETE) && (k->flags & KF_ABSENT))
+			txn_abort_for(t, XTX_CAUSE_NOT_FOUND);
+	}
+}
+
+unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv)
+{
+	unsigned int r;
+
+	for (r = 0; r < replicas(t); r++)
+		if (k->replica[r] == srv)
+			return r + 1;
+	return 0;
+}
+
+unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++)
+		n += (t->keys[i].flags & KF_WRITE) && txn_replica_index(t, &t->keys[i], srv);
+	return n;
+}
+
+unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
+				 bool last_only)
+{
+	unsigned int i, k = 0, n = 0, total = txn_writes_at(t, srv);
+	bool split = total > t->c->cfg.ops_per_packet;
+
+	for (i = 0; i < t->nkeys; i++) {
+		unsigned int ri = txn_replica_index(t, &t->keys[i], srv);
+		bool last;
+
+		if (!(t->keys[i].flags & KF_WRITE) || !ri)
+			continue;
+		last = ++k == total;
+		if (split ? last_only != last : last_only)
+			continue;
+		txn_queue_flags(t, i, kind, srv, (last ? OPR_LAST : 0) | (ri > 1 ? OPR_REPLICA : 0) |
+						 (!split && k > 1 ? OPR_GLUE : 0));
+		n++;
+	}
+	return n;
+}
+
+void txn_on_lost(struct txn_opref *ref)
+{
+	struct xtx_txn *t = ref->t;
+
+	switch (ref->kind) {
+	case TOP_LOG:
+	case TOP_COMMIT_BACKUP:
+	case TOP_COMMIT_PRIMARY:
+	case TOP_HVALIDATE:
+	case TOP_HABORT:
+		/*
+		 * Once a LOG_APPEND is out (or every HADES participant acked)
+		 * the transaction may be committed on every replica: it must
+		 * never be reported failed, so keep trying, in a new request.
+		 * A HADES abort too: a committing slot waits for it forever.
+		 */
+		t->waiting--;
+		if (txn_queue_op(t->c, t, ref->key, ref->kind, ref->server,
+				 ref->oflags & ~OPR_GLUE) == 0)
+			return;
+		break;
+	case TOP_UNLOCK_EXCL:
+	case TOP_UNLOCK_SHARED:
+		/* the lease frees what the release could not */
+		t->waiting--;
+		break;
+	default:
+		/* a grant may have happened unseen: the lease frees it */
+		t->failed = true;
+		t->waiting--;
+		break;
+	}
+	if (t->waiting == 0)
+		txn_make_ready(t);
+}
