@@ -106,6 +106,17 @@ help:
 	@echo '  clean          remove build/'
 	@echo
 	@echo 'Variables: V=1 (show commands), CLANG=path (BPF compiler)'
+	@echo
+	@echo 'Rooms (rooms.mk; each builds with only the include paths listed there):'
+	@echo '  include/xtx      the ABI: wire format, map layouts, the hash'
+	@echo '  bpf/             XDP and TC programs'
+	@echo '  common/          helpers daemons and clients share, the KV reference model'
+	@echo '  user/lib         what the daemons and xtxctl share'
+	@echo '  user/xtxd        the daemon (store/, rare/, log/, resolve/)'
+	@echo '  user/xtxctl      the operator CLI      user/udpd   the user-space baseline'
+	@echo '  clients/libxtx   the client library (libxtx.h; txn/ is private)'
+	@echo '  clients/workloads TATP, SmallBank     clients/bench  xtxbench'
+	@echo '  clients/examples programs against libxtx alone'
 
 deps:
 	$(Q)scripts/deps.sh

@@ -9,7 +9,7 @@ packages=(
 	clang-19 llvm-19 lld-19
 	libbpf-dev libxdp-dev xdp-tools bpftool
 	libelf-dev zlib1g-dev liburcu-dev
-	iproute2 gnuplot-nox jq
+	iproute2 gnuplot-nox jq python3 binutils
 )
 
 missing=()

@@ -32,6 +32,7 @@ run_suite() {
 	failed=$((failed + f))
 }
 
+run_suite layout 60 python3 tests/check_layout.py
 for t in build/tests/test_*; do
 	run_suite "unit-$(basename "$t")" 120 "$t"
 done

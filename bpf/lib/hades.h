@@ -408,7 +408,7 @@ __noinline int xtx_hades_lock(__u32 idx, __u64 ctl, __u32 pos)
 }
 
 /*
- * Did xtxd's resolver fence txn (user/xtxd/resolve_hades.h)?  It answered
+ * Did xtxd's resolver fence txn (user/xtxd/resolve/resolve_hades.h)?  It answered
  * a peer that txn is not committing here, so txn must never commit here.
  */
 static __always_inline bool xtx_hades_fenced(__u64 txn)

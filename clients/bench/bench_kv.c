@@ -185,7 +185,7 @@ static void usage(FILE *out)
 		"second, the summary to stdout.\n"
 		"\n"
 		"With --check every answer is checked against a per-thread model of the\n"
-		"store (clients/kvmodel.h) that starts empty: run it against servers\n"
+		"store (common/kvmodel.h) that starts empty: run it against servers\n"
 		"that never saw these keys (fresh ones, or another --key-base).  A mismatch\n"
 		"prints op, key, expected and got.  Exits 1 on a mismatch, an op whose\n"
 		"answer never came (--check), a bad reply, or no reply at all.\n"

@@ -43,7 +43,7 @@
  *                  reader committing concurrently): abort.  The slot is
  *                  already released.  Any HINTEND answers NACK once the
  *                  servers decided the transaction without this server
- *                  (xtxd's resolver fenced it: user/xtxd/resolve_hades.h).
+ *                  (xtxd's resolver fenced it: user/xtxd/resolve/resolve_hades.h).
  *        SQUASHED  another transaction's commit squashed it: abort.
  *        RETRY     nothing changed (no slot, or XTX_HADES_COMMITTING_MAX
  *                  transactions committing here): send it again.
@@ -83,7 +83,7 @@
  * late HVALIDATE answering TXN_GONE changes nothing).  A committing slot
  * with staged writes is never reclaimed by lease: it waits for HVALIDATE or
  * HABORT, or past xtxd --resolve-after for the participants named in the
- * HINTEND token to decide it together (user/xtxd/resolve_hades.h).
+ * HINTEND token to decide it together (user/xtxd/resolve/resolve_hades.h).
  *
  * HREAD and HWRITE are re-executed on retransmission (recording a key
  * twice is harmless); HINTEND, HVALIDATE and HABORT are answered from the

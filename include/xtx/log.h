@@ -77,7 +77,7 @@ _Static_assert(sizeof(struct xtx_log_cursor) == 64, "cursor layout");
  * count.  The reply's version is the entry's seq.  A successful append also
  * marks the transaction's lock on the key logged: never reclaimed by lease.
  *
- * xtxd's resolver (user/xtxd/resolve.h) takes a server's part of the
+ * xtxd's resolver (user/xtxd/resolve/resolve.h) takes a server's part of the
  * record as complete once the LAST write arrived, so a coordinator sends
  * it in the same packet as, or after the answers to, the transaction's
  * other writes to that server; and every write of a transaction names the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The KV reference model: op semantics, version rules, reply checking and dump output. */
-// needs: clients/kvmodel.c
+// needs: common/kvmodel.c
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
