@@ -284,6 +284,8 @@ static enum wl_verdict tatp_end(void *ctx, void *wt, void *txn, const struct xtx
 		return WL_COMMITTED;
 	case XTX_FAILED:
 		return WL_FAILED;
+	case XTX_IN_DOUBT:
+		return WL_IN_DOUBT;
 	default:
 		break;
 	}

@@ -156,6 +156,9 @@ static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *a
 	case WL_FAILED:
 		c->failed[s->type]++;
 		break;
+	case WL_IN_DOUBT:
+		c->in_doubt[s->type]++;
+		break;
 	case WL_BROKEN:
 		c->broken[s->type]++;
 		break;
@@ -305,6 +308,8 @@ static void progress_tick(void *ctx, unsigned int sec, double dt)
 		xtx_hist_percentile(&h, 50) / 1e3, xtx_hist_percentile(&h, 99) / 1e3);
 	if (sum_of(cur.failed, k))
 		fprintf(stderr, "  failed=%llu", (unsigned long long)sum_of(cur.failed, k));
+	if (sum_of(cur.in_doubt, k))
+		fprintf(stderr, "  in_doubt=%llu", (unsigned long long)sum_of(cur.in_doubt, k));
 	if (sum_of(cur.broken, k))
 		fprintf(stderr, "  BROKEN=%llu", (unsigned long long)sum_of(cur.broken, k));
 	fputc('\n', stderr);
@@ -327,9 +332,10 @@ static void print_type_json(const char *name, const struct wl_counts *c, int i, 
 {
 #define F(field) (unsigned long long)(i < 0 ? sum_of(c->field, k) : c->field[i])
 	printf("\"%s\":{\"attempted\":%llu,\"committed\":%llu,\"logical\":%llu,"
-	       "\"aborted\":%llu,\"failed\":%llu,\"unknown\":%llu,\"broken\":%llu,"
-	       "\"retried\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f}", name, F(attempted),
-	       F(committed), F(logical), F(aborted), F(failed), F(unknown), F(broken), F(retried),
+	       "\"aborted\":%llu,\"failed\":%llu,\"in_doubt\":%llu,\"unknown\":%llu,"
+	       "\"broken\":%llu,\"retried\":%llu,\"p50_us\":%.2f,\"p99_us\":%.2f}", name,
+	       F(attempted), F(committed), F(logical), F(aborted), F(failed), F(in_doubt),
+	       F(unknown), F(broken), F(retried),
 	       xtx_hist_percentile(h, 50) / 1e3, xtx_hist_percentile(h, 99) / 1e3);
 #undef F
 }

@@ -26,6 +26,7 @@ enum wl_verdict {
 	WL_LOGICAL,		/* a logical failure (missing row, insufficient funds, ...) */
 	WL_ABORTED,		/* a concurrency abort: res->cause says why */
 	WL_FAILED,		/* servers unreachable; nothing was written */
+	WL_IN_DOUBT,		/* libxtx cannot tell whether it committed */
 	WL_BROKEN,		/* saw data that breaks an invariant (a row that must exist) */
 };
 
@@ -37,6 +38,7 @@ struct wl_counts {
 	uint64_t logical[WL_MAX_TYPES];
 	uint64_t aborted[WL_MAX_TYPES];
 	uint64_t failed[WL_MAX_TYPES];
+	uint64_t in_doubt[WL_MAX_TYPES];
 	uint64_t unknown[WL_MAX_TYPES];	/* still in flight when the run was given up */
 	uint64_t broken[WL_MAX_TYPES];
 	uint64_t causes[XTX_CAUSE__COUNT];	/* of the concurrency aborts */

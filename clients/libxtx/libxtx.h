@@ -22,7 +22,9 @@
  *
  * The step function runs when the transaction starts (round 0) and again
  * each time every read it queued has been answered (round 1, 2, ...).  It
- * queues reads and returns XTX_STEP_READ, buffers writes and returns
+ * queues reads and returns XTX_STEP_READ (at least one xtx_get() of a key
+ * not read before: otherwise the transaction aborts, XTX_CAUSE_MISUSE,
+ * rather than commit without the round it asked for), buffers writes and returns
  * XTX_STEP_COMMIT, or returns XTX_STEP_ABORT (a user abort).  It must not
  * block.  When the transaction ends, the done callback gets its result; the
  * transaction handle is invalid after that.
@@ -59,6 +61,13 @@ enum xtx_outcome {
 	XTX_COMMITTED = 1,
 	XTX_ABORTED,		/* see enum xtx_abort_cause; nothing was written */
 	XTX_FAILED,		/* servers unreachable before the commit point; nothing was written */
+	/*
+	 * The client cannot know: a HADES intend-to-commit went unanswered
+	 * (the servers may still validate it), or a server answered a commit
+	 * past the commit point with something other than applied.  Its
+	 * writes may or may not be installed; the servers' resolver decides.
+	 */
+	XTX_IN_DOUBT,
 };
 
 enum xtx_abort_cause {
@@ -73,6 +82,7 @@ enum xtx_abort_cause {
 	XTX_CAUSE_SQUASHED,	/* HADES: a committing transaction conflicted */
 	XTX_CAUSE_REFUSED,	/* a server refused an op (bad argument, not served) */
 	XTX_CAUSE_NACK,		/* HADES: intend-to-commit hit a committing transaction */
+	XTX_CAUSE_MISUSE,	/* the step function returned XTX_STEP_READ without a new xtx_get() */
 	XTX_CAUSE__COUNT,
 };
 
@@ -110,7 +120,7 @@ struct xtx_client_cfg {
 
 /* Counters of one client since it was opened. */
 struct xtx_client_stats {
-	uint64_t started, committed, aborted, failed;
+	uint64_t started, committed, aborted, failed, in_doubt;
 	uint64_t aborts[XTX_CAUSE__COUNT];
 	uint64_t packets, ops, retransmits, op_retries;
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */

@@ -543,6 +543,112 @@ static void test_hades_read_only(void)
 	xtx_client_close(c);
 }
 
+/* A step that returns XTX_STEP_READ with no new read: an error, never a silent commit. */
+static enum xtx_step reread_step(struct xtx_txn *t, void *arg)
+{
+	struct script *s = arg;
+
+	s->handles[0] = xtx_get(t, 1, s->keys[0], 0);	/* round 1: the same key again */
+	return XTX_STEP_READ;
+}
+
+static void test_read_without_new_get(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 81 }, .nkeys = 1 };
+	struct txn_opref refs[8];
+	unsigned int n;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, reread_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 8);
+	CHECK(n == 1, "round 0 reads the key");
+	answer(&refs[0], XTX_ST_OK, 3, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_MISUSE,
+	      "READ without a new get aborts with cause misuse (%s, %s)",
+	      xtx_outcome_name(s.res.outcome), xtx_cause_name(s.res.cause));
+	CHECK(xtx_client_stats(c)->committed == 0, "nothing counted committed");
+	xtx_client_close(c);
+}
+
+/*
+ * Past the commit point a commit the server did not apply (CHANGED,
+ * BAD_ARG, ...) leaves the write possibly missing: IN_DOUBT, not COMMITTED.
+ */
+static void test_commit_in_doubt(void)
+{
+	static const uint8_t refusals[] = { XTX_ST_CHANGED, XTX_ST_BAD_ARG, XTX_ST_TXN_GONE };
+	struct xtx_client *c = open_client(XTX_PROTO_2PL, 0);
+	struct txn_opref refs[32];
+	unsigned int n, i, r;
+
+	if (!c)
+		return;
+	for (r = 0; r < sizeof(refusals); r++) {
+		struct script s = { .keys = { 90 + r }, .nkeys = 1,
+				    .get_flags = XTX_GET_FOR_UPDATE, .write = true };
+
+		xtx_txn_start(c, script_step, script_done, &s);
+		advance_all(c);
+		n = take_queued(c, refs, 32);
+		answer(&refs[0], XTX_ST_OK, 5, 40, 0);		/* the lock */
+		advance_all(c);
+		n = take_queued(c, refs, 32);
+		for (i = 0; i < n; i++)				/* the log on 3 replicas */
+			answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+		advance_all(c);
+		n = take_queued(c, refs, 32);
+		CHECK(n == 2 && count_opcode(refs, n, XTX_OP_COMMIT_BACKUP) == 2, "2 backups");
+		answer(&refs[0], refusals[r], 6, 0, 0);
+		answer(&refs[1], XTX_ST_OK, 6, 0, 0);
+		advance_all(c);
+		n = take_queued(c, refs, 32);
+		for (i = 0; i < n; i++)
+			answer(&refs[i], XTX_ST_OK, 6, 0, 0);
+		advance_all(c);
+		CHECK(s.done && s.res.outcome == XTX_IN_DOUBT,
+		      "a backup commit answered status %u: in doubt (%s)", refusals[r],
+		      xtx_outcome_name(s.res.outcome));
+	}
+	CHECK(xtx_client_stats(c)->in_doubt == 3 && xtx_client_stats(c)->committed == 0,
+	      "counted in doubt, never committed");
+	xtx_client_close(c);
+}
+
+/* A HADES intend-to-commit that went unanswered may have been acked: IN_DOUBT, not FAILED. */
+static void test_hades_lost_intend(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_HADES, 0);
+	struct script s = { .keys = { 95 }, .nkeys = 1, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[16];
+	unsigned int n, i;
+
+	if (!c)
+		return;
+	xtx_txn_start(c, script_step, script_done, &s);
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	answer(&refs[0], XTX_ST_OK, 4, 0, 0);		/* HWRITE */
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	CHECK(n == 3 && count_opcode(refs, n, XTX_OP_HINTEND) == 3, "intend at 3 replicas (%u)", n);
+	txn_on_lost(&refs[0]);
+	for (i = 1; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	for (i = 0; i < n; i++)				/* the HABORTs */
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_IN_DOUBT, "lost intend: in doubt (%s)",
+	      xtx_outcome_name(s.res.outcome));
+	xtx_client_close(c);
+}
+
 /* Aggregation: ops of one server leave in requests of at most ops_per_packet. */
 static void test_packing(void)
 {
@@ -596,6 +702,9 @@ int main(void)
 	RUN_CASE(test_log_last_order);
 	RUN_CASE(test_hades_read_only);
 	RUN_CASE(test_packing);
+	RUN_CASE(test_read_without_new_get);
+	RUN_CASE(test_commit_in_doubt);
+	RUN_CASE(test_hades_lost_intend);
 	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }

@@ -119,6 +119,7 @@ const char *xtx_outcome_name(enum xtx_outcome o)
 	case XTX_COMMITTED: return "committed";
 	case XTX_ABORTED: return "aborted";
 	case XTX_FAILED: return "failed";
+	case XTX_IN_DOUBT: return "in_doubt";
 	}
 	return "?";
 }
@@ -137,6 +138,7 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 		[XTX_CAUSE_SQUASHED] = "squashed",
 		[XTX_CAUSE_REFUSED] = "refused",
 		[XTX_CAUSE_NACK] = "nack",
+		[XTX_CAUSE_MISUSE] = "misuse",
 	};
 
 	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";

@@ -197,7 +197,12 @@ void txn_make_ready(struct xtx_txn *t)
 void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 {
 	struct xtx_client *c = t->c;
-	struct xtx_txn_result res = {
+	struct xtx_txn_result res;
+
+	/* an abort the servers refused for a cause is proven; anything else is not */
+	if (t->in_doubt && o != XTX_ABORTED)
+		o = XTX_IN_DOUBT;
+	res = (struct xtx_txn_result){
 		.outcome = o,
 		.cause = o == XTX_ABORTED ? t->cause : XTX_CAUSE_NONE,
 		.read_only = !txn_has_writes(t),
@@ -216,8 +221,10 @@ void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 	} else if (o == XTX_ABORTED) {
 		c->st.aborted++;
 		c->st.aborts[res.cause]++;
-	} else {
+	} else if (o == XTX_FAILED) {
 		c->st.failed++;
+	} else {
+		c->st.in_doubt++;
 	}
 	c->inflight--;
 	c->completed++;
@@ -229,6 +236,16 @@ void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 		t->done(t, &res, t->arg);
 	t->c = NULL;
 	c->free_txns[c->nfree++] = t;
+}
+
+static void misuse_warn(const char *what)
+{
+	static bool told;
+
+	if (!told) {
+		told = true;
+		fprintf(stderr, "Warning: libxtx: step function returned %s: aborted\n", what);
+	}
 }
 
 /* Runs the step function for the next round; returns its verdict. */
@@ -260,8 +277,12 @@ void txn_advance(struct xtx_txn *t)
 	else if (v == XTX_STEP_READ && p->queue_reads(t)) {
 		t->rounds++;
 		return;
+	} else if (v == XTX_STEP_READ) {
+		/* committing now would skip the round the step function asked for */
+		misuse_warn("XTX_STEP_READ without a new xtx_get()");
+		txn_abort_for(t, XTX_CAUSE_MISUSE);
 	}
-	/* COMMIT (reads asked for now are not needed), READ with nothing new, or ABORT */
+	/* COMMIT (reads asked for now are not needed) or ABORT */
 	p->phases(t);
 }
 

@@ -93,6 +93,7 @@ struct xtx_txn {
 	bool in_step;
 	bool logging;		/* a LOG_APPEND went out: never give up from here */
 	bool failed;		/* a request went unanswered max_tries times */
+	bool in_doubt;		/* whether it committed cannot be known here: never say it did */
 	bool ready;		/* on the client's ready list */
 	unsigned int round;
 	unsigned int rounds;	/* phases that waited for the network */
@@ -210,7 +211,8 @@ void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
 /* The write set's existence rules, once every write key is locked and read. */
 void txn_check_write_rules(struct xtx_txn *t);
-void txn_commit_warn(const struct xtx_op *op);
+/* A commit past the commit point answered other than applied: the outcome is in doubt. */
+void txn_commit_doubt(struct xtx_txn *t, const struct xtx_op *op);
 /* 1 + the index of srv among k's replicas (1: the primary), or 0 when srv holds no copy. */
 unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k, unsigned int srv);
 /* Writes of t that server srv holds a copy of. */

@@ -135,7 +135,7 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
 		if (st != XTX_ST_OK && st != XTX_ST_ALREADY_APPLIED)
-			txn_commit_warn(op);
+			txn_commit_doubt(t, op);
 		break;
 	case TOP_UNLOCK_EXCL:
 	case TOP_UNLOCK_SHARED:

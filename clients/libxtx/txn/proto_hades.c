@@ -139,7 +139,7 @@ static void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 			txn_queue_flags(t, ref->key, TOP_HVALIDATE, ref->server,
 					ref->oflags & ~OPR_GLUE);
 		} else if (st != XTX_ST_OK && st != XTX_ST_ALREADY_APPLIED) {
-			txn_commit_warn(op);
+			txn_commit_doubt(t, op);
 		}
 		break;
 	default:

@@ -82,18 +82,20 @@ void txn_refused(struct xtx_txn *t, const struct xtx_op *op)
 	txn_abort_for(t, op->status == XTX_ST_FULL ? XTX_CAUSE_FULL : XTX_CAUSE_REFUSED);
 }
 
-void txn_commit_warn(const struct xtx_op *op)
+void txn_commit_doubt(struct xtx_txn *t, const struct xtx_op *op)
 {
 	static bool told;
 
 	/*
-	 * Past the commit point nothing may abort; a commit the server will
-	 * not apply means the replicas disagree, which the checks will show.
+	 * Past the commit point nothing may abort, but a commit the server
+	 * did not apply means its write may be missing there: the client can
+	 * no longer say COMMITTED truthfully.
 	 */
+	t->in_doubt = true;
 	if (!told) {
 		told = true;
-		fprintf(stderr, "Warning: libxtx: commit of txn %#llx answered status %u\n",
-			(unsigned long long)op->txn, op->status);
+		fprintf(stderr, "Warning: libxtx: commit of txn %#llx answered status %u: "
+			"outcome in doubt\n", (unsigned long long)op->txn, op->status);
 	}
 }
 
@@ -187,6 +189,15 @@ void txn_on_lost(struct txn_opref *ref)
 	case TOP_UNLOCK_EXCL:
 	case TOP_UNLOCK_SHARED:
 		/* the lease frees what the release could not */
+		t->waiting--;
+		break;
+	case TOP_HINTEND:
+		/*
+		 * It may have arrived: every participant may hold the
+		 * transaction committing, and the resolver then validates it.
+		 */
+		t->in_doubt = true;
+		t->failed = true;
 		t->waiting--;
 		break;
 	default:
