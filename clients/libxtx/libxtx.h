@@ -203,6 +203,30 @@ int xtx_delete(struct xtx_txn *t, uint8_t table, uint64_t key);
 /* The transaction's id on the wire (for logs and debugging). */
 uint64_t xtx_txn_id(const struct xtx_txn *t);
 
+/*
+ * One key a transaction touched, with the versions that make its history
+ * checkable (xtxbench --history): the version each read saw, and the one
+ * each write installs (the version read or locked, plus one).
+ */
+struct xtx_access {
+	uint64_t key;
+	uint64_t read_version;		/* XTX_ACC_READ: what the server answered */
+	uint64_t write_version;		/* XTX_ACC_WRITE: what the commit installs */
+	uint8_t table;
+	uint8_t flags;			/* XTX_ACC_* */
+};
+
+#define XTX_ACC_READ		0x01	/* read, and the answer arrived */
+#define XTX_ACC_ABSENT		0x02	/* ... the key did not exist */
+#define XTX_ACC_WRITE		0x04	/* written */
+#define XTX_ACC_DELETE		0x08	/* ... by a delete */
+
+/*
+ * The keys of t, up to max of them, into a[]; returns how many t has.
+ * Meant for the done callback, when every answer is in.
+ */
+unsigned int xtx_txn_accesses(const struct xtx_txn *t, struct xtx_access *a, unsigned int max);
+
 /* Names for printing. */
 const char *xtx_outcome_name(enum xtx_outcome o);
 const char *xtx_cause_name(enum xtx_abort_cause c);

@@ -15,6 +15,26 @@ uint64_t xtx_txn_id(const struct xtx_txn *t)
 	return t->id;
 }
 
+unsigned int xtx_txn_accesses(const struct xtx_txn *t, struct xtx_access *a, unsigned int max)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys && i < max; i++) {
+		const struct txn_key *k = &t->keys[i];
+
+		a[i] = (struct xtx_access){ .key = k->key, .table = k->table };
+		if ((k->flags & KF_READ) && (k->flags & KF_ANSWERED)) {
+			a[i].flags |= XTX_ACC_READ | (k->flags & KF_ABSENT ? XTX_ACC_ABSENT : 0);
+			a[i].read_version = k->version;
+		}
+		if (k->flags & KF_WRITE) {
+			a[i].flags |= XTX_ACC_WRITE | (k->flags & KF_DELETE ? XTX_ACC_DELETE : 0);
+			a[i].write_version = k->version + 1;
+		}
+	}
+	return t->nkeys;
+}
+
 /* The key's entry in t, created (with its replicas) when absent; -errno on failure. */
 static int key_slot(struct xtx_txn *t, uint8_t table, uint64_t key)
 {
