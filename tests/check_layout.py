@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
+# checks: 5 (tests/run.sh fails the suite when fewer verdicts come out)
 """Checks the tree's layout rules (rooms.mk): one PASS/FAIL line per rule.
 
 - every quoted #include resolves inside the rooms its file may use;

@@ -14,11 +14,18 @@ failed=0
 log=$(mktemp -d /tmp/xtx-tests.XXXXXX)
 trap 'rm -rf "$log"' EXIT
 
-# run_suite NAME TIMEOUT CMD...: counts its PASS:/FAIL: lines; a crash or
-# timeout without a verdict line counts as one failure of the suite.
+# The number of verdicts a suite's source declares ("checks: N" in a comment):
+# a suite that stops early or skips its checks must not pass by saying less.
+declared_checks() {
+	grep -m1 -o 'checks: [0-9]*' "$1" 2>/dev/null | cut -d' ' -f2
+}
+
+# run_suite NAME TIMEOUT SOURCE CMD...: counts its PASS:/FAIL: lines; a crash or
+# timeout without a verdict line, or fewer verdicts than SOURCE declares,
+# counts as one failure of the suite.
 run_suite() {
-	local name=$1 limit=$2 rc p f
-	shift 2
+	local name=$1 limit=$2 src=$3 rc p f want
+	shift 3
 	echo "== $name"
 	timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log/$name.out"
 	rc=${PIPESTATUS[0]}
@@ -28,16 +35,24 @@ run_suite() {
 		echo "FAIL: $name (exit status $rc without a failing case)"
 		f=1
 	fi
+	want=$(declared_checks "$src")
+	if [ -z "$want" ]; then
+		echo "FAIL: $name: $src declares no \"checks: N\""
+		f=$((f + 1))
+	elif [ $((p + f)) -lt "$want" ]; then
+		echo "FAIL: $name: $((p + f)) verdicts, $src declares $want"
+		f=$((f + 1))
+	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
 }
 
-run_suite layout 60 python3 tests/check_layout.py
+run_suite layout 60 tests/check_layout.py python3 tests/check_layout.py
 for t in build/tests/test_*; do
-	run_suite "unit-$(basename "$t")" 120 "$t"
+	run_suite "unit-$(basename "$t")" 120 "tests/unit/$(basename "$t").c" "$t"
 done
 for t in tests/integration/test_*.sh; do
-	run_suite "$(basename "$t" .sh)" 300 bash "$t"
+	run_suite "$(basename "$t" .sh)" 300 "$t" bash "$t"
 done
 
 echo "$passed passed, $failed failed"

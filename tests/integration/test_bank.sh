@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # libxtx over 3 servers with 3 replicas: contended transfers conserve money under OCC, 2PL and HADES,
 # with and without packet loss, replicas end identical and no lock stays held.
+# checks: 46 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # End to end: KV ops on a tiny cache, each answer checked against a model, the store diffed with it.
+# checks: 17 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 
 # Ops per packet; KV_OPS=2 etc. narrows a failure down to the packing.

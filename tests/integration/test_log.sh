@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The log drain: appends reach disk in order, survive xtxd crashes exactly once, torn tails are cut.
+# checks: 30 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 CLIENT_ID=42	# 101..140 for the appends sent in parallel

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # End to end against xtx-udpd: the XDP server's xtxbench checks, bad packets, logs and leases.
+# checks: 73 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 
 UDPD=$BUILD/xtx-udpd

@@ -3,6 +3,7 @@
 # TATP and SmallBank through libxtx on 3 servers with R = 3: populate, short runs under OCC, 2PL
 # and HADES with --verify, and --verify failing when a replica or the money is tampered with;
 # then both against xtx-udpd, populated through transactions and verified through its dumps.
+# checks: 82 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The KV reference model: op semantics, version rules, reply checking and dump output. */
+/* checks: 8 (tests/run.sh fails the suite when fewer verdicts come out) */
 // needs: common/kvmodel.c
 #include <stdint.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * and 2PL state machines driven op by op with the answers a server gives.
  * (tests/integration/test_bank.sh runs the same code against real servers.)
  */
+/* checks: 14 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>

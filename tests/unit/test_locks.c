@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the lock manager: every transition of a lock slot. */
+/* checks: 12 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
