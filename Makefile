@@ -88,7 +88,7 @@ TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
 
-.PHONY: all help clean deps test demo bench bench-kv load unload format
+.PHONY: all help clean deps test demo bench bench-kv nemesis load unload format
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -101,6 +101,7 @@ help:
 	@echo '  demo           bring up 3 servers in namespaces, run clients, tear down'
 	@echo '  bench          side-by-side benchmarks; see docs/performance.md'
 	@echo '  bench-kv       DINT Table 1 and Figure 11a: the KV cache ablations'
+	@echo '  nemesis        workloads under pauses, loss, kills and bulk loads, checked (~10 min)'
 	@echo '  load           make load IFACE=dev [NETNS=name] [ARGS="xtxd options"]'
 	@echo '  unload         make unload IFACE=dev [NETNS=name]'
 	@echo '  clean          remove build/'
@@ -192,6 +193,11 @@ bench: deps
 	$(Q)$(MAKE) all
 	$(Q)scripts/bench.sh
 	$(Q)scripts/bench_txn.sh
+
+# Every workload and protocol under every fault kind; ends "nemesis: N runs, N anomalies".
+nemesis: deps
+	$(Q)$(MAKE) all
+	$(Q)NEMESIS_FULL=1 bash tests/nemesis.sh
 
 bench-kv: deps
 	$(Q)$(MAKE) all

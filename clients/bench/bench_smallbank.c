@@ -434,9 +434,9 @@ static unsigned long sb_verify(void *vctx, const struct wl_snap *b, const struct
 		double got = att ? (double)(c->attempted[i] - c->retried[i]) / att : 0;
 
 		if (c->attempted[i] != c->committed[i] + c->logical[i] + c->aborted[i] +
-		    c->failed[i] + c->unknown[i] + c->broken[i])
+		    c->failed[i] + c->in_doubt[i] + c->unknown[i] + c->broken[i])
 			wl_violation(&v, "%s: attempted %llu != committed + logical + aborted + "
-				     "failed + unknown", sb_type_names[i],
+				     "failed + in doubt + unknown", sb_type_names[i],
 				     (unsigned long long)c->attempted[i]);
 		if (att >= 1000 && !wl_within_4sigma(got, p, att, 0))
 			wl_violation(&v, "%s: %.4f of the attempts, the mix says %.4f",

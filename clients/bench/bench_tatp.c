@@ -572,10 +572,10 @@ static void check_stats(const struct tatp_cfg *cfg, const struct wl_counts *c,
 		double slack = cfg->uniform ? 0.01 : 0.08;
 
 		held = c->attempted[i] - c->committed[i] - c->logical[i] - c->aborted[i] -
-		       c->failed[i] - c->unknown[i] - c->broken[i];
+		       c->failed[i] - c->in_doubt[i] - c->unknown[i] - c->broken[i];
 		if (held)
 			wl_violation(v, "%s: attempted %llu != committed + logical + aborted + "
-				     "failed + unknown", tatp_type_names[i],
+				     "failed + in doubt + unknown", tatp_type_names[i],
 				     (unsigned long long)c->attempted[i]);
 		if (att >= 1000 && !wl_within_4sigma(got, p, att, 0))
 			wl_violation(v, "%s: %.4f of the attempts, the mix says %.4f",

@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The nemesis: bank, SmallBank and TATP under OCC, 2PL and HADES on 3 servers (R = 3) with several
+# clients while faults are injected, one kind per run and then mixed; every run ends with the
+# invariant checks and must show that its faults happened. NEMESIS_FULL=1 (make nemesis) runs
+# the whole matrix; by default a quick subset.
+# checks: 40 (tests/run.sh fails the suite when fewer verdicts come out)
+source "$(dirname "$0")/integration/lib.sh"
+NSERVERS=3
+
+LEASE=200ms
+RESOLVE_AFTER=1s
+setup_servers --lock-lease "$LEASE" --hades-lease "$LEASE" --peers "$(all_server_ips)" \
+	--resolve-after "$RESOLVE_AFTER"
+SERVERS=$(all_server_ips)
+CTL=""
+for ((i = 0; i < NSERVERS; i++)); do CTL+="${CTL:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+RUN_SECS=${NEMESIS_SECS:-6}
+NCLIENTS=${NEMESIS_CLIENTS:-4}
+ACCOUNTS=${NEMESIS_ACCOUNTS:-16}
+BANK_TABLE=15
+RUNS=0
+ANOMALIES=0
+WORK=${NEMESIS_WORK:-$(mktemp -d /tmp/xtx-nemesis.XXXXXX)}
+trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
+
+# invariant DESCRIPTION CONDITION...: a check whose failure counts as an anomaly of the run.
+invariant() {
+	local what=$1
+	shift
+	if "$@"; then
+		pass "$what"
+	else
+		fail "$what"
+		bad=$((bad + 1))
+	fi
+}
+
+counter() {	# counter SERVER NAME: one of xtxctl stats' counters
+	json_field "$(ctl "$1" stats --json)" "$2"
+}
+counter_sum() {
+	local i n t=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		n=$(counter "$i" "$1")
+		t=$((t + ${n:-0}))
+	done
+	echo "$t"
+}
+locks_held() {	# lock slots held on every server, from the lock table walk
+	local i n t=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		n=$(ctl "$i" stats --json | grep -o '"locks":{[^}]*}' | grep -o '"held":[0-9]*' |
+			cut -d: -f2)
+		[ -n "$n" ] || { echo "unreadable"; return; }
+		t=$((t + n))
+	done
+	echo "$t"
+}
+replicas_identical() {	# replicas_identical TABLE: every server holds the same rows
+	local a b c
+	a=$(ctl 0 dump --table "$1" | sort)
+	b=$(ctl 1 dump --table "$1" | sort)
+	c=$(ctl 2 dump --table "$1" | sort)
+	[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]
+}
+xtxd_pid() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").pid"; }
+restart_xtxd() {
+	make -s -C "$ROOT" load IFACE="$(server_dev "$1")" NETNS="$(server_ns "$1")" \
+		ARGS="--lock-lease $LEASE --hades-lease $LEASE --peers $SERVERS \
+		--resolve-after $RESOLVE_AFTER" >/dev/null
+}
+
+# ---- faults: each records that it happened in $WORK/faults ----
+
+note_fault() { echo "$1" >>"$WORK/faults"; }
+faults_of() { local n; n=$(grep -c "^$1\$" "$WORK/faults" 2>/dev/null); echo "${n:-0}"; }
+
+# Pauses client processes past the lease: SIGSTOP for 10 ms..2 s, then SIGCONT.
+nemesis_pause() {
+	local end=$((SECONDS + RUN_SECS - 1)) pid ms
+	while [ "$SECONDS" -lt "$end" ]; do
+		pid=$(shuf -n 1 "$WORK/pids" 2>/dev/null)
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || { sleep 0.1; continue; }
+		# mostly around the lease, sometimes long: the pauses that lose locks
+		if [ $((RANDOM % 4)) = 0 ]; then ms=$((10 + RANDOM % 1990)); else ms=$((150 + RANDOM % 500)); fi
+		kill -STOP "$pid" 2>/dev/null && note_fault pause
+		sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
+		kill -CONT "$pid" 2>/dev/null
+		sleep 0.0$((RANDOM % 10))
+	done
+}
+
+# Loses requests and replies in every server's XDP.
+nemesis_loss() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		ctl "$i" fault --drop-request-ppm 20000 --drop-reply-ppm 20000 >/dev/null
+	done
+	sleep $((RUN_SECS - 1))
+	for ((i = 0; i < NSERVERS; i++)); do
+		ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null
+	done
+}
+
+# SIGKILLs server 1's xtxd mid-run; make load adopts the running program.
+nemesis_kill_xtxd() {
+	sleep 1
+	kill -9 "$(xtxd_pid 1)" 2>/dev/null && note_fault xtxd_kill
+	sleep 0.3
+	restart_xtxd 1 && note_fault xtxd_restart
+}
+
+# Kills one coordinator for good mid-commit: the resolver finishes what it left.
+nemesis_kill_client() {
+	local pid
+	sleep 2
+	pid=$(head -n 1 "$WORK/pids")
+	kill -9 "$pid" 2>/dev/null && note_fault client_kill
+}
+
+# Bulk-loads fresh keys into another table of every server during the traffic.
+nemesis_bulk_load() {
+	local i
+	sleep 1
+	for ((i = 0; i < NSERVERS; i++)); do
+		ctl "$i" load --table 12 --first $((RUNS * 100000)) --count 50000 >/dev/null &&
+			note_fault bulk_load
+	done
+}
+
+# ---- workloads ----
+
+bank_clients() {	# bank_clients PROTOCOL: NCLIENTS processes of contended transfers
+	local i
+	: >"$WORK/pids"
+	for ((i = 0; i < NCLIENTS; i++)); do
+		# the pid that signals must reach is xtxbench's own, not a wrapper's
+		client bash -c 'echo $$ >>"$0"; exec "$@"' "$WORK/pids" \
+			"$BUILD/xtxbench" bank --servers "$SERVERS" --table "$BANK_TABLE" \
+			--protocol "$1" --accounts "$ACCOUNTS" --no-setup --inflight 8 \
+			--duration "${RUN_SECS}s" --timeout 1ms --json \
+			>"$WORK/client$i.out" 2>&1 &
+	done
+}
+
+bank_total() {	# the sum of every account as server 0 holds it, read from its dump
+	ctl 0 dump --table "$BANK_TABLE" | python3 -c '
+import sys
+t = 0
+for line in sys.stdin:
+    f = dict(w.split("=", 1) for w in line.split() if "=" in w)
+    t += int.from_bytes(bytes.fromhex(f["value"]), "little", signed=True)
+print(t)'
+}
+
+# run NAME PROTOCOL FAULT...: one bank run under the faults, then its checks.
+run_bank() {
+	local name=$1 proto=$2 f before_drop before_reclaim committed=0 i n total rc bad=0
+	shift 2
+	RUNS=$((RUNS + 1))
+	: >"$WORK/faults"
+	before_drop=$(counter_sum fault_drop)
+	before_reclaim=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim)))
+	bank_clients "$proto"
+	while [ "$(wc -l <"$WORK/pids")" -lt "$NCLIENTS" ]; do sleep 0.05; done
+	for f in "$@"; do "nemesis_$f" & done
+	wait
+	# what the faults left behind goes by lease, and the resolver decides what was logged
+	sleep 3
+	for ((i = 0; i < NCLIENTS; i++)); do
+		n=$(json_field "$(cat "$WORK/client$i.out")" transfers)
+		committed=$((committed + ${n:-0}))
+	done
+	check "$name: transfers committed ($committed)" test "$committed" -gt 0
+	total=$(bank_total)
+	invariant "$name: money conserved ($total of $((ACCOUNTS * 1000)))" \
+		test "$total" = $((ACCOUNTS * 1000))
+	invariant "$name: replicas identical" replicas_identical "$BANK_TABLE"
+	n=$(locks_held)
+	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	for f in "$@"; do
+		case $f in
+		pause)
+			n=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim) - before_reclaim))
+			check "$name: clients paused ($(faults_of pause)), leases reclaimed ($n)" \
+				test "$(faults_of pause)" -gt 0 -a "$n" -gt 0 ;;
+		loss)
+			n=$(($(counter_sum fault_drop) - before_drop))
+			check "$name: packets dropped ($n)" test "$n" -gt 0 ;;
+		kill_xtxd)
+			check "$name: xtxd killed and restarted" \
+				test "$(faults_of xtxd_kill)" -eq 1 -a "$(faults_of xtxd_restart)" -eq 1 ;;
+		kill_client)
+			check "$name: a coordinator killed for good" test "$(faults_of client_kill)" -eq 1 ;;
+		bulk_load)
+			check "$name: bulk loads during traffic ($(faults_of bulk_load))" \
+				test "$(faults_of bulk_load)" -eq "$NSERVERS" ;;
+		esac
+	done
+	ANOMALIES=$((ANOMALIES + bad))
+	echo "# nemesis run $RUNS: bank $proto under $* -> $committed committed, $bad anomalies"
+}
+
+# run_workload NAME WORKLOAD PROTOCOL FAULT...: one client process of several threads
+# (its coordinators pause together) under the faults, then the workload's --verify.
+run_workload() {
+	local name=$1 wl=$2 proto=$3 f out rc before_drop before_reclaim n bad=0 size
+	shift 3
+	RUNS=$((RUNS + 1))
+	: >"$WORK/faults"
+	before_drop=$(counter_sum fault_drop)
+	before_reclaim=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim)))
+	size=(--accounts 2000)
+	[ "$wl" = tatp ] && size=(--subscribers 2000)
+	: >"$WORK/pids"
+	client bash -c 'echo $$ >>"$0"; exec "$@"' "$WORK/pids" \
+		"$BUILD/xtxbench" "$wl" --servers "$SERVERS" --ctl "$CTL" --protocol "$proto" "${size[@]}" \
+		--threads 2 --inflight 8 --duration "${RUN_SECS}s" --warmup 0 --timeout 1ms \
+		--populate --verify --json >"$WORK/wl.out" 2>&1 &
+	while [ "$(wc -l <"$WORK/pids")" -lt 1 ]; do sleep 0.05; done
+	# the faults start once the population is in
+	for f in "$@"; do "nemesis_$f" & done
+	wait
+	rc=$(json_field "$(cat "$WORK/wl.out")" violations)
+	n=$(json_field "$(cat "$WORK/wl.out")" committed)
+	check "$name: transactions committed (${n:-0})" test "${n:-0}" -gt 0
+	invariant "$name: --verify passes (${rc:-no} violations)" test "${rc:-1}" = 0
+	grep -q '"violations":0' "$WORK/wl.out" || tail -n 8 "$WORK/wl.out"
+	sleep 1
+	n=$(locks_held)
+	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	for f in "$@"; do
+		case $f in
+		pause) check "$name: client paused ($(faults_of pause))" test "$(faults_of pause)" -gt 0 ;;
+		loss)
+			n=$(($(counter_sum fault_drop) - before_drop))
+			check "$name: packets dropped ($n)" test "$n" -gt 0 ;;
+		bulk_load)
+			check "$name: bulk loads during traffic ($(faults_of bulk_load))" \
+				test "$(faults_of bulk_load)" -eq "$NSERVERS" ;;
+		esac
+	done
+	ANOMALIES=$((ANOMALIES + bad))
+	echo "# nemesis run $RUNS: $wl $proto under $* -> $bad anomalies"
+}
+
+# The accounts, once.
+out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --table "$BANK_TABLE" \
+	--accounts "$ACCOUNTS" --duration 1s --inflight 1 2>&1)
+check "bank accounts created" test $? -eq 0
+
+# The runs: PROTOCOL:FAULT[+FAULT...]; NEMESIS_RUNS picks others.
+QUICK="occ:pause 2pl:pause hades:pause 2pl:loss occ:kill_xtxd occ:kill_client 2pl:bulk_load
+	occ:pause+loss smallbank:2pl:pause+loss tatp:occ:loss"
+FULL=""
+for p in occ 2pl hades; do
+	for f in pause loss kill_xtxd kill_client bulk_load pause+loss+kill_xtxd; do
+		FULL+=" $p:$f"
+	done
+	for w in smallbank tatp; do
+		for f in pause loss bulk_load pause+loss; do
+			FULL+=" $w:$p:$f"
+		done
+	done
+done
+[ "${NEMESIS_FULL:-0}" = 1 ] && QUICK=$FULL
+for r in ${NEMESIS_RUNS:-$QUICK}; do
+	f=${r##*:}
+	case $r in
+	smallbank:* | tatp:*)
+		w=${r%%:*}
+		p=${r#*:}
+		p=${p%%:*}
+		run_workload "$w $p, ${f//+/ and }" "$w" "$p" ${f//+/ } ;;
+	*)
+		p=${r%%:*}
+		run_bank "$p, ${f//+/ and }" "$p" ${f//+/ } ;;
+	esac
+done
+
+echo "nemesis: $RUNS runs, $ANOMALIES anomalies"
+check "nemesis: no anomaly over $RUNS runs" test "$ANOMALIES" -eq 0
+exit "$TEST_FAILED"
