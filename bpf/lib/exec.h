@@ -115,7 +115,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 
 	switch (op->opcode) {
 	case XTX_OP_PING:
-		status = xtx_op_ping(op);
+		status = xtx_op_ping(op, pc->lock_lease_ns);
 		break;
 	case XTX_OP_STATS:
 		status = xtx_op_stats(op);

@@ -9,16 +9,17 @@
 #include "config.h"
 #include "maps.h"
 
-/*
- * version (the client's nonce) is echoed untouched; value carries the CPU
- * that served it, which shows how a NIC spreads a client's packets.
- */
-static __always_inline __u8 xtx_op_ping(struct xtx_op *op)
+/* version (the client's nonce) is echoed untouched; value: struct xtx_ping_info. */
+static __always_inline __u8 xtx_op_ping(struct xtx_op *op, __u64 lock_lease_ns)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	struct xtx_ping_info pi = {
+		.cpu = bpf_get_smp_processor_id(),
+		.lock_lease_ns = lock_lease_ns,
+		.hades_lease_ns = xtx_hades_lease_ns,
+	};
 
-	__builtin_memcpy(op->value, &cpu, sizeof(cpu));
-	op->vlen = sizeof(cpu);
+	__builtin_memcpy(op->value, &pi, sizeof(pi));
+	op->vlen = sizeof(pi);
 	return XTX_ST_OK;
 }
 

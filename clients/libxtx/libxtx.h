@@ -115,7 +115,13 @@ struct xtx_client_cfg {
 	unsigned int ops_per_packet;		/* 1..XTX_MAX_OPS; 1 turns aggregation off; 0: max */
 	uint64_t timeout_ns;			/* resend after this; 0: 2 ms */
 	unsigned int max_tries;			/* sends of one request before FAILED; 0: 50 */
-	uint64_t lock_lease_ns;			/* the servers' --lock-lease; 0: no lease discipline */
+	/*
+	 * Learnt from each server's PING on the first request to it: a
+	 * transaction that could not log within the shortest lock lease (from
+	 * its first lock request) aborts rather than log over locks a server
+	 * may have taken back.  Nonzero here only shortens it.
+	 */
+	uint64_t lock_lease_ns;
 };
 
 /* Counters of one client since it was opened. */
@@ -125,6 +131,7 @@ struct xtx_client_stats {
 	uint64_t packets, ops, retransmits, op_retries;
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
+	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
 	/*
 	 * Committed read-write transactions, and summed over them: the
 	 * requests that carried their ops, their ops, their round trips.

@@ -73,7 +73,21 @@ struct xtx_op {
 	__u8 value[XTX_VALUE_MAX];
 };
 
+/*
+ * PING's answer in value[]: which CPU served it (how a NIC spreads a
+ * client's packets), and the leases after which the server takes back a
+ * lock or an active HADES slot, so a client keeps to them without being
+ * told by hand (0: never taken back).
+ */
+struct xtx_ping_info {
+	__u32 cpu;
+	__u32 pad;
+	__u64 lock_lease_ns;
+	__u64 hades_lease_ns;
+};
+
 _Static_assert(sizeof(struct xtx_hdr) == 24, "xtx_hdr is wire format");
+_Static_assert(sizeof(struct xtx_ping_info) <= XTX_VALUE_MAX, "ping info fits a value");
 _Static_assert(sizeof(struct xtx_op) == 80, "xtx_op is wire format");
 _Static_assert(sizeof(struct xtx_op) % 8 == 0, "op slots keep 8-byte alignment");
 
@@ -98,7 +112,7 @@ static inline __u64 xtx_txn_make(__u32 client_id, __u64 seq)
  */
 enum xtx_opcode {
 	XTX_OP_NOP = 0,		/* invalid: a zeroed slot is never executed */
-	XTX_OP_PING = 1,	/* echo version (client nonce); value[0..3] = serving CPU */
+	XTX_OP_PING = 1,	/* echo version (client nonce); value: struct xtx_ping_info */
 	XTX_OP_STATS = 2,	/* key selects 5 counters (xtx_stats_key_*), summed over CPUs */
 	/*
 	 * Add version (a signed delta) to server counter key % XTX_COUNTERS

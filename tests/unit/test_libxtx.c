@@ -4,13 +4,14 @@
  * and 2PL state machines driven op by op with the answers a server gives.
  * (tests/integration/test_bank.sh runs the same code against real servers.)
  */
-/* checks: 14 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 15 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <xtx/hades.h>
 #include <xtx/log.h>
 #include "check.h"
+#include "clock.h"
 #include "txn/internal.h"
 
 #define NSRV	3
@@ -655,10 +656,13 @@ static void test_packing(void)
 {
 	struct xtx_client *c = open_client(XTX_PROTO_2PL, 4);
 	struct script s[4];
-	unsigned int i, srv, nreq = 0, nops = 0, maxops = 0;
+	unsigned int i, srv, nreq = 0, nops = 0, maxops = 0, pings = 0;
+	uint64_t first_id[NSRV];
 
 	if (!c)
 		return;
+	for (srv = 0; srv < NSRV; srv++)
+		first_id[srv] = c->w.srv[srv].next_id;
 	for (i = 0; i < 4; i++) {
 		memset(&s[i], 0, sizeof(s[i]));
 		s[i].nkeys = 3;
@@ -680,13 +684,66 @@ static void test_packing(void)
 				continue;
 			nreq++;
 			nops += r->msg.hdr.nops;
+			/* ids count up from the first, which carries the PING first */
+			pings += r->msg.ops[0].opcode == XTX_OP_PING && r->req_id == first_id[srv];
+			if (r->req_id == first_id[srv])
+				CHECK(c->srv_lease_state[srv] == LEASE_ASKED, "server %u asked", srv);
 			if (r->msg.hdr.nops > maxops)
 				maxops = r->msg.hdr.nops;
 		}
 	}
-	CHECK(nops == 12, "12 shared locks packed: %u", nops);
+	CHECK(nops == 12 + NSRV, "12 shared locks packed, and a lease PING per server: %u", nops);
+	CHECK(pings == NSRV, "the first request to each server asks its leases: %u", pings);
 	CHECK(maxops == 4, "at most 4 ops per request, and full ones: %u", maxops);
-	CHECK(nreq >= 3 && nreq <= 6, "12 ops over 3 servers in 3..6 requests: %u", nreq);
+	CHECK(nreq >= 4 && nreq <= 6, "15 ops over 3 servers in 4..6 requests: %u", nreq);
+	xtx_client_close(c);
+}
+
+/*
+ * A transaction whose first lock request left longer than the lease ago
+ * does not log: it aborts before its commit point, cause LEASE, and its
+ * locks are released.
+ */
+static void test_late_log_not_sent(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 97 }, .nkeys = 1, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[16];
+	unsigned int n, srv, i, logs = 0;
+	struct xtx_txn *t;
+
+	if (!c)
+		return;
+	c->lock_lease_ns = 1000000;	/* as if the servers' PING said 1 ms */
+	xtx_txn_start(c, script_step, script_done, &s);
+	t = c->ready[0];
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	answer(&refs[0], XTX_ST_OK, 5, 40, 0);
+	advance_all(c);
+	CHECK(c->queue[0].len + c->queue[1].len + c->queue[2].len == 3, "3 log appends queued");
+	t->lease_anchor_ns = xtx_now_ns() - 2000000;	/* the lock request left 2 ms ago */
+	txn_wire_pack(c);
+	for (srv = 0; srv < NSRV; srv++)
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct xtx_req *r = &c->w.srv[srv].slot[i];
+			unsigned int k;
+
+			for (k = 0; r->req_id && k < r->msg.hdr.nops; k++)
+				logs += r->msg.ops[k].opcode == XTX_OP_LOG_APPEND;
+		}
+	CHECK(logs == 0 && xtx_client_stats(c)->late_logs == 3,
+	      "no log append left (%u sent, %llu held back)", logs,
+	      (unsigned long long)xtx_client_stats(c)->late_logs);
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	CHECK(n == 1 && count_opcode(refs, n, XTX_OP_OCC_UNLOCK) == 1, "the lock is released");
+	answer(&refs[0], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	CHECK(s.done && s.res.outcome == XTX_ABORTED && s.res.cause == XTX_CAUSE_LEASE,
+	      "aborted, cause lease (%s, %s)", xtx_outcome_name(s.res.outcome),
+	      xtx_cause_name(s.res.cause));
 	xtx_client_close(c);
 }
 
@@ -706,6 +763,7 @@ int main(void)
 	RUN_CASE(test_read_without_new_get);
 	RUN_CASE(test_commit_in_doubt);
 	RUN_CASE(test_hades_lost_intend);
+	RUN_CASE(test_late_log_not_sent);
 	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }

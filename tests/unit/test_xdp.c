@@ -14,6 +14,7 @@
 #include <xtx/proto.h>
 #include <xtx/maps.h>
 #include <xtx/msg.h>
+#include <xtx/hades.h>
 #include "xtx_xdp.skel.h"
 #include "check.h"
 #include "log.h"
@@ -23,18 +24,30 @@
 
 static void test_ping_one_op(void)
 {
+	struct xtx_runtime rt = {}, saved;
+	struct xtx_ping_info pi;
+	__u32 zero = 0;
 	struct run r;
-	__u32 cpu;
 
+	/* the answer tells clients the lock lease in force, read at run time */
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &saved);
+	rt = saved;
+	rt.lock_lease_ns = 123456789;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
 	make_req(&r, 1, 1, 1, XTX_OP_PING);
 	CHECK(!run(&r), "test run: %s", strerror(errno));
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &saved, 0);
 	check_reply_framing(&r);
 	CHECK(out_hdr(&r)->status == XTX_ST_OK, "packet status %u", out_hdr(&r)->status);
 	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "op status %u", out_op(&r, 0)->status);
 	CHECK(out_op(&r, 0)->version == in_op(&r, 0)->version, "nonce not echoed");
-	CHECK(out_op(&r, 0)->vlen == 4, "vlen %u", out_op(&r, 0)->vlen);
-	memcpy(&cpu, out_op(&r, 0)->value, 4);
-	CHECK(cpu < (__u32)libbpf_num_possible_cpus(), "serving cpu %u", cpu);
+	CHECK(out_op(&r, 0)->vlen == sizeof(pi), "vlen %u", out_op(&r, 0)->vlen);
+	memcpy(&pi, out_op(&r, 0)->value, sizeof(pi));
+	CHECK(pi.cpu < (__u32)libbpf_num_possible_cpus(), "serving cpu %u", pi.cpu);
+	CHECK(pi.lock_lease_ns == 123456789, "lock lease told: %llu",
+	      (unsigned long long)pi.lock_lease_ns);
+	CHECK(pi.hades_lease_ns == XTX_HADES_LEASE_DEFAULT_NS, "HADES lease told: %llu",
+	      (unsigned long long)pi.hades_lease_ns);
 	CHECK(!memcmp(&out_op(&r, 0)->key, &in_op(&r, 0)->key, 24), "key/txn changed");
 }
 

@@ -137,14 +137,17 @@ static uint8_t validate_all(const struct udpd_server *srv, struct pkt *p, int *m
 	return XTX_ST_OK;
 }
 
-static uint8_t op_ping(struct xtx_op *op)
+static uint8_t op_ping(const struct udpd_server *srv, struct xtx_op *op)
 {
 	int cpu = sched_getcpu();
-	uint32_t c = cpu < 0 ? 0 : (uint32_t)cpu;
+	struct xtx_ping_info pi = {
+		.cpu = cpu < 0 ? 0 : (uint32_t)cpu,
+		.lock_lease_ns = srv->cfg.lock_lease_ns,
+	};
 
-	/* version (the client's nonce) is echoed; value says which CPU served it */
-	memcpy(op->value, &c, sizeof(c));
-	op->vlen = sizeof(c);
+	/* version (the client's nonce) is echoed; value: struct xtx_ping_info */
+	memcpy(op->value, &pi, sizeof(pi));
+	op->vlen = sizeof(pi);
 	return XTX_ST_OK;
 }
 
@@ -180,7 +183,7 @@ static void exec_op(struct udpd_worker *w, struct pkt *p, uint32_t idx)
 	}
 	switch (op->opcode) {
 	case XTX_OP_PING:
-		st = op_ping(op);
+		st = op_ping(w->srv, op);
 		break;
 	case XTX_OP_STATS:
 		st = udpd_op_stats(w->srv, op);

@@ -110,8 +110,12 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	c->rbufs = calloc(XTX_RECV_BATCH, sizeof(*c->rbufs));
 	c->parked_cap = (c->cfg.max_inflight + 1) * XTX_TXN_MAX_KEYS * 2;
 	c->parked = calloc(c->parked_cap, sizeof(*c->parked));
+	c->srv_lease_ns = calloc(c->cfg.nservers, sizeof(*c->srv_lease_ns));
+	c->srv_lease_state = calloc(c->cfg.nservers, sizeof(*c->srv_lease_state));
+	/* a lease given by hand only shortens what the servers tell */
+	c->lock_lease_ns = c->cfg.lock_lease_ns;
 	if (!c->queue || !c->sent || !c->txns || !c->free_txns || !c->ready || !c->rbufs ||
-	    !c->parked)
+	    !c->parked || !c->srv_lease_ns || !c->srv_lease_state)
 		goto nomem;
 	for (s = 0; s < c->cfg.nservers; s++) {
 		c->queue[s].cap = qcap;
@@ -158,6 +162,8 @@ void xtx_client_close(struct xtx_client *c)
 	free(c->ready);
 	free(c->rbufs);
 	free(c->parked);
+	free(c->srv_lease_ns);
+	free(c->srv_lease_state);
 	free(c);
 }
 

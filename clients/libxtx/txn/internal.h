@@ -57,6 +57,7 @@ enum txn_op_kind {
 	TOP_HINTEND,
 	TOP_HVALIDATE,
 	TOP_HABORT,
+	TOP_PING,		/* not a transaction's: asks a server its leases (t is NULL) */
 };
 
 /* txn_opref.oflags: how a HADES op is marked, and packing constraints. */
@@ -105,7 +106,11 @@ struct xtx_txn {
 	uint64_t seen_mask;	/* HADES: servers that hold its slot (no BEGIN needed) */
 	const void *last_req;	/* the request its latest op was packed into */
 	uint64_t start_ns;
-	uint64_t first_grant_ns;
+	/*
+	 * When its first lock request left: the servers' leases run from the
+	 * grants, which come after, so a deadline counted from here is safe.
+	 */
+	uint64_t lease_anchor_ns;
 	struct txn_key keys[XTX_TXN_MAX_KEYS];
 };
 
@@ -149,6 +154,10 @@ struct xtx_client {
 	unsigned int completed;		/* ended during the current xtx_poll() */
 	uint64_t next_seq;
 	struct xtx_client_stats st;
+	/* Each server's lock lease as its PING told (0: none), and whether it told yet. */
+	uint64_t *srv_lease_ns;
+	uint8_t *srv_lease_state;	/* LEASE_* */
+	uint64_t lock_lease_ns;		/* the shortest lease known: what transactions keep to */
 	struct xtx_msgbuf *rbufs;
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
 };
@@ -178,6 +187,10 @@ extern const struct txn_protocol txn_proto_occ, txn_proto_2pl, txn_proto_hades;
 extern const struct txn_protocol *const txn_protocols[];
 extern const unsigned int txn_nprotocols;
 
+#define LEASE_UNASKED	0
+#define LEASE_ASKED	1
+#define LEASE_KNOWN	2
+
 /* wire.c: queues, packing, sending, reply dispatch. */
 int txn_queue_op(struct xtx_client *c, struct xtx_txn *t, unsigned int ki,
 		 enum txn_op_kind kind, unsigned int server, uint8_t oflags);
@@ -203,6 +216,11 @@ void txn_queue_flags(struct xtx_txn *t, unsigned int ki, enum txn_op_kind kind, 
 		     uint8_t oflags);
 /* The request carrying ref went unanswered max_tries times. */
 void txn_on_lost(struct txn_opref *ref);
+/*
+ * The servers may have taken t's locks back by now: its first lock request
+ * left longer than the shortest known lease ago (less a margin).
+ */
+bool txn_lease_passed(const struct xtx_txn *t, uint64_t now);
 uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k);
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k);
 void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);

@@ -85,8 +85,6 @@ static void on_grant(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *
 {
 	bool absent = op->flags & XTX_TXF_ABSENT;
 
-	if (!t->first_grant_ns)
-		t->first_grant_ns = xtx_now_ns();
 	if (excl) {
 		k->flags |= KF_EXCL;
 		k->token = op->token;
@@ -261,16 +259,6 @@ static unsigned int queue_primaries(struct xtx_txn *t)
 	return n;
 }
 
-/* A coordinator that cannot log within the lease may have lost its locks. */
-static bool lease_expired(const struct xtx_txn *t)
-{
-	uint64_t lease = t->c->cfg.lock_lease_ns, margin;
-
-	if (!lease || !t->first_grant_ns)
-		return false;
-	margin = lease / 4;
-	return xtx_now_ns() - t->first_grant_ns >= lease - margin;
-}
 
 void lk_phases(struct xtx_txn *t, const struct lk_rules *r)
 {
@@ -305,7 +293,7 @@ void lk_phases(struct xtx_txn *t, const struct lk_rules *r)
 				start_release(t, XTX_COMMITTED);
 				return;
 			}
-			if (lease_expired(t)) {
+			if (txn_lease_passed(t, xtx_now_ns())) {
 				txn_abort_for(t, XTX_CAUSE_LEASE);
 				continue;
 			}

@@ -15,6 +15,16 @@ static unsigned int replicas(const struct xtx_txn *t)
 }
 
 /* Notes the first reason to abort; later ones do not replace it. */
+bool txn_lease_passed(const struct xtx_txn *t, uint64_t now)
+{
+	uint64_t lease = t->c->lock_lease_ns;
+
+	if (!lease || !t->lease_anchor_ns)
+		return false;
+	/* a quarter of the lease covers the trip to the server and clock drift */
+	return now - t->lease_anchor_ns >= lease - lease / 4;
+}
+
 void txn_abort_for(struct xtx_txn *t, enum xtx_abort_cause cause)
 {
 	if (t->cause == XTX_CAUSE_NONE)

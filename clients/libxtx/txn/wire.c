@@ -116,6 +116,47 @@ static uint64_t unpark(struct xtx_client *c, uint64_t now, uint64_t next)
 	return next;
 }
 
+/* Server s told its leases: transactions keep to the shortest lock lease known. */
+static void learn_lease(struct xtx_client *c, unsigned int s, const struct xtx_op *op)
+{
+	struct xtx_ping_info pi;
+	unsigned int i;
+
+	if (op->status != XTX_ST_OK || op->vlen < sizeof(pi)) {
+		/* an older server, or an echo: nothing learnt, the servers' own checks stand */
+		c->srv_lease_state[s] = LEASE_KNOWN;
+		return;
+	}
+	memcpy(&pi, op->value, sizeof(pi));
+	c->srv_lease_ns[s] = pi.lock_lease_ns;
+	c->srv_lease_state[s] = LEASE_KNOWN;
+	c->lock_lease_ns = c->cfg.lock_lease_ns;
+	for (i = 0; i < c->cfg.nservers; i++) {
+		uint64_t l = c->srv_lease_ns[i];
+
+		if (l && (!c->lock_lease_ns || l < c->lock_lease_ns))
+			c->lock_lease_ns = l;
+	}
+}
+
+/*
+ * A log append whose transaction's lease has passed is not sent: the
+ * transaction aborts before its commit point instead of logging over locks
+ * the server may have taken back (which the server would refuse anyway).
+ */
+static bool drop_late_log(struct xtx_client *c, const struct txn_opref *ref, uint64_t now)
+{
+	struct xtx_txn *t = ref->t;
+
+	if (ref->kind != TOP_LOG || !txn_lease_passed(t, now))
+		return false;
+	txn_abort_for(t, XTX_CAUSE_LEASE);
+	if (--t->waiting == 0)
+		txn_make_ready(t);
+	c->st.late_logs++;
+	return true;
+}
+
 /* Ops at the head of q that must share a request: the first and those glued to it. */
 static unsigned int group_len(const struct txn_queue *q)
 {
@@ -130,6 +171,7 @@ static unsigned int group_len(const struct txn_queue *q)
 void txn_wire_pack(struct xtx_client *c)
 {
 	unsigned int s, per = c->cfg.ops_per_packet;
+	uint64_t now = xtx_now_ns();
 
 	for (s = 0; s < c->cfg.nservers; s++) {
 		struct txn_queue *q = &c->queue[s];
@@ -142,6 +184,12 @@ void txn_wire_pack(struct xtx_client *c)
 			if (!r)
 				break;
 			slots = txn_sent_ops(c, s, (unsigned int)(r - c->w.srv[s].slot));
+			if (c->srv_lease_state[s] == LEASE_UNASKED) {
+				/* the first request to a server also asks its leases */
+				xtx_msg_add(&r->msg, XTX_OP_PING, 0, 0);
+				slots[n++] = (struct txn_opref){ .kind = TOP_PING, .server = s };
+				c->srv_lease_state[s] = LEASE_ASKED;
+			}
 			while (q->len && n < per) {
 				struct txn_opref *ref = &q->ops[q->head];
 				struct xtx_op *op;
@@ -149,6 +197,14 @@ void txn_wire_pack(struct xtx_client *c)
 				/* glued ops travel together: start a new request if they do not fit */
 				if (n && n + group_len(q) > per)
 					break;
+				if (drop_late_log(c, ref, now)) {
+					q->head = (q->head + 1) % q->cap;
+					q->len--;
+					continue;
+				}
+				if ((ref->kind == TOP_LOCK_EXCL || ref->kind == TOP_LOCK_SHARED) &&
+				    !ref->t->lease_anchor_ns)
+					ref->t->lease_anchor_ns = now;
 				op = xtx_msg_add(&r->msg, 0, 0, 0);
 				ref->t->sent_mask |= 1ull << s;
 
@@ -162,6 +218,8 @@ void txn_wire_pack(struct xtx_client *c)
 				q->head = (q->head + 1) % q->cap;
 				q->len--;
 			}
+			if (!n)
+				break;	/* every op was a late log append: nothing to send */
 			memset(&slots[n], 0, (XTX_MAX_OPS - n) * sizeof(*slots));
 			xtx_reqwin_submit(&c->w, s, r);
 			c->st.ops += n;
@@ -183,6 +241,13 @@ static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
 	memset(slots, 0, n * sizeof(*slots));
 	xtx_reqwin_done(&c->w, s, r);
 	for (i = 0; i < n; i++) {
+		if (!refs[i].t && refs[i].kind == TOP_PING) {
+			if (reply)
+				learn_lease(c, s, &reply->ops[i]);
+			else
+				c->srv_lease_state[s] = LEASE_UNASKED;
+			continue;
+		}
 		if (!refs[i].t)
 			continue;
 		if (!reply) {
