@@ -137,7 +137,7 @@ $(OBJ_OUT)/%.o: %.c $(USER_HDRS) $(SKELS)
 
 $(OUT)/xtxd: $(call objs,$(XTXD_SRCS)) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)
 
 $(OUT)/xtxctl: $(XTXCTL_OBJS) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -161,7 +161,7 @@ $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON
 		$(LIBXTX_OBJS) $(WORKLOAD_OBJS) $(BENCH_LIB_OBJS) $(XTXD_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)
 
 # The rare path's core without sockets, threads or main(), and no XDP program
 # to load (so no harness): what test_overflow exercises.

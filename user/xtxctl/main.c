@@ -22,6 +22,7 @@
 #include "logfile.h"
 #include "names.h"
 #include "num.h"
+#include "occupancy.h"
 #include "stats_read.h"
 #include "target.h"
 #include "loadgen.h"
@@ -96,10 +97,6 @@ static int open_map(const struct xtx_target *t, const char *name)
 	return fd;
 }
 
-struct lock_occupancy {
-	__u64 slots, held, shared, exclusive, logged;
-};
-
 static void print_stats_text(const struct xtx_stats *s)
 {
 	unsigned int i, op, st;
@@ -115,7 +112,7 @@ static void print_stats_text(const struct xtx_stats *s)
 				       xtx_status_name(st), (unsigned long long)s->op[op][st]);
 }
 
-static void print_stats_json(const struct xtx_stats *s, const struct lock_occupancy *occ)
+static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_occupancy *occ)
 {
 	unsigned int i, op, st;
 	const char *sep = "";
@@ -147,59 +144,10 @@ static void print_stats_json(const struct xtx_stats *s, const struct lock_occupa
 	       (unsigned long long)occ->exclusive, (unsigned long long)occ->logged);
 }
 
-/* Walks the lock table: how many slots are held, and how. */
-static int read_lock_occupancy(const struct xtx_target *t, struct lock_occupancy *occ)
-{
-	const __u32 batch = 4096;
-	struct xtx_lock_slot *vals;
-	__u32 *keys, out_batch, n, i;
-	void *in = NULL;
-	int fd, err = 0;
-
-	memset(occ, 0, sizeof(*occ));
-	fd = xtx_target_map_fd(t, XTX_MAP_LOCKS);
-	if (fd < 0)
-		return fd;
-	keys = calloc(batch, sizeof(*keys));
-	vals = calloc(batch, sizeof(*vals));
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-
-		n = batch;
-		err = bpf_map_lookup_batch(fd, in, &out_batch, keys, vals, &n, &opts);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			occ->slots++;
-			if (!vals[i].shared && !vals[i].excl)
-				continue;
-			occ->held++;
-			occ->shared += vals[i].shared ? 1 : 0;
-			occ->exclusive += vals[i].excl ? 1 : 0;
-			occ->logged += (vals[i].flags & XTX_LOCKF_LOGGED) ? 1 : 0;
-		}
-		if (err) {	/* ENOENT: that was the last batch */
-			err = 0;
-			break;
-		}
-		in = &out_batch;
-	}
-out:
-	free(keys);
-	free(vals);
-	close(fd);
-	return err;
-}
 
 static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 {
-	struct lock_occupancy occ;
+	struct xtx_lock_occupancy occ;
 	struct xtx_stats *s = calloc(1, sizeof(*s));
 	int fd, err;
 
@@ -213,7 +161,7 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 	err = xtx_stats_sum(fd, s);
 	close(fd);
 	if (!err)
-		err = read_lock_occupancy(t, &occ);
+		err = xtx_lock_occupancy(t, &occ);
 	if (err) {
 		fprintf(stderr, "Error: reading stats: %s\n", strerror(-err));
 		free(s);

@@ -28,6 +28,7 @@
 #include "log/recover.h"
 #include "resolve/resolve.h"
 #include "log/snapshot.h"
+#include "metrics.h"
 #include "target.h"
 
 #define XTXD_FLUSH_TIMEOUT_NS	(30ull * 1000 * 1000 * 1000)
@@ -43,6 +44,8 @@ struct xtxd_opts {
 	struct xtxd_logdrain_opts drain;
 	struct xtxd_resolve_opts resolve;
 	const char *peers, *cluster;
+	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
+	struct sockaddr_in metrics_addr;
 	bool daemon;
 	bool replace;
 	bool keep_state;
@@ -107,10 +110,16 @@ static void usage(FILE *out)
 		"  -d, --daemon             run in the background (pidfile and log file)\n"
 		"      --pidfile PATH       default %s/<netns>-<iface>.pid\n"
 		"      --logfile PATH       default %s/<netns>-<iface>.log (daemon mode)\n"
+		"      --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
 		"  -h, --help               this text\n"
 		"\n"
-		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon\n",
+		"\n"
+		"The control channel (xtxctl) is a unix socket, %s/<netns>-<iface>.sock,\n"
+		"mode 0600: only root can use it.\n"
+		"\n"
+		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon --metrics :9370\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
 		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
@@ -119,14 +128,14 @@ static void usage(FILE *out)
 		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
 		XTXD_OVERFLOW_MAX_DEFAULT,
 		XTX_RUN_DIR,
-		XTX_RUN_DIR);
+		XTX_RUN_DIR, XTX_RUN_DIR);
 }
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
-       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT };
+       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -165,6 +174,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "logfile", required_argument, NULL, OPT_LOGFILE },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -251,6 +261,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->load.hades_lease_ns = ns;
 			break;
 		case OPT_HADES_EXACT: o->load.hades_exact = true; break;
+		case OPT_METRICS:
+			o->metrics = optarg;
+			if (xtxd_metrics_parse(optarg, &o->metrics_addr))
+				return -1;
+			break;
 		case OPT_OVERFLOW_MAX:
 			if (xtx_parse_u64("--overflow-max", optarg, 1, XTXD_OVERFLOW_MAX_LIMIT,
 					  &o->rare.overflow_max))
@@ -546,7 +561,8 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_logdrain_start(&t, &o.drain) || (adopted && rebuild_store(&t, datadir)) ||
-	    xtxd_control_start(&t)) {
+	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr))) {
+		xtxd_control_stop();
 		xtxd_resolve_stop();
 		xtxd_rare_stop();
 		xtxd_logdrain_stop();
@@ -565,6 +581,7 @@ int main(int argc, char **argv)
 	xtx_daemon_ready(&ready_fd, 0);
 
 	serve_until_signal();
+	xtxd_metrics_stop();
 	xtxd_control_stop();
 	xtxd_resolve_stop();
 	xtxd_rare_stop();

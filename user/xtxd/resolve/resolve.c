@@ -779,6 +779,16 @@ fail:
 	return err;
 }
 
+void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	/* single-writer counters: a relaxed read is a value they had */
+	s->commits = __atomic_load_n(&R.commits, __ATOMIC_RELAXED);
+	s->aborts = __atomic_load_n(&R.aborts, __ATOMIC_RELAXED);
+	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
+	xtxd_hres_get_stats(&s->hades_validated, &s->hades_aborted, &s->hades_fenced);
+}
+
 void xtxd_resolve_stop(void)
 {
 	uint64_t one = 1;

@@ -46,6 +46,15 @@ struct xtxd_resolve_opts {
 int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 		       const struct xtxd_resolve_opts *o);
 void xtxd_resolve_stop(void);
+
+/* What the resolvers decided since start (both kinds of transaction). */
+struct xtxd_resolve_stats {
+	uint64_t commits, aborts, fenced;		/* OCC/2PL transactions */
+	uint64_t hades_validated, hades_aborted, hades_fenced;
+};
+
+/* The counters so far; safe from any thread. */
+void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s);
 /* The log drain's observer (xtxd_logdrain_set_observer). */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
 

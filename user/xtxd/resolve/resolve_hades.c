@@ -689,6 +689,13 @@ fail:
 	return err;
 }
 
+void xtxd_hres_get_stats(uint64_t *validated, uint64_t *aborted, uint64_t *fenced)
+{
+	*validated = __atomic_load_n(&H.validated, __ATOMIC_RELAXED);
+	*aborted = __atomic_load_n(&H.aborted, __ATOMIC_RELAXED);
+	*fenced = __atomic_load_n(&H.fenced, __ATOMIC_RELAXED);
+}
+
 void xtxd_hres_stop(void)
 {
 	if (H.validated || H.aborted || H.readers_freed)

@@ -88,6 +88,8 @@ struct xtxd_hres_opts {
 /* Maps the slot table; 0 or a negative errno after printing why. */
 int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o);
 void xtxd_hres_stop(void);
+/* Transactions validated, aborted and fenced here so far; safe from any thread. */
+void xtxd_hres_get_stats(uint64_t *validated, uint64_t *aborted, uint64_t *fenced);
 /* Finds slots left committing, decides, resends what is unanswered. */
 void xtxd_hres_scan(void);
 /* Handles a peer message if it is one of ours: true when taken. */

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
+# root-only, make install laying out binaries, man pages and a unit systemd accepts.
+# checks: 12 (tests/run.sh fails the suite when fewer verdicts come out)
+source "$(dirname "$0")/lib.sh"
+NSERVERS=1
+
+setup_servers --metrics :9370
+SERVERS=$(all_server_ips)
+tmp=$(mktemp -d /tmp/xtx-test-service.XXXXXX)
+trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
+
+# scrape: GET /metrics from inside the server's namespace, where xtxd bound it.
+scrape() {
+	ip netns exec "$(server_ns 0)" python3 -c '
+import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9370/metrics", timeout=5).read().decode())'
+}
+# metric TEXT NAME{LABELS}: the value of one sample line.
+metric() { awk -v n="$2" '$1 == n { print $2; exit }' <<<"$1"; }
+
+before=$(scrape)
+check "scrape answers before any traffic" test -n "$before"
+client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 2s >/dev/null 2>&1 &
+bank=$!
+sleep 1
+during=$(scrape)
+wait "$bank"
+rc=$?
+check "a bank run against the server (exit $rc)" test "$rc" -eq 0
+after=$(scrape)
+
+# Prometheus text format: families announced before their samples, names and labels well formed.
+printf '%s\n' "$after" >"$tmp/metrics.txt"
+out=$(python3 - "$tmp/metrics.txt" <<'PY'
+import re, sys
+name_re = r'[a-zA-Z_:][a-zA-Z0-9_:]*'
+sample = re.compile(r'^(' + name_re + r')(\{(' + name_re[:-1] + r'*="[^"\\\n]*"(,' + name_re + r'="[^"\\\n]*")*)\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)$')
+typed, samples, bad = {}, 0, []
+for ln in open(sys.argv[1]).read().splitlines():
+    if not ln:
+        continue
+    m = re.match(r'^# (HELP|TYPE) (' + name_re + r') (.*)$', ln)
+    if m:
+        if m.group(1) == 'TYPE':
+            if m.group(3) not in ('counter', 'gauge', 'histogram', 'summary', 'untyped'):
+                bad.append(ln)
+            typed[m.group(2)] = m.group(3)
+        continue
+    m = sample.match(ln)
+    if not m or m.group(1) not in typed:
+        bad.append(ln)
+        continue
+    if typed[m.group(1)] == 'counter' and not m.group(1).endswith('_total'):
+        bad.append('counter without _total: ' + ln)
+    samples += 1
+print(f'{samples} samples, {len(typed)} families, {len(bad)} bad')
+for b in bad[:5]:
+    print('bad:', b)
+PY
+)
+check "the exposition parses as Prometheus text ($out)" grep -q ' 0 bad$' <<<"$out"
+rx0=$(metric "$before" 'xtx_xdp_events_total{event="rx"}')
+rx1=$(metric "$after" 'xtx_xdp_events_total{event="rx"}')
+check "received packets counted, and moving (${rx0:-?} -> ${rx1:-?})" \
+	test "${rx1:-0}" -gt "${rx0:-0}" -a "${rx1:-0}" -gt 1000
+ok=$(metric "$after" 'xtx_ops_total{op="occ_lock",status="ok"}')
+check "per-op and per-status counters (occ_lock ok: ${ok:-none})" test "${ok:-0}" -gt 0
+logged=$(metric "$after" 'xtx_log_entries_total{state="appended"}')
+check "log appends counted (${logged:-none})" test "${logged:-0}" -gt 0
+held=$(metric "$during" 'xtx_locks_held{mode="any"}')
+slots=$(metric "$after" 'xtx_lock_slots')
+check "lock occupancy reported (held during the run ${held:-none} of ${slots:-none} slots)" \
+	test "${slots:-0}" -gt 0 -a -n "$held"
+check "HADES slot occupancy reported" grep -q '^xtx_hades_slots_in_use{state="any"} ' <<<"$after"
+check "resolver decisions reported" \
+	grep -q '^xtx_resolver_decisions_total{protocol="lock",outcome="commit"} ' <<<"$after"
+code=$(ip netns exec "$(server_ns 0)" python3 -c '
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://127.0.0.1:9370/nothing", timeout=5)
+except urllib.error.HTTPError as e:
+    print(e.code)')
+check "another path answers 404 ($code)" test "$code" = 404
+
+sock=/run/xtx/$(server_ns 0)-$(server_dev 0).sock
+mode=$(stat -c '%a %U' "$sock" 2>/dev/null)
+check "the control socket is root's alone ($mode)" test "$mode" = "600 root"
+out=$("$BUILD/xtxd" -h 2>&1)
+check "xtxd -h says the control channel is root-only" grep -q 'only root' <<<"$out"
+
+exit "$TEST_FAILED"

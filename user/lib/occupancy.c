@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* How full the lock table and the HADES slot table are, read from the pinned maps. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xtx/hades.h>
+#include <xtx/maps.h>
+#include <xtx/proto.h>
+#include "occupancy.h"
+
+int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *occ)
+{
+	const __u32 batch = 4096;
+	struct xtx_lock_slot *vals;
+	__u32 *keys, out_batch, n, i;
+	void *in = NULL;
+	int fd, err = 0;
+
+	memset(occ, 0, sizeof(*occ));
+	fd = xtx_target_map_fd(t, XTX_MAP_LOCKS);
+	if (fd < 0)
+		return fd;
+	keys = calloc(batch, sizeof(*keys));
+	vals = calloc(batch, sizeof(*vals));
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		n = batch;
+		err = bpf_map_lookup_batch(fd, in, &out_batch, keys, vals, &n, &opts);
+		if (err && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			occ->slots++;
+			if (!vals[i].shared && !vals[i].excl)
+				continue;
+			occ->held++;
+			occ->shared += vals[i].shared ? 1 : 0;
+			occ->exclusive += vals[i].excl ? 1 : 0;
+			occ->logged += (vals[i].flags & XTX_LOCKF_LOGGED) ? 1 : 0;
+		}
+		if (err) {	/* ENOENT: that was the last batch */
+			err = 0;
+			break;
+		}
+		in = &out_batch;
+	}
+out:
+	free(keys);
+	free(vals);
+	close(fd);
+	return err;
+}
+
+int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *occ)
+{
+	struct xtx_hades_registry *reg;
+	__u32 zero = 0, i;
+	int fd, err = 0;
+
+	memset(occ, 0, sizeof(*occ));
+	fd = xtx_target_map_fd(t, XTX_MAP_HADES_REG);
+	if (fd < 0)
+		return fd;
+	/* the registry already keeps a bitmap of the slots in use: no walk needed */
+	reg = calloc(1, sizeof(*reg));
+	if (!reg) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (bpf_map_lookup_elem(fd, &zero, reg)) {
+		err = -errno;
+		goto out;
+	}
+	for (i = 0; i < sizeof(reg->used) / sizeof(reg->used[0]); i++)
+		occ->in_use += (__u64)__builtin_popcountll(reg->used[i]);
+	occ->committing = (__u64)__builtin_popcountll(reg->mask);
+out:
+	free(reg);
+	close(fd);
+	return err;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* How full the lock table and the HADES slot table are, read from the pinned maps. */
+#ifndef XTX_OCCUPANCY_H
+#define XTX_OCCUPANCY_H
+
+#include <linux/types.h>
+#include "target.h"
+
+struct xtx_lock_occupancy {
+	__u64 slots, held, shared, exclusive, logged;
+};
+
+struct xtx_hades_occupancy {
+	__u64 in_use;		/* slots a transaction holds */
+	__u64 committing;	/* ... of which past intend-to-commit */
+};
+
+/* Walks the lock table (batched): 0 or a negative errno. */
+int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *occ);
+/* From the HADES registry's bitmaps: 0 or a negative errno. */
+int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *occ);
+
+#endif /* XTX_OCCUPANCY_H */

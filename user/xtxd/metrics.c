@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xtxd's Prometheus endpoint (--metrics ADDR:PORT): GET /metrics answers
+ * the text exposition format, built per scrape from the pinned maps (XDP's
+ * counters, the lock table, the HADES registry) and xtxd's own counters
+ * (rare path, log drain, resolvers).  libmicrohttpd serves it from its own
+ * thread; nothing here runs on the request path of the server.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <xtx/maps.h>
+#include <xtx/proto.h>
+#include "log.h"
+#include "metrics.h"
+#include "names.h"
+#include "num.h"
+#include "occupancy.h"
+#include "stats_read.h"
+#include "log/logdrain.h"
+#include "rare/rare.h"
+#include "resolve/resolve.h"
+#include "store/overflow.h"
+
+static struct {
+	struct MHD_Daemon *d;
+	struct xtx_target t;
+	bool zk;		/* a ZooKeeper session exists to report */
+} M;
+
+/* A growing text buffer; on allocation failure it stops growing and says so. */
+struct mbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void __attribute__((format(printf, 2, 3))) put(struct mbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0 || b->oom)
+			return;
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 16384;
+		char *p;
+
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+static void family(struct mbuf *b, const char *name, const char *type, const char *help)
+{
+	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void xdp_metrics(struct mbuf *b, struct xtx_stats *s)
+{
+	unsigned int i, op, st;
+
+	family(b, "xtx_xdp_events_total", "counter",
+	       "Packets and events the XDP program counted, by kind (xtxctl stats names).");
+	for (i = 0; i < XTX_CTR__COUNT; i++)
+		put(b, "xtx_xdp_events_total{event=\"%s\"} %llu\n", xtx_counter_name(i),
+		    (unsigned long long)s->ctr[i]);
+	family(b, "xtx_ops_total", "counter", "Ops the XDP program answered, by op and status.");
+	for (op = 0; op < XTX_OP__COUNT; op++)
+		for (st = 0; st < XTX_ST__COUNT; st++)
+			if (xtx_op_name(op) && s->op[op][st])
+				put(b, "xtx_ops_total{op=\"%s\",status=\"%s\"} %llu\n",
+				    xtx_op_name(op), xtx_status_name(st),
+				    (unsigned long long)s->op[op][st]);
+}
+
+static void rare_metrics(struct mbuf *b, const struct xtx_stats *s)
+{
+	const struct xtxd_rare_stats *r = xtxd_rare_stats();
+	struct xtxd_ovf *store = xtxd_rare_store();
+	unsigned int op, st;
+	double ops = (double)s->ctr[XTX_CTR_OPS];
+
+	family(b, "xtx_rare_ops_total", "counter",
+	       "Ops XDP handed to xtxd and xtxd completed, by op and final status.");
+	for (op = 0; op < XTX_OP__COUNT; op++)
+		for (st = 0; st < XTX_ST__COUNT; st++)
+			if (xtx_op_name(op) && xtxd_stat_read(&r->op[op][st]))
+				put(b, "xtx_rare_ops_total{op=\"%s\",status=\"%s\"} %llu\n",
+				    xtx_op_name(op), xtx_status_name(st),
+				    (unsigned long long)xtxd_stat_read(&r->op[op][st]));
+	family(b, "xtx_rare_path_share", "gauge",
+	       "Ops handed to xtxd over ops XDP executed, since the program was loaded.");
+	put(b, "xtx_rare_path_share %.6f\n",
+	    ops > 0 ? (double)s->ctr[XTX_CTR_KV_DEFERRED] / ops : 0.0);
+	family(b, "xtx_overflow_keys", "gauge", "Keys in xtxd's overflow store.");
+	put(b, "xtx_overflow_keys %llu\n", (unsigned long long)xtxd_ovf_count(store));
+	family(b, "xtx_overflow_capacity_keys", "gauge", "Keys the overflow store may hold.");
+	put(b, "xtx_overflow_capacity_keys %llu\n", (unsigned long long)xtxd_ovf_max(store));
+}
+
+static void log_metrics(struct mbuf *b)
+{
+	struct xtxd_logdrain_stats l;
+
+	xtxd_logdrain_get_stats(&l);
+	family(b, "xtx_log_entries_total", "counter",
+	       "Log entries XDP appended, and those the drain made durable and released.");
+	put(b, "xtx_log_entries_total{state=\"appended\"} %llu\n",
+	    (unsigned long long)l.appended);
+	put(b, "xtx_log_entries_total{state=\"drained\"} %llu\n", (unsigned long long)l.drained);
+	family(b, "xtx_log_lag_entries", "gauge",
+	       "Entries appended but not yet on disk, over every CPU's log, at the last pass.");
+	put(b, "xtx_log_lag_entries %llu\n", (unsigned long long)l.lag);
+	family(b, "xtx_log_fill_max_entries", "gauge",
+	       "The fullest any CPU's log was seen; at the capacity appends answer LOG_FULL.");
+	put(b, "xtx_log_fill_max_entries %llu\n", (unsigned long long)l.max_lag);
+	family(b, "xtx_log_capacity_entries", "gauge", "Entries each CPU's log holds.");
+	put(b, "xtx_log_capacity_entries %llu\n", (unsigned long long)l.ring);
+	family(b, "xtx_log_fsyncs_total", "counter", "fdatasync calls on log segments.");
+	put(b, "xtx_log_fsyncs_total %llu\n", (unsigned long long)l.fsyncs);
+	family(b, "xtx_log_written_bytes_total", "counter", "Log record bytes written.");
+	put(b, "xtx_log_written_bytes_total %llu\n", (unsigned long long)l.bytes);
+}
+
+static void table_metrics(struct mbuf *b)
+{
+	struct xtx_lock_occupancy lo;
+	struct xtx_hades_occupancy ho;
+
+	if (!xtx_lock_occupancy(&M.t, &lo)) {
+		family(b, "xtx_lock_slots", "gauge", "Slots in the lock table.");
+		put(b, "xtx_lock_slots %llu\n", (unsigned long long)lo.slots);
+		family(b, "xtx_locks_held", "gauge",
+		       "Lock slots held, by mode (a slot may be shared and exclusive at once).");
+		put(b, "xtx_locks_held{mode=\"any\"} %llu\n", (unsigned long long)lo.held);
+		put(b, "xtx_locks_held{mode=\"shared\"} %llu\n", (unsigned long long)lo.shared);
+		put(b, "xtx_locks_held{mode=\"exclusive\"} %llu\n",
+		    (unsigned long long)lo.exclusive);
+		put(b, "xtx_locks_held{mode=\"logged\"} %llu\n", (unsigned long long)lo.logged);
+	}
+	if (!xtx_hades_occupancy(&M.t, &ho)) {
+		family(b, "xtx_hades_slots_in_use", "gauge",
+		       "HADES transaction slots held, by state.");
+		put(b, "xtx_hades_slots_in_use{state=\"any\"} %llu\n",
+		    (unsigned long long)ho.in_use);
+		put(b, "xtx_hades_slots_in_use{state=\"committing\"} %llu\n",
+		    (unsigned long long)ho.committing);
+	}
+}
+
+static void resolve_metrics(struct mbuf *b)
+{
+	struct xtxd_resolve_stats r;
+
+	xtxd_resolve_get_stats(&r);
+	family(b, "xtx_resolver_decisions_total", "counter",
+	       "Transactions left unfinished that the resolver decided, by protocol and outcome.");
+	put(b, "xtx_resolver_decisions_total{protocol=\"lock\",outcome=\"commit\"} %llu\n",
+	    (unsigned long long)r.commits);
+	put(b, "xtx_resolver_decisions_total{protocol=\"lock\",outcome=\"abort\"} %llu\n",
+	    (unsigned long long)r.aborts);
+	put(b, "xtx_resolver_decisions_total{protocol=\"hades\",outcome=\"commit\"} %llu\n",
+	    (unsigned long long)r.hades_validated);
+	put(b, "xtx_resolver_decisions_total{protocol=\"hades\",outcome=\"abort\"} %llu\n",
+	    (unsigned long long)r.hades_aborted);
+	family(b, "xtx_resolver_fences_total", "counter",
+	       "Transactions fenced here because this server did not hold them.");
+	put(b, "xtx_resolver_fences_total{protocol=\"lock\"} %llu\n",
+	    (unsigned long long)r.fenced);
+	put(b, "xtx_resolver_fences_total{protocol=\"hades\"} %llu\n",
+	    (unsigned long long)r.hades_fenced);
+}
+
+/* The whole exposition; NULL when memory ran out. */
+char *xtxd_metrics_text(size_t *len)
+{
+	struct mbuf b = {};
+	struct xtx_stats s;
+	int fd = xtx_target_map_fd(&M.t, XTX_MAP_STATS);
+
+	family(&b, "xtx_up", "gauge", "1 while xtxd serves; the scrape itself says it is up.");
+	put(&b, "xtx_up 1\n");
+	if (fd >= 0 && !xtx_stats_sum(fd, &s)) {
+		xdp_metrics(&b, &s);
+		rare_metrics(&b, &s);
+	}
+	if (fd >= 0)
+		close(fd);
+	log_metrics(&b);
+	table_metrics(&b);
+	resolve_metrics(&b);
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*len = b.len;
+	return b.p;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_len, void **state)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	unsigned int code = MHD_HTTP_OK;
+	size_t len = 0;
+	char *text;
+
+	(void)cls, (void)version, (void)upload, (void)upload_len, (void)state;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		text = strdup("only GET /metrics\n");
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+	} else if (strcmp(url, "/metrics")) {
+		text = strdup("not found: the metrics are at /metrics\n");
+		code = MHD_HTTP_NOT_FOUND;
+	} else {
+		text = xtxd_metrics_text(&len);
+		if (!text) {
+			text = strdup("out of memory\n");
+			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		}
+	}
+	if (!text)
+		return MHD_NO;
+	if (code != MHD_HTTP_OK)
+		len = strlen(text);
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type",
+				code == MHD_HTTP_OK ? "text/plain; version=0.0.4" : "text/plain");
+	ret = MHD_queue_response(conn, code, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+int xtxd_metrics_parse(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	uint32_t port;
+
+	memset(sa, 0, sizeof(*sa));
+	if (!colon || (size_t)(colon - s) >= sizeof(host)) {
+		fprintf(stderr, "Error: --metrics: '%s' is not ADDR:PORT\n", s);
+		return -EINVAL;
+	}
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	sa->sin_family = AF_INET;
+	if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa->sin_addr) != 1) {
+		fprintf(stderr, "Error: --metrics: '%s' is not an IPv4 address\n", host);
+		return -EINVAL;
+	}
+	if (xtx_parse_u32("--metrics port", colon + 1, 1, 65535, &port))
+		return -EINVAL;
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+int xtxd_metrics_start(const struct xtx_target *t, const struct sockaddr_in *sa)
+{
+	char a[INET_ADDRSTRLEN];
+
+	M.t = *t;
+	/* one thread of its own, bound where asked (inside the server's netns, like xtxd) */
+	M.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+			       answer, NULL, MHD_OPTION_SOCK_ADDR, sa,
+			       MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+			       MHD_OPTION_END);
+	inet_ntop(AF_INET, &sa->sin_addr, a, sizeof(a));
+	if (!M.d) {
+		fprintf(stderr, "Error: --metrics: cannot serve HTTP on %s:%u (in use?)\n", a,
+			ntohs(sa->sin_port));
+		return -EADDRINUSE;
+	}
+	pr_info("metrics on http://%s:%u/metrics\n", a, ntohs(sa->sin_port));
+	return 0;
+}
+
+void xtxd_metrics_stop(void)
+{
+	if (M.d)
+		MHD_stop_daemon(M.d);
+	M.d = NULL;
+}
