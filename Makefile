@@ -88,7 +88,7 @@ TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
 
-.PHONY: all help clean deps test demo bench bench-kv nemesis load unload format
+.PHONY: all help clean deps test demo bench bench-kv nemesis load unload format install uninstall
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -104,6 +104,8 @@ help:
 	@echo '  nemesis        workloads under pauses, loss, kills and bulk loads, checked (~10 min)'
 	@echo '  load           make load IFACE=dev [NETNS=name] [ARGS="xtxd options"]'
 	@echo '  unload         make unload IFACE=dev [NETNS=name]'
+	@echo '  install        binaries, BPF objects, libxtx, man pages, xtxd@.service'
+	@echo '                 (PREFIX=/usr/local, DESTDIR=); uninstall removes them'
 	@echo '  clean          remove build/'
 	@echo
 	@echo 'Variables: V=1 (show commands), CLANG=path (BPF compiler)'
@@ -211,6 +213,47 @@ load: deps
 unload:
 	$(Q)test -n "$(IFACE)" || { echo 'Error: make unload IFACE=dev [NETNS=name]' >&2; exit 2; }
 	$(Q)$(OUT)/xtxctl --iface $(IFACE) $(if $(NETNS),--netns $(NETNS)) unload
+
+# ---- make install [PREFIX=/usr/local] [DESTDIR=...] ----
+PREFIX ?= /usr/local
+SBINDIR := $(PREFIX)/sbin
+BINDIR := $(PREFIX)/bin
+LIBDIR := $(PREFIX)/lib/xtx
+INCDIR := $(PREFIX)/include
+MANDIR := $(PREFIX)/share/man
+UNITDIR ?= /lib/systemd/system
+SYSCONFDIR ?= /etc
+MANPAGES := xtxd:8:load-the-xtx-transaction-server-onto-an-interface \
+	xtxctl:8:inspect-and-control-a-loaded-xtx-server \
+	xtx-udpd:8:the-xtx-protocol-served-from-kernel-UDP-sockets-(baseline) \
+	xtxbench:1:load-generators-and-end-to-end-checks-for-xtx-servers
+INSTALLED := $(SBINDIR)/xtxd $(SBINDIR)/xtxctl $(SBINDIR)/xtx-udpd $(BINDIR)/xtxbench \
+	$(LIBDIR)/xtx_xdp.bpf.o $(LIBDIR)/xtx_tc.bpf.o $(LIBDIR)/xdp_pass.bpf.o \
+	$(PREFIX)/lib/libxtx.a $(INCDIR)/libxtx.h $(UNITDIR)/xtxd@.service \
+	$(SYSCONFDIR)/xtx/example.conf \
+	$(foreach m,$(MANPAGES),$(MANDIR)/man$(word 2,$(subst :, ,$(m)))/$(word 1,$(subst :, ,$(m))).$(word 2,$(subst :, ,$(m))))
+
+install: all
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/xtx \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	$(Q)install -m 0755 $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtx-udpd $(DESTDIR)$(SBINDIR)/
+	$(Q)install -m 0755 $(OUT)/xtxbench $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0644 $(BPF_OBJS) $(DESTDIR)$(LIBDIR)/
+	$(Q)install -m 0644 $(OUT)/libxtx.a $(DESTDIR)$(PREFIX)/lib/
+	$(Q)install -m 0644 clients/libxtx/libxtx.h $(DESTDIR)$(INCDIR)/
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' scripts/service/xtxd@.service \
+		>$(DESTDIR)$(UNITDIR)/xtxd@.service
+	$(Q)install -m 0644 scripts/service/example.conf $(DESTDIR)$(SYSCONFDIR)/xtx/
+	$(Q)$(foreach m,$(MANPAGES),scripts/manpage.sh $(OUT)/$(word 1,$(subst :, ,$(m))) \
+		$(word 2,$(subst :, ,$(m))) "$(subst -, ,$(word 3,$(subst :, ,$(m))))" \
+		>$(DESTDIR)$(MANDIR)/man$(word 2,$(subst :, ,$(m)))/$(word 1,$(subst :, ,$(m))).$(word 2,$(subst :, ,$(m))) &&) true
+
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(Q)rmdir $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SYSCONFDIR)/xtx 2>/dev/null || true
 
 format:
 	$(Q)clang-format -i $(shell git ls-files '*.c' '*.h')

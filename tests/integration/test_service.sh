@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
 # root-only, make install laying out binaries, man pages and a unit systemd accepts.
-# checks: 12 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 17 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
@@ -89,5 +89,30 @@ mode=$(stat -c '%a %U' "$sock" 2>/dev/null)
 check "the control socket is root's alone ($mode)" test "$mode" = "600 root"
 out=$("$BUILD/xtxd" -h 2>&1)
 check "xtxd -h says the control channel is root-only" grep -q 'only root' <<<"$out"
+
+# make install into a staging root lays out every file; the unit passes systemd's checks.
+dest=$tmp/root
+make -s -C "$ROOT" install DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1
+rc=$?
+missing=""
+for f in usr/sbin/xtxd usr/sbin/xtxctl usr/sbin/xtx-udpd usr/bin/xtxbench usr/lib/xtx/xtx_xdp.bpf.o \
+	usr/lib/libxtx.a usr/include/libxtx.h usr/share/man/man8/xtxd.8 usr/share/man/man8/xtxctl.8 \
+	usr/share/man/man1/xtxbench.1 lib/systemd/system/xtxd@.service etc/xtx/example.conf; do
+	[ -s "$dest/$f" ] || missing+=" $f"
+done
+check "make install DESTDIR= lays out binaries, BPF objects, man pages, unit (rc $rc;${missing:- none missing})" \
+	test "$rc" -eq 0 -a -z "$missing"
+check "the man page is xtxd's own help" grep -q -- '--metrics ADDR:PORT' "$dest/usr/share/man/man8/xtxd.8"
+unit=$dest/lib/systemd/system/xtxd@.service
+check "the unit runs the installed xtxd with the interface's options" \
+	grep -q '^ExecStart=/usr/sbin/xtxd --iface %i $XTXD_ARGS$' "$unit"
+# systemd-analyze checks that ExecStart exists: point it at the staged binary
+mkdir -p "$tmp/units"
+sed "s|/usr/sbin/xtxd|$dest/usr/sbin/xtxd|" "$unit" >"$tmp/units/xtxd@eth0.service"
+out=$(systemd-analyze verify --man=no "$tmp/units/xtxd@eth0.service" 2>&1)
+check "systemd-analyze verify accepts the unit (${out:-no complaint})" test -z "$out"
+make -s -C "$ROOT" uninstall DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1
+left=$(find "$dest" -type f | wc -l)
+check "make uninstall removes what install put there ($left files left)" test "$left" -eq 0
 
 exit "$TEST_FAILED"
