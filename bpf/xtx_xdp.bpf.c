@@ -4,6 +4,7 @@
 #include <bpf/bpf_helpers.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include "lib/allow.h"
 #include "lib/config.h"
 #include "lib/maps.h"
 #include "lib/parse.h"
@@ -123,6 +124,11 @@ int xtx_xdp(struct xdp_md *ctx)
 	}
 	xtx_count(XTX_CTR_RX);
 	rt = xtx_runtime_cfg();
+	if (!xtx_allowed(rt, p.saddr)) {
+		xtx_count(XTX_CTR_NOT_ALLOWED);
+		xtx_count(XTX_CTR_DROP);
+		return XDP_DROP;
+	}
 	pc = xtx_pkt_ctx_get();
 	if (!pc)
 		return XDP_DROP;

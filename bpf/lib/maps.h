@@ -113,6 +113,15 @@ struct {
 	__type(value, __u64);
 } xtx_fence SEC(".maps");
 
+/* Who may be served (XTX_MAP_ALLOW), when XTX_RTF_ALLOWLIST is set: see allow.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, XTX_ALLOW_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xtx_allow_key);
+	__type(value, __u8);
+} xtx_allow SEC(".maps");
+
 /*
  * HADES: the transaction slots (xtxd sizes them from --hades-slots), the
  * registry of committing slots, and the exact key sets of --hades-exact

@@ -32,6 +32,7 @@ enum xtx_parse_verdict {
 struct xtx_parsed {
 	__u32 payload_len;	/* UDP payload bytes, from a checked length */
 	__u32 drop_counter;	/* XTX_CTR_* reason when XTX_PARSE_DROP */
+	__u32 saddr;		/* the sender, network order */
 };
 
 #define IP_MF		0x2000
@@ -83,6 +84,7 @@ static __always_inline int xtx_parse(struct xdp_md *ctx, struct xtx_parsed *p)
 		return XTX_PARSE_DROP;
 	}
 	p->payload_len = ulen - sizeof(*udp);
+	p->saddr = ip->saddr;
 	return XTX_PARSE_REQUEST;
 }
 

@@ -19,6 +19,7 @@
 #define XTX_MAP_LOG		"xtx_log"
 #define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
 #define XTX_MAP_FENCE		"xtx_fence"
+#define XTX_MAP_ALLOW		"xtx_allow"
 
 /*
  * Transactions the servers decided while their coordinator was away
@@ -71,6 +72,7 @@ enum xtx_counter {
 	XTX_CTR_HADES_PROBES,	/* filter membership probes of conflict detection */
 	XTX_CTR_HADES_FP_SQUASH, /* --hades-exact: squashes the exact sets refute */
 	XTX_CTR_HADES_FP_BLOCK,	/* --hades-exact: RETRYs and NACKs the exact sets refute */
+	XTX_CTR_NOT_ALLOWED,	/* dropped: the source is outside the allowlist */
 	XTX_CTR__COUNT,
 };
 
@@ -91,8 +93,22 @@ struct xtx_runtime {
 	__u64 kv_lease_ns;
 	/* Fault injection in xtxd: lose rare-path replies after executing them. */
 	__u32 drop_rare_reply_ppm;
-	__u32 reserved;
+	__u32 flags;		/* XTX_RTF_* */
 };
+
+/* Only sources in the allowlist (XTX_MAP_ALLOW) are served; the rest are dropped. */
+#define XTX_RTF_ALLOWLIST	0x1
+
+/*
+ * The client allowlist: an LPM trie of IPv4 prefixes (addr in network
+ * order, prefixlen 0..32, as BPF_MAP_TYPE_LPM_TRIE wants its key).
+ */
+struct xtx_allow_key {
+	__u32 prefixlen;
+	__u32 addr;
+};
+
+#define XTX_ALLOW_MAX		1024
 
 #define XTX_KV_LEASE_DEFAULT_NS		(50ull * 1000 * 1000)
 

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
 # root-only, make install laying out binaries, man pages and a unit systemd accepts.
-# checks: 17 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 26 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
-setup_servers --metrics :9370
+setup_servers --metrics :9370 --peers "$(server_ip 0)"
 SERVERS=$(all_server_ips)
 tmp=$(mktemp -d /tmp/xtx-test-service.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
@@ -83,6 +83,54 @@ try:
 except urllib.error.HTTPError as e:
     print(e.code)')
 check "another path answers 404 ($code)" test "$code" = 404
+
+# Who may talk to it: the allowlist in XDP, changed at run time.
+bank_once() {
+	client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 1s --no-setup \
+		--json 2>/dev/null
+}
+events() { metric "$(scrape)" "xtx_xdp_events_total{event=\"$1\"}"; }
+out=$(ctl 0 allow add 10.0.0.0/33 2>&1)
+check "a bad prefix is refused with a clear error ($out)" grep -q 'not an IPv4 address or CIDR\|prefix length' <<<"$out"
+out=$(ctl 0 allow list)
+check "... and changes nothing (still off)" grep -q '^allowlist off' <<<"$out"
+n0=$(events not_allowed)
+ops0=$(events ops)
+ctl 0 allow add 10.99.0.0/16 >/dev/null
+out=$(bank_once)
+n1=$(events not_allowed)
+ops1=$(events ops)
+check "a client outside the allowlist is dropped and counted (${n0:-?} -> ${n1:-?})" \
+	test "${n1:-0}" -gt "${n0:-0}"
+check "... and nothing it sent ran (ops ${ops0:-?} -> ${ops1:-?})" test "${ops1:-x}" = "${ops0:-y}"
+ctl 0 allow add "$(server_ip 0 | cut -d. -f1-3).0/24" >/dev/null
+out=$(ctl 0 allow list --json)
+check "allow list shows both prefixes, enforced ($out)" \
+	grep -q '"enforced":true,"prefixes":\[.*10.99.0.0/16.*\]' <<<"$out"
+out=$(bank_once)
+committed=$(json_field "$out" transfers)
+check "a listed client is served (${committed:-0} transfers)" test "${committed:-0}" -gt 0
+ctl 0 allow del 10.99.0.0/16 >/dev/null
+out=$(ctl 0 allow del 10.99.0.0/16 2>&1)
+check "deleting a prefix that is not listed says so" grep -q 'not in the allowlist' <<<"$out"
+ctl 0 allow off >/dev/null
+check "allow off: enforcement off, the list kept" grep -q '^allowlist off' <<<"$(ctl 0 allow list)"
+
+# The resolver port takes only the cluster's servers: strangers are ignored and counted.
+ip netns exec "$PREFIX-c" python3 - "$(server_ip 0)" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+hdr = struct.pack('<IBBBBIIQ', 0x31585458, 1, 0, 1, 0, 5, 0, 1)
+op = struct.pack('<BBBBIQQQQ', 24, 0, 0, 0, 0, 0, 0x1234, 0, 0) + bytes(40)
+s.sendto(hdr + op, (sys.argv[1], 7371))		# well formed, but not from a peer
+s.sendto(b'\x00' * 7, (sys.argv[1], 7371))	# malformed
+PY
+sleep 0.5
+m=$(scrape)
+n=$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')
+k=$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')
+check "a resolver message from a non-peer is ignored and counted (${n:-?}), a malformed one too (${k:-?})" \
+	test "${n:-0}" -ge 1 -a "${k:-0}" -ge 1
 
 sock=/run/xtx/$(server_ns 0)-$(server_dev 0).sock
 mode=$(stat -c '%a %U' "$sock" 2>/dev/null)

@@ -22,6 +22,7 @@
 #include "logfile.h"
 #include "names.h"
 #include "num.h"
+#include "allow.h"
 #include "occupancy.h"
 #include "stats_read.h"
 #include "target.h"
@@ -51,6 +52,8 @@ static void usage(FILE *out)
 		"Commands:\n"
 		"  stats [--json]          packet, op and status counters, summed over CPUs\n"
 		"  info [--json]           how the loaded program was configured\n"
+		"  allow add|del CIDR[,...]  change the client allowlist (add switches it on)\n"
+		"  allow list|on|off       show it, or switch enforcement (the list is kept)\n"
 		"  fault [--drop-request-ppm N] [--drop-reply-ppm N] [--drop-rare-reply-ppm N]\n"
 		"                          lose that share (parts per million) of requests or\n"
 		"                          replies in XDP, or of xtxd's replies after it ran\n"
@@ -218,6 +221,55 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	       a.xtx_prog_id ? (a.xtx_via_libxdp ? " (libxdp dispatcher)" : " (alone)") :
 			       " (not attached)",
 	       pid, t->pin_dir);
+	return 0;
+}
+
+static int cmd_allow(const struct xtx_target *t, const struct ctl_opts *o, const char *sub,
+		     const char *arg)
+{
+	struct xtx_allow_key keys[XTX_ALLOW_MAX];
+	char buf[32];
+	bool on;
+	int n, i;
+
+	if ((!strcmp(sub, "add") || !strcmp(sub, "del")) != !!arg) {
+		fprintf(stderr, "Error: allow %s %s\n", sub,
+			arg ? "takes no argument" : "needs CIDR[,CIDR...]");
+		return 2;
+	}
+	if (!strcmp(sub, "add"))
+		return xtx_allow_add(t, arg, false) ? 1 : 0;
+	if (!strcmp(sub, "del")) {
+		char *copy = strdup(arg), *tok, *save = NULL;
+		int rc = 0;
+
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ",", &save))
+			rc |= xtx_allow_del(t, tok) ? 1 : 0;
+		free(copy);
+		return rc;
+	}
+	if (!strcmp(sub, "on") || !strcmp(sub, "off"))
+		return xtx_allow_switch(t, !strcmp(sub, "on")) ? 1 : 0;
+	if (strcmp(sub, "list")) {
+		fprintf(stderr, "Error: unknown allow command '%s' (add, del, list, on, off)\n", sub);
+		return 2;
+	}
+	n = xtx_allow_list(t, keys, XTX_ALLOW_MAX, &on);
+	if (n < 0) {
+		fprintf(stderr, "Error: reading the allowlist: %s\n", strerror(-n));
+		return 1;
+	}
+	if (o->json)
+		printf("{\"enforced\":%s,\"prefixes\":[", on ? "true" : "false");
+	else
+		printf("allowlist %s\n", on ? "enforced" : "off: every source is served");
+	for (i = 0; i < n; i++) {
+		xtx_allow_format(&keys[i], buf, sizeof(buf));
+		printf(o->json ? "%s\"%s\"" : "%s%s\n", o->json && i ? "," : "", buf);
+	}
+	if (o->json)
+		printf("]}\n");
 	return 0;
 }
 
@@ -1115,8 +1167,13 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	/* log takes a subcommand */
-	if (optind != argc - 1 && (optind != argc - 2 || strcmp(argv[optind], "log"))) {
+	/* log takes a subcommand, allow a subcommand and maybe a prefix list */
+	if (optind < argc && !strcmp(argv[optind], "allow")) {
+		if (optind + 2 > argc || optind + 3 < argc) {
+			fprintf(stderr, "Error: allow add|del CIDR[,...] | allow list|on|off\n");
+			return 2;
+		}
+	} else if (optind != argc - 1 && (optind != argc - 2 || strcmp(argv[optind], "log"))) {
 		fprintf(stderr, "Error: expected exactly one command\n");
 		usage(stderr);
 		return 2;
@@ -1165,6 +1222,8 @@ int main(int argc, char **argv)
 		return cmd_load(&t, &o);
 	if (!strcmp(cmd, "log"))
 		return cmd_log(&t, &o, argv[optind + 1]);
+	if (!strcmp(cmd, "allow"))
+		return cmd_allow(&t, &o, argv[optind + 1], optind + 2 < argc ? argv[optind + 2] : NULL);
 	if (!strcmp(cmd, "unload"))
 		return cmd_unload(&t, true);
 	fprintf(stderr, "Error: unknown command '%s'\n", cmd);

@@ -17,6 +17,7 @@
 #include <xtx/maps.h>
 #include <xtx/log.h>
 #include <xtx/hades.h>
+#include "allow.h"
 #include "attach.h"
 #include "control.h"
 #include "daemon.h"
@@ -45,6 +46,7 @@ struct xtxd_opts {
 	struct xtxd_resolve_opts resolve;
 	const char *peers, *cluster;
 	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
+	const char *allow;		/* CIDR[,CIDR...]: the client allowlist, or NULL */
 	struct sockaddr_in metrics_addr;
 	bool daemon;
 	bool replace;
@@ -110,6 +112,8 @@ static void usage(FILE *out)
 		"  -d, --daemon             run in the background (pidfile and log file)\n"
 		"      --pidfile PATH       default %s/<netns>-<iface>.pid\n"
 		"      --logfile PATH       default %s/<netns>-<iface>.log (daemon mode)\n"
+		"      --allow CIDR[,...]   serve only these sources (XDP drops and counts the rest;\n"
+		"                           xtxctl allow changes the list at run time)\n"
 		"      --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
@@ -135,7 +139,7 @@ enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
-       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS };
+       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -175,6 +179,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "logfile", required_argument, NULL, OPT_LOGFILE },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "allow", required_argument, NULL, OPT_ALLOW },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -261,6 +266,21 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->load.hades_lease_ns = ns;
 			break;
 		case OPT_HADES_EXACT: o->load.hades_exact = true; break;
+		case OPT_ALLOW: {
+			/* every prefix must parse before anything is loaded */
+			char *copy = strdup(optarg), *tok, *save = NULL;
+			struct xtx_allow_key k;
+			int bad = !copy;
+
+			for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !bad;
+			     tok = strtok_r(NULL, ",", &save))
+				bad = xtx_allow_parse(tok, &k) != 0;
+			free(copy);
+			if (bad)
+				return -1;
+			o->allow = optarg;
+			break;
+		}
 		case OPT_METRICS:
 			o->metrics = optarg;
 			if (xtxd_metrics_parse(optarg, &o->metrics_addr))
@@ -531,6 +551,9 @@ int main(int argc, char **argv)
 	err = xtxd_recover_hold(&t);
 	if (!err)
 		err = bring_up(&t, &o, &adopted);
+	/* before any request is let through: the hold is still on */
+	if (!err && o.allow)
+		err = xtx_allow_add(&t, o.allow, true);
 	if (err) {
 		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);

@@ -184,6 +184,12 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.hades_validated);
 	put(b, "xtx_resolver_decisions_total{protocol=\"hades\",outcome=\"abort\"} %llu\n",
 	    (unsigned long long)r.hades_aborted);
+	family(b, "xtx_resolver_refused_total", "counter",
+	       "Messages to the resolver port ignored: not from a listed server, or malformed.");
+	put(b, "xtx_resolver_refused_total{reason=\"not_a_peer\"} %llu\n",
+	    (unsigned long long)r.strangers);
+	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
+	    (unsigned long long)r.malformed);
 	family(b, "xtx_resolver_fences_total", "counter",
 	       "Transactions fenced here because this server did not hold them.");
 	put(b, "xtx_resolver_fences_total{protocol=\"lock\"} %llu\n",

@@ -50,6 +50,7 @@ static struct {
 	struct xtxd_txns txns;
 	uint64_t last_scan;
 	uint64_t commits, aborts, fenced;
+	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
 	.live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -420,12 +421,16 @@ static void receive(void)
 			       &sl)) >= 0) {
 		sl = sizeof(src);
 		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
-		    m.h.nops != 1)
+		    m.h.nops != 1) {
+			__atomic_fetch_add(&R.malformed, 1, __ATOMIC_RELAXED);
 			continue;
+		}
 		/* only the listed servers take part, by their address */
 		from = xtxd_peers_index(&R.peers, src.sin_addr);
-		if (!peer_ok(from) || m.op.token != (uint64_t)from)
+		if (!peer_ok(from) || m.op.token != (uint64_t)from) {
+			__atomic_fetch_add(&R.strangers, 1, __ATOMIC_RELAXED);
 			continue;
+		}
 		if (xtxd_hres_receive(&m.op, m.h.flags & XTX_F_REPLY, from, &src))
 			continue;
 		if (m.h.flags & XTX_F_REPLY)
@@ -786,6 +791,8 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->commits = __atomic_load_n(&R.commits, __ATOMIC_RELAXED);
 	s->aborts = __atomic_load_n(&R.aborts, __ATOMIC_RELAXED);
 	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
+	s->strangers = __atomic_load_n(&R.strangers, __ATOMIC_RELAXED);
+	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
 	xtxd_hres_get_stats(&s->hades_validated, &s->hades_aborted, &s->hades_fenced);
 }
 

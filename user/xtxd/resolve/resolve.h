@@ -51,6 +51,8 @@ void xtxd_resolve_stop(void);
 struct xtxd_resolve_stats {
 	uint64_t commits, aborts, fenced;		/* OCC/2PL transactions */
 	uint64_t hades_validated, hades_aborted, hades_fenced;
+	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
+	uint64_t malformed;	/* messages of the wrong size or form: ignored */
 };
 
 /* The counters so far; safe from any thread. */

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Who may talk to the server: the client allowlist, an LPM trie of IPv4 prefixes. */
+#ifndef XTX_BPF_ALLOW_H
+#define XTX_BPF_ALLOW_H
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/maps.h>
+#include "maps.h"
+
+/*
+ * With the allowlist on, a sender outside every listed prefix is dropped
+ * before anything is parsed further or changed; off (the default, so a
+ * fresh server answers the test clients), everyone is served.
+ */
+static __always_inline bool xtx_allowed(const struct xtx_runtime *rt, __u32 saddr)
+{
+	struct xtx_allow_key k = { .prefixlen = 32, .addr = saddr };
+
+	if (!rt || !(rt->flags & XTX_RTF_ALLOWLIST))
+		return true;
+	return bpf_map_lookup_elem(&xtx_allow, &k) != NULL;
+}
+
+#endif /* XTX_BPF_ALLOW_H */
