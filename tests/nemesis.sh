@@ -4,7 +4,7 @@
 # clients while faults are injected, one kind per run and then mixed; every run ends with the
 # invariant checks and must show that its faults happened. NEMESIS_FULL=1 (make nemesis) runs
 # the whole matrix; by default a quick subset.
-# checks: 40 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 52 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/integration/lib.sh"
 NSERVERS=3
 

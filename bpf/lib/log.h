@@ -13,8 +13,8 @@
 #include "locks.h"
 
 /*
- * A logged transaction is committed once every replica logged it: from
- * then on its locks must outlive any lease (design §5).
+ * An append that proves no grant (HADES, a backup, or an older client at
+ * the primary) still keeps a lock its transaction holds from the lease.
  */
 static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
 {
@@ -33,13 +33,46 @@ static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
 	}
 }
 
+/*
+ * The primary's proof (include/xtx/log.h): txn still holds the key's
+ * exclusive lock under the grant it was given, and from now on the lease
+ * never takes it back, since a transaction that logged everywhere is
+ * committed (design §5).  Checked and marked in one critical section, so no
+ * reclaim slips in between.  The caller has made sure the append cannot
+ * fail after this: a lock marked logged with no record would stay forever.
+ */
+static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
+{
+	struct xtx_lock_slot *s = xtx_lock_slot_get(xtx_hash(op->table, op->key));
+	__u8 st = XTX_ST_NOT_HELD;
+	int i;
+
+	if (!s)
+		return XTX_ST_BAD_ARG;
+	for (i = 0; i < 64; i++) {
+		if (xtx_slot_trylock(s)) {
+			if (s->excl && s->owner == op->txn &&
+			    (__u32)s->gen == xtx_log_grant_of(op->token)) {
+				s->flags |= XTX_LOCKF_LOGGED;
+				st = XTX_ST_OK;
+			}
+			xtx_slot_unlock(s);
+			return st;
+		}
+	}
+	xtx_count(XTX_CTR_LOCK_BUSY);
+	return XTX_ST_RETRY;
+}
+
 static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,
 						 __u8 extra)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), idx;
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
 	struct xtx_log_entry *e;
-	__u64 tail, packed = op->token, txn = op->txn;
+	__u64 tail, txn = op->txn;
+	__u16 rep[3];
+	__u8 st;
 
 	if (!c)
 		return XTX_ST_BAD_ARG;
@@ -62,6 +95,12 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	e = bpf_map_lookup_elem(&xtx_log, &idx);
 	if (!e)
 		return XTX_ST_BAD_ARG;
+	/* only this CPU appends to its ring, and XDP runs to completion: the room stays */
+	if (op->flags & XTX_OPF_LOG_PRIMARY) {
+		st = xtx_log_claim_grant(op);
+		if (st != XTX_ST_OK)
+			return st;
+	}
 	e->seq = tail;
 	e->txn = op->txn;
 	e->key = op->key;
@@ -71,15 +110,16 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
 		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) | extra;
-	e->nreplicas = (packed >> 48) > 3 ? 3 : packed >> 48;
-	e->replicas[0] = packed;
-	e->replicas[1] = packed >> 16;
-	e->replicas[2] = packed >> 32;
+	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
+	e->replicas[0] = rep[0];
+	e->replicas[1] = rep[1];
+	e->replicas[2] = rep[2];
 	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
 	/* publish: the entry's stores are ordered before the tail that exposes it */
 	__sync_lock_test_and_set(&c->tail, tail + 1);
 	c->appended++;
-	xtx_log_mark_lock(op);
+	if (!(op->flags & XTX_OPF_LOG_PRIMARY))
+		xtx_log_mark_lock(op);
 	op->version = tail;
 	return XTX_ST_OK;
 }

@@ -73,9 +73,17 @@ _Static_assert(sizeof(struct xtx_log_cursor) == 64, "cursor layout");
 /*
  * LOG_APPEND's request: txn, table, key, version, vlen/value as in the
  * entry; op.flags carries XTX_OPF_DELETE / XTX_OPF_LOG_LAST; op.token packs
- * the replica set: bits 0-47 three 16-bit server indices, bits 48-63 their
- * count.  The reply's version is the entry's seq.  A successful append also
- * marks the transaction's lock on the key logged: never reclaimed by lease.
+ * the replica set: bits 0-23 three 8-bit server indices, bits 24-31 their
+ * count, and, at the key's primary, bits 32-63 the grant (the low 32 bits of
+ * the token the lock was granted with).  The reply's version is the entry's
+ * seq.
+ *
+ * At the primary (XTX_OPF_LOG_PRIMARY) the append proves the transaction
+ * still holds the key's exclusive lock under that grant: it marks the lock
+ * logged (never reclaimed by lease from then on) and appends, or, when the
+ * lease took the lock back and the grant is gone, appends nothing and answers
+ * XTX_ST_NOT_HELD: the coordinator aborts before its commit point instead of
+ * overwriting what another transaction committed meanwhile.
  *
  * xtxd's resolver (user/xtxd/resolve/resolve.h) takes a server's part of the
  * record as complete once the LAST write arrived, so a coordinator sends
@@ -86,12 +94,29 @@ _Static_assert(sizeof(struct xtx_log_cursor) == 64, "cursor layout");
  */
 static inline __u64 xtx_log_replicas_pack(const __u16 *r, __u8 n)
 {
-	__u64 v = (__u64)n << 48;
+	__u64 v = (__u64)n << 24;
 	unsigned int i;
 
 	for (i = 0; i < n && i < 3; i++)
-		v |= (__u64)r[i] << (16 * i);
+		v |= (__u64)(r[i] & 0xff) << (8 * i);
 	return v;
+}
+
+/* The replica set of a packed token: count (at most 3) and server indices. */
+static inline __u8 xtx_log_replicas_unpack(__u64 token, __u16 *r)
+{
+	__u8 n = (__u8)(token >> 24);
+
+	r[0] = token & 0xff;
+	r[1] = (token >> 8) & 0xff;
+	r[2] = (token >> 16) & 0xff;
+	return n > 3 ? 3 : n;
+}
+
+/* The grant a primary's LOG_APPEND proves (bits 32-63 of its token). */
+static inline __u32 xtx_log_grant_of(__u64 token)
+{
+	return (__u32)(token >> 32);
 }
 
 #endif /* XTX_TXLOG_H */

@@ -227,6 +227,7 @@ enum xtx_status {
 	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
 	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
 	XTX_ST_FENCED = 24,	/* log append: the servers decided this txn without it: abort */
+	XTX_ST_NOT_HELD = 25,	/* log append at the primary: the lock's grant is gone: abort */
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */
@@ -247,6 +248,7 @@ enum xtx_status {
 #define XTX_OPF_NO_VALUE	0x1000	/* lock ops: grant only, do not read the value */
 #define XTX_OPF_DELETE		0x2000	/* commits, log: delete the key at the new version */
 #define XTX_OPF_LOG_LAST	0x4000	/* log: the transaction's last write on this server */
+#define XTX_OPF_LOG_PRIMARY	0x8000	/* log: at the key's primary: prove the grant (log.h) */
 /* Reply: the key does not exist; version is what a creating commit expects. */
 #define XTX_TXF_ABSENT		0x100
 

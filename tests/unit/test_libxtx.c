@@ -237,6 +237,8 @@ static void test_occ_commit_sequence(void)
 	struct txn_opref refs[32];
 	unsigned int n, i, last[NSRV] = { 0 };
 	struct xtx_op op;
+	__u16 rep[3];
+	bool primary;
 
 	if (!c)
 		return;
@@ -256,7 +258,13 @@ static void test_occ_commit_sequence(void)
 	for (i = 0; i < n; i++) {
 		txn_fill_op(&refs[i], &op);
 		CHECK(op.version == 8, "log records the new version");
-		CHECK(op.token >> 48 == 3, "log names 3 replicas");
+		CHECK(xtx_log_replicas_unpack(op.token, rep) == 3, "log names 3 replicas");
+		primary = refs[i].server == xtx_replica_of(c, 1, op.key, 0);
+		CHECK(!!(op.flags & XTX_OPF_LOG_PRIMARY) == primary,
+		      "only the primary's append proves the grant");
+		CHECK(!primary || xtx_log_grant_of(op.token) == 90 || xtx_log_grant_of(op.token) == 91,
+		      "... with the token the lock was granted with (%u)",
+		      xtx_log_grant_of(op.token));
 		last[refs[i].server] += !!(op.flags & XTX_OPF_LOG_LAST);
 		answer(&refs[i], XTX_ST_OK, i, 0, 0);
 	}

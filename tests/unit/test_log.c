@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
-/* checks: 10 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 11 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -152,6 +152,93 @@ static void test_logged_lock_not_reclaimed(void)
 	run(&r);
 	CHECK(out_op(&r, 0)->status == XTX_ST_REJECTED && (out_op(&r, 0)->flags & XTX_LOCKF_LOGGED),
 	      "a logged transaction's lock was reclaimed (%u)", out_op(&r, 0)->status);
+	memset(&rt, 0, sizeof(rt));
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+}
+
+/* A lock op of txn_seq on key: the reply (status, token). */
+static struct xtx_op lock_key(__u64 txn_seq, __u64 key, __u8 opcode)
+{
+	struct run r;
+
+	make_req(&r, CLIENT, next_req++, 1, opcode);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, txn_seq);
+	in_op(&r, 0)->key = key;
+	run(&r);
+	return *out_op(&r, 0);
+}
+
+/* A primary's append proving grant: LOG_APPEND with XTX_OPF_LOG_PRIMARY. */
+static struct xtx_op append_primary(__u64 txn_seq, __u64 key, __u64 grant)
+{
+	static const __u16 replicas[3] = { 0, 1, 2 };
+	struct run r;
+
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOG_APPEND);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, txn_seq);
+	in_op(&r, 0)->key = key;
+	in_op(&r, 0)->version = 9;
+	in_op(&r, 0)->flags = XTX_OPF_LOG_PRIMARY | XTX_OPF_LOG_LAST;
+	in_op(&r, 0)->token = xtx_log_replicas_pack(replicas, 3) | (grant << 32);
+	in_op(&r, 0)->vlen = 8;
+	run(&r);
+	return *out_op(&r, 0);
+}
+
+/*
+ * The slow coordinator: its lock is taken back by the lease and granted to
+ * another, so its append at the primary must not go in (nothing appended),
+ * while the new holder's does, and pins the lock against the lease.  A
+ * holder that took the same slot again after the reclaim proves nothing
+ * with its first grant either.
+ */
+static void test_primary_append_proves_grant(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_runtime rt = { .lock_lease_ns = 2 * 1000 * 1000 };
+	struct xtx_log_cursor before;
+	struct xtx_op g1, g2, o;
+	__u32 zero = 0;
+
+	set_head(cursor().tail);
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+	g1 = lock_key(60, 70, XTX_OP_LOCK_EXCL);
+	CHECK(g1.status == XTX_ST_OK, "T1 locks");
+	nanosleep(&ms5, NULL);			/* T1 stalls past the lease */
+	g2 = lock_key(61, 70, XTX_OP_LOCK_EXCL);
+	CHECK(g2.status == XTX_ST_OK && (g2.flags & XTX_LOCKF_RECLAIMED) && g2.token != g1.token,
+	      "T2 takes the lock back from T1 (status %u)", g2.status);
+	before = cursor();
+	o = append_primary(60, 70, g1.token);
+	CHECK(o.status == XTX_ST_NOT_HELD && cursor().tail == before.tail,
+	      "T1's append at the primary is refused, nothing appended (status %u)", o.status);
+	o = append_primary(61, 70, g2.token);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + 1,
+	      "T2's append proves its grant (status %u)", o.status);
+	nanosleep(&ms5, NULL);
+	o = lock_key(62, 70, XTX_OP_LOCK_EXCL);
+	CHECK(o.status == XTX_ST_REJECTED && (o.flags & XTX_LOCKF_LOGGED),
+	      "T2's proven lock is not reclaimed past the lease (status %u)", o.status);
+
+	/* the same transaction, granted again after a reclaim: the old grant proves nothing */
+	g1 = lock_key(63, 71, XTX_OP_LOCK_EXCL);
+	nanosleep(&ms5, NULL);
+	g2 = lock_key(63, 71, XTX_OP_LOCK_EXCL);
+	CHECK(g2.status == XTX_ST_OK && g2.token != g1.token, "T reacquires after its lease ran out");
+	o = append_primary(63, 71, g1.token);
+	CHECK(o.status == XTX_ST_NOT_HELD, "a grant from before the reclaim is refused (%u)",
+	      o.status);
+	o = append_primary(63, 71, g2.token);
+	CHECK(o.status == XTX_ST_OK, "the current grant is accepted (%u)", o.status);
+	/* a full log refuses before it pins anything: no lock logged without a record */
+	g1 = lock_key(64, 72, XTX_OP_LOCK_EXCL);
+	set_head(cursor().tail - RING);
+	o = append_primary(64, 72, g1.token);
+	CHECK(o.status == XTX_ST_LOG_FULL, "a full log answers LOG_FULL (%u)", o.status);
+	nanosleep(&ms5, NULL);
+	o = lock_key(65, 72, XTX_OP_LOCK_EXCL);
+	CHECK(o.status == XTX_ST_OK, "... and left the lock to its lease (%u)", o.status);
+	set_head(cursor().tail);
 	memset(&rt, 0, sizeof(rt));
 	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
 }
@@ -364,6 +451,7 @@ int main(void)
 	RUN_CASE(test_full_then_wrap);
 	RUN_CASE(test_duplicate_appends_once);
 	RUN_CASE(test_logged_lock_not_reclaimed);
+	RUN_CASE(test_primary_append_proves_grant);
 	RUN_CASE(test_append_needs_own_txn);
 	RUN_CASE(test_fenced_txn_refused);
 	RUN_CASE(test_decide_rule);

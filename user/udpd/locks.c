@@ -210,6 +210,17 @@ void udpd_lock_release_excl(struct udpd_stripe *s, uint64_t hash, uint8_t table,
 	drop_if_free(p);
 }
 
+uint8_t udpd_lock_claim_grant(struct udpd_stripe *s, uint64_t hash, uint8_t table, uint64_t key,
+			      uint64_t txn, uint32_t grant)
+{
+	struct udpd_lock *l = *find(s, hash, table, key);
+
+	if (!l || !l->excl || l->owner != txn || (uint32_t)l->gen != grant)
+		return XTX_ST_NOT_HELD;
+	l->flags |= XTX_LOCKF_LOGGED;
+	return XTX_ST_OK;
+}
+
 void udpd_lock_mark_logged(struct udpd_stripe *s, uint64_t hash, uint8_t table, uint64_t key,
 			   uint64_t txn)
 {

@@ -41,6 +41,13 @@ uint32_t udpd_lock_state(struct udpd_stripe *s, uint64_t hash, uint8_t table, ui
 /* A commit's unlock: txn's exclusive hold with token, if it is still there. */
 void udpd_lock_release_excl(struct udpd_stripe *s, uint64_t hash, uint8_t table, uint64_t key,
 			    uint64_t txn, uint64_t token);
+/*
+ * The primary's proof before a log append (include/xtx/log.h): txn holds the
+ * key's exclusive lock under grant (the token's low 32 bits): mark it logged
+ * and answer XTX_ST_OK, else XTX_ST_NOT_HELD.
+ */
+uint8_t udpd_lock_claim_grant(struct udpd_stripe *s, uint64_t hash, uint8_t table, uint64_t key,
+			      uint64_t txn, uint32_t grant);
 /* A logged write: txn's exclusive lock on the key is never reclaimed by lease. */
 void udpd_lock_mark_logged(struct udpd_stripe *s, uint64_t hash, uint8_t table, uint64_t key,
 			   uint64_t txn);

@@ -55,6 +55,11 @@ void udpd_txlog_free(struct udpd_txlog *l)
 	free(l);
 }
 
+bool udpd_txlog_has_room(const struct udpd_txlog *l)
+{
+	return l->tail - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) < l->size;
+}
+
 uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id)
 {
 	uint64_t tail = l->tail, packed = op->token;
@@ -75,10 +80,7 @@ uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t clie
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
 		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0);
-	e->nreplicas = (packed >> 48) > 3 ? 3 : packed >> 48;
-	e->replicas[0] = packed;
-	e->replicas[1] = packed >> 16;
-	e->replicas[2] = packed >> 32;
+	e->nreplicas = xtx_log_replicas_unpack(packed, e->replicas);
 	e->pad = 0;
 	memcpy(e->value, op->value, XTX_VALUE_MAX);
 	/* publish: the entry's stores are ordered before the tail that exposes it */

@@ -3,6 +3,7 @@
 #ifndef XTX_UDPD_TXLOG_H
 #define XTX_UDPD_TXLOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <xtx/proto.h>
 
@@ -18,6 +19,8 @@ void udpd_txlog_free(struct udpd_txlog *l);
  * Only the ring's own thread appends.  XTX_ST_OK with op->version = the
  * entry's seq, or XTX_ST_LOG_FULL when the drain is behind (nothing written).
  */
+/* An append now would not be refused LOG_FULL (only its own worker appends to a log). */
+bool udpd_txlog_has_room(const struct udpd_txlog *l);
 uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id);
 
 /*

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Transaction ops as bpf/lib/txn.h runs them: a lock half and a KV half, fused. */
 #include <xtx/hash.h>
+#include <xtx/log.h>
 #include "kv.h"
 #include "locks.h"
 #include "store.h"
@@ -93,6 +94,16 @@ uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_
 	struct udpd_stripe *s = udpd_stripe_of(w->srv->store, h);
 	uint8_t st;
 
+	if (op->opcode == XTX_OP_LOG_APPEND && (op->flags & XTX_OPF_LOG_PRIMARY)) {
+		/* room first: a lock marked logged with no record would stay forever */
+		if (!udpd_txlog_has_room(w->log))
+			return udpd_txlog_append(w->log, op, client_id);	/* counts LOG_FULL */
+		pthread_mutex_lock(&s->mu);
+		st = udpd_lock_claim_grant(s, h, op->table, op->key, op->txn,
+					   xtx_log_grant_of(op->token));
+		pthread_mutex_unlock(&s->mu);
+		return st == XTX_ST_OK ? udpd_txlog_append(w->log, op, client_id) : st;
+	}
 	if (op->opcode == XTX_OP_LOG_APPEND) {
 		st = udpd_txlog_append(w->log, op, client_id);
 		if (st != XTX_ST_OK)

@@ -48,6 +48,11 @@ void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_
 		txn_fill_value(op, k);
 		if (ref->oflags & OPR_LAST)
 			op->flags |= XTX_OPF_LOG_LAST;
+		if (!(ref->oflags & OPR_REPLICA)) {
+			/* the primary holds the lock: the append proves the grant (xtx/log.h) */
+			op->flags |= XTX_OPF_LOG_PRIMARY;
+			op->token |= (uint64_t)(uint32_t)k->token << 32;
+		}
 		break;
 	case TOP_COMMIT_BACKUP:
 		op->opcode = XTX_OP_COMMIT_BACKUP;
@@ -68,6 +73,13 @@ void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_
 		op->opcode = XTX_OP_UNLOCK_SHARED;
 		op->token = k->shared_token;
 		break;
+	case TOP_VALIDATE:
+		op->opcode = XTX_OP_OCC_VALIDATE;
+		op->version = k->version;
+		break;
+	case TOP_VALIDATE_ABSENT:
+		op->opcode = XTX_OP_READ;
+		break;
 	default:
 		/* the protocol's own kinds: it fills the opcode */
 		break;
@@ -75,6 +87,16 @@ void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_
 }
 
 /* ---- replies -------------------------------------------------------------- */
+
+/* Keys the step function read. */
+static unsigned int lk_reads(const struct xtx_txn *t)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < t->nkeys; i++)
+		n += !!(t->keys[i].flags & KF_READ);
+	return n;
+}
 
 bool lk_locked_by_other(const struct xtx_op *op)
 {
@@ -124,8 +146,12 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_LOG:
 		if (st == XTX_ST_LOG_FULL)
 			txn_abort_for(t, XTX_CAUSE_FULL);
-		else if (st == XTX_ST_FENCED)
-			/* too slow: the servers decided the transaction without us */
+		else if (st == XTX_ST_FENCED || st == XTX_ST_NOT_HELD)
+			/*
+			 * too slow: the servers decided the transaction without us,
+			 * or the lease took the lock back and another may have
+			 * committed the key since
+			 */
 			txn_abort_for(t, XTX_CAUSE_LEASE);
 		else if (st != XTX_ST_OK)
 			txn_refused(t, op);
@@ -135,9 +161,31 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 		if (st != XTX_ST_OK && st != XTX_ST_ALREADY_APPLIED)
 			txn_commit_doubt(t, op);
 		break;
+	case TOP_VALIDATE:
+		if (st == XTX_ST_LOCKED || st == XTX_ST_CHANGED || st == XTX_ST_NOT_FOUND)
+			txn_abort_for(t, XTX_CAUSE_VALIDATION);
+		else if (st != XTX_ST_OK)
+			txn_refused(t, op);
+		break;
+	case TOP_VALIDATE_ABSENT:
+		if (st == XTX_ST_OK || (st == XTX_ST_NOT_FOUND && lk_locked_by_other(op)))
+			txn_abort_for(t, XTX_CAUSE_VALIDATION);
+		else if (st != XTX_ST_NOT_FOUND)
+			txn_refused(t, op);
+		break;
 	case TOP_UNLOCK_EXCL:
 	case TOP_UNLOCK_SHARED:
-		/* a stale release changed nothing, which is all an abort needs */
+		/*
+		 * A stale release changed nothing, which is all an abort needs.
+		 * A read-only transaction's reads are consistent only if every
+		 * lock was still held when released: one the lease took back may
+		 * have been written over meanwhile.
+		 */
+		if ((op->flags & XTX_LOCKF_STALE) && t->phase == PH_RELEASE &&
+		    t->release_outcome == XTX_COMMITTED && lk_reads(t) > 1) {
+			t->release_outcome = XTX_ABORTED;
+			txn_abort_for(t, XTX_CAUSE_LEASE);
+		}
 		break;
 	default:
 		txn_refused(t, op);

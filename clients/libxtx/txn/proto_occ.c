@@ -51,18 +51,8 @@ static void occ_phases(struct xtx_txn *t)
 static void occ_fill_op(const struct txn_opref *ref, struct xtx_op *op)
 {
 	lk_fill_op(ref, op, &occ_rules);
-	switch (ref->kind) {
-	case TOP_READ:
-	case TOP_VALIDATE_ABSENT:
+	if (ref->kind == TOP_READ)
 		op->opcode = XTX_OP_READ;
-		break;
-	case TOP_VALIDATE:
-		op->opcode = XTX_OP_OCC_VALIDATE;
-		op->version = ref->t->keys[ref->key].version;
-		break;
-	default:
-		break;
-	}
 }
 
 static void occ_on_reply(struct txn_opref *ref, const struct xtx_op *op)
@@ -82,18 +72,6 @@ static void occ_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 		/* FaSST: a reader that finds the key locked aborts */
 		if (lk_locked_by_other(op))
 			txn_abort_for(t, XTX_CAUSE_LOCK);
-		break;
-	case TOP_VALIDATE:
-		if (st == XTX_ST_LOCKED || st == XTX_ST_CHANGED || st == XTX_ST_NOT_FOUND)
-			txn_abort_for(t, XTX_CAUSE_VALIDATION);
-		else if (st != XTX_ST_OK)
-			txn_refused(t, op);
-		break;
-	case TOP_VALIDATE_ABSENT:
-		if (st == XTX_ST_OK || (st == XTX_ST_NOT_FOUND && lk_locked_by_other(op)))
-			txn_abort_for(t, XTX_CAUSE_VALIDATION);
-		else if (st != XTX_ST_NOT_FOUND)
-			txn_refused(t, op);
 		break;
 	default:
 		lk_on_reply(ref, op);
