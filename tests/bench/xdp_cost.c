@@ -24,13 +24,16 @@
 #define ITERS 200000
 
 enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
-	    K_GET_BLOOM_MISS, K_LOG_APPEND };
+	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY };
 
 struct bench_case {
 	const char *name;
 	enum kind kind;
 	int ops;		/* ops per packet */
+	bool allowlist;		/* the allowlist on, the sender among ALLOW_PREFIXES prefixes */
 };
+
+#define ALLOW_PREFIXES	64
 
 static __u64 req_id = 1;
 
@@ -84,10 +87,16 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
 			break;
 		case K_LOG_APPEND:
+		case K_LOG_PRIMARY:
 			op = xtx_msg_add(payload, XTX_OP_LOG_APPEND, 0, bench_key(i));
 			op->txn = txn;
 			op->version = iter + 1;
 			op->vlen = XTX_VALUE_MAX;
+			if (c->kind == K_LOG_PRIMARY) {
+				/* held since lock_for_log(): each append proves that grant */
+				op->flags = XTX_OPF_LOG_PRIMARY;
+				op->token = (gen0[i] & 0xffffffffull) << 32;
+			}
 			break;
 		case K_LOCK_PAIRS:
 		case K_SHARED_PAIRS:
@@ -147,7 +156,7 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 			for (i = 1; i < c->ops; i += 2)
 				bad += (out_op(&r, i)->flags & XTX_LOCKF_STALE) ||
 				       out_op(&r, i - 1)->status != XTX_ST_OK;
-		if (c->kind == K_LOG_APPEND) {
+		if (c->kind == K_LOG_APPEND || c->kind == K_LOG_PRIMARY) {
 			/* what xtxd's drain does, outside the timed run: the log never fills */
 			drain_log();
 			for (i = 0; i < c->ops; i++)
@@ -164,6 +173,50 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 	}
 	*ns_per_pkt = (double)total / ITERS;
 	return 0;
+}
+
+/* The primary-append case's locks, held by its transaction for the whole run. */
+static int lock_for_log(void)
+{
+	static struct run r;
+	uint8_t payload[PKT_MAX];
+	int i;
+
+	xtx_msg_init(payload, 1, req_id++);
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		xtx_msg_add(payload, XTX_OP_LOCK_EXCL, 0, bench_key(i))->txn = xtx_txn_make(1, 7);
+	r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(XTX_MAX_OPS));
+	if (run(&r))
+		return -1;
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		if (out_op(&r, i)->status != XTX_ST_OK)
+			return -1;
+	return 0;
+}
+
+/* The allowlist on with n prefixes, the benchmark's sender in the last; or off. */
+static void set_allowlist(bool on, int n)
+{
+	int rt_fd = bpf_map__fd(skel->maps.xtx_runtime), fd = bpf_map__fd(skel->maps.xtx_allow);
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+	__u8 one = 1;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct xtx_allow_key k = { .prefixlen = 24,
+					   .addr = htonl(0x0a000000u + ((__u32)i << 8)) };
+
+		if (i == n - 1)
+			k.addr = htonl(pkt_default_addrs.saddr & 0xffffff00u);
+		if (on)
+			bpf_map_update_elem(fd, &k, &one, BPF_ANY);
+		else
+			bpf_map_delete_elem(fd, &k);
+	}
+	bpf_map_lookup_elem(rt_fd, &zero, &rt);
+	rt.flags = on ? rt.flags | XTX_RTF_ALLOWLIST : rt.flags & ~XTX_RTF_ALLOWLIST;
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
 }
 
 /* The keys the KV cases read and write, inserted once through the program itself. */
@@ -192,23 +245,27 @@ static int populate(void)
 int main(void)
 {
 	static const struct bench_case cases[] = {
-		{ "pass-through (not xtx)", K_PASS, 0 },
-		{ "ping", K_PING, 1 },
-		{ "ping", K_PING, 16 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16 },
-		{ "occ_validate", K_VALIDATE, 1 },
-		{ "occ_validate", K_VALIDATE, 16 },
-		{ "get (kernel hit)", K_GET_HIT, 1 },
-		{ "get (kernel hit)", K_GET_HIT, 16 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 1 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 16 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16 },
-		{ "log_append", K_LOG_APPEND, 1 },
-		{ "log_append", K_LOG_APPEND, 16 },
+		{ "pass-through (not xtx)", K_PASS, 0, false },
+		{ "ping", K_PING, 1, false },
+		{ "ping", K_PING, 16, false },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2, false },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16, false },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2, false },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16, false },
+		{ "occ_validate", K_VALIDATE, 1, false },
+		{ "occ_validate", K_VALIDATE, 16, false },
+		{ "get (kernel hit)", K_GET_HIT, 1, false },
+		{ "get (kernel hit)", K_GET_HIT, 16, false },
+		{ "update (kernel hit)", K_UPDATE_HIT, 1, false },
+		{ "update (kernel hit)", K_UPDATE_HIT, 16, false },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, false },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, false },
+		{ "log_append", K_LOG_APPEND, 1, false },
+		{ "log_append", K_LOG_APPEND, 16, false },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, false },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, false },
+		{ "ping, allowlist of 64 on", K_PING, 1, true },
+		{ "ping, allowlist of 64 on", K_PING, 16, true },
 	};
 	unsigned int i;
 	double ns;
@@ -225,6 +282,13 @@ int main(void)
 	}
 	printf("%-28s %8s %12s %10s\n", "case", "ops/pkt", "ns/packet", "ns/op");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].kind == K_LOG_PRIMARY && i && cases[i - 1].kind != K_LOG_PRIMARY &&
+		    lock_for_log()) {
+			fprintf(stderr, "Error: locking the keys the primary appends prove\n");
+			xtx_xdp__destroy(skel);
+			return 1;
+		}
+		set_allowlist(cases[i].allowlist, ALLOW_PREFIXES);
 		if (measure(&cases[i], &ns)) {
 			xtx_xdp__destroy(skel);
 			return 1;
