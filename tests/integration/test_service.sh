@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
 # root-only, make install laying out binaries, man pages and a unit systemd accepts.
-# checks: 26 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 29 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
-setup_servers --metrics :9370 --peers "$(server_ip 0)"
+setup_servers --metrics :9370 --peers "$(server_ip 0)" --snapshot-every 1s
 SERVERS=$(all_server_ips)
 tmp=$(mktemp -d /tmp/xtx-test-service.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
@@ -24,7 +24,13 @@ before=$(scrape)
 check "scrape answers before any traffic" test -n "$before"
 client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 2s >/dev/null 2>&1 &
 bank=$!
-sleep 1
+sleep 0.5
+top=$(ctl 0 top --interval 300 --refreshes 2)
+rc=$?
+check "xtxctl top refreshes with live rates (exit $rc)" \
+	test "$rc" -eq 0 -a "$(grep -c '^packets in' <<<"$top")" -eq 2
+rate=$(awk '/^ops /{v=$2} END{print v+0}' <<<"$top")
+check "... showing the ops the run sends (${rate}/s)" test "${rate%%/*}" -gt 0
 during=$(scrape)
 wait "$bank"
 rc=$?
@@ -131,6 +137,14 @@ n=$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')
 k=$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')
 check "a resolver message from a non-peer is ignored and counted (${n:-?}), a malformed one too (${k:-?})" \
 	test "${n:-0}" -ge 1 -a "${k:-0}" -ge 1
+
+# Housekeeping: --snapshot-every snapshots on its own, and old ones and covered logs go.
+sleep 1.5
+snaps=$(metric "$(scrape)" xtx_snapshots_total)
+dir=/var/lib/xtx/$(server_ns 0)-$(server_dev 0)
+files=$(ls "$dir"/snapshot-*.xsnap 2>/dev/null | wc -l)
+check "--snapshot-every took snapshots (${snaps:-0}) and kept only the newest (${files} on disk)" \
+	test "${snaps:-0}" -ge 2 -a "$files" -ge 1 -a "$files" -le 2
 
 sock=/run/xtx/$(server_ns 0)-$(server_dev 0).sock
 mode=$(stat -c '%a %U' "$sock" 2>/dev/null)

@@ -24,6 +24,7 @@
 #include "num.h"
 #include "allow.h"
 #include "occupancy.h"
+#include "top.h"
 #include "stats_read.h"
 #include "target.h"
 #include "loadgen.h"
@@ -41,6 +42,8 @@ struct ctl_opts {
 	uint32_t vsize;
 	const char *file;
 	const char *data_dir;	/* log: where xtxd drains to, if not its default */
+	uint32_t interval_ms;	/* top: refresh period */
+	uint32_t refreshes;	/* top: how many, 0 until interrupted */
 };
 
 static void usage(FILE *out)
@@ -51,6 +54,9 @@ static void usage(FILE *out)
 		"\n"
 		"Commands:\n"
 		"  stats [--json]          packet, op and status counters, summed over CPUs\n"
+		"  top [--interval MS] [--refreshes N]\n"
+		"                          live rates, rare-path share, busiest ops, lock and\n"
+		"                          HADES occupancy (default every 1000 ms until Ctrl-C)\n"
 		"  info [--json]           how the loaded program was configured\n"
 		"  allow add|del CIDR[,...]  change the client allowlist (add switches it on)\n"
 		"  allow list|on|off       show it, or switch enforcement (the list is kept)\n"
@@ -1085,7 +1091,7 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 }
 
 enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
-       OPT_FILE, OPT_PRINT, OPT_DATA_DIR };
+       OPT_FILE, OPT_PRINT, OPT_DATA_DIR, OPT_INTERVAL, OPT_COUNT_TOP };
 
 int main(int argc, char **argv)
 {
@@ -1104,11 +1110,13 @@ int main(int argc, char **argv)
 		{ "file", required_argument, NULL, OPT_FILE },
 		{ "print", no_argument, NULL, OPT_PRINT },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "refreshes", required_argument, NULL, OPT_COUNT_TOP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct ctl_opts o = { .table = -1, .seed = XTXD_LOAD_SEED_DEFAULT };
+	struct ctl_opts o = { .table = -1, .seed = XTXD_LOAD_SEED_DEFAULT, .interval_ms = 1000 };
 	struct xtx_target t;
 	const char *cmd;
 	uint32_t table;
@@ -1162,6 +1170,14 @@ int main(int argc, char **argv)
 		case OPT_FILE: o.file = optarg; break;
 		case OPT_PRINT: o.print = true; break;
 		case OPT_DATA_DIR: o.data_dir = optarg; break;
+		case OPT_INTERVAL:
+			if (xtx_parse_u32("--interval", optarg, 100, 3600000, &o.interval_ms))
+				return 2;
+			break;
+		case OPT_COUNT_TOP:
+			if (xtx_parse_u32("--refreshes", optarg, 1, 1000000, &o.refreshes))
+				return 2;
+			break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -1222,6 +1238,8 @@ int main(int argc, char **argv)
 		return cmd_load(&t, &o);
 	if (!strcmp(cmd, "log"))
 		return cmd_log(&t, &o, argv[optind + 1]);
+	if (!strcmp(cmd, "top"))
+		return xtxctl_top(&t, o.interval_ms, o.refreshes);
 	if (!strcmp(cmd, "allow"))
 		return cmd_allow(&t, &o, argv[optind + 1], optind + 2 < argc ? argv[optind + 2] : NULL);
 	if (!strcmp(cmd, "unload"))

@@ -29,6 +29,7 @@
 #include "log/recover.h"
 #include "resolve/resolve.h"
 #include "log/snapshot.h"
+#include "housekeeping.h"
 #include "metrics.h"
 #include "target.h"
 
@@ -47,6 +48,7 @@ struct xtxd_opts {
 	const char *peers, *cluster;
 	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
 	const char *allow;		/* CIDR[,CIDR...]: the client allowlist, or NULL */
+	uint64_t snapshot_every_ns;	/* 0: snapshots only by hand */
 	struct sockaddr_in metrics_addr;
 	bool daemon;
 	bool replace;
@@ -114,6 +116,8 @@ static void usage(FILE *out)
 		"      --logfile PATH       default %s/<netns>-<iface>.log (daemon mode)\n"
 		"      --allow CIDR[,...]   serve only these sources (XDP drops and counts the rest;\n"
 		"                           xtxctl allow changes the list at run time)\n"
+		"      --snapshot-every DUR take a snapshot this often (e.g. 10m): it removes the log\n"
+		"                           segments it covers, so the data directory stays bounded\n"
 		"      --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
@@ -139,7 +143,8 @@ enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
-       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW };
+       OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
+       OPT_SNAPSHOT_EVERY };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -180,6 +185,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "logfile", required_argument, NULL, OPT_LOGFILE },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "allow", required_argument, NULL, OPT_ALLOW },
+		{ "snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -281,6 +287,14 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->allow = optarg;
 			break;
 		}
+		case OPT_SNAPSHOT_EVERY:
+			if (xtx_parse_duration("--snapshot-every", optarg, &o->snapshot_every_ns))
+				return -1;
+			if (o->snapshot_every_ns < 1000000000ull) {
+				fprintf(stderr, "Error: --snapshot-every: at least 1s\n");
+				return -1;
+			}
+			break;
 		case OPT_METRICS:
 			o->metrics = optarg;
 			if (xtxd_metrics_parse(optarg, &o->metrics_addr))
@@ -584,7 +598,9 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_logdrain_start(&t, &o.drain) || (adopted && rebuild_store(&t, datadir)) ||
-	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr))) {
+	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
+	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns)) {
+		xtxd_metrics_stop();
 		xtxd_control_stop();
 		xtxd_resolve_stop();
 		xtxd_rare_stop();
@@ -604,6 +620,7 @@ int main(int argc, char **argv)
 	xtx_daemon_ready(&ready_fd, 0);
 
 	serve_until_signal();
+	xtxd_housekeeping_stop();
 	xtxd_metrics_stop();
 	xtxd_control_stop();
 	xtxd_resolve_stop();

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
+#include "housekeeping.h"
 #include "log.h"
 #include "metrics.h"
 #include "names.h"
@@ -139,6 +140,8 @@ static void log_metrics(struct mbuf *b)
 	put(b, "xtx_log_capacity_entries %llu\n", (unsigned long long)l.ring);
 	family(b, "xtx_log_fsyncs_total", "counter", "fdatasync calls on log segments.");
 	put(b, "xtx_log_fsyncs_total %llu\n", (unsigned long long)l.fsyncs);
+	family(b, "xtx_snapshots_total", "counter", "Snapshots --snapshot-every took.");
+	put(b, "xtx_snapshots_total %llu\n", (unsigned long long)xtxd_housekeeping_snapshots());
 	family(b, "xtx_log_written_bytes_total", "counter", "Log record bytes written.");
 	put(b, "xtx_log_written_bytes_total %llu\n", (unsigned long long)l.bytes);
 }
