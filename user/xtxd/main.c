@@ -118,6 +118,9 @@ static void usage(FILE *out)
 		"                           xtxctl allow changes the list at run time)\n"
 		"      --snapshot-every DUR take a snapshot this often (e.g. 10m): it removes the log\n"
 		"                           segments it covers, so the data directory stays bounded\n"
+		"      --keep-decided DUR   keep a resolver decision this long once no log here needs\n"
+		"                           it, for late questions from peers (default 10m); a\n"
+		"                           snapshot then drops it from decided.xdec\n"
 		"      --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
@@ -144,7 +147,7 @@ enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
-       OPT_SNAPSHOT_EVERY };
+       OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -186,6 +189,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "allow", required_argument, NULL, OPT_ALLOW },
 		{ "snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY },
+		{ "keep-decided", required_argument, NULL, OPT_KEEP_DECIDED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -287,6 +291,13 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->allow = optarg;
 			break;
 		}
+		case OPT_KEEP_DECIDED:
+			if (xtx_parse_duration("--keep-decided", optarg, &o->resolve.keep_ns) ||
+			    !o->resolve.keep_ns) {
+				fprintf(stderr, "Error: --keep-decided must be above zero\n");
+				return -1;
+			}
+			break;
 		case OPT_SNAPSHOT_EVERY:
 			if (xtx_parse_duration("--snapshot-every", optarg, &o->snapshot_every_ns))
 				return -1;
@@ -592,8 +603,11 @@ int main(int argc, char **argv)
 	 */
 	o.resolve.port = o.load.port;
 	o.resolve.data_dir = datadir;
-	if (o.resolve.peers.n)
+	if (o.resolve.peers.n) {
 		xtxd_logdrain_set_observer(xtxd_resolve_observe);
+		/* logs a snapshot removed held the only reason to keep some decisions */
+		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
+	}
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||

@@ -193,6 +193,11 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.strangers);
 	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
 	    (unsigned long long)r.malformed);
+	family(b, "xtx_decisions_pruned_total", "counter",
+	       "Decisions dropped from decided.xdec: no log or peer can need them any more.");
+	put(b, "xtx_decisions_pruned_total %llu\n", (unsigned long long)r.decisions_pruned);
+	family(b, "xtx_decisions_kept", "gauge", "Decisions in decided.xdec after the last compaction.");
+	put(b, "xtx_decisions_kept %llu\n", (unsigned long long)r.decisions_kept);
 	family(b, "xtx_resolver_fences_total", "counter",
 	       "Transactions fenced here because this server did not hold them.");
 	put(b, "xtx_resolver_fences_total{protocol=\"lock\"} %llu\n",

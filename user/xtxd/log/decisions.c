@@ -27,6 +27,33 @@ int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome)
 	return fdatasync(fd) ? -errno : 0;
 }
 
+int xtxd_outcome_rewrite(int dirfd, const struct xtxd_outcome_rec *recs, size_t n)
+{
+	static const char tmp[] = XTXD_OUTCOME_FILE ".new";
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), err = 0;
+	size_t i;
+
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < n && !err; i++) {
+		struct xtxd_outcome_rec r = recs[i];
+
+		r.crc = xtx_crc32c(0, &r, offsetof(struct xtxd_outcome_rec, crc));
+		if (write(fd, &r, sizeof(r)) != sizeof(r))
+			err = -EIO;
+	}
+	if (!err && fdatasync(fd))
+		err = -errno;
+	close(fd);
+	if (!err && renameat(dirfd, tmp, dirfd, XTXD_OUTCOME_FILE))
+		err = -errno;
+	if (!err && fsync(dirfd))
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
 int xtxd_outcome_load(int dirfd, int (*fn)(uint64_t txn, uint32_t outcome, void *arg),
 		      void *arg)
 {

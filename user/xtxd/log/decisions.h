@@ -34,4 +34,11 @@ int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome);
 int xtxd_outcome_load(int dirfd, int (*fn)(uint64_t txn, uint32_t outcome, void *arg),
 		      void *arg);
 
+/*
+ * Replaces the file in dirfd by one holding just recs (written aside,
+ * synced, renamed over, directory synced): a crash leaves the old file or
+ * the new one, never a mix.  0 or a negative errno.
+ */
+int xtxd_outcome_rewrite(int dirfd, const struct xtxd_outcome_rec *recs, size_t n);
+
 #endif /* XTXD_DECISIONS_H */

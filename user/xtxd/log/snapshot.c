@@ -23,6 +23,13 @@
 
 static char snap_dir[PATH_MAX];
 
+static void (*after_snapshot)(void);
+
+void xtxd_snapshot_set_after(void (*fn)(void))
+{
+	after_snapshot = fn;
+}
+
 void xtxd_snapshot_set_dir(const char *dir)
 {
 	snprintf(snap_dir, sizeof(snap_dir), "%s", dir);
@@ -291,6 +298,8 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 	xtxd_out_printf(out, "snapshot: %llu keys, log positions %s, removed %u segments\n",
 			(unsigned long long)w.count - 1, line, removed);
 	xtxd_out_printf(out, "file: %s/%s\nOK\n", snap_dir, name);
+	if (removed && after_snapshot)
+		after_snapshot();
 	goto out;
 fail:
 	xtxd_out_printf(out, "ERR snapshot: %s %s: %s\n", why, tmp, strerror(-err));

@@ -70,6 +70,12 @@ int xtxd_snapshot_name_num(const char *name, uint32_t *num);
 
 /* Where snapshots go: xtxd's data directory (copied). */
 void xtxd_snapshot_set_dir(const char *dir);
+/*
+ * Called after every snapshot that removed log segments, from the thread
+ * that took it: what only the remaining logs need can go too (the
+ * resolver's decisions).  Must not block.  Set before any snapshot.
+ */
+void xtxd_snapshot_set_after(void (*fn)(void));
 
 /*
  * The control channel's "snapshot": writes the snapshot, then removes the

@@ -35,7 +35,7 @@
 #define FENCE_GRACE_NS		(5ull * 1000 * 1000)
 #define SEEN_TIMEOUT_NS		(2ull * 1000 * 1000 * 1000)
 /* A decided transaction is remembered this long, to answer late questions. */
-#define KEEP_DECIDED_NS		(600ull * 1000 * 1000 * 1000)
+#define KEEP_DECIDED_DEFAULT_NS	(600ull * 1000 * 1000 * 1000)
 
 static struct {
 	bool running;
@@ -44,6 +44,7 @@ static struct {
 	struct xtxd_peers peers;
 	uint16_t peer_port;
 	uint64_t after_ns;
+	uint64_t keep_ns;		/* --keep-decided */
 	struct xtxd_live live;
 	size_t kv_size;
 	pthread_mutex_t mu;	/* txns: the drain thread adds, the resolver does the rest */
@@ -51,6 +52,8 @@ static struct {
 	uint64_t last_scan;
 	uint64_t commits, aborts, fenced;
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
+	bool compact;			/* a snapshot removed logs: compact decided.xdec */
+	uint64_t pruned, kept;		/* decisions dropped by compaction, and left */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
 	.live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -541,7 +544,7 @@ static void pick(struct xtxd_txn *x, void *arg)
 	}
 	if (x->outcome != XTXD_OUT_NONE) {
 		/* long after: the coordinator's lease is long gone, and the fence map is finite */
-		if (s->now - x->decided_ns > KEEP_DECIDED_NS) {
+		if (s->now - x->decided_ns > R.keep_ns) {
 			bpf_map_delete_elem(R.fence_fd, &x->txn);
 			xtxd_txns_del(&R.txns, x->txn);
 			s->unfenced++;
@@ -611,6 +614,136 @@ static void scan(void)
 	pthread_mutex_unlock(&R.mu);
 }
 
+/* ---- compacting the decisions file ---- */
+
+/* A growable array of txn ids, sorted before lookups. */
+struct idset {
+	uint64_t *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void idset_add(struct idset *s, uint64_t id)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v) {
+			s->oom = true;
+			return;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = id;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool idset_has(const struct idset *s, uint64_t id)
+{
+	return bsearch(&id, s->v, s->n, sizeof(id), cmp_u64) != NULL;
+}
+
+static void keep_recent(struct xtxd_txn *x, void *arg)
+{
+	if (x->outcome != XTXD_OUT_NONE)
+		idset_add(arg, x->txn);
+}
+
+struct decided {
+	struct xtxd_outcome_rec *r;
+	size_t n, cap;
+};
+
+static int collect_decision(uint64_t txn, uint32_t outcome, void *arg)
+{
+	struct decided *d = arg;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 1024;
+		struct xtxd_outcome_rec *r = realloc(d->r, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		d->r = r;
+		d->cap = cap;
+	}
+	d->r[d->n++] = (struct xtxd_outcome_rec){ .txn = txn, .outcome = outcome };
+	return 0;
+}
+
+/*
+ * Recovery needs a decision while a record of its transaction is in the
+ * logs; a peer may ask for it while the transaction is in our table (the
+ * table forgets a decision --keep-decided after it, as it forgets fences).
+ * Everything else goes.  Runs on the resolver thread, the file's only writer.
+ */
+static void compact_decisions(void)
+{
+	struct idset keep = {};
+	struct decided d = {};
+	struct xtx_logseg *segs = NULL;
+	struct xtx_log_entry e;
+	struct xtx_logr r;
+	size_t nsegs = 0, i, kept = 0;
+	int err, fd;
+
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, keep_recent, &keep);
+	pthread_mutex_unlock(&R.mu);
+	err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
+	for (i = 0; !err && i < nsegs; i++) {
+		if (xtx_logr_open(&r, R.dirfd, segs[i].name))
+			continue;
+		while (xtx_logr_next(&r, &e) == 1)
+			idset_add(&keep, e.txn);
+		xtx_logr_close(&r);
+	}
+	free(segs);
+	if (!err)
+		err = keep.oom ? -ENOMEM : xtxd_outcome_load(R.dirfd, collect_decision, &d);
+	if (err)
+		goto out;
+	qsort(keep.v, keep.n, sizeof(*keep.v), cmp_u64);
+	for (i = 0; i < d.n; i++)
+		if (idset_has(&keep, d.r[i].txn))
+			d.r[kept++] = d.r[i];
+	if (kept == d.n)
+		goto out;	/* nothing to drop: leave the file alone */
+	err = xtxd_outcome_rewrite(R.dirfd, d.r, kept);
+	if (err)
+		goto out;
+	/* appends go to the new file from now on */
+	fd = xtxd_outcome_open(R.dirfd);
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	close(R.outcome_fd);
+	R.outcome_fd = fd;
+	__atomic_fetch_add(&R.pruned, d.n - kept, __ATOMIC_RELAXED);
+	pr_info("resolve: decisions file compacted: %zu of %zu decisions kept\n", kept, d.n);
+out:
+	__atomic_store_n(&R.kept, err ? d.n : kept, __ATOMIC_RELAXED);
+	if (err)
+		pr_warn("resolve: compacting the decisions file: %s (it stays as it was)\n",
+			strerror(-err));
+	free(keep.v);
+	free(d.r);
+}
+
+void xtxd_resolve_compact_soon(void)
+{
+	__atomic_store_n(&R.compact, true, __ATOMIC_RELEASE);
+}
+
 static void *resolve_main(void *arg)
 {
 	struct pollfd p[2] = { { .fd = R.sock, .events = POLLIN },
@@ -632,6 +765,8 @@ static void *resolve_main(void *arg)
 			scan();
 			xtxd_hres_scan();
 		}
+		if (__atomic_exchange_n(&R.compact, false, __ATOMIC_ACQ_REL))
+			compact_decisions();
 	}
 	rcu_unregister_thread();
 	return NULL;
@@ -724,6 +859,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.peers = o->peers;
 	R.peer_port = o->port + 1;
 	R.after_ns = o->after_ns;
+	R.keep_ns = o->keep_ns ? o->keep_ns : KEEP_DECIDED_DEFAULT_NS;
 	step = "opening the maps";
 	err = open_live(t, store);
 	if (err)
@@ -793,6 +929,8 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
 	s->strangers = __atomic_load_n(&R.strangers, __ATOMIC_RELAXED);
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
+	s->decisions_pruned = __atomic_load_n(&R.pruned, __ATOMIC_RELAXED);
+	s->decisions_kept = __atomic_load_n(&R.kept, __ATOMIC_RELAXED);
 	xtxd_hres_get_stats(&s->hades_validated, &s->hades_aborted, &s->hades_fenced);
 }
 

@@ -18,6 +18,11 @@ struct xtxd_resolve_opts {
 	uint16_t port;			/* the xtx port: peers talk on port + 1 */
 	uint64_t after_ns;		/* a transaction left unfinished this long is decided */
 	const char *data_dir;		/* where the decisions file lives */
+	/*
+	 * How long a decision is kept for late questions (and its fence for
+	 * late appends) once nothing else needs it; 0: the default, 10 min.
+	 */
+	uint64_t keep_ns;
 };
 
 /*
@@ -53,10 +58,18 @@ struct xtxd_resolve_stats {
 	uint64_t hades_validated, hades_aborted, hades_fenced;
 	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
 	uint64_t malformed;	/* messages of the wrong size or form: ignored */
+	uint64_t decisions_pruned;	/* dropped from decided.xdec by compaction */
+	uint64_t decisions_kept;	/* in decided.xdec after the last compaction */
 };
 
 /* The counters so far; safe from any thread. */
 void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s);
+/*
+ * Asks the resolver thread to drop from decided.xdec the decisions nothing
+ * can need any more: no record of the transaction left in the logs here,
+ * and decided longer ago than peers may still ask.  Returns at once.
+ */
+void xtxd_resolve_compact_soon(void);
 /* The log drain's observer (xtxd_logdrain_set_observer). */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
 
