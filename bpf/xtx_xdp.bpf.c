@@ -124,14 +124,14 @@ int xtx_xdp(struct xdp_md *ctx)
 	}
 	xtx_count(XTX_CTR_RX);
 	rt = xtx_runtime_cfg();
-	if (!xtx_allowed(rt, p.saddr)) {
+	pc = xtx_pkt_ctx_get();
+	if (!pc)
+		return XDP_DROP;
+	if (!xtx_allowed(rt, pc, p.saddr)) {
 		xtx_count(XTX_CTR_NOT_ALLOWED);
 		xtx_count(XTX_CTR_DROP);
 		return XDP_DROP;
 	}
-	pc = xtx_pkt_ctx_get();
-	if (!pc)
-		return XDP_DROP;
 	if (xtx_fault_drop_request(rt)) {
 		xtx_count(XTX_CTR_FAULT_DROP);
 		return XDP_DROP;

@@ -165,6 +165,14 @@ struct xtx_pkt_ctx {
 	__u32 max_deferred;	/* what the reply's MTU leaves room for */
 	__u32 ring_pos;		/* this CPU's next slot in xtx_defer_ring */
 	__u32 redefer_busy;	/* a re-deferral could not get its bucket: retry it whole */
+	/*
+	 * The last sender this CPU found in the allowlist, and the list's
+	 * generation then + 1 (0 never matches): a client's packets mostly
+	 * follow each other, and the trie lookup costs more than the rest of a
+	 * PING.  Any change of the list bumps the generation (allow.h).
+	 */
+	__u32 allow_saddr;
+	__u32 allow_gen;
 	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 

@@ -98,6 +98,8 @@ struct xtx_runtime {
 
 /* Only sources in the allowlist (XTX_MAP_ALLOW) are served; the rest are dropped. */
 #define XTX_RTF_ALLOWLIST	0x1
+/* Bits 8-31 of flags: the allowlist's generation, bumped by every change of it. */
+#define XTX_RTF_ALLOW_GEN_SHIFT	8
 
 /*
  * The client allowlist: an LPM trie of IPv4 prefixes (addr in network

@@ -527,10 +527,16 @@ static void test_allowlist(void)
 	counter_add(&r, 61, 90001, idx, 5);
 	CHECK(r.retval == XDP_TX && counter_value(idx) == c0 + 5,
 	      "a listed prefix is served (verdict %d)", r.retval);
+	/* removed as xtxctl allow del does: the prefix, then a new generation */
 	bpf_map_delete_elem(fd, &ours);
+	rt.flags += 1u << XTX_RTF_ALLOW_GEN_SHIFT;
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+	counter_add(&r, 61, 90003, idx, 5);
+	CHECK(r.retval == XDP_DROP && counter_value(idx) == c0 + 5,
+	      "once removed, the sender served a moment ago is dropped (verdict %d)", r.retval);
 	bpf_map_delete_elem(fd, &other);
 	bpf_map_update_elem(rt_fd, &zero, &saved, 0);
-	counter_add(&r, 61, 90002, idx, 1);
+	counter_add(&r, 61, 90004, idx, 1);
 	CHECK(r.retval == XDP_TX && counter_value(idx) == c0 + 6,
 	      "off again: everyone is served (verdict %d, +%llu)", r.retval,
 	      (unsigned long long)(counter_value(idx) - c0));

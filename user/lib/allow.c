@@ -44,6 +44,10 @@ void xtx_allow_format(const struct xtx_allow_key *k, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u", a, k->prefixlen);
 }
 
+/*
+ * Switches enforcement and bumps the list's generation, which empties
+ * every CPU's cache of the last allowed sender: call it after any change.
+ */
 static int set_flag(const struct xtx_target *t, bool on)
 {
 	int fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME), err = 0;
@@ -55,7 +59,10 @@ static int set_flag(const struct xtx_target *t, bool on)
 	if (bpf_map_lookup_elem(fd, &zero, &rt)) {
 		err = -errno;
 	} else {
-		rt.flags = on ? rt.flags | XTX_RTF_ALLOWLIST : rt.flags & ~XTX_RTF_ALLOWLIST;
+		__u32 gen = (rt.flags >> XTX_RTF_ALLOW_GEN_SHIFT) + 1;
+
+		rt.flags = (gen << XTX_RTF_ALLOW_GEN_SHIFT) | (on ? XTX_RTF_ALLOWLIST : 0) |
+			   (rt.flags & ((1u << XTX_RTF_ALLOW_GEN_SHIFT) - 1) & ~XTX_RTF_ALLOWLIST);
 		if (bpf_map_update_elem(fd, &zero, &rt, 0))
 			err = -errno;
 	}
@@ -169,5 +176,13 @@ int xtx_allow_del(const struct xtx_target *t, const char *cidr)
 		fprintf(stderr, "Error: %s is not in the allowlist\n", cidr);
 	}
 	close(fd);
+	if (!err) {
+		bool on;
+		struct xtx_allow_key one;
+
+		/* a sender cached as allowed must be looked up again */
+		if (xtx_allow_list(t, &one, 1, &on) >= 0)
+			err = set_flag(t, on);
+	}
 	return err;
 }
