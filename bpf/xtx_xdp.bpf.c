@@ -141,6 +141,11 @@ int xtx_xdp(struct xdp_md *ctx)
 	if (!hdr)
 		return XDP_DROP;
 	nops = hdr->nops;
+	if (!xtx_mac_ok(rt, hdr)) {
+		xtx_count(XTX_CTR_BAD_MAC);
+		xtx_count(XTX_CTR_DROP);
+		return XDP_DROP;
+	}
 	st = xtx_check_header(hdr, p.payload_len, &counter);
 	if (st != XTX_ST_OK)
 		return xtx_refuse(ctx, rt, nops, st, counter);

@@ -100,6 +100,7 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_HADES_FP_SQUASH] = "hades_fp_squash",
 	[XTX_CTR_HADES_FP_BLOCK] = "hades_fp_block",
 	[XTX_CTR_NOT_ALLOWED] = "not_allowed",
+	[XTX_CTR_BAD_MAC] = "bad_mac",
 };
 
 const char *xtx_op_name(unsigned int opcode)

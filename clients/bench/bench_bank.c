@@ -25,6 +25,7 @@
 #include <xtx/maps.h>
 #include "libxtx.h"
 #include "num.h"
+#include "secret.h"
 #include "runner.h"
 #include "servers.h"
 
@@ -51,6 +52,8 @@ struct bank_opts {
 	uint32_t client_base;
 	uint64_t lease_ns;
 	uint64_t timeout_ns;
+	bool has_secret;		/* --secret-file */
+	struct xtx_secret secret;
 	bool check;
 	bool setup;
 	bool json;
@@ -293,6 +296,7 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.ops_per_packet = o->ops_per_packet,
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lease_ns,
+		.secret = o->has_secret ? &o->secret : NULL,
 	};
 
 	return xtx_client_open(&cfg);
@@ -429,6 +433,7 @@ static void usage(FILE *out)
 		"  -d, --duration T         run time, e.g. 5s (default 5s)\n"
 		"      --seed N             random seed (default 1)\n"
 		"  -c, --client-base N      first client id (default derived from the pid)\n"
+		"      --secret-file PATH   the cluster's shared secret (xtxd --secret-file)\n"
 		"      --lease T            keep to a lock lease shorter than the servers' (default:\n"
 		"                           the one they tell)\n"
 		"      --timeout T          resend after this long (default 2ms)\n"
@@ -439,7 +444,8 @@ static void usage(FILE *out)
 		XTX_DEFAULT_PORT, XTX_TXN_MAX_KEYS);
 }
 
-enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP };
+enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
+       OPT_SECRET_FILE };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
@@ -459,6 +465,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "client-base", required_argument, NULL, 'c' },
 		{ "lease", required_argument, NULL, OPT_LEASE },
+		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "no-setup", no_argument, NULL, OPT_NOSETUP },
 		{ "check", no_argument, NULL, 'C' },
@@ -514,6 +521,10 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 			base_set = true;
 			break;
 		case OPT_LEASE: err = xtx_parse_duration("--lease", optarg, &o->lease_ns); break;
+		case OPT_SECRET_FILE:
+			err = xtx_secret_read(optarg, &o->secret);
+			o->has_secret = !err;
+			break;
 		case OPT_TIMEOUT: err = xtx_parse_duration("--timeout", optarg, &o->timeout_ns); break;
 		case OPT_NOSETUP: o->setup = false; break;
 		case 'C': o->check = true; break;

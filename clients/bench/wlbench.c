@@ -18,6 +18,7 @@
 #include "ids.h"
 #include "log.h"
 #include "num.h"
+#include "secret.h"
 #include "runner.h"
 #include "servers.h"
 #include "wlbench.h"
@@ -62,6 +63,8 @@ struct wl_opts {
 	bool client_base_set;
 	uint64_t timeout_ns;
 	uint64_t lock_lease_ns;
+	bool has_secret;		/* --secret-file */
+	struct xtx_secret secret;
 	bool retry_same;
 	bool json;
 	bool populate;
@@ -465,6 +468,7 @@ enum {
 	OPT_RETRY,
 	OPT_TIMEOUT,
 	OPT_LEASE,
+	OPT_SECRET_FILE,
 	OPT_OPS,
 	OPT_POPULATE_VIA,
 	OPT_DUMP_CMD,
@@ -494,6 +498,7 @@ static const struct option common_opts[] = {
 	{ "retry", required_argument, NULL, OPT_RETRY },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "lock-lease", required_argument, NULL, OPT_LEASE },
+	{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 };
@@ -522,6 +527,7 @@ static void common_usage(FILE *out)
 		"      --retry none|same     after a concurrency abort start a new transaction\n"
 		"                            (none, default) or the same inputs again\n"
 		"      --timeout DUR         libxtx resend timeout (default 2ms)\n"
+		"      --secret-file PATH    the cluster's shared secret (xtxd --secret-file)\n"
 		"      --lock-lease DUR      keep to a lock lease shorter than the one the\n"
 		"                            servers tell (default: theirs)\n"
 		"      --populate            first load the data set (see --populate-via)\n"
@@ -767,6 +773,11 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
 				return -1;
 			break;
+		case OPT_SECRET_FILE:
+			if (xtx_secret_read(optarg, &o->secret))
+				return -1;
+			o->has_secret = true;
+			break;
 		case OPT_LEASE:
 			if (xtx_parse_duration("--lock-lease", optarg, &o->lock_lease_ns))
 				return -1;
@@ -854,6 +865,7 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		.ops_per_packet = o->ops_per_packet,
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lock_lease_ns,
+		.secret = o->has_secret ? &o->secret : NULL,
 	};
 
 	return xtx_client_open(&cfg);
@@ -968,6 +980,7 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 		.inflight = WL_LOAD_INFLIGHT,
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lock_lease_ns,
+		.secret = o->has_secret ? &o->secret : NULL,
 	};
 	uint64_t t0 = xtx_now_ns();
 	int rc;

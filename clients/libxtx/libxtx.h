@@ -48,6 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include <xtx/mac.h>
 #include <xtx/proto.h>
 
 enum xtx_protocol {
@@ -122,6 +123,8 @@ struct xtx_client_cfg {
 	 * may have taken back.  Nonzero here only shortens it.
 	 */
 	uint64_t lock_lease_ns;
+	/* The cluster's shared secret (xtxd --secret-file), or NULL when it has none. */
+	const struct xtx_secret *secret;
 };
 
 /* Counters of one client since it was opened. */

@@ -57,6 +57,9 @@ void xtx_reqwin_submit(struct xtx_reqwins *w, unsigned int s, struct xtx_req *r)
 	struct xtx_reqwin *srv = &w->srv[s];
 
 	r->req_id = srv->next_id++;
+	/* the header is final now: its MAC goes with every (re)transmission */
+	if (w->mac)
+		r->msg.hdr.reserved = xtx_hdr_mac(&w->secret, &r->msg.hdr);
 	r->tx = 0;
 	r->pending = true;
 	srv->outstanding++;

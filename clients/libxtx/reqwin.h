@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <xtx/mac.h>
 #include <xtx/maps.h>
 #include "msgbuf.h"
 #include "transport.h"
@@ -43,6 +44,9 @@ struct xtx_reqwins {
 	unsigned int inflight;	/* 1..XTX_REQWIN_MAX_INFLIGHT */
 	uint64_t timeout_ns;	/* resend after this long without a reply */
 	struct xtx_reqwin *srv;
+	/* With the cluster's shared secret every request carries its MAC (xtx/mac.h). */
+	bool mac;
+	struct xtx_secret secret;
 	/* Scratch for one send batch: every slot of every server. */
 	struct xtx_dgram *sendv;
 	struct xtx_req **which;

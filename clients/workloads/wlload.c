@@ -209,6 +209,7 @@ int wl_load_rows(const struct wl_load_cfg *cfg, const struct wl_rows *rows,
 			.max_inflight = cfg->inflight,
 			.timeout_ns = cfg->timeout_ns,
 			.lock_lease_ns = cfg->lock_lease_ns,
+			.secret = cfg->secret,
 		};
 
 		l[i].cfg = cfg;

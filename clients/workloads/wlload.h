@@ -50,6 +50,7 @@ struct wl_load_cfg {
 	unsigned int inflight;		/* transactions each keeps going */
 	uint64_t timeout_ns;
 	uint64_t lock_lease_ns;
+	const struct xtx_secret *secret;	/* the cluster's, or NULL */
 };
 
 /* What a load did, summed over the loaders. */

@@ -73,6 +73,7 @@ enum xtx_counter {
 	XTX_CTR_HADES_FP_SQUASH, /* --hades-exact: squashes the exact sets refute */
 	XTX_CTR_HADES_FP_BLOCK,	/* --hades-exact: RETRYs and NACKs the exact sets refute */
 	XTX_CTR_NOT_ALLOWED,	/* dropped: the source is outside the allowlist */
+	XTX_CTR_BAD_MAC,	/* dropped: the shared secret's MAC is missing or wrong */
 	XTX_CTR__COUNT,
 };
 
@@ -94,10 +95,14 @@ struct xtx_runtime {
 	/* Fault injection in xtxd: lose rare-path replies after executing them. */
 	__u32 drop_rare_reply_ppm;
 	__u32 flags;		/* XTX_RTF_* */
+	/* With XTX_RTF_SECRET: the cluster's shared secret (include/xtx/mac.h). */
+	__u64 secret_k0, secret_k1;
 };
 
 /* Only sources in the allowlist (XTX_MAP_ALLOW) are served; the rest are dropped. */
 #define XTX_RTF_ALLOWLIST	0x1
+/* Every request must carry the MAC of the shared secret; others are dropped. */
+#define XTX_RTF_SECRET		0x2
 /* Bits 8-31 of flags: the allowlist's generation, bumped by every change of it. */
 #define XTX_RTF_ALLOW_GEN_SHIFT	8
 

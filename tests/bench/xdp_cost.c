@@ -12,6 +12,7 @@
 #include <xtx/msg.h>
 #include <xtx/hash.h>
 #include <xtx/log.h>
+#include <xtx/mac.h>
 #include "check.h"
 #include "harness.h"
 #include "log.h"
@@ -30,6 +31,7 @@ struct bench_case {
 	const char *name;
 	enum kind kind;
 	int ops;		/* ops per packet */
+	int secret;		/* with a shared secret: every request carries its MAC */
 	int allowlist;		/* 1: on, the sender among ALLOW_PREFIXES prefixes; 2: and two
 				 * senders taking turns, so each packet misses the CPU's cache */
 };
@@ -37,6 +39,8 @@ struct bench_case {
 #define ALLOW_PREFIXES	64
 
 static __u64 req_id = 1;
+static const struct xtx_secret bench_secret = { 0x1111222233334444ull, 0x5555666677778888ull };
+
 
 /* Distinct keys in distinct lock slots, so each pair's token is predictable. */
 static __u64 bench_key(int i)
@@ -116,6 +120,9 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			break;
 		}
 	}
+	if (c->secret)
+		((struct xtx_hdr *)payload)->reserved = xtx_hdr_mac(&bench_secret,
+								    (struct xtx_hdr *)payload);
 	if (c->allowlist == 2 && (iter & 1)) {
 		/* the other sender of the same listed /24 */
 		struct pkt_addrs a = pkt_default_addrs;
@@ -228,6 +235,20 @@ static void set_allowlist(int on, int n)
 	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
 }
 
+/* The shared secret on or off. */
+static void set_secret(int on)
+{
+	int rt_fd = bpf_map__fd(skel->maps.xtx_runtime);
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(rt_fd, &zero, &rt);
+	rt.flags = on ? rt.flags | XTX_RTF_SECRET : rt.flags & ~XTX_RTF_SECRET;
+	rt.secret_k0 = bench_secret.k0;
+	rt.secret_k1 = bench_secret.k1;
+	bpf_map_update_elem(rt_fd, &zero, &rt, 0);
+}
+
 /* The keys the KV cases read and write, inserted once through the program itself. */
 static int populate(void)
 {
@@ -254,29 +275,32 @@ static int populate(void)
 int main(void)
 {
 	static const struct bench_case cases[] = {
-		{ "pass-through (not xtx)", K_PASS, 0, 0 },
-		{ "ping", K_PING, 1, 0 },
-		{ "ping", K_PING, 16, 0 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2, 0 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16, 0 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2, 0 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16, 0 },
-		{ "occ_validate", K_VALIDATE, 1, 0 },
-		{ "occ_validate", K_VALIDATE, 16, 0 },
-		{ "get (kernel hit)", K_GET_HIT, 1, 0 },
-		{ "get (kernel hit)", K_GET_HIT, 16, 0 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 1, 0 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 16, 0 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, 0 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, 0 },
-		{ "log_append", K_LOG_APPEND, 1, 0 },
-		{ "log_append", K_LOG_APPEND, 16, 0 },
-		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0 },
-		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, 0 },
-		{ "ping, allowlist of 64 on", K_PING, 1, 1 },
-		{ "ping, allowlist of 64 on", K_PING, 16, 1 },
-		{ "ping, allowlist, new sender", K_PING, 1, 2 },
-		{ "ping, allowlist, new sender", K_PING, 16, 2 },
+		/* name, kind, ops per packet, shared secret, allowlist */
+		{ "pass-through (not xtx)", K_PASS, 0, 0, 0 },
+		{ "ping", K_PING, 1, 0, 0 },
+		{ "ping", K_PING, 16, 0, 0 },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2, 0, 0 },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16, 0, 0 },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2, 0, 0 },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16, 0, 0 },
+		{ "occ_validate", K_VALIDATE, 1, 0, 0 },
+		{ "occ_validate", K_VALIDATE, 16, 0, 0 },
+		{ "get (kernel hit)", K_GET_HIT, 1, 0, 0 },
+		{ "get (kernel hit)", K_GET_HIT, 16, 0, 0 },
+		{ "update (kernel hit)", K_UPDATE_HIT, 1, 0, 0 },
+		{ "update (kernel hit)", K_UPDATE_HIT, 16, 0, 0 },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, 0, 0 },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, 0, 0 },
+		{ "log_append", K_LOG_APPEND, 1, 0, 0 },
+		{ "log_append", K_LOG_APPEND, 16, 0, 0 },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0, 0 },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, 0, 0 },
+		{ "ping, allowlist of 64 on", K_PING, 1, 0, 1 },
+		{ "ping, allowlist of 64 on", K_PING, 16, 0, 1 },
+		{ "ping, allowlist, new sender", K_PING, 1, 0, 2 },
+		{ "ping, allowlist, new sender", K_PING, 16, 0, 2 },
+		{ "ping, shared secret", K_PING, 1, 1, 0 },
+		{ "ping, shared secret", K_PING, 16, 1, 0 },
 	};
 	unsigned int i;
 	double ns;
@@ -300,6 +324,7 @@ int main(void)
 			return 1;
 		}
 		set_allowlist(cases[i].allowlist, ALLOW_PREFIXES);
+		set_secret(cases[i].secret);
 		if (measure(&cases[i], &ns)) {
 			xtx_xdp__destroy(skel);
 			return 1;

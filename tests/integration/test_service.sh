@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
 # root-only, make install laying out binaries, man pages and a unit systemd accepts.
-# checks: 29 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 33 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
@@ -151,6 +151,28 @@ mode=$(stat -c '%a %U' "$sock" 2>/dev/null)
 check "the control socket is root's alone ($mode)" test "$mode" = "600 root"
 out=$("$BUILD/xtxd" -h 2>&1)
 check "xtxd -h says the control channel is root-only" grep -q 'only root' <<<"$out"
+
+# A shared secret: requests without its MAC are dropped and counted, with it they are served.
+printf '%s\n' 00112233445566778899aabbccddeeff >"$tmp/secret"
+chmod 600 "$tmp/secret"
+cp "$tmp/secret" "$tmp/secret.open"
+chmod 644 "$tmp/secret.open"
+out=$("$BUILD/xtxd" --iface lo --secret-file "$tmp/secret.open" 2>&1)
+check "a secret file others can read is refused ($out)" grep -q 'readable by others' <<<"$out"
+ctl 0 unload >/dev/null
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--secret-file $tmp/secret" >/dev/null
+check "xtxd loads with --secret-file" test $? -eq 0
+b0=$(json_field "$(ctl 0 stats --json)" bad_mac)
+out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 1s --json 2>&1)
+b1=$(json_field "$(ctl 0 stats --json)" bad_mac)
+n=$(json_field "$out" transfers)
+check "a client without the secret is dropped and counted (${n:-0} transfers, bad_mac ${b0:-?} -> ${b1:-?})" \
+	test "${n:-0}" -eq 0 -a "${b1:-0}" -gt "${b0:-0}"
+out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 1s --json \
+	--secret-file "$tmp/secret" 2>&1)
+n=$(json_field "$out" transfers)
+check "with --secret-file it is served (${n:-0} transfers)" test "${n:-0}" -gt 0
 
 # make install into a staging root lays out every file; the unit passes systemd's checks.
 dest=$tmp/root

@@ -73,6 +73,29 @@ static int set_flag(const struct xtx_target *t, bool on)
 	return err;
 }
 
+int xtx_secret_set(const struct xtx_target *t, const struct xtx_secret *s)
+{
+	int fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME), err = 0;
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, &zero, &rt)) {
+		err = -errno;
+	} else {
+		rt.secret_k0 = s ? s->k0 : 0;
+		rt.secret_k1 = s ? s->k1 : 0;
+		rt.flags = s ? rt.flags | XTX_RTF_SECRET : rt.flags & ~XTX_RTF_SECRET;
+		if (bpf_map_update_elem(fd, &zero, &rt, 0))
+			err = -errno;
+	}
+	close(fd);
+	if (err)
+		fprintf(stderr, "Error: setting the shared secret: %s\n", strerror(-err));
+	return err;
+}
+
 int xtx_allow_switch(const struct xtx_target *t, bool on)
 {
 	return set_flag(t, on);

@@ -4,6 +4,7 @@
 #define XTX_ALLOW_H
 
 #include <stdbool.h>
+#include <xtx/mac.h>
 #include <xtx/maps.h>
 #include "target.h"
 
@@ -23,5 +24,8 @@ int xtx_allow_switch(const struct xtx_target *t, bool on);
 /* Every listed prefix into keys (at most max); returns how many, or a negative errno. */
 int xtx_allow_list(const struct xtx_target *t, struct xtx_allow_key *keys, unsigned int max,
 		   bool *on);
+
+/* Requires every request's MAC under secret s from now on (NULL: no secret). */
+int xtx_secret_set(const struct xtx_target *t, const struct xtx_secret *s);
 
 #endif /* XTX_ALLOW_H */

@@ -251,6 +251,15 @@ int udpd_handle(struct udpd_worker *w, void *buf, int len)
 		udpd_count(w->stats, XTX_CTR_FAULT_DROP);
 		return -1;
 	}
+	/* as XDP does (bpf/lib/allow.h): no MAC of the secret, nothing runs, no answer */
+	if (srv->cfg.has_secret) {
+		if (p.hdr->reserved != xtx_hdr_mac(&srv->cfg.secret, p.hdr)) {
+			udpd_count(w->stats, XTX_CTR_BAD_MAC);
+			udpd_count(w->stats, XTX_CTR_DROP);
+			return -1;
+		}
+		p.hdr->reserved = 0;
+	}
 	p.nops = (len - sizeof(struct xtx_hdr)) / sizeof(struct xtx_op);
 	if (p.nops > p.hdr->nops)
 		p.nops = p.hdr->nops;

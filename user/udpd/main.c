@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "num.h"
+#include "secret.h"
 #include "serve.h"
 #include "store.h"
 #include "txlog.h"
@@ -38,6 +39,7 @@ static void usage(FILE *out)
 		"      --cpus LIST          pin thread i to the i-th CPU of LIST (e.g. 1 or 0-1,3)\n"
 		"      --max-clients N      client ids served (1-%d, default %d)\n"
 		"      --value-size N       largest value a write may carry (1-%d, default %d)\n"
+		"      --secret-file PATH   the cluster's shared secret: drop requests without its MAC\n"
 		"      --lock-lease MS      a lock not re-granted for MS milliseconds is\n"
 		"                           reclaimable unless its holder logged (0: never;\n"
 		"                           default %llu)\n"
@@ -69,7 +71,7 @@ static void usage(FILE *out)
 enum {
 	OPT_CPUS = 256, OPT_MAX_CLIENTS, OPT_VALUE_SIZE, OPT_LOCK_LEASE, OPT_ECHO, OPT_LOG_RING,
 	OPT_LOG_FILE, OPT_DUMP_FILE, OPT_DROP_REQ, OPT_DROP_REPLY, OPT_NETNS, OPT_PIDFILE,
-	OPT_DAEMON_LOG,
+	OPT_DAEMON_LOG, OPT_SECRET_FILE,
 };
 
 static int parse_args(int argc, char **argv, struct udpd_config *c)
@@ -92,6 +94,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "daemon-log", required_argument, NULL, OPT_DAEMON_LOG },
+		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -126,6 +129,11 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 				return -1;
 			break;
 		case OPT_CPUS: c->cpus = optarg; break;
+		case OPT_SECRET_FILE:
+			if (xtx_secret_read(optarg, &c->secret))
+				return -1;
+			c->has_secret = true;
+			break;
 		case OPT_MAX_CLIENTS:
 			if (xtx_parse_u32("--max-clients", optarg, 1, XTX_MAX_CLIENTS_LIMIT,
 					  &c->max_clients))

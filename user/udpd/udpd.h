@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <xtx/mac.h>
 #include <xtx/maps.h>
 
 /* What the command line sets; fixed once the server runs. */
@@ -28,6 +29,8 @@ struct udpd_config {
 	const char *dump_file;		/* SIGUSR1 writes the store and held locks here */
 	uint32_t drop_request_ppm;	/* fault injection: lose requests / replies */
 	uint32_t drop_reply_ppm;
+	bool has_secret;		/* requests must carry the shared secret's MAC */
+	struct xtx_secret secret;
 };
 
 struct udpd_store;

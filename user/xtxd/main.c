@@ -18,6 +18,7 @@
 #include <xtx/log.h>
 #include <xtx/hades.h>
 #include "allow.h"
+#include "secret.h"
 #include "attach.h"
 #include "control.h"
 #include "daemon.h"
@@ -49,6 +50,8 @@ struct xtxd_opts {
 	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
 	const char *allow;		/* CIDR[,CIDR...]: the client allowlist, or NULL */
 	uint64_t snapshot_every_ns;	/* 0: snapshots only by hand */
+	bool has_secret;		/* --secret-file: requests must carry its MAC */
+	struct xtx_secret secret;
 	struct sockaddr_in metrics_addr;
 	bool daemon;
 	bool replace;
@@ -116,6 +119,8 @@ static void usage(FILE *out)
 		"      --logfile PATH       default %s/<netns>-<iface>.log (daemon mode)\n"
 		"      --allow CIDR[,...]   serve only these sources (XDP drops and counts the rest;\n"
 		"                           xtxctl allow changes the list at run time)\n"
+		"      --secret-file PATH   the cluster's shared secret (32 hex digits, mode 0600):\n"
+		"                           XDP drops and counts requests without its MAC\n"
 		"      --snapshot-every DUR take a snapshot this often (e.g. 10m): it removes the log\n"
 		"                           segments it covers, so the data directory stays bounded\n"
 		"      --keep-decided DUR   keep a resolver decision this long once no log here needs\n"
@@ -147,7 +152,7 @@ enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
-       OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED };
+       OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE };
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -190,6 +195,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "allow", required_argument, NULL, OPT_ALLOW },
 		{ "snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY },
 		{ "keep-decided", required_argument, NULL, OPT_KEEP_DECIDED },
+		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -291,6 +297,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			o->allow = optarg;
 			break;
 		}
+		case OPT_SECRET_FILE:
+			if (xtx_secret_read(optarg, &o->secret))
+				return -1;
+			o->has_secret = true;
+			break;
 		case OPT_KEEP_DECIDED:
 			if (xtx_parse_duration("--keep-decided", optarg, &o->resolve.keep_ns) ||
 			    !o->resolve.keep_ns) {
@@ -579,6 +590,9 @@ int main(int argc, char **argv)
 	/* before any request is let through: the hold is still on */
 	if (!err && o.allow)
 		err = xtx_allow_add(&t, o.allow, true);
+	/* a restart without --secret-file drops the secret, as it was asked */
+	if (!err)
+		err = xtx_secret_set(&t, o.has_secret ? &o.secret : NULL);
 	if (err) {
 		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);

@@ -134,6 +134,11 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	if (xtx_reqwins_init(&c->w, c->cfg.nservers, c->cfg.client_id, xtx_req_id_start(),
 			     XTX_REQWIN_MAX_INFLIGHT, c->cfg.timeout_ns))
 		goto nomem;
+	if (c->cfg.secret) {
+		c->w.mac = true;
+		c->w.secret = *c->cfg.secret;
+		c->cfg.secret = NULL;	/* the caller's copy may go away */
+	}
 	if (xtx_transport_open(&c->tr, c->cfg.servers, c->cfg.nservers))
 		goto fail;
 	return c;
