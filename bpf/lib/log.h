@@ -111,6 +111,8 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
 		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) | extra;
 	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
+	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
+		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
 	e->replicas[0] = rep[0];
 	e->replicas[1] = rep[1];
 	e->replicas[2] = rep[2];

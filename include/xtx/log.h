@@ -48,7 +48,12 @@ struct xtx_log_entry {
 	__u8 flags;		/* XTX_LOGF_* */
 	__u8 nreplicas;
 	__u16 replicas[3];
-	__u16 pad;
+	/*
+	 * On the LAST entry: how many writes the transaction logs at this
+	 * server, so a record missing one is never taken as complete (0: not
+	 * told, as from HADES validation, which logs decided writes).
+	 */
+	__u16 nwrites;
 	__u8 value[XTX_VALUE_MAX];
 };
 

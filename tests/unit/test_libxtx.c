@@ -266,6 +266,9 @@ static void test_occ_commit_sequence(void)
 		      "... with the token the lock was granted with (%u)",
 		      xtx_log_grant_of(op.token));
 		last[refs[i].server] += !!(op.flags & XTX_OPF_LOG_LAST);
+		CHECK(!(op.flags & XTX_OPF_LOG_LAST) ||
+		      (op.flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT == 2,
+		      "the LAST append counts the 2 writes its server logs");
 		answer(&refs[i], XTX_ST_OK, i, 0, 0);
 	}
 	for (i = 0; i < NSRV; i++)

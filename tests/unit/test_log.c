@@ -328,6 +328,31 @@ static void test_txn_table(void)
 	CHECK(x && x->nw == 2 && x->last && x->first_ns == 5 && x->nrep == 3 && x->rep[2] == 6 &&
 	      x->w[1].key == 2, "txn 7 as logged");
 	CHECK(t.n == 1001, "%zu txns", t.n);
+	CHECK(xtxd_txn_complete(x), "LAST without a count: complete as before");
+
+	/*
+	 * A LAST that counts 3 writes here, after only one of the others: a
+	 * record missing a write is not complete, even with that one logged twice.
+	 */
+	e.txn = 8;
+	e.key = 1;
+	e.flags = 0;
+	xtxd_txns_add(&t, &e, 9);
+	e.key = 3;
+	e.flags = XTX_LOGF_LAST;
+	e.nwrites = 3;
+	xtxd_txns_add(&t, &e, 9);
+	x = xtxd_txns_get(&t, 8, false, 0);
+	CHECK(x && x->last && !xtxd_txn_complete(x), "LAST of 3 with 2 writes: incomplete");
+	e.key = 1;
+	e.flags = 0;
+	e.nwrites = 0;
+	xtxd_txns_add(&t, &e, 9);
+	CHECK(!xtxd_txn_complete(x), "a write logged twice does not stand in for a missing one");
+	e.key = 2;
+	xtxd_txns_add(&t, &e, 9);
+	CHECK(xtxd_txn_complete(x), "with the third write: complete");
+	xtxd_txns_del(&t, 8);
 	xtxd_txns_del(&t, 7);
 	CHECK(!xtxd_txns_get(&t, 7, false, 0) && xtxd_txns_get(&t, 1500, false, 0), "delete");
 	xtxd_txns_free(&t);

@@ -47,7 +47,9 @@ void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_
 		op->token = txn_replica_set(t, k);
 		txn_fill_value(op, k);
 		if (ref->oflags & OPR_LAST)
-			op->flags |= XTX_OPF_LOG_LAST;
+			/* the count makes a record missing a write incomplete (xtx/log.h) */
+			op->flags |= XTX_OPF_LOG_LAST |
+				     txn_writes_at(t, ref->server) << XTX_OPF_LOG_COUNT_SHIFT;
 		if (!(ref->oflags & OPR_REPLICA)) {
 			/* the primary holds the lock: the append proves the grant (xtx/log.h) */
 			op->flags |= XTX_OPF_LOG_PRIMARY;

@@ -514,7 +514,8 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 
 	if (a->err)
 		return;
-	if (x->outcome == XTXD_OUT_ABORT || (x->outcome == XTXD_OUT_NONE && !x->last)) {
+	if (x->outcome == XTXD_OUT_ABORT ||
+	    (x->outcome == XTXD_OUT_NONE && !xtxd_txn_complete(x))) {
 		a->n->undecided += x->nw;
 		return;
 	}

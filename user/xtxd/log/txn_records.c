@@ -79,9 +79,26 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 	x->nrep = e->nreplicas > XTXD_TXN_MAX_REPLICAS ? XTXD_TXN_MAX_REPLICAS : e->nreplicas;
 	for (i = 0; i < x->nrep; i++)
 		x->rep[i] = e->replicas[i];
-	if (e->flags & XTX_LOGF_LAST)
+	if (e->flags & XTX_LOGF_LAST) {
 		x->last = true;
+		x->last_count = e->nwrites;
+	}
 	return 0;
+}
+
+bool xtxd_txn_complete(const struct xtxd_txn *x)
+{
+	uint32_t i, j, distinct = 0;
+
+	if (!x->last)
+		return false;
+	for (i = 0; i < x->nw && distinct < x->last_count; i++) {
+		for (j = 0; j < i; j++)
+			if (x->w[j].key == x->w[i].key && x->w[j].table == x->w[i].table)
+				break;
+		distinct += j == i;
+	}
+	return distinct >= x->last_count;
 }
 
 void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn)

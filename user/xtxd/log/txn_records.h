@@ -37,6 +37,7 @@ struct xtxd_txn {
 	uint8_t nrep;
 	uint16_t rep[XTXD_TXN_MAX_REPLICAS];
 	bool last;
+	uint16_t last_count;		/* the LAST entry's nwrites: 0 when not told */
 	uint8_t outcome;		/* enum xtxd_outcome */
 	bool resolving;
 	bool apply_pending;		/* decided, not yet wholly applied here */
@@ -56,6 +57,12 @@ struct xtxd_txns {
 
 /* The transaction, created empty (with first_ns = now) when create; NULL if absent or ENOMEM. */
 struct xtxd_txn *xtxd_txns_get(struct xtxd_txns *t, uint64_t txn, bool create, uint64_t now);
+/*
+ * This server's part of the record is complete: the LAST write arrived and,
+ * when it counted them, every write it counted (distinct keys: a write
+ * logged twice after a retransmission counts once).
+ */
+bool xtxd_txn_complete(const struct xtxd_txn *x);
 /* Adds one logged write (replica set and LAST from it); 0 or -ENOMEM. */
 int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now);
 void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn);

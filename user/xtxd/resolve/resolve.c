@@ -307,21 +307,24 @@ static int load_from_disk(uint64_t txn)
 	return err ? err : found;
 }
 
-/* Our own answer about x: held, or fenced and not held (which decides abort here). */
+/*
+ * Our own answer about x: held (the complete record: LAST and every write it
+ * counted), or fenced and not held (which decides abort here).
+ */
 static int self_answer(struct xtxd_txn *x)
 {
 	bool last;
 	int n;
 
 	pthread_mutex_lock(&R.mu);
-	last = x->last;
+	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
 	if (last)
 		return XTXD_ANS_HOLD;
 	if (fence(x->txn))
 		return XTXD_ANS_NONE;	/* cannot promise anything yet: ask again later */
 	pthread_mutex_lock(&R.mu);
-	last = x->last;
+	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
 	if (last)
 		return XTXD_ANS_HOLD;
@@ -332,7 +335,7 @@ static int self_answer(struct xtxd_txn *x)
 		return XTXD_ANS_NONE;
 	}
 	pthread_mutex_lock(&R.mu);
-	last = x->last;
+	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
 	return last ? XTXD_ANS_HOLD : XTXD_ANS_NOT_HELD;
 }
