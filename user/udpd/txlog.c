@@ -55,9 +55,12 @@ void udpd_txlog_free(struct udpd_txlog *l)
 	free(l);
 }
 
-bool udpd_txlog_has_room(const struct udpd_txlog *l)
+bool udpd_txlog_has_room(struct udpd_txlog *l)
 {
-	return l->tail - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) < l->size;
+	if (l->tail - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) < l->size)
+		return true;
+	l->full++;
+	return false;
 }
 
 uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id)

@@ -19,8 +19,11 @@ void udpd_txlog_free(struct udpd_txlog *l);
  * Only the ring's own thread appends.  XTX_ST_OK with op->version = the
  * entry's seq, or XTX_ST_LOG_FULL when the drain is behind (nothing written).
  */
-/* An append now would not be refused LOG_FULL (only its own worker appends to a log). */
-bool udpd_txlog_has_room(const struct udpd_txlog *l);
+/*
+ * An append now would not be refused LOG_FULL (only its own worker appends
+ * to a log, and the drain only makes room); a full log counts the refusal.
+ */
+bool udpd_txlog_has_room(struct udpd_txlog *l);
 uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id);
 
 /*

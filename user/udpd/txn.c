@@ -97,7 +97,7 @@ uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_
 	if (op->opcode == XTX_OP_LOG_APPEND && (op->flags & XTX_OPF_LOG_PRIMARY)) {
 		/* room first: a lock marked logged with no record would stay forever */
 		if (!udpd_txlog_has_room(w->log))
-			return udpd_txlog_append(w->log, op, client_id);	/* counts LOG_FULL */
+			return XTX_ST_LOG_FULL;
 		pthread_mutex_lock(&s->mu);
 		st = udpd_lock_claim_grant(s, h, op->table, op->key, op->txn,
 					   xtx_log_grant_of(op->token));
