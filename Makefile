@@ -14,7 +14,14 @@ BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 CC ?= gcc
 ARCH_INC := /usr/include/$(shell uname -m)-linux-gnu
 
+# SAN=1: the same tree with AddressSanitizer and UndefinedBehaviorSanitizer, in build-san/.
+ifeq ($(SAN),1)
+OUT := build-san
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
 OUT := build
+SAN_FLAGS :=
+endif
 BPF_OUT := $(OUT)/bpf
 SKEL_OUT := $(OUT)/skel
 OBJ_OUT := $(OUT)/obj
@@ -31,7 +38,7 @@ include rooms.mk
 
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -Iinclude -Ibpf \
 	-idirafter $(ARCH_INC)
-CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Wno-format-truncation \
+CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Wno-format-truncation $(SAN_FLAGS) \
 	-D_GNU_SOURCE $(EXTRA_CFLAGS)
 LDLIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
 
@@ -88,7 +95,7 @@ TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
 
-.PHONY: all help clean deps test demo bench bench-kv nemesis load unload format install uninstall
+.PHONY: all help clean deps test san-tests demo bench bench-kv nemesis load unload format install uninstall
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -97,7 +104,7 @@ help:
 	@echo 'Targets:'
 	@echo '  all (default)  build BPF objects, xtxd, xtxctl, xtxbench and tests into build/'
 	@echo '  deps           install the Debian packages everything needs'
-	@echo '  test           run unit and netns integration tests (root)'
+	@echo '  test           run unit (also built with ASan+UBSan) and netns integration tests (root)'
 	@echo '  demo           bring up 3 servers in namespaces, run clients, tear down'
 	@echo '  bench          side-by-side benchmarks; see docs/performance.md'
 	@echo '  bench-kv       DINT Table 1 and Figure 11a: the KV cache ablations'
@@ -185,7 +192,11 @@ $(BPF_OUT) $(SKEL_OUT):
 # Every user-facing target installs its own dependencies first.
 test: deps
 	$(Q)$(MAKE) all
+	$(Q)$(MAKE) SAN=1 san-tests
 	$(Q)tests/run.sh
+
+# The unit tests built with the sanitizers (tests/run.sh runs them as san-unit-*).
+san-tests: $(TEST_BINS)
 
 demo: deps
 	$(Q)$(MAKE) all
@@ -260,4 +271,4 @@ format:
 
 clean:
 	$(call msg,CLEAN,$(OUT))
-	$(Q)rm -rf $(OUT)
+	$(Q)rm -rf build build-san

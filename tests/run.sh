@@ -51,6 +51,13 @@ run_suite layout 60 tests/check_layout.py python3 tests/check_layout.py
 for t in build/tests/test_*; do
 	run_suite "unit-$(basename "$t")" 120 "tests/unit/$(basename "$t").c" "$t"
 done
+# The same unit suites built with AddressSanitizer and UBSan (make SAN=1): any error,
+# leak included, ends the run with a non-zero status, which fails the suite.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for t in build-san/tests/test_*; do
+	[ -x "$t" ] || continue
+	run_suite "san-unit-$(basename "$t")" 300 "tests/unit/$(basename "$t").c" "$t"
+done
 for t in tests/integration/test_*.sh; do
 	run_suite "$(basename "$t" .sh)" 300 "$t" bash "$t"
 done

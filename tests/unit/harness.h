@@ -4,6 +4,7 @@
 #define XTX_TEST_HARNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
@@ -20,11 +21,22 @@ extern __u32 test_kv_buckets;
 /* Log entries per CPU of servers load_server() creates (a power of two). */
 extern __u32 test_log_ring;
 
+/*
+ * in and out start 6 bytes past an 8-byte boundary, as a NIC's receive
+ * buffer does with NET_IP_ALIGN: the IP header after the 14-byte Ethernet
+ * header is 4-aligned and the xtx payload 8-aligned, so the tests read and
+ * write header fields in place without misaligned accesses.
+ */
 struct run {
 	int retval;
-	uint8_t in[PKT_MAX], out[PKT_MAX];
+	uint8_t pad_in[2];
+	uint8_t in[PKT_MAX];
+	uint8_t out[PKT_MAX];	/* PKT_MAX is a multiple of 8: out keeps in's alignment */
 	uint32_t in_len, out_len;
-};
+} __attribute__((aligned(8)));
+
+_Static_assert(offsetof(struct run, in) % 8 == 6 && offsetof(struct run, out) % 8 == 6,
+	       "packet buffers NET_IP_ALIGN-ed");
 
 struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo);
 /* Runs r->in through the program; the output buffer is reset first. */

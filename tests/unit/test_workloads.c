@@ -63,14 +63,31 @@ static void test_keys(void)
 
 static void test_tatp_values(void)
 {
-	struct tatp_sub a = { .s_id = 4321, .msc_location = 0xdeadbeef, .vlr_location = 7 }, b;
-	struct tatp_ai ai = { 200, 3, "ABC", "VWXYZ" }, ai2;
-	struct tatp_sf sf = { 1, 9, 250, "QRSTU" }, sf2;
-	struct tatp_cf cf = { 24, "012345678901234" }, cf2;
+	static const struct tatp_sub a0 = { .s_id = 4321, .msc_location = 0xdeadbeef,
+					    .vlr_location = 7 };
+	static const struct tatp_ai ai0 = { 200, 3, "ABC", "VWXYZ" };
+	static const struct tatp_sf sf0 = { 1, 9, 250, "QRSTU" };
+	static const struct tatp_cf cf0 = { 24, "012345678901234" };
+	struct tatp_sub a, b;
+	struct tatp_ai ai, ai2;
+	struct tatp_sf sf, sf2;
+	struct tatp_cf cf, cf2;
 	uint8_t buf[40];
 	unsigned int i;
 	uint32_t s;
 
+	/*
+	 * The round trips compare whole structs, padding included: copies of
+	 * static ones (zero padding) against zeroed ones, never stack garbage.
+	 */
+	memcpy(&a, &a0, sizeof(a));
+	memcpy(&ai, &ai0, sizeof(ai));
+	memcpy(&sf, &sf0, sizeof(sf));
+	memcpy(&cf, &cf0, sizeof(cf));
+	memset(&b, 0, sizeof(b));
+	memset(&ai2, 0, sizeof(ai2));
+	memset(&sf2, 0, sizeof(sf2));
+	memset(&cf2, 0, sizeof(cf2));
 	for (i = 0; i < 10; i++) {
 		a.bit[i] = i & 1;
 		a.hex[i] = (uint8_t)(15 - i);
