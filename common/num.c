@@ -69,3 +69,14 @@ int xtx_parse_duration(const char *what, const char *s, uint64_t *ns)
 	fprintf(stderr, "Error: %s: unknown unit in '%s' (ns, us, ms, s)\n", what, s);
 	return -1;
 }
+
+int xtx_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -5,6 +5,9 @@
 
 #include <stdint.h>
 
+/* The value of one hex digit, or -1. */
+int xtx_hex_digit(char c);
+
 /*
  * Parses all of s as an unsigned integer in [min, max] (base 0: 0x.. works);
  * on failure prints "Error: <what>: ..." and returns -1.

@@ -4,18 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "num.h"
 #include "secret.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int xtx_secret_read(const char *path, struct xtx_secret *s)
 {
@@ -45,7 +35,7 @@ int xtx_secret_read(const char *path, struct xtx_secret *s)
 		goto bad;
 	s->k0 = s->k1 = 0;
 	for (i = 0; i < 32; i++) {
-		int v = hexval(buf[i]);
+		int v = xtx_hex_digit(buf[i]);
 
 		if (v < 0)
 			goto bad;

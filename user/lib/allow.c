@@ -44,11 +44,9 @@ void xtx_allow_format(const struct xtx_allow_key *k, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u", a, k->prefixlen);
 }
 
-/*
- * Switches enforcement and bumps the list's generation, which empties
- * every CPU's cache of the last allowed sender: call it after any change.
- */
-static int set_flag(const struct xtx_target *t, bool on)
+/* Reads the runtime knobs, lets change() edit them, writes them back; 0 or a negative errno. */
+static int update_runtime(const struct xtx_target *t,
+			  void (*change)(struct xtx_runtime *rt, const void *arg), const void *arg)
 {
 	int fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME), err = 0;
 	struct xtx_runtime rt;
@@ -59,38 +57,48 @@ static int set_flag(const struct xtx_target *t, bool on)
 	if (bpf_map_lookup_elem(fd, &zero, &rt)) {
 		err = -errno;
 	} else {
-		__u32 gen = (rt.flags >> XTX_RTF_ALLOW_GEN_SHIFT) + 1;
-
-		rt.flags = (gen << XTX_RTF_ALLOW_GEN_SHIFT) | (on ? XTX_RTF_ALLOWLIST : 0) |
-			   (rt.flags & ((1u << XTX_RTF_ALLOW_GEN_SHIFT) - 1) & ~XTX_RTF_ALLOWLIST);
+		change(&rt, arg);
 		if (bpf_map_update_elem(fd, &zero, &rt, 0))
 			err = -errno;
 	}
 	close(fd);
+	return err;
+}
+
+/* Enforcement on or off, and a new generation, which empties every CPU's cache of the last allowed sender. */
+static void switch_allowlist(struct xtx_runtime *rt, const void *arg)
+{
+	__u32 gen = (rt->flags >> XTX_RTF_ALLOW_GEN_SHIFT) + 1;
+	bool on = *(const bool *)arg;
+
+	rt->flags = (gen << XTX_RTF_ALLOW_GEN_SHIFT) | (on ? XTX_RTF_ALLOWLIST : 0) |
+		    (rt->flags & ((1u << XTX_RTF_ALLOW_GEN_SHIFT) - 1) & ~XTX_RTF_ALLOWLIST);
+}
+
+/* Call it after any change of the list. */
+static int set_flag(const struct xtx_target *t, bool on)
+{
+	int err = update_runtime(t, switch_allowlist, &on);
+
 	if (err)
 		fprintf(stderr, "Error: switching the allowlist %s: %s\n", on ? "on" : "off",
 			strerror(-err));
 	return err;
 }
 
+static void set_secret(struct xtx_runtime *rt, const void *arg)
+{
+	const struct xtx_secret *s = arg;
+
+	rt->secret_k0 = s ? s->k0 : 0;
+	rt->secret_k1 = s ? s->k1 : 0;
+	rt->flags = s ? rt->flags | XTX_RTF_SECRET : rt->flags & ~XTX_RTF_SECRET;
+}
+
 int xtx_secret_set(const struct xtx_target *t, const struct xtx_secret *s)
 {
-	int fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME), err = 0;
-	struct xtx_runtime rt;
-	__u32 zero = 0;
+	int err = update_runtime(t, set_secret, s);
 
-	if (fd < 0)
-		return fd;
-	if (bpf_map_lookup_elem(fd, &zero, &rt)) {
-		err = -errno;
-	} else {
-		rt.secret_k0 = s ? s->k0 : 0;
-		rt.secret_k1 = s ? s->k1 : 0;
-		rt.flags = s ? rt.flags | XTX_RTF_SECRET : rt.flags & ~XTX_RTF_SECRET;
-		if (bpf_map_update_elem(fd, &zero, &rt, 0))
-			err = -errno;
-	}
-	close(fd);
 	if (err)
 		fprintf(stderr, "Error: setting the shared secret: %s\n", strerror(-err));
 	return err;

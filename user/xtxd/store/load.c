@@ -15,6 +15,7 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "ctl_out.h"
+#include "num.h"
 #include "log.h"
 #include "load.h"
 #include "overflow.h"
@@ -285,17 +286,6 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Strict: all of [s, s+len) in base 10, or 16 after 0x; no sign, no overflow. */
 static bool parse_u64(const char *s, size_t len, uint64_t *out)
 {
@@ -311,7 +301,7 @@ static bool parse_u64(const char *s, size_t len, uint64_t *out)
 	if (i == len)
 		return false;
 	for (; i < len; i++) {
-		x = hexval(s[i]);
+		x = xtx_hex_digit(s[i]);
 		if (x < 0 || (unsigned int)x >= base)
 			return false;
 		d = (unsigned int)x;
@@ -379,8 +369,8 @@ int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why,
 		return -1;
 	}
 	for (i = 0; i < len[2] / 2; i++) {
-		hi = hexval(tok[2][2 * i]);
-		lo = hexval(tok[2][2 * i + 1]);
+		hi = xtx_hex_digit(tok[2][2 * i]);
+		lo = xtx_hex_digit(tok[2][2 * i + 1]);
 		if (hi < 0 || lo < 0) {
 			snprintf(why, why_len, "value '%.*s%s' is not hex", clip(len[2]), tok[2],
 				 len[2] > 32 ? "..." : "");
