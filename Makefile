@@ -51,6 +51,7 @@ $(OBJ_OUT)/user/xtxd/%.o: ROOM_INC = $(call room_inc,xtxd)
 $(OBJ_OUT)/user/xtxctl/%.o: ROOM_INC = $(call room_inc,xtxctl)
 $(OBJ_OUT)/user/udpd/%.o: ROOM_INC = $(call room_inc,udpd)
 $(OBJ_OUT)/clients/libxtx/%.o: ROOM_INC = $(call room_inc,libxtx)
+$(OBJ_OUT)/clients/history/%.o: ROOM_INC = $(call room_inc,history)
 $(OBJ_OUT)/clients/workloads/%.o: ROOM_INC = $(call room_inc,workloads)
 $(OBJ_OUT)/clients/bench/%.o: ROOM_INC = $(call room_inc,bench)
 $(OBJ_OUT)/clients/examples/%.o: ROOM_INC = $(call room_inc,examples)
@@ -70,6 +71,8 @@ XTXD_LIB_OBJS := $(call objs,$(filter-out user/xtxd/main.c,$(XTXD_SRCS)))
 XTXCTL_OBJS := $(call objs,$(wildcard user/xtxctl/*.c))
 LIBXTX_OBJS := $(call objs,$(wildcard clients/libxtx/*.c clients/libxtx/txn/*.c))
 WORKLOAD_OBJS := $(call objs,$(wildcard clients/workloads/*.c))
+# The history recorder and checker, without the stand-alone checker's main().
+HISTORY_OBJS := $(call objs,$(filter-out clients/history/main.c,$(wildcard clients/history/*.c)))
 BENCH_SRCS := $(wildcard clients/bench/*.c)
 # The benchmark tool's helpers (threads, histograms, the workload driver) without
 # its commands, for the tests that drive workloads.
@@ -79,7 +82,7 @@ USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 	clients/*/*.h clients/libxtx/txn/*.h tests/unit/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
-BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer
+BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/xtx-history-check
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
@@ -148,6 +151,11 @@ $(OUT)/xtxd: $(call objs,$(XTXD_SRCS)) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)
 
+# Stands alone, for hosts that check histories without running anything.
+$(OUT)/xtx-history-check: $(call objs,clients/history/main.c) $(HISTORY_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@
+
 $(OUT)/xtxctl: $(XTXCTL_OBJS) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -162,12 +170,13 @@ $(OUT)/examples/%: $(OBJ_OUT)/clients/examples/%.o $(OUT)/libxtx.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(OUT)/xtxbench: $(call objs,$(BENCH_SRCS)) $(WORKLOAD_OBJS) $(LIBXTX_OBJS) $(COMMON_OBJS)
+$(OUT)/xtxbench: $(call objs,$(BENCH_SRCS)) $(WORKLOAD_OBJS) $(HISTORY_OBJS) $(LIBXTX_OBJS) \
+		$(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON_OBJS) \
-		$(LIBXTX_OBJS) $(WORKLOAD_OBJS) $(BENCH_LIB_OBJS) $(XTXD_LIB_OBJS)
+		$(LIBXTX_OBJS) $(WORKLOAD_OBJS) $(HISTORY_OBJS) $(BENCH_LIB_OBJS) $(XTXD_LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)

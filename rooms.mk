@@ -12,10 +12,12 @@ ROOM_xtxd      := user/xtxd user/lib common include
 ROOM_xtxctl    := user/xtxctl user/lib common include
 ROOM_udpd      := user/udpd user/lib common include
 ROOM_libxtx    := clients/libxtx common include
+ROOM_history   := clients/history
 ROOM_workloads := clients/workloads clients/libxtx common include
-ROOM_bench     := clients/bench clients/workloads clients/libxtx common include
+ROOM_bench     := clients/bench clients/workloads clients/libxtx clients/history common include
 ROOM_examples  := clients/examples clients/libxtx common include
 ROOM_tests     := tests tests/unit user/xtxd user/lib clients/bench clients/workloads clients/libxtx \
+	clients/history \
 	common include
 
 # Folders only their own room (and the tests) may include from.

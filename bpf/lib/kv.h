@@ -107,12 +107,20 @@ static __always_inline void xtx_kv_copy_value(__u8 *dst, const __u8 *src)
 	__builtin_memcpy(dst, src, XTX_VALUE_MAX);
 }
 
+/*
+ * GET and READ.  A key found absent answers NOT_FOUND with a version all
+ * the same: its tombstone's, or the bucket's floor, at or above the key's
+ * last version; validating an absent read compares it (xtx_kv_validate),
+ * and a history records it as the state the read saw.
+ */
 static __always_inline __u8 xtx_kv_get(struct xtx_kv_bucket *b, int w, struct xtx_op *op, __u64 h)
 {
 	if (w >= 0) {
 		w &= XTX_KV_WAYS - 1;
-		if (b->flags[w] & XTX_KVF_TOMB)
+		if (b->flags[w] & XTX_KVF_TOMB) {
+			op->version = b->version[w];
 			return XTX_ST_NOT_FOUND;
+		}
 		xtx_kv_copy_value(op->value, b->value[w]);
 		op->vlen = b->vlen[w];
 		op->version = b->version[w];
@@ -120,6 +128,7 @@ static __always_inline __u8 xtx_kv_get(struct xtx_kv_bucket *b, int w, struct xt
 	}
 	if (!xtx_kv_bloom_maybe(b, h)) {
 		xtx_count(XTX_CTR_KV_BLOOM_MISS);
+		op->version = b->vfloor;
 		return XTX_ST_NOT_FOUND;
 	}
 	return XTX_KV_DEFER;

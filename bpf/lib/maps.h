@@ -159,6 +159,7 @@ struct xtx_pkt_ctx {
 	__u64 now;		/* bpf_ktime_get_ns(), read on first use (xtx_now); 0 before */
 	__u64 lock_lease_ns;
 	__u64 kv_lease_ns;
+	__u32 rt_flags;		/* xtx_runtime.flags (XTX_RTF_*) */
 	__u32 rec_key;		/* dedupe slot of this request */
 	__u32 mode;		/* enum xtx_exec_mode */
 	__u32 ndeferred;	/* ops handed to xtxd so far */

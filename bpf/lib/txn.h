@@ -50,12 +50,14 @@ static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct
 static __always_inline __u8 xtx_txn_validate(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
 {
 	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+	bool broken = pc->rt_flags & XTX_RTF_BREAK_VALIDATE;
 
 	if (st != XTX_ST_OK)
 		return st;
-	if ((op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE))
+	if ((op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE) && !broken)
 		return XTX_ST_LOCKED;
-	return xtx_op_kv(op, idx, pc, false);
+	st = xtx_op_kv(op, idx, pc, false);
+	return st == XTX_ST_CHANGED && broken ? XTX_ST_OK : st;
 }
 
 /* A read reports the key's lock state too: a FaSST reader aborts on a locked key. */
@@ -66,7 +68,7 @@ static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xt
 	__u8 st = xtx_op_kv(op, idx, pc, false);
 
 	op->flags = 0;
-	if (s)
+	if (s && !(pc->rt_flags & XTX_RTF_BREAK_VALIDATE))
 		op->flags = xtx_lock_state(s, c.txn);
 	return st;
 }

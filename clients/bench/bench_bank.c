@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "cpustat.h"
 #include "hist.h"
+#include "histrec.h"
 #include "ids.h"
 #include <xtx/maps.h>
 #include "libxtx.h"
@@ -54,6 +55,7 @@ struct bank_opts {
 	uint64_t timeout_ns;
 	bool has_secret;		/* --secret-file */
 	struct xtx_secret secret;
+	const char *history;	/* --history BASE */
 	bool check;
 	bool setup;
 	bool json;
@@ -93,6 +95,8 @@ struct bank_thread {
 	struct bank_txn **free_ctx;
 	unsigned int nfree;
 	int err;
+	struct history_writer *hist;	/* --history, or NULL */
+	bool hist_err;
 };
 
 static uint64_t rng_next(uint64_t *s)
@@ -193,7 +197,8 @@ static void bank_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 	struct bank_txn *x = arg;
 	struct bank_thread *th = x->th;
 
-	(void)t;
+	if (th->hist && !th->hist_err && histrec_txn(th->hist, t, res))
+		th->hist_err = true;
 	xtx_hist_add(&th->bt.recent, res->latency_ns);
 	if (x->read_bad) {
 		bench_bad_reply(&th->bt, &th->cnt.missing, &th->o->servers[0],
@@ -439,13 +444,15 @@ static void usage(FILE *out)
 		"      --timeout T          resend after this long (default 2ms)\n"
 		"      --no-setup           the accounts exist already: do not create them\n"
 		"  -C, --check              verify the total after the run; fail if it changed\n"
+		"      --history BASE       record every transaction in BASE.<client id> for\n"
+		"                           `xtxbench check-history BASE.*`\n"
 		"  -j, --json               print the summary as JSON\n"
 		"  -h, --help\n",
 		XTX_DEFAULT_PORT, XTX_TXN_MAX_KEYS);
 }
 
 enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
-       OPT_SECRET_FILE };
+       OPT_HISTORY, OPT_SECRET_FILE };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
@@ -469,6 +476,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "no-setup", no_argument, NULL, OPT_NOSETUP },
 		{ "check", no_argument, NULL, 'C' },
+		{ "history", required_argument, NULL, OPT_HISTORY },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -528,6 +536,13 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		case OPT_TIMEOUT: err = xtx_parse_duration("--timeout", optarg, &o->timeout_ns); break;
 		case OPT_NOSETUP: o->setup = false; break;
 		case 'C': o->check = true; break;
+		case OPT_HISTORY:
+			if (!*optarg) {
+				fprintf(stderr, "Error: --history: empty path\n");
+				err = -1;
+			}
+			o->history = optarg;
+			break;
 		case 'j': o->json = true; break;
 		case 'h': usage(stdout); exit(BENCH_EXIT_OK);
 		default: usage(stderr); return -1;
@@ -696,6 +711,8 @@ int bench_bank_main(int argc, char **argv)
 		t->cl = open_client(&o, t->bt.client_id, o.inflight);
 		if (!t->ctx || !t->free_ctx || !t->cl)
 			return BENCH_EXIT_FAIL;
+		if (o.history && !(t->hist = histrec_open(o.history, t->bt.client_id)))
+			return BENCH_EXIT_FAIL;
 		for (j = 0; j <= o.inflight; j++)
 			t->free_ctx[t->nfree++] = &t->ctx[j];
 	}
@@ -724,6 +741,12 @@ int bench_bank_main(int argc, char **argv)
 		}
 	}
 	print_summary(&o, &sum, &h, (stop - start) / 1e9, &cpu0, &cpu1);
+	for (i = 0; i < o.threads; i++) {
+		if (histrec_close(th[i].hist, o.history) || th[i].hist_err) {
+			fprintf(stderr, "FAIL: bank: --history: thread %u's file is incomplete\n", i);
+			rc = BENCH_EXIT_FAIL;
+		}
+	}
 	if (sum.missing) {
 		fprintf(stderr, "FAIL: bank: %" PRIu64 " transactions found an account missing\n",
 			sum.missing);

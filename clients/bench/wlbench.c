@@ -15,6 +15,7 @@
 #include "benchthread.h"
 #include "clock.h"
 #include "hist.h"
+#include "histrec.h"
 #include "ids.h"
 #include "log.h"
 #include "num.h"
@@ -72,6 +73,7 @@ struct wl_opts {
 	bool verify;
 	bool echo;		/* the servers answer without state: judge no data */
 	const char *dump_cmd;
+	const char *history;	/* --history BASE: BASE.<client id> per thread */
 	struct wl_ctl ctl;
 	char xtxctl_path[PATH_MAX];
 };
@@ -96,6 +98,8 @@ struct wl_thread {
 	uint8_t *slots;
 	size_t slot_size;
 	int poll_err;
+	struct history_writer *hist;	/* --history, or NULL */
+	bool hist_err;
 	uint64_t x_unmeasured[WL_NX];
 	struct xtx_client_stats cs;	/* the client's counters at the end */
 	/* Committed latencies per type, read after the run. */
@@ -130,7 +134,9 @@ static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *a
 	struct wl_counts *c = &t->c;
 	enum wl_verdict v;
 
-	(void)x;
+	/* every transaction, warm-up and retries too: each one moves versions */
+	if (t->hist && !t->hist_err && histrec_txn(t->hist, x, res))
+		t->hist_err = true;
 	v = t->w->end(t->w->ctx, t->wt, s->txn, res, s->measured ? c->x : t->x_unmeasured);
 	/* an echo server's empty reads say nothing about the data: the row is just not there */
 	if (v == WL_BROKEN && t->o->echo)
@@ -473,6 +479,7 @@ enum {
 	OPT_POPULATE_VIA,
 	OPT_DUMP_CMD,
 	OPT_ECHO,
+	OPT_HISTORY,
 };
 
 static const struct option common_opts[] = {
@@ -492,6 +499,7 @@ static const struct option common_opts[] = {
 	{ "populate-via", required_argument, NULL, OPT_POPULATE_VIA },
 	{ "dump-cmd", required_argument, NULL, OPT_DUMP_CMD },
 	{ "echo", no_argument, NULL, OPT_ECHO },
+	{ "history", required_argument, NULL, OPT_HISTORY },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "xtxctl", required_argument, NULL, OPT_XTXCTL },
@@ -550,6 +558,11 @@ static void common_usage(FILE *out)
 		"                            xtx-udpd SIGUSR1 and printing its --dump-file\n"
 		"      --xtxctl PATH         the xtxctl to run (default: next to xtxbench)\n"
 		"      --echo                the servers run with --echo (see below)\n"
+		"      --history BASE        record every transaction (reads with the version\n"
+		"                            seen, writes with the version installed) in\n"
+		"                            BASE.<client id>, one file per thread; with\n"
+		"                            --verify also BASE.final, the store afterwards.\n"
+		"                            Check with `xtxbench check-history BASE.*`\n"
 		"  -j, --json                the summary as one JSON object on stdout\n"
 		"  -v, --verbose             more output\n"
 		"  -h, --help                this text\n"
@@ -747,6 +760,13 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 			break;
 		case OPT_ECHO:
 			o->echo = true;
+			break;
+		case OPT_HISTORY:
+			if (!*optarg) {
+				fprintf(stderr, "Error: --history: empty path\n");
+				return -1;
+			}
+			o->history = optarg;
 			break;
 		case OPT_DUMP_CMD:
 			if (!*optarg) {
@@ -1009,6 +1029,53 @@ static uint32_t table_mask(const struct wl_workload *w)
 	return m;
 }
 
+/* ---- --history ---- */
+
+/* Closes every thread's history file: 0, or -1 when one is incomplete. */
+static int close_histories(struct wl_thread *th, const struct wl_opts *o)
+{
+	unsigned int i;
+	int rc = 0;
+
+	for (i = 0; i < o->threads; i++) {
+		if (histrec_close(th[i].hist, o->history) || th[i].hist_err)
+			rc = -1;
+		th[i].hist = NULL;
+	}
+	if (rc)
+		fprintf(stderr, "Error: --history: a history file is incomplete\n");
+	return rc;
+}
+
+/*
+ * BASE.final: the store after the run, as the checker's --final-state
+ * reads it (a key not listed is absent), so it can tell a committed write
+ * that is missing.
+ */
+static int write_final_state(const char *base, const struct wl_snap *after)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s.final", base);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "Error: --history: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "# TABLE KEY VERSION: every key the servers held after the run\n");
+	for (i = 0; i < after->n; i++)
+		fprintf(f, "%u %llu %llu\n", after->r[i].table,
+			(unsigned long long)after->r[i].key,
+			(unsigned long long)after->r[i].version);
+	if (fclose(f)) {
+		fprintf(stderr, "Error: --history: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- threads ---- */
 
 static void free_threads(const struct wl_workload *w, struct wl_thread *th, unsigned int n)
@@ -1018,6 +1085,7 @@ static void free_threads(const struct wl_workload *w, struct wl_thread *th, unsi
 	for (i = 0; i < n; i++) {
 		if (th[i].cl)
 			xtx_client_close(th[i].cl);
+		histrec_close(th[i].hist, "");
 		if (th[i].wt) {
 			w->thread_free(w->ctx, th[i].wt);
 			free(th[i].wt);
@@ -1069,6 +1137,11 @@ static struct wl_thread *setup_threads(const struct wl_workload *w, const struct
 		t->cl = open_client(o, t->bt.client_id);
 		if (!t->cl)
 			goto fail;
+		if (o->history) {
+			t->hist = histrec_open(o->history, t->bt.client_id);
+			if (!t->hist)
+				goto fail;
+		}
 	}
 	return th;
 fail:
@@ -1166,6 +1239,8 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		o.client_base + o.threads - 1, o.inflight);
 	if (o.duration_ns && run(w, &o, th, r))
 		goto out;
+	if (o.history && close_histories(th, &o))
+		goto out;
 	k = sum_of(r->c.committed, w->ntypes);
 	if (o.verify) {
 		void **wts = calloc(o.threads, sizeof(*wts));
@@ -1180,7 +1255,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 			wl_violation(&r->violations, "%llu transactions ended with unknown outcome",
 				     (unsigned long long)sum_of(r->c.unknown, w->ntypes));
 		if (wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &after,
-				&r->violations)) {
+				&r->violations) || (o.history && write_final_state(o.history, &after))) {
 			free(wts);
 			goto out;
 		}

@@ -103,6 +103,13 @@ struct xtx_runtime {
 #define XTX_RTF_ALLOWLIST	0x1
 /* Every request must carry the MAC of the shared secret; others are dropped. */
 #define XTX_RTF_SECRET		0x2
+/*
+ * Breaks isolation on purpose: OCC_VALIDATE answers OK over a changed
+ * version or another's lock, and READ hides locks, so OCC's checks pass
+ * whatever they find.  Only for proving that the history checker
+ * catches what it must (xtxctl fault --break-validate); never in service.
+ */
+#define XTX_RTF_BREAK_VALIDATE	0x4
 /* Bits 8-31 of flags: the allowlist's generation, bumped by every change of it. */
 #define XTX_RTF_ALLOW_GEN_SHIFT	8
 

@@ -3,13 +3,23 @@
 #include <string.h>
 #include "kv.h"
 
+static int lookup(struct udpd_stripe *s, const struct xtx_op *op, struct kvmodel_item *it,
+		  uint64_t *absent_version);
+
 uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op)
 {
 	uint8_t opcode = op->opcode == XTX_OP_READ ? XTX_OP_GET : op->opcode;
 	struct kvmodel_result res;
+	struct kvmodel_item it;
+	uint64_t absent;
 	uint8_t st;
 
 	st = kvmodel_apply(s->kv, opcode, op->table, op->key, op->vlen, op->value, &res);
+	/* an absent key's version, as XDP answers it: what an absent read saw */
+	if (st == XTX_ST_NOT_FOUND && opcode == XTX_OP_GET && !lookup(s, op, &it, &absent)) {
+		op->version = absent;
+		return st;
+	}
 	if (st != XTX_ST_OK)
 		return st;
 	op->version = res.version;

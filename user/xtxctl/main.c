@@ -35,6 +35,7 @@ struct ctl_opts {
 	bool json;
 	int table;		/* dump --table, -1: all */
 	bool set_req, set_rep, set_rare;
+	int break_validate;	/* -1: unchanged, else 0 or 1 */
 	uint32_t drop_req_ppm, drop_rep_ppm, drop_rare_ppm;
 	/* load */
 	bool has_count, has_vsize, print;
@@ -64,6 +65,10 @@ static void usage(FILE *out)
 		"                          lose that share (parts per million) of requests or\n"
 		"                          replies in XDP, or of xtxd's replies after it ran\n"
 		"                          them, for loss tests; no option shows them\n"
+		"        [--break-validate on|off]\n"
+		"                          OCC_VALIDATE answers OK and READ hides locks: breaks\n"
+		"                          serializability on purpose, for the history\n"
+		"                          checker's negative tests; never in service\n"
 		"  dump [--table N] [--json]\n"
 		"                          every live key, value and version of the KV store\n"
 		"                          (kernel cache and xtxd's overflow store), by table and key\n"
@@ -298,12 +303,17 @@ static int cmd_fault(const struct xtx_target *t, const struct ctl_opts *o)
 		rt.drop_reply_ppm = o->drop_rep_ppm;
 	if (o->set_rare)
 		rt.drop_rare_reply_ppm = o->drop_rare_ppm;
-	if ((o->set_req || o->set_rep || o->set_rare) && bpf_map_update_elem(fd, &zero, &rt, 0)) {
+	if (o->break_validate >= 0)
+		rt.flags = o->break_validate ? rt.flags | XTX_RTF_BREAK_VALIDATE :
+					       rt.flags & ~XTX_RTF_BREAK_VALIDATE;
+	if ((o->set_req || o->set_rep || o->set_rare || o->break_validate >= 0) &&
+	    bpf_map_update_elem(fd, &zero, &rt, 0)) {
 		fprintf(stderr, "Error: writing xtx_runtime: %s\n", strerror(errno));
 		goto out;
 	}
-	printf("drop_request_ppm %u\ndrop_reply_ppm %u\ndrop_rare_reply_ppm %u\n",
-	       rt.drop_request_ppm, rt.drop_reply_ppm, rt.drop_rare_reply_ppm);
+	printf("drop_request_ppm %u\ndrop_reply_ppm %u\ndrop_rare_reply_ppm %u\n"
+	       "break_validate %s\n", rt.drop_request_ppm, rt.drop_reply_ppm,
+	       rt.drop_rare_reply_ppm, rt.flags & XTX_RTF_BREAK_VALIDATE ? "on" : "off");
 	rc = 0;
 out:
 	close(fd);
@@ -1090,7 +1100,7 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 	return err ? 1 : 0;
 }
 
-enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
+enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_BREAK_VALIDATE, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
        OPT_FILE, OPT_PRINT, OPT_DATA_DIR, OPT_INTERVAL, OPT_COUNT_TOP };
 
 int main(int argc, char **argv)
@@ -1103,6 +1113,7 @@ int main(int argc, char **argv)
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
 		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REP },
 		{ "drop-rare-reply-ppm", required_argument, NULL, OPT_DROP_RARE },
+		{ "break-validate", required_argument, NULL, OPT_BREAK_VALIDATE },
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "first", required_argument, NULL, OPT_FIRST },
 		{ "value-size", required_argument, NULL, OPT_VSIZE },
@@ -1116,7 +1127,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct ctl_opts o = { .table = -1, .seed = XTXD_LOAD_SEED_DEFAULT, .interval_ms = 1000 };
+	struct ctl_opts o = { .table = -1, .seed = XTXD_LOAD_SEED_DEFAULT, .interval_ms = 1000,
+			     .break_validate = -1 };
 	struct xtx_target t;
 	const char *cmd;
 	uint32_t table;
@@ -1148,6 +1160,14 @@ int main(int argc, char **argv)
 					  &o.drop_rare_ppm))
 				return 2;
 			o.set_rare = true;
+			break;
+		case OPT_BREAK_VALIDATE:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "Error: --break-validate: on or off, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			o.break_validate = !strcmp(optarg, "on");
 			break;
 		case OPT_COUNT:
 			if (xtx_parse_u64("--count", optarg, 0, UINT64_MAX, &o.count))

@@ -174,6 +174,12 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 			txn_abort_for(t, XTX_CAUSE_VALIDATION);
 		else if (st != XTX_ST_NOT_FOUND)
 			txn_refused(t, op);
+		else
+			/*
+			 * Still absent: the transaction serializes here, so the
+			 * absence it read is the one now (its version, for histories).
+			 */
+			k->version = op->version;
 		break;
 	case TOP_UNLOCK_EXCL:
 	case TOP_UNLOCK_SHARED:

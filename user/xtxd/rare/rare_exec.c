@@ -263,8 +263,10 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 	switch (op->opcode) {
 	case XTX_OP_GET:
 	case XTX_OP_READ:
-		if (!found)
+		if (!found) {
+			op->version = absent_base(x, e, fix);	/* as XDP answers */
 			return XTX_ST_NOT_FOUND;
+		}
 		op->vlen = cur.vlen;
 		op->version = cur.version;
 		memcpy(op->value, cur.value, XTX_VALUE_MAX);
