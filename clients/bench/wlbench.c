@@ -930,14 +930,56 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 }
 
 /* Streams each server its rows through `xtxctl load --file -`, all at once. */
+/*
+ * The version every loaded key gets on every server: above every server's
+ * version mark, so replicas agree on it whatever each one's history (its
+ * bucket floors differ with what it evicted), and no key's version goes back.
+ */
+static int load_version(const struct wl_opts *o, uint64_t *version)
+{
+	unsigned long long mark;
+	unsigned int s;
+	char cmd[1024], line[256];
+	FILE *f;
+	int st;
+
+	*version = 0;
+	for (s = 0; s < o->nservers; s++) {
+		bool got = false;
+
+		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' version-mark",
+			 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
+		f = popen(cmd, "r");
+		if (!f) {
+			fprintf(stderr, "Error: --populate: running %s: %s\n", cmd, strerror(errno));
+			return -1;
+		}
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "mark %llu", &mark) == 1) {
+				got = true;
+				if (mark >= *version)
+					*version = mark + 1;
+			}
+		st = pclose(f);
+		if (!got || st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "Error: --populate: no version mark from %s:%s\n",
+				o->ctl.netns[s], o->ctl.iface[s]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
 	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-	uint64_t t0 = xtx_now_ns();
+	uint64_t t0 = xtx_now_ns(), version;
 	unsigned int s;
 	int rc;
 
+	if (load_version(o, &version))
+		return -1;
 	p.f = calloc(o->nservers, sizeof(*p.f));
 	if (!p.f)
 		return -1;
@@ -946,8 +988,9 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		char cmd[1024];
 
 		/* its report goes to stderr: stdout may be carrying JSON */
-		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - >&2",
-			 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
+		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - "
+			 "--version %llu >&2", o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s],
+			 (unsigned long long)version);
 		p.f[s] = popen(cmd, "w");
 		if (!p.f[s]) {
 			fprintf(stderr, "Error: --populate: running %s: %s\n", cmd, strerror(errno));
@@ -971,9 +1014,9 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	free(p.f);
 	signal(SIGPIPE, old);
 	if (!rc)
-		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs\n", w->name,
-			(unsigned long long)p.rows, (unsigned long long)p.lines,
-			(xtx_now_ns() - t0) / 1e9);
+		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs at version %llu\n",
+			w->name, (unsigned long long)p.rows, (unsigned long long)p.lines,
+			(xtx_now_ns() - t0) / 1e9, (unsigned long long)version);
 	return rc;
 }
 

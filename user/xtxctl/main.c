@@ -39,6 +39,7 @@ struct ctl_opts {
 	uint32_t drop_req_ppm, drop_rep_ppm, drop_rare_ppm;
 	/* load */
 	bool has_count, has_vsize, print;
+	uint64_t load_version;	/* load --version: 0, none */
 	uint64_t count, first, seed;
 	uint32_t vsize;
 	const char *file;
@@ -83,6 +84,10 @@ static void usage(FILE *out)
 		"                          from (S, T, key); --print writes them as file lines\n"
 		"  load --file PATH        the same for the lines 'table key hexvalue' of PATH\n"
 		"                          ('-': stdin; '#' comments); a bad line loads nothing\n"
+		"       [--version V]      new keys at version V, not one above their bucket's\n"
+		"                          floor: load every replica of a key at one V, the\n"
+		"                          highest version-mark of them + 1, and they agree\n"
+		"  version-mark            the highest version this server holds or held\n"
 		"  unload                  stop xtxd, detach the program, remove the pinned maps\n"
 		"  log stats [--json]      per CPU log tail, head, fill, appends and LOG_FULLs; the\n"
 		"                          data directory's files and records; the drain's counters\n"
@@ -544,15 +549,16 @@ static int load_send_file(int fd, const char *path, bool tty)
 
 struct load_answer {
 	bool result;
-	unsigned long long keys, kernel, store, duplicates, takeovers, busy;
+	unsigned long long keys, kernel, store, duplicates, takeovers, busy, stale;
 	double xtxd_s;
 };
 
 static void parse_result(const char *line, struct load_answer *a)
 {
 	a->result = sscanf(line, "result keys=%llu kernel=%llu store=%llu duplicates=%llu "
-			   "takeovers=%llu busy=%llu seconds=%lf", &a->keys, &a->kernel,
-			   &a->store, &a->duplicates, &a->takeovers, &a->busy, &a->xtxd_s) == 7;
+			   "takeovers=%llu busy=%llu seconds=%lf stale=%llu", &a->keys, &a->kernel,
+			   &a->store, &a->duplicates, &a->takeovers, &a->busy, &a->xtxd_s,
+			   &a->stale) == 8;
 }
 
 static void print_loaded(const struct load_answer *a, double secs)
@@ -562,6 +568,9 @@ static void print_loaded(const struct load_answer *a, double secs)
 	printf("loaded %llu keys in %.2f s (%.0f keys/s): %llu in the kernel cache, %llu in the "
 	       "overflow store, %llu duplicates skipped\n", a->keys, secs,
 	       secs > 0 ? a->keys / secs : 0.0, a->kernel, a->store, a->duplicates);
+	if (a->stale)
+		printf("%llu keys deleted at or above --version since it was chosen: skipped\n",
+		       a->stale);
 	pr_info("xtxd took %.3f s to insert; %llu busy buckets retried, %llu taken over\n",
 		a->xtxd_s, a->busy, a->takeovers);
 	fflush(stdout);
@@ -647,10 +656,12 @@ static uint32_t server_value_size(const struct xtx_target *t)
 static int cmd_load(const struct xtx_target *t, struct ctl_opts *o)
 {
 	bool tty = isatty(STDERR_FILENO);
-	char req[160];
+	char req[160], at[32] = "";
 	double t0;
 	int fd, rc;
 
+	if (o->load_version)
+		snprintf(at, sizeof(at), " at %llu", (unsigned long long)o->load_version);
 	if (!o->has_vsize)
 		o->vsize = server_value_size(t);
 	fd = load_connect(t);
@@ -658,7 +669,8 @@ static int cmd_load(const struct xtx_target *t, struct ctl_opts *o)
 		return 1;
 	t0 = mono_s();
 	if (o->file) {
-		rc = send_all(fd, "load file\n", 10);
+		snprintf(req, sizeof(req), "load file%s\n", at);
+		rc = send_all(fd, req, strlen(req));
 		if (rc) {
 			fprintf(stderr, "Error: sending to xtxd at %s: %s\n", t->ctl_sock,
 				strerror(-rc));
@@ -670,9 +682,9 @@ static int cmd_load(const struct xtx_target *t, struct ctl_opts *o)
 			return 1;
 		}
 	} else {
-		snprintf(req, sizeof(req), "load gen %d %llu %llu %u %llu\n", o->table,
+		snprintf(req, sizeof(req), "load gen %d %llu %llu %u %llu%s\n", o->table,
 			 (unsigned long long)o->first, (unsigned long long)o->count, o->vsize,
-			 (unsigned long long)o->seed);
+			 (unsigned long long)o->seed, at);
 		rc = send_all(fd, req, strlen(req));
 		if (rc) {
 			fprintf(stderr, "Error: sending to xtxd at %s: %s\n", t->ctl_sock,
@@ -1100,7 +1112,7 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 	return err ? 1 : 0;
 }
 
-enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_BREAK_VALIDATE, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
+enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_BREAK_VALIDATE, OPT_LOAD_VERSION, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
        OPT_FILE, OPT_PRINT, OPT_DATA_DIR, OPT_INTERVAL, OPT_COUNT_TOP };
 
 int main(int argc, char **argv)
@@ -1117,6 +1129,7 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, OPT_COUNT },
 		{ "first", required_argument, NULL, OPT_FIRST },
 		{ "value-size", required_argument, NULL, OPT_VSIZE },
+		{ "version", required_argument, NULL, OPT_LOAD_VERSION },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "file", required_argument, NULL, OPT_FILE },
 		{ "print", no_argument, NULL, OPT_PRINT },
@@ -1176,6 +1189,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FIRST:
 			if (xtx_parse_u64("--first", optarg, 0, UINT64_MAX, &o.first))
+				return 2;
+			break;
+		case OPT_LOAD_VERSION:
+			if (xtx_parse_u64("--version", optarg, 1, UINT64_MAX - 1, &o.load_version))
 				return 2;
 			break;
 		case OPT_VSIZE:
@@ -1256,6 +1273,8 @@ int main(int argc, char **argv)
 		return ctl_request(&t, o.json ? "stats --json\n" : "stats\n");
 	if (!strcmp(cmd, "load"))
 		return cmd_load(&t, &o);
+	if (!strcmp(cmd, "version-mark"))
+		return ctl_request(&t, "mark\n");
 	if (!strcmp(cmd, "log"))
 		return cmd_log(&t, &o, argv[optind + 1]);
 	if (!strcmp(cmd, "top"))

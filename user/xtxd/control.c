@@ -42,6 +42,8 @@ static struct {
 	const char *rest;
 	size_t rest_len;
 	bool rest_taken;
+	/* the highest version mark answered: a load "at V" must be above it */
+	uint64_t mark_issued;
 } ctl = { .listen_fd = -1, .stop_fd = -1, .conn_lock = PTHREAD_MUTEX_INITIALIZER, .conn_fd = -1 };
 
 
@@ -173,10 +175,62 @@ static bool arg_u64(const char *s, uint64_t max, uint64_t *v)
 	return !errno && !*end && *v <= max;
 }
 
+/* mark: this server's version mark (store/load.h), remembered for the loads that follow. */
+static void cmd_mark(struct xtxd_out *out)
+{
+	uint64_t mark;
+	int err = xtxd_version_mark(&ctl.t, xtxd_rare_store(), &mark);
+
+	if (err) {
+		xtxd_out_printf(out, "ERR mark: %s\n", strerror(-err));
+		return;
+	}
+	if (mark > ctl.mark_issued)
+		ctl.mark_issued = mark;
+	xtxd_out_printf(out, "mark %llu\nOK\n", (unsigned long long)mark);
+}
+
 /*
- * load gen TABLE FIRST COUNT VSIZE SEED: xtxd makes the keys itself.
- * load file: the lines follow, up to the client's end of stream, and the
- * connection ends with the answer.
+ * "at V" ending a load: every new key at version V, which must be above
+ * the version mark this server last answered (or has now), so no key's
+ * version goes back whoever chose V.
+ */
+static int load_version(struct xtxd_out *out, char **argv, int *argc, uint64_t *version)
+{
+	uint64_t mark;
+	int err;
+
+	*version = 0;
+	if (*argc < 3 || strcmp(argv[*argc - 2], "at"))
+		return 0;
+	if (!arg_u64(argv[*argc - 1], UINT64_MAX - 1, version) || !*version) {
+		xtxd_out_printf(out, "ERR load: version '%s' is not a number 1..2^64-2\n",
+				argv[*argc - 1]);
+		return -1;
+	}
+	*argc -= 2;
+	mark = ctl.mark_issued;
+	if (!mark) {
+		err = xtxd_version_mark(&ctl.t, xtxd_rare_store(), &mark);
+		if (err) {
+			xtxd_out_printf(out, "ERR load: the version mark: %s\n", strerror(-err));
+			return -1;
+		}
+	}
+	if (*version <= mark) {
+		xtxd_out_printf(out, "ERR load: version %llu is not above this server's version "
+				"mark %llu: ask every replica for its mark (xtxctl version-mark) "
+				"and load at the highest + 1\n", (unsigned long long)*version,
+				(unsigned long long)mark);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * load gen TABLE FIRST COUNT VSIZE SEED [at V]: xtxd makes the keys itself.
+ * load file [at V]: the lines follow, up to the client's end of stream, and
+ * the connection ends with the answer.
  */
 static void cmd_load(struct xtxd_out *out, char **argv, int argc)
 {
@@ -188,14 +242,16 @@ static void cmd_load(struct xtxd_out *out, char **argv, int argc)
 	};
 	uint64_t table, first, count, vsize, seed;
 
+	if (load_version(out, argv, &argc, &env.version))
+		return;
 	if (argc == 2 && !strcmp(argv[1], "file")) {
 		ctl.rest_taken = true;
 		xtxd_load_file(&env, ctl.conn_fd, ctl.rest, ctl.rest_len);
 		return;
 	}
 	if (argc != 7 || strcmp(argv[1], "gen")) {
-		xtxd_out_printf(out, "ERR load: expected 'load gen TABLE FIRST COUNT VSIZE SEED' "
-				"or 'load file'\n");
+		xtxd_out_printf(out, "ERR load: expected 'load gen TABLE FIRST COUNT VSIZE SEED "
+				"[at V]' or 'load file [at V]'\n");
 		return;
 	}
 	if (!arg_u64(argv[2], XTX_MAX_TABLES - 1, &table)) {
@@ -257,6 +313,13 @@ static void handle_line(struct xtxd_out *out, char *line)
 		cmd_load(out, argv, argc);
 		return;
 	}
+	if (!strcmp(argv[0], "mark")) {
+		if (argc != 1)
+			xtxd_out_printf(out, "ERR mark: unexpected argument '%s'\n", argv[1]);
+		else
+			cmd_mark(out);
+		return;
+	}
 	if (!strcmp(argv[0], "stats")) {
 		for (i = 1; i < argc; i++) {
 			if (strcmp(argv[i], "--json")) {
@@ -271,7 +334,7 @@ static void handle_line(struct xtxd_out *out, char *line)
 		return;
 	}
 	xtxd_out_printf(out, "ERR unknown request '%s' (dump [--table N] [--json], "
-			"stats [--json], load gen|file ...)\n", argv[0]);
+			"stats [--json], load gen|file ... [at V], mark)\n", argv[0]);
 }
 
 /* Answers requests, one per line, until the client closes, stalls or hangs up. */

@@ -156,6 +156,11 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 	if (w < 0 && (__atomic_load_n(&b->bloom, __ATOMIC_ACQUIRE) & bit) &&
 	    !xtxd_ovf_get(l->store, it->table, it->key, &cur))
 		goto dup;
+	if (w >= 0 && it->version && b->version[w] >= it->version) {
+		/* deleted since the version was chosen: loading it would go back in time */
+		l->n.stale++;
+		goto out;
+	}
 	if (w >= 0) {
 		/* a kernel tombstone: the key was deleted; it comes back in its way */
 		install(b, w, it, it->version ?: b->version[w] + 1,
@@ -420,6 +425,7 @@ static struct xtxd_load_counts totals(const struct load_run *r)
 		c.kernel += r->l[i].n.kernel;
 		c.store += r->l[i].n.store;
 		c.duplicates += r->l[i].n.duplicates;
+		c.stale += r->l[i].n.stale;
 		c.busy += r->l[i].n.busy;
 		c.takeovers += r->l[i].n.takeovers;
 	}
@@ -574,12 +580,12 @@ static void run_end(struct load_run *r, int err)
 	run_close(r);
 	n = totals(r);
 	loaded = n.kernel + n.store;
-	left = r->total - loaded - n.duplicates;
+	left = r->total - loaded - n.duplicates - n.stale;
 	xtxd_out_printf(out, "result keys=%llu kernel=%llu store=%llu duplicates=%llu "
-			"takeovers=%llu busy=%llu seconds=%.6f\n", loaded,
+			"takeovers=%llu busy=%llu seconds=%.6f stale=%llu\n", loaded,
 			(unsigned long long)n.kernel, (unsigned long long)n.store,
 			(unsigned long long)n.duplicates, (unsigned long long)n.takeovers,
-			(unsigned long long)n.busy, ns / 1e9);
+			(unsigned long long)n.busy, ns / 1e9, (unsigned long long)n.stale);
 	switch (err) {
 	case 0:
 		xtxd_out_printf(out, "OK\n");
@@ -659,6 +665,7 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 			items[i].key = first + done + i;
 			items[i].table = table;
 			items[i].vlen = vsize;
+			items[i].version = env->version;
 			xtxd_load_gen_value(seed, table, first + done + i, vsize, items[i].value);
 		}
 		err = run_items(&r, items, m, done);
@@ -737,6 +744,7 @@ static int read_file(const struct xtxd_load_env *env, int fd, const char *pendin
 						(unsigned long long)lineno, it.vlen, value_size);
 				goto out;
 			}
+			it.version = env->version;
 			if (r && vec_push(iv, &it)) {
 				xtxd_out_printf(env->out, "ERR load: %llu lines: %s\n",
 						(unsigned long long)lineno, strerror(ENOMEM));
@@ -805,4 +813,50 @@ void xtxd_load_file(const struct xtxd_load_env *env, int fd, const char *pending
 	err = run_items(&r, iv.v, iv.n, 0);
 	free(iv.v);
 	run_end(&r, err);
+}
+
+struct mark_acc {
+	uint64_t mark;
+};
+
+static int mark_item(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct mark_acc *m = arg;
+
+	if (it->version > m->mark)
+		m->mark = it->version;
+	return 0;
+}
+
+int xtxd_version_mark(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t *mark)
+{
+	struct mark_acc m = {};
+	struct xtx_kv_bucket *kv;
+	struct xtx_info info;
+	size_t size;
+	uint32_t i, w;
+	int err;
+
+	err = xtx_target_info(t, &info);
+	if (err)
+		return err;
+	err = xtx_target_map_kv(t, info.kv_buckets, &kv, &size);
+	if (err)
+		return err;
+	for (i = 0; i < info.kv_buckets; i++) {
+		const struct xtx_kv_bucket *b = &kv[i];
+		uint64_t v = __atomic_load_n(&b->vfloor, __ATOMIC_RELAXED);
+
+		for (w = 0; w < XTX_KV_WAYS; w++)
+			if ((b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)) && b->version[w] > v)
+				v = b->version[w];
+		if (i < xtxd_ovf_nbuckets(store) && xtxd_ovf_floor(store, i) > v)
+			v = xtxd_ovf_floor(store, i);
+		if (v > m.mark)
+			m.mark = v;
+	}
+	munmap(kv, size);
+	xtxd_ovf_foreach(store, mark_item, &m);
+	*mark = m.mark;
+	return 0;
 }

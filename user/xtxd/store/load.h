@@ -21,7 +21,12 @@ struct xtxd_load_item {
 	uint8_t table;
 	uint8_t vlen;
 	uint8_t value[XTX_VALUE_MAX];
-	uint64_t version;	/* 0: one above the bucket's floor; else kept (recovery) */
+	/*
+	 * 0: one above the bucket's floor (this server's history decides);
+	 * else exactly this (recovery; a replicated load, where every replica
+	 * must end with the same version whatever its own history)
+	 */
+	uint64_t version;
 };
 
 struct xtxd_load_counts {
@@ -30,6 +35,7 @@ struct xtxd_load_counts {
 	uint64_t duplicates;	/* keys present already: skipped, never overwritten */
 	uint64_t busy;		/* tries that found the bucket locked: retried later */
 	uint64_t takeovers;	/* rare-path holds past their lease taken over */
+	uint64_t stale;		/* deleted at or above the version given: skipped */
 };
 
 /*
@@ -106,7 +112,22 @@ struct xtxd_load_env {
 	struct xtxd_ovf *store;
 	struct xtxd_out *out;
 	int stop_fd;
+	/*
+	 * 0: each new key one above its bucket's floor, fine for one server.
+	 * Else every new key at this version ("load ... at V"): a replicated
+	 * load gives all replicas one V above every replica's version mark,
+	 * so they agree on each key's version whatever their histories.
+	 */
+	uint64_t version;
 };
+
+/*
+ * The version mark: the highest version this server holds or has let go
+ * of (live keys, tombstones, the kernel's and the store's bucket floors).
+ * A version above it is above the history of every key here.  0 or a
+ * negative errno.  The caller is a registered RCU thread.
+ */
+int xtxd_version_mark(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t *mark);
 
 /* load gen TABLE FIRST COUNT VSIZE SEED: keys FIRST..FIRST+COUNT-1 with xtxd_load_gen_value. */
 void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t first,
