@@ -83,6 +83,28 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 }
 
 
+/*
+ * A plain INSERT/UPDATE/DELETE: answered only once logged (log.h).  A full
+ * log answers RETRY before anything runs: the drain makes room.  What goes
+ * to xtxd is logged there (user/xtxd/log/userlog.h).
+ */
+static __noinline int xtx_op_plain_write(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
+					 bool force_defer)
+{
+	__u8 st;
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	if (!xtx_log_has_room()) {
+		xtx_count(XTX_CTR_BUSY);
+		return XTX_ST_RETRY;
+	}
+	st = xtx_op_kv(op, idx, pc, force_defer);
+	if (st == XTX_ST_OK)
+		xtx_log_plain_write(op, pc->client_id);
+	return st;
+}
+
 /* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */
 __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 {
@@ -127,8 +149,11 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 	case XTX_OP_READ ... XTX_OP_COMMIT_PRIMARY:
 		status = xtx_op_txn(op, idx, pc, force_defer);
 		break;
-	case XTX_OP_GET ... XTX_OP_DELETE:
+	case XTX_OP_GET:
 		status = xtx_op_kv(op, idx, pc, force_defer);
+		break;
+	case XTX_OP_INSERT ... XTX_OP_DELETE:
+		status = xtx_op_plain_write(op, idx, pc, force_defer);
 		break;
 	case XTX_OP_LOG_APPEND:
 		status = xtx_op_log_append(op, xtx_txn_client(op->txn));

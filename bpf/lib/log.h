@@ -141,4 +141,57 @@ static __always_inline __u8 xtx_log_append_decided(struct xtx_op *op, __u32 clie
 	return xtx_log_append_flags(op, client_id, XTX_LOGF_DECIDED);
 }
 
+/* Whether this CPU's log has room for one more entry. */
+static __always_inline bool xtx_log_has_room(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+
+	return c && c->tail - c->head < xtx_log_ring;
+}
+
+/*
+ * A plain INSERT/UPDATE/DELETE XDP just applied, logged as a decided write
+ * of no transaction, so recovery replays it like any other: without it a
+ * write acknowledged and then evicted to xtxd's store would die with xtxd.
+ * The caller checked the room before writing; only this CPU appends, and
+ * XDP runs to completion, so the room is still there.
+ */
+static __always_inline void xtx_log_plain_write(const struct xtx_op *op, __u32 client_id)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), idx;
+	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+	struct xtx_log_entry *e;
+	__u64 tail;
+
+	if (!c)
+		return;
+	tail = c->tail;
+	if (tail - c->head >= xtx_log_ring) {
+		c->full++;
+		return;
+	}
+	idx = cpu * xtx_log_ring + (__u32)(tail & (xtx_log_ring - 1));
+	e = bpf_map_lookup_elem(&xtx_log, &idx);
+	if (!e)
+		return;
+	e->seq = tail;
+	e->txn = 0;
+	e->key = op->key;
+	e->version = op->version;
+	e->client_id = client_id;
+	e->table = op->table;
+	e->vlen = op->opcode == XTX_OP_DELETE ? 0 : op->vlen;
+	e->flags = XTX_LOGF_DECIDED | XTX_LOGF_LAST |
+		   (op->opcode == XTX_OP_DELETE ? XTX_LOGF_DELETE : 0);
+	e->nreplicas = 0;
+	e->nwrites = 1;
+	e->replicas[0] = 0;
+	e->replicas[1] = 0;
+	e->replicas[2] = 0;
+	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
+	__sync_lock_test_and_set(&c->tail, tail + 1);
+	c->appended++;
+}
+
 #endif /* XTX_BPF_LOG_H */

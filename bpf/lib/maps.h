@@ -160,6 +160,7 @@ struct xtx_pkt_ctx {
 	__u64 lock_lease_ns;
 	__u64 kv_lease_ns;
 	__u32 rt_flags;		/* xtx_runtime.flags (XTX_RTF_*) */
+	__u32 client_id;	/* the request header's */
 	__u32 rec_key;		/* dedupe slot of this request */
 	__u32 mode;		/* enum xtx_exec_mode */
 	__u32 ndeferred;	/* ops handed to xtxd so far */

@@ -153,7 +153,7 @@ check "the 30000 keys loaded meanwhile hold the generator's values" \
 # ---- a tiny overflow store: a clear error, and what was loaded stays ----
 ctl 0 unload >/dev/null
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
-	ARGS="--kv-buckets 64 --rare-threads 1 --overflow-max 100" >/dev/null ||
+	ARGS="--fresh --kv-buckets 64 --rare-threads 1 --overflow-max 100" >/dev/null ||
 	{ fail "reload with --overflow-max 100"; finish; }
 out=$(ctl 0 load --count 2000 2>"$tmp/err")
 rc=$?

@@ -126,14 +126,15 @@ for i in 0 1; do
 		test "$(stat -c %s "$d" 2>/dev/null)" -ge 32
 done
 # ---- recovery replays the decided: committed txns 1 and 7, never aborted txn 3 ----
-# (the keys were inserted without logging, so only logged writes come back)
+# (the plain inserts are logged too: key 200 comes back as inserted, at version 1)
 ctl 0 unload >/dev/null
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
 	ARGS="--peers $(all_server_ips) --resolve-after 2s" >/dev/null
 check "server 0 restarts and recovers" test $? -eq 0
 got=$(ctl 0 dump | tr '\n' ' ')
-check "recovered: keys 100 and 300 at version 2, aborted key 200 not replayed ($got)" \
+check "recovered: keys 100 and 300 at version 2, aborted txn 3's write to key 200 not ($got)" \
 	test "$got" = "table=0 key=100 version=2 vlen=2 value=bbbb $(
+		)table=0 key=200 version=1 vlen=1 value=cc $(
 		)table=0 key=300 version=2 vlen=2 value=ffff "
 
 # ---- housekeeping: once a snapshot covers their records and peers had time to ask,

@@ -601,6 +601,22 @@ int xtx_logw_append(struct xtx_logw *w, const struct xtx_log_entry *e, size_t n)
 	return 0;
 }
 
+int xtx_logw_rotate(struct xtx_logw *w, uint32_t *next)
+{
+	int err;
+
+	if (w->fd >= 0) {
+		err = xtx_logw_sync(w);
+		if (err)
+			return err;
+		close(w->fd);
+		w->fd = -1;
+		w->seg++;
+	}
+	*next = w->seg;
+	return 0;
+}
+
 void xtx_logw_close(struct xtx_logw *w)
 {
 	if (w->fd >= 0)

@@ -174,6 +174,11 @@ int xtx_logw_open(struct xtx_logw *w, int dirfd, uint32_t cpu, const struct xtx_
 int xtx_logw_append(struct xtx_logw *w, const struct xtx_log_entry *e, size_t n);
 /* Makes everything appended durable (fdatasync); 0 or a negative errno. */
 int xtx_logw_sync(struct xtx_logw *w);
+/*
+ * Syncs and closes the current segment, so the next append starts a new
+ * one; returns (in *next) its number: every segment below it is complete.
+ */
+int xtx_logw_rotate(struct xtx_logw *w, uint32_t *next);
 void xtx_logw_close(struct xtx_logw *w);
 
 /* ---- printing ---- */

@@ -28,6 +28,7 @@
 #include "num.h"
 #include "rare/rare.h"
 #include "log/recover.h"
+#include "log/userlog.h"
 #include "resolve/resolve.h"
 #include "log/snapshot.h"
 #include "housekeeping.h"
@@ -622,16 +623,19 @@ int main(int argc, char **argv)
 		/* logs a snapshot removed held the only reason to keep some decisions */
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
+	o.rare.log_writes = xtxd_userlog_append;
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
-	    xtxd_logdrain_start(&t, &o.drain) || (adopted && rebuild_store(&t, datadir)) ||
+	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
+	    (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
 	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns)) {
 		xtxd_metrics_stop();
 		xtxd_control_stop();
 		xtxd_resolve_stop();
 		xtxd_rare_stop();
+		xtxd_userlog_close();
 		xtxd_logdrain_stop();
 		xtxd_recover_hold_abandon(&t);
 		if (!adopted && !o.keep_state) {
@@ -653,6 +657,7 @@ int main(int argc, char **argv)
 	xtxd_control_stop();
 	xtxd_resolve_stop();
 	xtxd_rare_stop();
+	xtxd_userlog_close();
 
 	if (o.keep_state) {
 		/* what XDP appends from now on waits in the ring for the next xtxd */

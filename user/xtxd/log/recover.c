@@ -857,6 +857,36 @@ static int adopt_key(struct xtxd_ovf *store, struct xtx_kv_bucket *b, const stru
 	return xtxd_ovf_put(store, &it);
 }
 
+/*
+ * A clean kernel way is a copy of what the store held (a fill, or a key
+ * written back): the kernel may drop it at any eviction, trusting the
+ * store.  The store died, so its copy goes back in from the kernel's,
+ * whatever the logs and snapshot hold (a bulk-loaded key is in neither).
+ * 0, counting what was stored, or a negative errno.
+ */
+static int keep_clean_copies(struct xtxd_ovf *store, const struct xtx_kv_bucket *b,
+			     uint64_t *stored)
+{
+	struct xtxd_ovf_item it;
+	int w, ret;
+
+	for (w = 0; w < XTX_KV_WAYS; w++) {
+		if ((b->flags[w] & (XTX_KVF_VALID | XTX_KVF_DIRTY)) != XTX_KVF_VALID)
+			continue;
+		memset(&it, 0, sizeof(it));
+		it.key = b->key[w];
+		it.table = b->table[w];
+		it.version = b->version[w];
+		it.vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w];
+		memcpy(it.value, b->value[w], it.vlen);
+		ret = xtxd_ovf_put(store, &it);
+		if (ret < 0)
+			return ret;
+		*stored += ret;
+	}
+	return 0;
+}
+
 int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir)
 {
 	struct replay_counts n = {};
@@ -915,6 +945,13 @@ int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, con
 			stored++;
 		else
 			skipped++;
+	}
+	for (i = 0; i < km.nbuckets && !err; i++) {
+		bucket_lock(&km.kv[i]);
+		xtxd_ovf_lock(store, i);
+		err = keep_clean_copies(store, &km.kv[i], &stored);
+		xtxd_ovf_unlock(store, i);
+		__atomic_store_n(&km.kv[i].lock, 0, __ATOMIC_RELEASE);
 	}
 	rcu_unregister_thread();
 	if (err) {

@@ -20,6 +20,7 @@
 #include "logfile.h"
 #include "snapshot.h"
 #include "store/overflow.h"
+#include "userlog.h"
 
 static char snap_dir[PATH_MAX];
 
@@ -164,7 +165,7 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 	char tmp[64], name[64], line[256];
 	const char *why = "";
 	size_t nsegs = 0, i, ll;
-	uint32_t ncpu = 0, c, removed = 0;
+	uint32_t ncpu = 0, c, removed = 0, user_from = 0;
 	int dirfd = -1, cur_fd = -1, fd = -1, err;
 	struct timespec ts;
 
@@ -187,6 +188,12 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 	 * drain creates after the listing is numbered above every listed one,
 	 * and holds only records the position does not cover or filters by seq.
 	 */
+	/* xtxd's own log: what it holds before here is in the store dumped below */
+	err = xtxd_userlog_rotate(&user_from);
+	if (err) {
+		xtxd_out_printf(out, "ERR snapshot: rotating xtxd's own log: %s\n", strerror(-err));
+		goto out;
+	}
 	err = xtx_logfile_list(dirfd, &segs, &nsegs);
 	if (err) {
 		xtxd_out_printf(out, "ERR snapshot: listing %s: %s\n", snap_dir, strerror(-err));
@@ -278,7 +285,8 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 	}
 	remove_old_snapshots(dirfd, h.num);
 	for (i = 0; i < nsegs; i++) {
-		if (segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)
+		if (segs[i].cpu == XTXD_USERLOG_CPU ? segs[i].seg >= user_from :
+		    segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)
 			continue;
 		if (unlinkat(dirfd, segs[i].name, 0))
 			pr_warn("snapshot: removing %s: %s\n", segs[i].name, strerror(errno));

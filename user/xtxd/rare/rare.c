@@ -353,6 +353,7 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 		return err;
 	rare.runtime_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
 	rare.x.store = xtxd_ovf_new(nbuckets, o->overflow_max);
+	rare.x.log_writes = o->log_writes;
 	rare.x.replay = xtxd_replay_new(XTXD_REPLAY_ENTRIES);
 	rare.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rare.th = calloc(o->threads, sizeof(*rare.th));

@@ -16,6 +16,8 @@ struct xtxd_rare_opts {
 	uint32_t threads;
 	uint64_t overflow_max;	/* keys the overflow store may hold */
 	int cpus_set;		/* unused for now: threads inherit xtxd's --cpus */
+	/* durable before the reply: struct xtxd_exec's log_writes */
+	int (*log_writes)(struct xtx_log_entry *e, size_t n);
 };
 
 /* Opens the sockets and starts the threads; 0 or a negative errno after printing why. */

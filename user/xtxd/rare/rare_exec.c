@@ -26,6 +26,7 @@ static const char *const drop_names[XTXD_DROP__COUNT] = {
 	[XTXD_DROP_ENTRY] = "bad_entry",
 	[XTXD_DROP_TOO_BIG] = "too_big",
 	[XTXD_DROP_RECORD] = "no_defer_record",
+	[XTXD_DROP_LOG] = "log_failed",
 };
 
 const char *xtxd_drop_name(int drop)
@@ -392,14 +393,17 @@ static bool bucket_held(const struct xtxd_exec *x, const struct xtx_defer_entry 
 	return __atomic_load_n(&x->kv[e->bucket].lock, __ATOMIC_SEQ_CST) == e->token;
 }
 
-/* One deferred entry: victim, op, record, filter, as one step under the bucket lock. */
-static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
+/*
+ * One deferred entry: victim, op, record, filter, as one step under the
+ * bucket lock.  Returns whether the op ran here (not answered from a record).
+ */
+static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		      const struct xtx_defer_entry *e, struct xtx_op *op,
 		      struct xtx_fix_entry *fix)
 {
 	struct xtxd_replay_rec rec;
 	struct xtxd_ovf_item cur;
-	bool can_fill = true, held;
+	bool can_fill = true, held, ran = false;
 	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
@@ -451,6 +455,7 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		if (e->flags & XTX_DEFER_REPLAY)
 			xtxd_stat_inc(&x->stats.replays_unrecorded);
 		op->status = run_op_as(x, e, op, fix, can_fill);
+		ran = true;
 		/* recorded before the bucket unlocks: a replay of it finds it */
 		record(x, hdr, e->op_idx, op);
 	}
@@ -475,6 +480,28 @@ static void run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		__atomic_fetch_or(&x->kv[e->bucket].bloom, fix->bloom, __ATOMIC_SEQ_CST);
 	xtxd_ovf_unlock(x->store, e->bucket);
 	xtxd_stat_inc(&x->stats.op[op->opcode & (XTX_OP__COUNT - 1)][op->status & (XTX_ST__COUNT - 1)]);
+	return ran;
+}
+
+/* A plain write that ran here, as xtxd's log keeps it (userlog.h). */
+static bool plain_write_entry(const struct xtx_hdr *hdr, const struct xtx_op *op,
+			      struct xtx_log_entry *e)
+{
+	if (op->status != XTX_ST_OK || (op->opcode != XTX_OP_INSERT &&
+					 op->opcode != XTX_OP_UPDATE && op->opcode != XTX_OP_DELETE))
+		return false;
+	memset(e, 0, sizeof(*e));
+	e->client_id = hdr->client_id;
+	e->key = op->key;
+	e->table = op->table;
+	e->version = op->version;
+	if (op->opcode == XTX_OP_DELETE) {
+		e->flags = XTX_LOGF_DELETE;
+	} else {
+		e->vlen = op->vlen;
+		memcpy(e->value, op->value, XTX_VALUE_MAX);
+	}
+	return true;
 }
 
 int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out,
@@ -482,10 +509,11 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 {
 	struct xtx_defer_trailer dt;
 	struct xtx_fix_trailer ft;
+	struct xtx_log_entry writes[XTX_MAX_DEFERRED];
 	struct xtx_hdr hdr;
 	size_t ops_end, reply_len;
 	uint8_t *o = out;
-	uint32_t i;
+	uint32_t i, nwrites = 0;
 
 	xtxd_stat_inc(&x->stats.rx);
 	if (len < sizeof(hdr))
@@ -519,9 +547,17 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 		struct xtx_op op;
 
 		memcpy(&op, o + op_off(e->op_idx), sizeof(op));
-		run_entry(x, &hdr, e, &op, &ft.e[i]);
+		if (run_entry(x, &hdr, e, &op, &ft.e[i]) &&
+		    plain_write_entry(&hdr, &op, &writes[nwrites]))
+			nwrites++;
 		memcpy(o + op_off(e->op_idx), &op, sizeof(op));
 	}
+	/*
+	 * Durable before anyone hears of them.  Should the disk fail, no
+	 * reply goes: the client retries, and xtxd has said why.
+	 */
+	if (nwrites && x->log_writes && x->log_writes(writes, nwrites))
+		return drop(x, XTXD_DROP_LOG);
 	hdr.flags |= XTX_F_REPLY;
 	if (hdr.status == XTX_ST_NONE)
 		hdr.status = XTX_ST_OK;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 #include <xtx/kv.h>
+#include <xtx/log.h>
 #include "store/overflow.h"
 #include "replay.h"
 
@@ -19,6 +20,7 @@ enum xtxd_drop {
 	XTXD_DROP_ENTRY,	/* a defer entry names a wrong op, bucket, way or victim */
 	XTXD_DROP_TOO_BIG,	/* the reply would not fit one unfragmented datagram */
 	XTXD_DROP_RECORD,	/* no defer record for the packet (bad ticket, slot reused) */
+	XTXD_DROP_LOG,		/* its plain writes could not be logged: not acknowledged */
 	XTXD_DROP__COUNT,
 };
 
@@ -54,6 +56,12 @@ struct xtxd_exec {
 	 */
 	struct xtx_kv_bucket *kv;
 	uint32_t kv_buckets;
+	/*
+	 * Makes the plain writes a packet ran durable before its reply goes
+	 * (xtxd's own log); 0 or a negative errno.  NULL: nothing is logged
+	 * (unit tests).
+	 */
+	int (*log_writes)(struct xtx_log_entry *e, size_t n);
 };
 
 /* Largest request the executor accepts: header, 16 ops and a full defer trailer. */

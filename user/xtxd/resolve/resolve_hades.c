@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "log.h"
 #include "log/logdrain.h"
+#include "log/userlog.h"
 #include "logfile.h"
 #include "resolve_hades.h"
 
@@ -200,45 +201,74 @@ static int fence(uint64_t txn, bool wait)
 
 /* ---- making a decision true here ---- */
 
-/* Installs txn's staged writes at base + 1 (HVALIDATE's result) and frees the slot. */
+struct hres_install {
+	struct hres_txn *x;
+	const struct xtx_log_entry *e;
+	uint32_t n, installed;
+	int failed;
+};
+
+/* Installs the writes logged just before (xtxd_userlog_append_then). */
+static int install_writes(void *arg)
+{
+	struct hres_install *in = arg;
+	uint32_t j;
+	int err;
+
+	for (j = 0; j < in->n; j++) {
+		const struct xtx_log_entry *e = &in->e[j];
+
+		err = xtxd_live_install(H.o.live, e);
+		if (err < 0) {
+			if (!in->x->apply_pending)
+				pr_warn("resolve: hades txn %#llx: installing table %u key %llu "
+					"version %llu: %s (retrying)\n",
+					(unsigned long long)in->x->txn, e->table,
+					(unsigned long long)e->key,
+					(unsigned long long)e->version, strerror(-err));
+			in->failed = err;
+		} else {
+			in->installed += err;
+		}
+	}
+	return in->failed;
+}
+
+/*
+ * Installs txn's staged writes at base + 1 (HVALIDATE's result) and frees
+ * the slot.  They never passed XDP's log: xtxd's own log holds them before
+ * they are installed, so a restart does not lose them.
+ */
 static int apply_validate(struct hres_txn *x, uint32_t idx, uint64_t ctl)
 {
 	struct xtx_hades_slot *s = &H.slots[idx];
-	uint32_t n = __atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE), j, installed = 0;
-	int err, failed = 0;
+	uint32_t n = __atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE), j;
+	struct xtx_log_entry e[XTX_HADES_STAGE_MAX];
+	struct hres_install in = { .x = x, .e = e };
+	int err;
 
 	if (n > XTX_HADES_STAGE_MAX)
 		n = XTX_HADES_STAGE_MAX;
 	for (j = 0; j < n; j++) {
 		const struct xtx_hades_staged *w = &s->staged[j];
-		struct xtx_log_entry e = {
+
+		if (w->flags & XTX_HSF_DONE)
+			continue;	/* its HVALIDATE came: installed and logged */
+		e[in.n] = (struct xtx_log_entry){
 			.txn = x->txn, .key = w->key, .version = w->version + 1,
 			.table = w->table, .vlen = w->vlen,
 			.flags = (w->flags & XTX_HSF_DELETE) ? XTX_LOGF_DELETE : 0,
 		};
-
-		if (w->flags & XTX_HSF_DONE)
-			continue;	/* its HVALIDATE came: installed and logged */
-		memcpy(e.value, w->value, sizeof(e.value));
-		err = xtxd_live_install(H.o.live, &e);
-		if (err < 0) {
-			if (!x->apply_pending)
-				pr_warn("resolve: hades txn %#llx: installing table %u key %llu "
-					"version %llu: %s (retrying)\n",
-					(unsigned long long)x->txn, e.table,
-					(unsigned long long)e.key,
-					(unsigned long long)e.version, strerror(-err));
-			failed = err;
-		} else {
-			installed += err;
-		}
+		memcpy(e[in.n].value, w->value, sizeof(e[in.n].value));
+		in.n++;
 	}
-	x->apply_pending = failed != 0;
-	if (failed)
-		return failed;
+	err = xtxd_userlog_append_then(e, in.n, install_writes, &in);
+	x->apply_pending = err != 0;
+	if (err)
+		return err;
 	release(idx, ctl, XTX_HO_VALIDATED);
 	pr_info("resolve: hades txn %#llx validated here: %u staged writes, %u installed\n",
-		(unsigned long long)x->txn, n, installed);
+		(unsigned long long)x->txn, n, in.installed);
 	return 0;
 }
 
