@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* History files and the checker: each phenomenon by hand, bad files, a large serial run. */
-/* checks: 22 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 20 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
