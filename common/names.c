@@ -56,6 +56,9 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_NACK] = "nack",
 	[XTX_ST_TXN_GONE] = "txn_gone",
 	[XTX_ST_TOO_MANY] = "too_many",
+	[XTX_ST_FENCED] = "fenced",
+	[XTX_ST_NOT_HELD] = "not_held",
+	[XTX_ST_MIXED] = "mixed",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {

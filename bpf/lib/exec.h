@@ -18,6 +18,7 @@
 #include "hades.h"
 #include "pktctx.h"
 #include "fault.h"
+#include "family.h"
 
 /*
  * Global (non-static, noinline) functions are verified once, on their own,
@@ -112,6 +113,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
 	bool mutates, force_defer = false;
 	struct xtx_stats *s;
+	__u32 fam;
 	__u8 status;
 
 	if (!op || !pc)
@@ -135,6 +137,14 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		force_defer = true;
 	}
 
+	fam = xtx_op_family(op->opcode);
+	if (fam) {
+		status = xtx_family_admit(op->table, fam, xtx_now(pc), pc->lock_lease_ns);
+		if (status != XTX_ST_OK) {
+			op->status = status;
+			goto out;
+		}
+	}
 	switch (op->opcode) {
 	case XTX_OP_PING:
 		status = xtx_op_ping(op, pc->lock_lease_ns);
@@ -175,7 +185,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 	if (mutates && status != XTX_ST_DEFERRED && !(force_defer && status == XTX_ST_RETRY) &&
 	    (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER))
 		xtx_dedupe_record(pc->rec_key, idx, op);
-
+out:
 	s = xtx_stats_cpu();
 	if (s) {
 		xtx_count_op(s, op->opcode, status);

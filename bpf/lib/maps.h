@@ -45,6 +45,14 @@ struct {
 	__type(value, struct xtx_dedupe_slot);
 } xtx_dedupe SEC(".maps");
 
+/* Per table: which concurrency-control family serves it, and since when (family.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, __u64);
+} xtx_table_family SEC(".maps");
+
 /* Counters served by XTX_OP_COUNTER_ADD. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

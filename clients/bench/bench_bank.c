@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "bench.h"
 #include "benchthread.h"
 #include "clock.h"
@@ -347,8 +348,9 @@ static int bank_setup(const struct bank_opts *o, struct xtx_client *cl)
 			return -1;
 		}
 		/* a conflict with a concurrent run: try again; anything else is final */
-		if (res.cause != XTX_CAUSE_LOCK && res.cause != XTX_CAUSE_VALIDATION &&
-		    res.cause != XTX_CAUSE_SQUASHED && res.cause != XTX_CAUSE_NACK) {
+		if (res.cause == XTX_CAUSE_MIXED)
+			usleep(10000);	/* the table is switching protocols: give it time */
+		if (!xtx_cause_retryable(res.cause)) {
 			fprintf(stderr, "Error: bank: creating accounts: aborted (%s)\n",
 				xtx_cause_name(res.cause));
 			return -1;

@@ -543,7 +543,7 @@ static void common_usage(FILE *out)
 		"                            through xtxctl load (xtxd only; needs --ctl; the\n"
 		"                            default with --ctl); txn: every row written with\n"
 		"                            libxtx transactions of %u puts, %u in flight on each\n"
-		"                            thread, under occ (2pl if the run's protocol is),\n"
+		"                            thread, under the run's protocol,\n"
 		"                            so any server works, xtx-udpd too (default without\n"
 		"                            --ctl)\n"
 		"      --verify              after the run, dump every server and check the\n"
@@ -1025,10 +1025,7 @@ static int row_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 	return wl_rows_add(arg, table, key, value, vlen);
 }
 
-/*
- * Writes every row through libxtx on the run's threads' client ids, under
- * OCC or 2PL: the blind writes of a load have nothing for HADES to gain.
- */
+/* Writes every row through libxtx on the run's threads' client ids, under the run's protocol. */
 static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 {
 	struct wl_rows rows = {};
@@ -1037,7 +1034,8 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 		.servers = o->servers,
 		.nservers = o->nservers,
 		.replication = o->replication,
-		.protocol = o->protocol == XTX_PROTO_2PL ? XTX_PROTO_2PL : XTX_PROTO_OCC,
+		/* the run's own: a server serves one protocol family per table at a time */
+		.protocol = o->protocol,
 		.client_base = o->client_base,
 		.nclients = o->threads,
 		.inflight = WL_LOAD_INFLIGHT,

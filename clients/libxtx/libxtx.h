@@ -84,6 +84,12 @@ enum xtx_abort_cause {
 	XTX_CAUSE_REFUSED,	/* a server refused an op (bad argument, not served) */
 	XTX_CAUSE_NACK,		/* HADES: intend-to-commit hit a committing transaction */
 	XTX_CAUSE_MISUSE,	/* the step function returned XTX_STEP_READ without a new xtx_get() */
+	/*
+	 * A table it used serves the other concurrency-control family now
+	 * (HADES vs OCC/2PL: a server never mixes them on a table); it
+	 * switches once the other has been idle for twice the longer lease
+	 */
+	XTX_CAUSE_MIXED,
 	XTX_CAUSE__COUNT,
 };
 
@@ -240,6 +246,12 @@ unsigned int xtx_txn_accesses(const struct xtx_txn *t, struct xtx_access *a, uns
 /* Names for printing. */
 const char *xtx_outcome_name(enum xtx_outcome o);
 const char *xtx_cause_name(enum xtx_abort_cause c);
+/*
+ * Whether an abort for cause c came from other transactions (a conflict,
+ * a lease, a table serving the other protocol for now): the same
+ * transaction may well commit when tried again.  Others are final.
+ */
+bool xtx_cause_retryable(enum xtx_abort_cause c);
 const char *xtx_protocol_name(enum xtx_protocol p);
 /* "occ", "2pl", "hades" -> 0 and *p, else -EINVAL. */
 int xtx_protocol_parse(const char *s, enum xtx_protocol *p);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "clock.h"
 #include "wlload.h"
 
 /* Longest a loader waits in xtx_poll() before looking at its slots again. */
@@ -55,6 +56,7 @@ struct wl_lslot {
 	const struct wl_row *first;
 	unsigned int count;
 	unsigned int retries;
+	uint64_t mixed_since;	/* first MIXED abort of this batch in a row, 0: none */
 	int state;
 };
 
@@ -89,11 +91,6 @@ static enum xtx_step load_step(struct xtx_txn *t, void *arg)
 	return XTX_STEP_COMMIT;
 }
 
-static bool retryable(enum xtx_abort_cause c)
-{
-	return c == XTX_CAUSE_LOCK || c == XTX_CAUSE_VALIDATION || c == XTX_CAUSE_LEASE ||
-	       c == XTX_CAUSE_SQUASHED || c == XTX_CAUSE_NACK;
-}
 
 static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg)
 {
@@ -107,9 +104,25 @@ static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 		s->state = LSLOT_FREE;
 		return;
 	}
-	if (res->outcome == XTX_ABORTED && retryable(res->cause) &&
-	    s->retries < WL_LOAD_MAX_RETRIES) {
+	/*
+	 * A table switching protocols refuses for up to two leases, however
+	 * often asked: that wait is measured in time, not in retries.
+	 */
+	if (res->outcome == XTX_ABORTED && res->cause == XTX_CAUSE_MIXED) {
+		uint64_t now = xtx_now_ns();
+
+		if (!s->mixed_since)
+			s->mixed_since = now;
+		if (now - s->mixed_since < WL_LOAD_MIXED_WAIT_NS) {
+			l->st.retries++;
+			s->state = LSLOT_RETRY;
+			return;
+		}
+	}
+	if (res->outcome == XTX_ABORTED && xtx_cause_retryable(res->cause) &&
+	    res->cause != XTX_CAUSE_MIXED && s->retries < WL_LOAD_MAX_RETRIES) {
 		s->retries++;
+		s->mixed_since = 0;
 		l->st.retries++;
 		s->state = LSLOT_RETRY;
 		return;
@@ -122,7 +135,7 @@ static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 		snprintf(l->why, sizeof(l->why), "a batch from table %u key %llu aborted: %s%s",
 			 s->first->table, (unsigned long long)s->first->key,
 			 xtx_cause_name(res->cause),
-			 retryable(res->cause) ? " (too many times)" : "");
+			 xtx_cause_retryable(res->cause) ? " (too many times)" : "");
 	else
 		snprintf(l->why, sizeof(l->why), "a batch from table %u key %llu: %s (servers "
 			 "unreachable?)", s->first->table, (unsigned long long)s->first->key,
@@ -142,6 +155,7 @@ static int slot_fill(struct wl_loader *l, struct wl_lslot *s)
 		s->first = l->next;
 		s->count = left < WL_LOAD_BATCH ? (unsigned int)left : WL_LOAD_BATCH;
 		s->retries = 0;
+		s->mixed_since = 0;
 		l->next += s->count;
 	}
 	err = xtx_txn_start(l->cl, load_step, load_done, s);

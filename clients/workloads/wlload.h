@@ -21,6 +21,8 @@
 #define WL_LOAD_BATCH		8
 /* Concurrency aborts one batch may meet before the load gives up. */
 #define WL_LOAD_MAX_RETRIES	1000
+/* How long a batch waits for a table serving the other protocol to switch (XTX_CAUSE_MIXED). */
+#define WL_LOAD_MIXED_WAIT_NS	(10ull * 1000 * 1000 * 1000)
 
 struct wl_row {
 	uint64_t key;
@@ -44,7 +46,7 @@ struct wl_load_cfg {
 	const struct sockaddr_in *servers;
 	unsigned int nservers;
 	unsigned int replication;
-	enum xtx_protocol protocol;	/* OCC or 2PL: HADES gains nothing on blind writes */
+	enum xtx_protocol protocol;	/* the run's: a table serves one family at a time */
 	uint32_t client_base;		/* loader i is client client_base + i */
 	unsigned int nclients;		/* loaders, one thread each */
 	unsigned int inflight;		/* transactions each keeps going */

@@ -228,6 +228,11 @@ enum xtx_status {
 	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
 	XTX_ST_FENCED = 24,	/* log append: the servers decided this txn without it: abort */
 	XTX_ST_NOT_HELD = 25,	/* log append at the primary: the lock's grant is gone: abort */
+	/*
+	 * op: the table serves the other concurrency-control family (HADES vs
+	 * OCC/2PL) now; nothing done: abort (bpf/lib/family.h)
+	 */
+	XTX_ST_MIXED = 26,
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */

@@ -159,9 +159,16 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 		[XTX_CAUSE_REFUSED] = "refused",
 		[XTX_CAUSE_NACK] = "nack",
 		[XTX_CAUSE_MISUSE] = "misuse",
+		[XTX_CAUSE_MIXED] = "mixed",
 	};
 
 	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";
+}
+
+bool xtx_cause_retryable(enum xtx_abort_cause c)
+{
+	return c == XTX_CAUSE_LOCK || c == XTX_CAUSE_VALIDATION || c == XTX_CAUSE_LEASE ||
+	       c == XTX_CAUSE_SQUASHED || c == XTX_CAUSE_NACK || c == XTX_CAUSE_MIXED;
 }
 
 const char *xtx_protocol_name(enum xtx_protocol p)

@@ -84,12 +84,14 @@ void txn_refused(struct xtx_txn *t, const struct xtx_op *op)
 {
 	static bool told;
 
-	if (!told) {
+	/* a table switching protocols: expected, and said by the cause */
+	if (!told && op->status != XTX_ST_MIXED) {
 		told = true;
 		fprintf(stderr, "Warning: libxtx: server answered opcode %u with status %u\n",
 			op->opcode, op->status);
 	}
-	txn_abort_for(t, op->status == XTX_ST_FULL ? XTX_CAUSE_FULL : XTX_CAUSE_REFUSED);
+	txn_abort_for(t, op->status == XTX_ST_FULL ? XTX_CAUSE_FULL :
+			 op->status == XTX_ST_MIXED ? XTX_CAUSE_MIXED : XTX_CAUSE_REFUSED);
 }
 
 void txn_commit_doubt(struct xtx_txn *t, const struct xtx_op *op)
