@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The nemesis: bank, SmallBank and TATP under OCC, 2PL and HADES on 3 servers (R = 3) with several
-# clients while faults are injected, one kind per run and then mixed; every run ends with the
-# invariant checks and must show that its faults happened. NEMESIS_FULL=1 (make nemesis) runs
-# the whole matrix; by default a quick subset.
-# checks: 53 (tests/run.sh fails the suite when fewer verdicts come out)
+# clients while faults are injected, one kind per run and then mixed: client pauses past the
+# leases, request and reply loss, requests duplicated and reordered, xtxd SIGKILLed and adopted,
+# a server unloaded and loaded again (recovery from disk), coordinators killed for good, bulk
+# loads during traffic. Every run ends with the invariant checks (money or --verify, replicas,
+# locks) and the exact history check of every transaction it ran, and must show that its faults
+# happened. NEMESIS_FULL=1 (make nemesis) runs the whole matrix; by default a quick subset.
+# checks: 74 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/integration/lib.sh"
 NSERVERS=3
 
@@ -22,6 +25,7 @@ BANK_TABLE=15
 RUNS=0
 ANOMALIES=0
 PAUSES_COUNTED=0	# pause runs in which a lease was taken back
+CHECKED=0		# transactions the history checker went through, over all runs
 WORK=${NEMESIS_WORK:-$(mktemp -d /tmp/xtx-nemesis.XXXXXX)}
 trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
 
@@ -64,6 +68,18 @@ replicas_identical() {	# replicas_identical TABLE: every server holds the same r
 	b=$(ctl 1 dump --table "$1" | sort)
 	c=$(ctl 2 dump --table "$1" | sort)
 	[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ]
+}
+# history_ok NAME ARGS...: the run's recorded transactions are serializable (check-history).
+history_ok() {
+	local name=$1 out rc n
+	shift
+	out=$("$BUILD/xtxbench" check-history --max-print 3 "$@" 2>&1)
+	rc=$?
+	n=$(grep -o '^history: [0-9]* transactions' <<<"$out" | grep -o '[0-9]*')
+	CHECKED=$((CHECKED + ${n:-0}))
+	invariant "$name: history serializable, ${n:-0} transactions (check-history exit $rc)" \
+		test "$rc" -eq 0 -a "${n:-0}" -gt 0
+	[ "$rc" -eq 0 ] || head -n 6 <<<"$out" | sed 's/^/    /'
 }
 xtxd_pid() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").pid"; }
 restart_xtxd() {
@@ -112,6 +128,21 @@ nemesis_kill_xtxd() {
 	restart_xtxd 1 && note_fault xtxd_restart
 }
 
+# Stops server 2 entirely (xtxctl unload: program detached, maps gone) mid-run and loads it
+# again: it recovers its store from its snapshot and logs, with no locks and no slots.
+nemesis_reload() {
+	sleep 1
+	ctl 2 unload >/dev/null 2>&1 && note_fault unload
+	sleep 0.3
+	restart_xtxd 2 && note_fault reload
+}
+
+# The clients send 5% of their requests twice and hold 5% back behind later ones
+# (bank_clients passes the flags when the run names this fault; nothing to do here).
+nemesis_dupreorder() {
+	note_fault dupreorder
+}
+
 # Kills one coordinator for good mid-commit: the resolver finishes what it left.
 nemesis_kill_client() {
 	local pid
@@ -132,7 +163,7 @@ nemesis_bulk_load() {
 
 # ---- workloads ----
 
-bank_clients() {	# bank_clients PROTOCOL: NCLIENTS processes of contended transfers
+bank_clients() {	# bank_clients PROTOCOL [ARGS]: NCLIENTS processes of contended transfers
 	local i
 	: >"$WORK/pids"
 	for ((i = 0; i < NCLIENTS; i++)); do
@@ -140,7 +171,8 @@ bank_clients() {	# bank_clients PROTOCOL: NCLIENTS processes of contended transf
 		client bash -c 'echo $$ >>"$0"; exec "$@"' "$WORK/pids" \
 			"$BUILD/xtxbench" bank --servers "$SERVERS" --table "$BANK_TABLE" \
 			--protocol "$1" --accounts "$ACCOUNTS" --no-setup --inflight 8 \
-			--duration "${RUN_SECS}s" --timeout 1ms --json \
+			--duration "${RUN_SECS}s" --timeout 1ms --json --history "$WORK/hist/bank$i" \
+			"${@:2}" \
 			>"$WORK/client$i.out" 2>&1 &
 	done
 }
@@ -157,14 +189,20 @@ print(t)'
 
 # run NAME PROTOCOL FAULT...: one bank run under the faults, then its checks.
 run_bank() {
-	local name=$1 proto=$2 f before_drop before_reclaim committed=0 i n total rc bad=0
+	local name=$1 proto=$2 f before_drop before_reclaim committed=0 i n d r total rc bad=0
 	shift 2
 	RUNS=$((RUNS + 1))
 	COUNTED=1
 	: >"$WORK/faults"
+	rm -rf "$WORK/hist"
+	mkdir -p "$WORK/hist"
 	before_drop=$(counter_sum fault_drop)
 	before_reclaim=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim)))
-	bank_clients "$proto"
+	if [[ " $* " == *" dupreorder "* ]]; then
+		bank_clients "$proto" --fault-dup-ppm 50000 --fault-reorder-ppm 50000
+	else
+		bank_clients "$proto"
+	fi
 	while [ "$(wc -l <"$WORK/pids")" -lt "$NCLIENTS" ]; do sleep 0.05; done
 	for f in "$@"; do "nemesis_$f" & done
 	wait
@@ -181,6 +219,10 @@ run_bank() {
 	invariant "$name: replicas identical" replicas_identical "$BANK_TABLE"
 	n=$(locks_held)
 	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	# a coordinator killed for good recorded nothing of what it left to the resolver
+	if [[ " $* " != *" kill_client "* ]]; then
+		history_ok "$name" "$WORK"/hist/*
+	fi
 	for f in "$@"; do
 		case $f in
 		pause)
@@ -201,6 +243,17 @@ run_bank() {
 				test "$(faults_of xtxd_kill)" -eq 1 -a "$(faults_of xtxd_restart)" -eq 1 ;;
 		kill_client)
 			check "$name: a coordinator killed for good" test "$(faults_of client_kill)" -eq 1 ;;
+		reload)
+			check "$name: server 2 unloaded and loaded again, recovering from disk" \
+				test "$(faults_of unload)" -eq 1 -a "$(faults_of reload)" -eq 1 ;;
+		dupreorder)
+			n=0
+			for ((i = 0; i < NCLIENTS; i++)); do
+				d=$(json_field "$(cat "$WORK/client$i.out")" duplicated)
+				r=$(json_field "$(cat "$WORK/client$i.out")" reordered)
+				n=$((n + ${d:-0} + ${r:-0}))
+			done
+			check "$name: requests duplicated and reordered ($n)" test "$n" -gt 0 ;;
 		bulk_load)
 			check "$name: bulk loads during traffic ($(faults_of bulk_load))" \
 				test "$(faults_of bulk_load)" -eq "$NSERVERS" ;;
@@ -218,6 +271,8 @@ run_workload() {
 	shift 3
 	RUNS=$((RUNS + 1))
 	: >"$WORK/faults"
+	rm -rf "$WORK/hist"
+	mkdir -p "$WORK/hist"
 	before_drop=$(counter_sum fault_drop)
 	before_reclaim=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim)))
 	size=(--accounts 2000)
@@ -226,7 +281,7 @@ run_workload() {
 	client bash -c 'echo $$ >>"$0"; exec "$@"' "$WORK/pids" \
 		"$BUILD/xtxbench" "$wl" --servers "$SERVERS" --ctl "$CTL" --protocol "$proto" "${size[@]}" \
 		--threads 2 --inflight 8 --duration "${RUN_SECS}s" --warmup 0 --timeout 1ms \
-		--populate --verify --json >"$WORK/wl.out" 2>&1 &
+		--populate --verify --json --history "$WORK/hist/wl" >"$WORK/wl.out" 2>&1 &
 	while [ "$(wc -l <"$WORK/pids")" -lt 1 ]; do sleep 0.05; done
 	# the faults start once the population is in
 	for f in "$@"; do "nemesis_$f" & done
@@ -239,6 +294,7 @@ run_workload() {
 	sleep 1
 	n=$(locks_held)
 	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	history_ok "$name" -f "$WORK/hist/wl.final" "$WORK"/hist/wl.[0-9]*
 	for f in "$@"; do
 		case $f in
 		pause) check "$name: client paused ($(faults_of pause))" test "$(faults_of pause)" -gt 0 ;;
@@ -261,10 +317,11 @@ check "bank accounts created" test $? -eq 0
 
 # The runs: PROTOCOL:FAULT[+FAULT...]; NEMESIS_RUNS picks others.
 QUICK="occ:pause 2pl:pause hades:pause 2pl:loss occ:kill_xtxd occ:kill_client 2pl:bulk_load
-	occ:pause+loss smallbank:2pl:pause+loss tatp:occ:loss"
+	hades:dupreorder 2pl:reload occ:pause+loss smallbank:2pl:pause+loss tatp:occ:loss"
 FULL=""
 for p in occ 2pl hades; do
-	for f in pause loss kill_xtxd kill_client bulk_load pause+loss+kill_xtxd; do
+	for f in pause loss dupreorder kill_xtxd reload kill_client bulk_load \
+		pause+loss+kill_xtxd pause+dupreorder+reload; do
 		FULL+=" $p:$f"
 	done
 	for w in smallbank tatp; do
@@ -288,7 +345,7 @@ for r in ${NEMESIS_RUNS:-$QUICK}; do
 	esac
 done
 
-echo "nemesis: $RUNS runs, $ANOMALIES anomalies"
+echo "nemesis: $RUNS runs, $ANOMALIES anomalies, $CHECKED transactions checked"
 check "pause runs took leases back ($PAUSES_COUNTED of them)" test "$PAUSES_COUNTED" -gt 0
 check "nemesis: no anomaly over $RUNS runs" test "$ANOMALIES" -eq 0
 exit "$TEST_FAILED"

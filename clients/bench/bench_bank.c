@@ -55,6 +55,7 @@ struct bank_opts {
 	uint64_t lease_ns;
 	uint64_t timeout_ns;
 	bool has_secret;		/* --secret-file */
+	uint32_t dup_ppm, reorder_ppm;	/* --fault-dup-ppm, --fault-reorder-ppm */
 	struct xtx_secret secret;
 	const char *history;	/* --history BASE */
 	bool check;
@@ -72,6 +73,7 @@ struct bank_counts {
 	uint64_t bad_audits;	/* committed audits with the wrong total */
 	uint64_t missing;	/* transactions that found an account missing */
 	uint64_t packets, ops, retransmits, rw_packets, rw_ops, rw_rounds;
+	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
 };
 #define BANK_NCOUNTS (sizeof(struct bank_counts) / sizeof(uint64_t))
 
@@ -257,6 +259,8 @@ static void snapshot_stats(struct bank_thread *th)
 	th->cnt.rw_packets = s->packets_rw_committed;
 	th->cnt.rw_ops = s->ops_rw_committed;
 	th->cnt.rw_rounds = s->rounds_rw_committed;
+	th->cnt.duplicated = s->duplicated;
+	th->cnt.reordered = s->reordered;
 }
 
 static void *bank_thread_main(void *arg)
@@ -303,6 +307,8 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
+		.fault_dup_ppm = o->dup_ppm,
+		.fault_reorder_ppm = o->reorder_ppm,
 	};
 
 	return xtx_client_open(&cfg);
@@ -441,6 +447,9 @@ static void usage(FILE *out)
 		"      --seed N             random seed (default 1)\n"
 		"  -c, --client-base N      first client id (default derived from the pid)\n"
 		"      --secret-file PATH   the cluster's shared secret (xtxd --secret-file)\n"
+		"      --fault-dup-ppm N, --fault-reorder-ppm N\n"
+		"                           tests: send that share (per million) of requests\n"
+		"                           twice, or hold them back behind later ones\n"
 		"      --lease T            keep to a lock lease shorter than the servers' (default:\n"
 		"                           the one they tell)\n"
 		"      --timeout T          resend after this long (default 2ms)\n"
@@ -454,7 +463,7 @@ static void usage(FILE *out)
 }
 
 enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
-       OPT_HISTORY, OPT_SECRET_FILE };
+       OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
@@ -475,6 +484,8 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "client-base", required_argument, NULL, 'c' },
 		{ "lease", required_argument, NULL, OPT_LEASE },
 		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
+		{ "fault-dup-ppm", required_argument, NULL, OPT_DUP },
+		{ "fault-reorder-ppm", required_argument, NULL, OPT_REORDER },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "no-setup", no_argument, NULL, OPT_NOSETUP },
 		{ "check", no_argument, NULL, 'C' },
@@ -531,6 +542,13 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 			base_set = true;
 			break;
 		case OPT_LEASE: err = xtx_parse_duration("--lease", optarg, &o->lease_ns); break;
+		case OPT_DUP:
+			err = xtx_parse_u32("--fault-dup-ppm", optarg, 0, 1000000, &o->dup_ppm);
+			break;
+		case OPT_REORDER:
+			err = xtx_parse_u32("--fault-reorder-ppm", optarg, 0, 1000000,
+					    &o->reorder_ppm);
+			break;
 		case OPT_SECRET_FILE:
 			err = xtx_secret_read(optarg, &o->secret);
 			o->has_secret = !err;
@@ -634,14 +652,15 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       ",\"packets\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_packet\":%.2f,"
 		       "\"packets_per_committed\":%.2f,\"packets_per_committed_rw\":%.2f,"
 		       "\"ops_per_committed_rw\":%.2f,\"rounds_per_committed_rw\":%.2f,"
-		       "\"retransmits\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
+		       "\"retransmits\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"reordered\":%" PRIu64
+		       ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
 		       "\"p99_us\":%.1f,\"aborts\":{",
 		       xtx_protocol_name(o->protocol), o->ops_per_packet, o->threads, o->inflight,
 		       run_s, committed, committed / run_s, c->transfers, c->audits, ab, c->failed,
 		       c->bad_audits, c->packets, c->ops, ops_pkt, pkt_txn, rw_pkt_txn,
 		       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 		       c->transfers ? (double)c->rw_rounds / c->transfers : 0,
-		       c->retransmits, xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+		       c->retransmits, c->duplicated, c->reordered, xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 		       xtx_hist_percentile(h, 99) / 1e3);
 		for (i = 1; i < XTX_CAUSE__COUNT; i++)
 			printf("%s\"%s\":%" PRIu64, i > 1 ? "," : "", xtx_cause_name(i),

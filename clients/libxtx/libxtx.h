@@ -131,6 +131,12 @@ struct xtx_client_cfg {
 	uint64_t lock_lease_ns;
 	/* The cluster's shared secret (xtxd --secret-file), or NULL when it has none. */
 	const struct xtx_secret *secret;
+	/*
+	 * For tests only (the nemesis): parts per million of the requests
+	 * sent twice, or held back and sent after later ones, as a network
+	 * may duplicate and reorder them.  0: none.
+	 */
+	uint32_t fault_dup_ppm, fault_reorder_ppm;
 };
 
 /* Counters of one client since it was opened. */
@@ -141,6 +147,7 @@ struct xtx_client_stats {
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
 	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
+	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
 	/*
 	 * Committed read-write transactions, and summed over them: the
 	 * requests that carried their ops, their ops, their round trips.

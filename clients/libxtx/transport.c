@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Batched UDP send/receive to a fixed set of servers over one socket per thread. */
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <xtx/kv.h>
 #include "transport.h"
 
 /* How long a send waits for socket buffer space before giving the rest back. */
@@ -77,6 +79,9 @@ void xtx_transport_close(struct xtx_transport *t)
 	free(t->servers);
 	t->servers = NULL;
 	t->nservers = 0;
+	free(t->held);
+	t->held = NULL;
+	t->held_len = 0;
 }
 
 static int wait_fd(int fd, short events, uint64_t timeout_ns)
@@ -93,7 +98,78 @@ static int wait_fd(int fd, short events, uint64_t timeout_ns)
 	return n;
 }
 
+static int send_plain(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n);
+
+static bool fault_hit(struct xtx_transport *t, uint32_t ppm)
+{
+	uint64_t x;
+
+	if (!ppm)
+		return false;
+	x = t->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	t->rng = x;
+	return x % 1000000 < ppm;
+}
+
+/* Sends the datagram held back, if any: it goes after those sent since it was held. */
+static void send_held(struct xtx_transport *t)
+{
+	struct xtx_dgram g = { .buf = t->held, .len = t->held_len, .server = t->held_server };
+
+	if (t->held_len && send_plain(t, &g, 1) == 1)
+		t->held_len = 0;
+}
+
+/* With the faults: each datagram maybe twice, or one held back for later. */
+static int send_faulty(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
+{
+	unsigned int i;
+	int sent;
+
+	for (i = 0; i < n; i++) {
+		if (!t->held_len && d[i].len <= XTX_MAX_PAYLOAD &&
+		    fault_hit(t, t->fault.reorder_ppm)) {
+			memcpy(t->held, d[i].buf, d[i].len);
+			t->held_len = d[i].len;
+			t->held_server = d[i].server;
+			t->reordered++;
+			continue;
+		}
+		sent = send_plain(t, &d[i], 1);
+		if (sent < 1)
+			return i ? (int)i : sent;
+		if (fault_hit(t, t->fault.dup_ppm) && send_plain(t, &d[i], 1) == 1)
+			t->duplicated++;
+	}
+	send_held(t);
+	return (int)n;
+}
+
+int xtx_transport_set_faults(struct xtx_transport *t, const struct xtx_netfault *f)
+{
+	if (f->dup_ppm > 1000000 || f->reorder_ppm > 1000000)
+		return -EINVAL;
+	if (f->reorder_ppm && !t->held) {
+		t->held = malloc(XTX_MAX_PAYLOAD);
+		if (!t->held)
+			return -ENOMEM;
+	}
+	t->fault = *f;
+	t->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
+	return 0;
+}
+
 int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
+{
+	if (t->fault.dup_ppm || t->fault.reorder_ppm)
+		return send_faulty(t, d, n);
+	return send_plain(t, d, n);
+}
+
+static int send_plain(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
 {
 	struct mmsghdr msgs[XTX_RECV_BATCH];
 	struct iovec iov[XTX_RECV_BATCH];
@@ -158,6 +234,7 @@ int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned in
 
 	if (n > XTX_RECV_BATCH)
 		n = XTX_RECV_BATCH;
+	send_held(t);
 	for (i = 0; i < n; i++) {
 		iov[i].iov_base = d[i].buf;
 		iov[i].iov_len = d[i].cap;

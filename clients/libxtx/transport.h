@@ -23,12 +23,29 @@ struct xtx_dgram {
 	unsigned int server;
 };
 
+/*
+ * Network faults for tests (the nemesis), in parts per million of the
+ * datagrams sent: sent twice, or held back and sent after the next ones
+ * (by the next send or receive call), as a network may.
+ */
+struct xtx_netfault {
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;
+};
+
 struct xtx_transport {
 	int fd;
 	unsigned int nservers;
 	struct sockaddr_in *servers;	/* owned copy */
 	uint64_t stray;			/* datagrams from no server of ours: dropped */
 	uint64_t truncated;		/* datagrams larger than the buffer: dropped */
+	struct xtx_netfault fault;
+	uint64_t rng;
+	uint64_t duplicated, reordered;	/* what the faults did */
+	/* the datagram held back, if any (held_len 0: none) */
+	size_t held_len;
+	unsigned int held_server;
+	uint8_t *held;
 };
 
 /*
@@ -46,6 +63,8 @@ void xtx_transport_close(struct xtx_transport *t);
  * when the first could not be sent.
  */
 int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n);
+/* Switches the network faults on (or off, zeros); 0 or -EINVAL / -ENOMEM. */
+int xtx_transport_set_faults(struct xtx_transport *t, const struct xtx_netfault *f);
 
 /*
  * Receives up to n (at most XTX_RECV_BATCH) datagrams from the servers,

@@ -141,6 +141,16 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	}
 	if (xtx_transport_open(&c->tr, c->cfg.servers, c->cfg.nservers))
 		goto fail;
+	if (c->cfg.fault_dup_ppm || c->cfg.fault_reorder_ppm) {
+		struct xtx_netfault f = { .dup_ppm = c->cfg.fault_dup_ppm,
+					  .reorder_ppm = c->cfg.fault_reorder_ppm };
+
+		if (xtx_transport_set_faults(&c->tr, &f)) {
+			fprintf(stderr, "Error: libxtx: fault_dup_ppm and fault_reorder_ppm are "
+				"parts per million, at most 1000000\n");
+			goto fail;
+		}
+	}
 	return c;
 nomem:
 	fprintf(stderr, "Error: libxtx: out of memory\n");

@@ -329,6 +329,8 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 	txn_wire_pack(c);
 	next = xtx_reqwins_expire(&c->w, now, next - now);
 	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
+	c->st.duplicated = c->tr.duplicated;
+	c->st.reordered = c->tr.reordered;
 	if (err)
 		return err;
 	if (c->nready)
