@@ -42,8 +42,9 @@ static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_l
 		*counter = XTX_CTR_BAD_VERSION;
 		return XTX_ST_BAD_VERSION;
 	}
+	/* exactly the ops it says: trailing bytes are somebody's mistake, not ours to guess */
 	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
-	    payload_len < sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op)) {
+	    payload_len != sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
 	}

@@ -67,8 +67,9 @@ static uint8_t check_header(const struct udpd_server *srv, const struct xtx_hdr 
 		*counter = XTX_CTR_BAD_VERSION;
 		return XTX_ST_BAD_VERSION;
 	}
+	/* exactly the ops it says, as XDP wants it */
 	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
-	    (size_t)len < sizeof(*hdr) + (size_t)hdr->nops * sizeof(struct xtx_op)) {
+	    (size_t)len != sizeof(*hdr) + (size_t)hdr->nops * sizeof(struct xtx_op)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
 	}
