@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <urcu.h>
 #include <xtx/hash.h>
 #include <xtx/kv.h>
@@ -18,6 +20,8 @@
 int check_failed, cases_passed, cases_failed;
 
 static uint64_t rng = 0x1234567;
+/* The run's seed: new each run, printed; XTX_FUZZ_SEED=S replays it. */
+static uint64_t run_seed;
 
 static uint64_t rnd(void)
 {
@@ -272,7 +276,7 @@ static void *hammer_main(void *arg)
 	int i;
 
 	rcu_register_thread();
-	for (i = 0; i < 100000; i++) {
+	for (i = 0; i < 1000000; i++) {
 		uint64_t r = xtx_mix64(x++);
 		uint8_t t = r % 4;
 		uint64_t k = (r >> 8) % 500, v = 1 + ((r >> 20) % 50);
@@ -989,12 +993,34 @@ static void expect_drop(struct req *r, const char *what)
 	CHECK(xtxd_ovf_count(x.store) == n, "a dropped request changed the store: %s", what);
 }
 
+static int digest_item(const struct xtxd_ovf_item *it, void *arg)
+{
+	uint64_t *h = arg;
+
+	/* order-free: the walk's order is the store's business */
+	*h += xtx_mix64(it->key ^ (uint64_t)it->table << 56 ^ it->version * 0x9e3779b97f4a7c15ull ^
+			it->vlen ^ xtx_mix64(*(const uint64_t *)it->value));
+	return 0;
+}
+
+/* Everything a request could change in the store: items, floors, filters. */
+static uint64_t store_digest(struct xtxd_ovf *s)
+{
+	uint64_t h = xtxd_ovf_count(s);
+	uint32_t b;
+
+	xtxd_ovf_foreach(s, digest_item, &h);
+	for (b = 0; b < xtxd_ovf_nbuckets(s); b++)
+		h = xtx_mix64(h ^ xtxd_ovf_floor(s, b) ^ xtxd_ovf_bloom(s, b) * 31);
+	return h;
+}
+
 static void exec_malformed(void)
 {
 	struct reply rep;
 	struct req r;
 	uint64_t drops = 0;
-	int i, d, accepted = 0;
+	int i, d, accepted = 0, changed = 0;
 
 	exec_setup(100);
 	good_req(&r);
@@ -1046,8 +1072,12 @@ static void exec_malformed(void)
 		drops += x.stats.drop[d];
 	CHECK(drops == 33, "drop counters add up to %llu", (unsigned long long)drops);
 
-	/* garbage, and valid requests with random bytes flipped: no crash, nothing out of bounds */
-	for (i = 0; i < 20000; i++) {
+	/*
+	 * Garbage, and valid requests with random bytes flipped: no crash,
+	 * nothing out of bounds, and a dropped one leaves the store as it was.
+	 */
+	for (i = 0; i < 1000000; i++) {
+		uint64_t before = store_digest(x.store);
 		size_t j, n;
 
 		good_req(&r);
@@ -1061,15 +1091,26 @@ static void exec_malformed(void)
 		}
 		if (xtxd_exec_packet(&x, r.buf, r.len, rep.buf, sizeof(rep.buf)) > 0)
 			accepted++;
+		else if (store_digest(x.store) != before && changed++ < 3)
+			printf("#   seed %llu: dropped request %d changed the store\n",
+			       (unsigned long long)run_seed, i);
 	}
+	CHECK(!changed, "%d dropped requests changed the store", changed);
 	CHECK(xtxd_ovf_count(x.store) <= 100, "fuzzing overfilled the store");
 	check_filters_exact(x.store);
-	printf("#   fuzz: %d of 20000 mangled requests were still well-formed\n", accepted);
+	printf("#   fuzz: %d of 1000000 mangled requests were still well-formed\n", accepted);
 	exec_teardown();
 }
 
 int main(void)
 {
+	const char *env = getenv("XTX_FUZZ_SEED");
+
+	run_seed = env ? strtoull(env, NULL, 0) :
+			 (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid();
+	rng = run_seed;
+	printf("# seed %llu (XTX_FUZZ_SEED=%llu replays it)\n", (unsigned long long)run_seed,
+	       (unsigned long long)run_seed);
 	rcu_register_thread();
 	RUN_CASE(store_put_if_newer);
 	RUN_CASE(store_delete);
