@@ -172,6 +172,7 @@ int xtx_xdp(struct xdp_md *ctx)
 	pc->kv_lease_ns = rt ? rt->kv_lease_ns : 0;
 	pc->rt_flags = rt ? rt->flags : 0;
 	pc->client_id = hdr->client_id;
+	pc->fam_admitted = 0;
 	pc->mode = XTX_EXEC_RUN;
 	pc->rec_key = 0;
 	pc->ndeferred = 0;

@@ -138,12 +138,14 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 	}
 
 	fam = xtx_op_family(op->opcode);
-	if (fam) {
+	/* a packet's ops mostly share a table: one admission each */
+	if (fam && pc->fam_admitted != (op->table | fam << 8)) {
 		status = xtx_family_admit(op->table, fam, xtx_now(pc), pc->lock_lease_ns);
 		if (status != XTX_ST_OK) {
 			op->status = status;
 			goto out;
 		}
+		pc->fam_admitted = op->table | fam << 8;
 	}
 	switch (op->opcode) {
 	case XTX_OP_PING:

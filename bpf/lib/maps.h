@@ -169,6 +169,8 @@ struct xtx_pkt_ctx {
 	__u64 kv_lease_ns;
 	__u32 rt_flags;		/* xtx_runtime.flags (XTX_RTF_*) */
 	__u32 client_id;	/* the request header's */
+	/* the last table admitted for a family in this packet (family.h): table | fam << 8 */
+	__u32 fam_admitted;
 	__u32 rec_key;		/* dedupe slot of this request */
 	__u32 mode;		/* enum xtx_exec_mode */
 	__u32 ndeferred;	/* ops handed to xtxd so far */
