@@ -995,11 +995,15 @@ static void expect_drop(struct req *r, const char *what)
 
 static int digest_item(const struct xtxd_ovf_item *it, void *arg)
 {
-	uint64_t *h = arg;
+	uint64_t *h = arg, v[XTX_VALUE_MAX / 8] = { 0 }, vh = 0;
+	unsigned int i;
 
+	memcpy(v, it->value, it->vlen <= XTX_VALUE_MAX ? it->vlen : XTX_VALUE_MAX);
+	for (i = 0; i < XTX_VALUE_MAX / 8; i++)
+		vh = xtx_mix64(vh ^ v[i]);
 	/* order-free: the walk's order is the store's business */
 	*h += xtx_mix64(it->key ^ (uint64_t)it->table << 56 ^ it->version * 0x9e3779b97f4a7c15ull ^
-			it->vlen ^ xtx_mix64(*(const uint64_t *)it->value));
+			it->vlen ^ vh);
 	return 0;
 }
 
