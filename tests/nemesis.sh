@@ -267,7 +267,7 @@ run_bank() {
 # run_workload NAME WORKLOAD PROTOCOL FAULT...: one client process of several threads
 # (its coordinators pause together) under the faults, then the workload's --verify.
 run_workload() {
-	local name=$1 wl=$2 proto=$3 f out rc before_drop before_reclaim n bad=0 size
+	local name=$1 wl=$2 proto=$3 f out rc before_drop before_reclaim n bad=0 size i
 	shift 3
 	RUNS=$((RUNS + 1))
 	: >"$WORK/faults"
@@ -283,7 +283,13 @@ run_workload() {
 		--threads 2 --inflight 8 --duration "${RUN_SECS}s" --warmup 0 --timeout 1ms \
 		--populate --verify --json --history "$WORK/hist/wl" >"$WORK/wl.out" 2>&1 &
 	while [ "$(wc -l <"$WORK/pids")" -lt 1 ]; do sleep 0.05; done
-	# the faults start once the population is in
+	# the faults start once the population is in and the run has begun (its first progress
+	# line): a pause during a long populate would push the run past the loss window
+	for ((i = 0; i < 1200; i++)); do
+		grep -q '^t=' "$WORK/wl.out" 2>/dev/null && break
+		kill -0 "$(head -n 1 "$WORK/pids")" 2>/dev/null || break
+		sleep 0.05
+	done
 	for f in "$@"; do "nemesis_$f" & done
 	wait
 	rc=$(json_field "$(cat "$WORK/wl.out")" violations)

@@ -63,7 +63,9 @@ check "a write logged before the snapshot" logw 1 3 aa01
 out=$(ctl 0 snapshot 2>&1)
 echo "# $(head -n 1 <<<"$out")"
 check "snapshot: 500 keys" grep -q '^snapshot: 500 keys, log positions cpu0=' <<<"$out"
-check "snapshot file written" test -f "$DATA/snapshot-000001.xsnap"
+# (the load above took one too: its keys are in no log)
+first=$(ls "$DATA"/snapshot-*.xsnap 2>/dev/null | tail -n 1)
+check "snapshot file written (${first##*/})" test -f "$first"
 
 # ---- writes logged after it: newer versions, a new key, a stale version, a delete ----
 logw 10 5 beef && logw 20 6 0102030405 && logw 1000 3 77 && logw 50 1 dead &&
@@ -105,19 +107,20 @@ out=$(ctl 0 snapshot 2>&1)
 echo "# $(head -n 1 <<<"$out")"
 check "second snapshot removes the covered segments" \
 	test "$(grep -o 'removed [0-9]*' <<<"$out" | cut -d' ' -f2)" -gt 0
-check "the first snapshot is gone" test ! -e "$DATA/snapshot-000001.xsnap"
+check "the first snapshot is gone" test ! -e "$first"
 ctl 0 unload >/dev/null
 check "xtxd recovers from the second snapshot" reload
 check "dump: unchanged" same_dump
 
 # ---- damage before the end: refuse to start ----
 ctl 0 unload >/dev/null
-cp "$DATA/snapshot-000002.xsnap" "$TMP/snap"
-printf '\xff' | dd of="$DATA/snapshot-000002.xsnap" bs=1 seek=200 conv=notrunc status=none
+last=$(ls "$DATA"/snapshot-*.xsnap | tail -n 1)
+cp "$last" "$TMP/snap"
+printf '\xff' | dd of="$last" bs=1 seek=200 conv=notrunc status=none
 reload 2>"$TMP/err"
 check "a damaged snapshot: xtxd refuses to start" test $? -ne 0
 check "... saying why" grep -q 'fails its CRC' "$TMP/err"
-cp "$TMP/snap" "$DATA/snapshot-000002.xsnap"
+cp "$TMP/snap" "$last"
 
 # ---- --fresh starts empty ----
 check "xtxd --fresh starts" reload --fresh

@@ -4,7 +4,7 @@
 # own schedule and their bucket floors differ) run TATP, then SmallBank is loaded onto the
 # same servers: every replica of every loaded key must get the same version. And a load's
 # version given by hand must be above the server's version mark, or nothing is loaded.
-# checks: 15 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 17 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -12,6 +12,8 @@ LEASE=300ms
 # 1024 buckets of 4 ways for ~30000 TATP rows: most live in the overflow store
 setup_servers --lock-lease "$LEASE" --kv-buckets 1024
 SERVERS=$(all_server_ips)
+tmp=$(mktemp -d /tmp/xtx-test-rload.XXXXXX)
+trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 CTL=""
 for ((i = 0; i < NSERVERS; i++)); do CTL+="${CTL:+,}$(server_ns "$i"):$(server_dev "$i")"; done
 
@@ -68,4 +70,15 @@ check "... at exactly that version" grep -q "table=12 key=7 version=$((m + 5)) "
 	<<<"$(ctl 0 dump --table 12)"
 out=$(ctl 0 load --count 1 --version 0 2>&1)
 check "load --version 0: refused as usage ($?)" grep -q "version" <<<"$out"
+
+# Loaded keys are in no log: the load snapshots before it answers, so a server restarted
+# from disk still holds them (else reloading it later would load them again at another
+# version than its replicas hold).
+ctl 2 dump >"$tmp/before"
+ctl 2 unload >/dev/null
+make -s -C "$ROOT" load IFACE="$(server_dev 2)" NETNS="$(server_ns 2)" \
+	ARGS="--lock-lease $LEASE --kv-buckets 1024" >/dev/null
+check "server 2 restarted from disk" test $? -eq 0
+check "... holds every loaded key as before ($(wc -l <"$tmp/before") keys)" \
+	cmp -s "$tmp/before" <(ctl 2 dump)
 finish

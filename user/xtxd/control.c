@@ -227,6 +227,12 @@ static int load_version(struct xtxd_out *out, char **argv, int *argc, uint64_t *
 	return 0;
 }
 
+/* Loaded keys are in no log: a snapshot makes them durable before the load's OK. */
+static int load_durable(const struct xtxd_load_env *env)
+{
+	return xtxd_snapshot_save(env->t, env->store, env->out);
+}
+
 /*
  * load gen TABLE FIRST COUNT VSIZE SEED [at V]: xtxd makes the keys itself.
  * load file [at V]: the lines follow, up to the client's end of stream, and
@@ -239,6 +245,7 @@ static void cmd_load(struct xtxd_out *out, char **argv, int argc)
 		.store = xtxd_rare_store(),
 		.out = out,
 		.stop_fd = ctl.stop_fd,
+		.make_durable = load_durable,
 	};
 	uint64_t table, first, count, vsize, seed;
 

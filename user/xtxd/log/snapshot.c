@@ -155,7 +155,8 @@ static void remove_old_snapshots(int dirfd, uint32_t keep)
 
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
+static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out,
+		bool ok)
 {
 	struct xtx_log_epoch ep = {};
 	struct xtx_snap_pos *pos = NULL;
@@ -166,17 +167,18 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 	const char *why = "";
 	size_t nsegs = 0, i, ll;
 	uint32_t ncpu = 0, c, removed = 0, user_from = 0;
-	int dirfd = -1, cur_fd = -1, fd = -1, err;
+	int dirfd = -1, cur_fd = -1, fd = -1, err = 0;
+	bool done = false;
 	struct timespec ts;
 
 	if (!snap_dir[0]) {
 		xtxd_out_printf(out, "ERR snapshot: no data directory\n");
-		return;
+		return -ENOENT;
 	}
 	dirfd = open(snap_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
 		xtxd_out_printf(out, "ERR snapshot: opening %s: %s\n", snap_dir, strerror(errno));
-		return;
+		return -EIO;
 	}
 	err = read_epoch(t, &ep, &ncpu, &cur_fd);
 	if (err) {
@@ -305,9 +307,10 @@ static void take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd
 		(unsigned long long)w.count - 1, line, removed);
 	xtxd_out_printf(out, "snapshot: %llu keys, log positions %s, removed %u segments\n",
 			(unsigned long long)w.count - 1, line, removed);
-	xtxd_out_printf(out, "file: %s/%s\nOK\n", snap_dir, name);
+	xtxd_out_printf(out, "file: %s/%s\n%s", snap_dir, name, ok ? "OK\n" : "");
 	if (removed && after_snapshot)
 		after_snapshot();
+	done = true;
 	goto out;
 fail:
 	xtxd_out_printf(out, "ERR snapshot: %s %s: %s\n", why, tmp, strerror(-err));
@@ -322,12 +325,23 @@ out:
 	free(segs);
 	free(pos);
 	close(dirfd);
+	return done ? 0 : err ? err : -EIO;
 }
 
 void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
 {
 	/* two snapshots at once would race for the number and the deletions */
 	pthread_mutex_lock(&snap_lock);
-	take(t, store, out);
+	take(t, store, out, true);
 	pthread_mutex_unlock(&snap_lock);
+}
+
+int xtxd_snapshot_save(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
+{
+	int err;
+
+	pthread_mutex_lock(&snap_lock);
+	err = take(t, store, out, false);
+	pthread_mutex_unlock(&snap_lock);
+	return err;
 }

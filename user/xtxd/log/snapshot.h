@@ -85,5 +85,7 @@ void xtxd_snapshot_set_after(void (*fn)(void));
  */
 void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store,
 			struct xtxd_out *out);
+/* The same without the final OK: 0, or a negative errno after its ERR line. */
+int xtxd_snapshot_save(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out);
 
 #endif /* XTXD_SNAPSHOT_H */

@@ -586,6 +586,8 @@ static void run_end(struct load_run *r, int err)
 			(unsigned long long)n.kernel, (unsigned long long)n.store,
 			(unsigned long long)n.duplicates, (unsigned long long)n.takeovers,
 			(unsigned long long)n.busy, ns / 1e9, (unsigned long long)n.stale);
+	if (!err && loaded && r->env->make_durable && r->env->make_durable(r->env))
+		return;
 	switch (err) {
 	case 0:
 		xtxd_out_printf(out, "OK\n");

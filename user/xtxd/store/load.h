@@ -99,7 +99,8 @@ int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why,
  * out, flushing as they go:
  *
  *   progress DONE TOTAL      now and then (10 a second), while inserting
- *   result keys=N kernel=K store=U duplicates=D takeovers=T busy=B seconds=S
+ *   result keys=N kernel=K store=U duplicates=D takeovers=T busy=B seconds=S stale=X
+ *   snapshot: ... / file: ... (make_durable's lines)
  *   OK | ERR <why>
  *
  * keys = kernel + store: the keys loaded.  The result line comes before
@@ -119,6 +120,13 @@ struct xtxd_load_env {
 	 * so they agree on each key's version whatever their histories.
 	 */
 	uint64_t version;
+	/*
+	 * Called once keys were loaded, before the answer's OK: loaded keys
+	 * are in no log, so they must be made durable (a snapshot) before
+	 * the load says it is done.  0, or a negative errno after an ERR line
+	 * (the keys stay loaded).  NULL: not asked (unit tests).
+	 */
+	int (*make_durable)(const struct xtxd_load_env *env);
 };
 
 /*
