@@ -16,8 +16,7 @@ RESOLVE_AFTER=1s
 setup_servers --lock-lease "$LEASE" --hades-lease "$LEASE" --peers "$(all_server_ips)" \
 	--resolve-after "$RESOLVE_AFTER"
 SERVERS=$(all_server_ips)
-CTL=""
-for ((i = 0; i < NSERVERS; i++)); do CTL+="${CTL:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+CTL=$(all_server_ctls)
 RUN_SECS=${NEMESIS_SECS:-6}
 NCLIENTS=${NEMESIS_CLIENTS:-4}
 ACCOUNTS=${NEMESIS_ACCOUNTS:-16}

@@ -23,6 +23,13 @@ all_server_ips() {
 	echo "$ips"
 }
 
+# Every server's NS:IF, comma-separated in server order: xtxbench's --ctl.
+all_server_ctls() {
+	local i c=""
+	for ((i = 0; i < NSERVERS; i++)); do c+="${c:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+	echo "$c"
+}
+
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; TEST_FAILED=1; }
 # check DESCRIPTION CONDITION...: one verdict line from a test expression.

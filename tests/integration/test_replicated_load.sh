@@ -14,8 +14,7 @@ setup_servers --lock-lease "$LEASE" --kv-buckets 1024
 SERVERS=$(all_server_ips)
 tmp=$(mktemp -d /tmp/xtx-test-rload.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
-CTL=""
-for ((i = 0; i < NSERVERS; i++)); do CTL+="${CTL:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+CTL=$(all_server_ctls)
 
 wl() {
 	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" \

@@ -10,8 +10,7 @@ NSERVERS=3
 LEASE=300ms
 setup_servers --lock-lease "$LEASE"
 SERVERS=$(all_server_ips)
-CTL=""
-for ((i = 0; i < NSERVERS; i++)); do CTL+="${CTL:+,}$(server_ns "$i"):$(server_dev "$i")"; done
+CTL=$(all_server_ctls)
 tmp=$(mktemp -d /tmp/xtx-test-workloads.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 SUBS=5000
