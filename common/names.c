@@ -29,6 +29,7 @@ static const char *const op_names[XTX_OP__COUNT] = {
 	[XTX_OP_HINTEND] = "hintend",
 	[XTX_OP_HVALIDATE] = "hvalidate",
 	[XTX_OP_HABORT] = "habort",
+	[XTX_OP_TXN_STATUS] = "txn_status",
 };
 
 static const char *const status_names[XTX_ST__COUNT] = {

@@ -80,3 +80,28 @@ int xtx_hex_digit(char c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+int xtx_parse_index_set(const char *what, const char *s, unsigned int limit, uint64_t *set)
+{
+	const char *p = s;
+
+	*set = 0;
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v >= limit || v >= 64 || (*end && *end != ',') ||
+		    (*end == ',' && !end[1])) {
+			fprintf(stderr, "Error: %s: '%s' is not a list of server indices below %u "
+				"(e.g. 0,1,2)\n", what, s, limit);
+			return -1;
+		}
+		*set |= 1ull << v;
+		p = *end ? end + 1 : end;
+	}
+	if (!*set) {
+		fprintf(stderr, "Error: %s: empty\n", what);
+		return -1;
+	}
+	return 0;
+}

@@ -23,5 +23,6 @@ int bench_log_main(int argc, char **argv);
 int bench_tatp_main(int argc, char **argv);
 int bench_smallbank_main(int argc, char **argv);
 int bench_bank_main(int argc, char **argv);
+int bench_resolve_main(int argc, char **argv);
 
 #endif /* XTX_BENCH_H */

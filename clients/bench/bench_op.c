@@ -43,6 +43,8 @@ static const struct { const char *name; uint8_t opcode; } op_names[] = {
 	{ "commit-primary", XTX_OP_COMMIT_PRIMARY }, { "log-append", XTX_OP_LOG_APPEND },
 	{ "hread", XTX_OP_HREAD }, { "hwrite", XTX_OP_HWRITE }, { "hintend", XTX_OP_HINTEND },
 	{ "hvalidate", XTX_OP_HVALIDATE }, { "habort", XTX_OP_HABORT },
+	/* to a resolver: --port of the servers + 1 */
+	{ "txn-status", XTX_OP_TXN_STATUS },
 };
 
 static void usage(FILE *out)
@@ -155,28 +157,6 @@ static int parse_flags(const char *s, struct op_opts *o)
 	return 0;
 }
 
-/* "0,1,2": server indices, the participant bitmap HINTEND carries in op.token. */
-static int parse_participants(const char *s, struct op_opts *o)
-{
-	const char *p = s;
-	uint64_t set = 0;
-
-	while (*p) {
-		char *end;
-		unsigned long v = strtoul(p, &end, 10);
-
-		if (end == p || v >= XTX_HADES_MAX_SERVERS || (*end && *end != ',')) {
-			fprintf(stderr, "Error: participants: '%s' is not a list of server indices "
-				"below %d (e.g. 0,1,2)\n", s, XTX_HADES_MAX_SERVERS);
-			return -1;
-		}
-		set |= 1ull << v;
-		p = *end ? end + 1 : end;
-	}
-	o->op.token = set;
-	return 0;
-}
-
 static int parse_field(const char *arg, struct op_opts *o)
 {
 	const char *eq = strchr(arg, '=');
@@ -192,8 +172,12 @@ static int parse_field(const char *arg, struct op_opts *o)
 		return parse_flags(eq + 1, o);
 	if (!strncmp(arg, "replicas=", 9))
 		return parse_replicas(eq + 1, o);
-	if (!strncmp(arg, "participants=", 13))
-		return parse_participants(eq + 1, o);
+	if (!strncmp(arg, "participants=", 13)) {
+		if (xtx_parse_index_set("participants", eq + 1, XTX_HADES_MAX_SERVERS, &v))
+			return -1;
+		o->op.token = v;
+		return 0;
+	}
 	if (xtx_parse_u64(arg, eq + 1, 0, UINT64_MAX, &v))
 		return -1;
 	if (!strncmp(arg, "version=", 8))

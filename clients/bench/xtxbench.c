@@ -22,6 +22,7 @@ static const struct bench_cmd {
 	{ "check-history", history_check_main,
 	  "checks --history files for serializability: Adya's G0..G2 from versions" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },
+	{ "resolve", bench_resolve_main, "what became of a transaction its client was told in_doubt" },
 };
 
 #define NR_CMDS (sizeof(bench_cmds) / sizeof(bench_cmds[0]))

@@ -108,6 +108,12 @@ struct xtx_txn_result {
 	uint8_t read_only;		/* no writes were buffered */
 	uint32_t rounds;		/* network round trips it waited for */
 	uint64_t latency_ns;		/* start to outcome */
+	uint64_t txn_id;		/* as xtx_txn_id() */
+	/*
+	 * The servers (a bit per index) that can say what became of it: the
+	 * replicas it logged at (OCC, 2PL), its participants (HADES).
+	 */
+	uint64_t servers;
 };
 
 typedef void (*xtx_done_fn)(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg);
@@ -185,6 +191,22 @@ enum xtx_outcome xtx_run(struct xtx_client *c, xtx_step_fn step, void *arg,
 			 struct xtx_txn_result *res);
 
 const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c);
+
+/*
+ * Asks the servers what became of a transaction that ended XTX_IN_DOUBT
+ * (res as its done callback or xtx_run got it), waiting up to timeout_ns
+ * for them to know: XTX_COMMITTED or XTX_ABORTED, both final, or still
+ * XTX_IN_DOUBT when they could not say in time (unreachable, or not yet
+ * decided: ask again).  Asking fences the transaction where it is not
+ * held, so its answer stays true, and servers that hold it unfinished
+ * decide it at once.  Exact while the servers remember the transaction:
+ * its log records until a snapshot covers them, its decision for xtxd
+ * --keep-decided (10 min).  OCC and 2PL need R >= 2 (the resolver tracks
+ * replicated transactions only).  Blocks; not from a step or done
+ * callback.  Any other outcome is returned as it is.
+ */
+enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_result *res,
+				 uint64_t timeout_ns);
 
 /* --- Inside a step function ------------------------------------------- */
 

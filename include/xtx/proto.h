@@ -190,6 +190,17 @@ enum xtx_opcode {
 	XTX_OP_HRESOLVE_QUERY = 26,
 	XTX_OP_HRESOLVE_DECIDE = 27,
 	/*
+	 * A client to a server, on UDP port + 1 (xtxd's resolver, never
+	 * XDP): what became of op.txn, a transaction of the header's client
+	 * (XTX_TSF_HADES in op.flags for a HADES one)?  The reply echoes the
+	 * header (client_id, req_id) and answers in op.flags (enum
+	 * xtx_txn_state).  Asking decides nothing by itself, but a server that
+	 * does not hold the transaction fences it first, so that answer stays
+	 * true; one that holds it unfinished starts deciding it at once.  With
+	 * a cluster secret the header carries its MAC (include/xtx/mac.h).
+	 */
+	XTX_OP_TXN_STATUS = 28,
+	/*
 	 * HADES (include/xtx/hades.h): per-transaction Bloom filters instead
 	 * of versions and locks.  HREAD / HWRITE record the key and read it;
 	 * HINTEND stages a write and, with XTX_HOPF_LAST, partially locks
@@ -202,6 +213,16 @@ enum xtx_opcode {
 	XTX_OP_HVALIDATE = 35,
 	XTX_OP_HABORT = 36,
 	XTX_OP__COUNT = 64,
+};
+
+/* XTX_OP_TXN_STATUS: request flag, and the answers in the reply's op.flags. */
+#define XTX_TSF_HADES		0x1u
+enum xtx_txn_state {
+	XTX_TS_UNKNOWN = 0,	/* nothing can be said yet: ask again */
+	XTX_TS_HELD = 1,	/* its complete record (HADES: its Ack) is here, undecided */
+	XTX_TS_COMMITTED = 2,	/* decided, or validated here: committed */
+	XTX_TS_ABORTED = 3,	/* decided aborted */
+	XTX_TS_NOT_HELD = 4,	/* not here, and fenced: it can never be here */
 };
 
 /* Status codes, per op and per packet. */

@@ -4,7 +4,7 @@
 # arguments) and its resolver port (random datagrams, broken and random queries from a
 # listed peer and from strangers). xtxd must answer or ignore each, keep running, and keep
 # its store byte for byte. The seed is printed; XTX_FUZZ_SEED=S replays it.
-# checks: 9 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 10 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
@@ -97,7 +97,7 @@ def query():
     ops = b""
     for _ in range(nops):
         # queries only: a decision is the one message a peer may use to change state
-        opc = rnd.choice([24, 26, rnd.choice([0, 1, 20, 63, 200])])
+        opc = rnd.choice([24, 26, 28, rnd.choice([0, 1, 20, 63, 200])])
         ops += struct.pack("<BBBBIQQQQ", opc, rnd.getrandbits(8), rnd.getrandbits(8),
                            rnd.getrandbits(8), rnd.getrandbits(32), rnd.getrandbits(64),
                            rnd.getrandbits(64), rnd.getrandbits(64), rnd.getrandbits(64))
@@ -132,6 +132,10 @@ check "resolver port: the fuzz ran (${fuzz_resolver_failed:-0} failures)" \
 	test "${fuzz_resolver_failed:-0}" = 0
 check "resolver port: malformed messages counted ($mal)" test "$mal" -gt 1000
 check "resolver port: strangers counted ($str)" test "$str" -ge 1000
+bad=$(( $(metric "$m1" 'xtx_resolver_refused_total{reason="bad_client"}') -
+	$(metric "$m0" 'xtx_resolver_refused_total{reason="bad_client"}') ))
+check "resolver port: clients' status questions about others' transactions refused ($bad)" \
+	test "$bad" -gt 10
 check "resolver port: no decision taken on junk" \
 	test "$(metric "$m1" 'xtx_resolver_decisions_total{protocol="lock",outcome="commit"}')" = \
 	"$(metric "$m0" 'xtx_resolver_decisions_total{protocol="lock",outcome="commit"}')"

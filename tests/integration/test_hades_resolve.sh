@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A HADES coordinator that vanishes after intend-to-commit: the participants decide its transaction.
-# checks: 48 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 67 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -131,7 +131,42 @@ check "every replica holds key 300 at version 2 with the new value" \
 check "the coordinator's late HVALIDATE at the primary: already applied" \
 	test "$(st 0 hvalidate 0 300 txn=6 flags=last)" = already_applied
 
-# ---- (d) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
+# ---- (d) a client in doubt asks (xtxbench resolve, xtx_txn_resolve) ----
+resolve() {
+	client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 \
+		--protocol hades "$@" 2>&1
+}
+for i in 0 1 2; do
+	check "server $i: insert keys 400 and 500 (version 1)" \
+		test "$(st "$i" insert 0 400 value=44)$(st "$i" insert 0 500 value=55)" = okok
+done
+check "primary: txn 30 intends to write key 400" test "$(st 0 hwrite 0 400 txn=30 flags=begin)" = ok
+check "primary: txn 30's last HINTEND is Acked" test "$(intend 0 30 400 4040)" = ok
+for i in 1 2; do
+	check "replica $i: txn 30's last HINTEND is Acked" test "$(intend "$i" 30 400 4040 replica)" = ok
+done
+out=$(resolve --txn 30 --witnesses 0,1,2)
+check "txn 30, Acked everywhere: committed ($out)" grep -q "outcome=committed" <<<"$out"
+check "... and validated everywhere" \
+	wait_log "hades txn $(hex_txn 30) validated here: 1 staged writes" 0 1 2
+check "... every replica holds key 400 at version 2" \
+	test "$(all_rows 400 | grep -c 'version=2 vlen=2 value=4040$')" -eq 3
+check "primary: txn 31 intends to write key 500" test "$(st 0 hwrite 0 500 txn=31 flags=begin)" = ok
+check "primary: txn 31's last HINTEND is Acked" test "$(intend 0 31 500 5050)" = ok
+check "replica 1: txn 31's last HINTEND is Acked" test "$(intend 1 31 500 5050 replica)" = ok
+out=$(resolve --txn 31 --witnesses 0,1,2)
+check "txn 31, Acked at 2 of 3: aborted ($out)" grep -q "outcome=aborted" <<<"$out"
+check "server 2 fenced it when asked" \
+	wait_log "hades txn $(hex_txn 31) not committing here: fenced" 2
+check "... so its late HINTEND there is refused" test "$(intend 2 31 500 5050 replica)" = nack
+check "servers 0 and 1 discard its staged writes" \
+	wait_log "hades txn $(hex_txn 31) aborted here" 0 1
+check "... and key 500 is at version 1 everywhere" \
+	test "$(all_rows 500 | grep -c 'version=1 vlen=1 value=55$')" -eq 3
+check "txn 32, sent nowhere: aborted" \
+	grep -q "outcome=aborted" <<<"$(resolve --txn 32 --witnesses 0,1,2)"
+
+# ---- (e) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
 bank() {
 	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
 		--protocol hades --threads 2 --inflight 16 --accounts 16 "$@" 2>&1

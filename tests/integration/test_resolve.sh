@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 46 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 74 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -158,6 +158,62 @@ make -s -C "$ROOT" load IFACE="$(server_dev 1)" NETNS="$(server_ns 1)" \
 	ARGS="--peers $(all_server_ips) --resolve-after 2s" >/dev/null
 got=$(ctl 1 dump | tr '\n' ' ')
 check "recovered from the snapshot without them: the same rows ($got)" test "$got" = "$before1"
+
+# ---- (d) a client in doubt asks (xtxbench resolve, xtx_txn_resolve) ----
+resolve() { client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 "$@" 2>&1; }
+# the ms a server had waited when it began deciding txn $2 (its log line), or 99999
+began_after() {
+	local ms
+	ms=$(XLOG "$1" | grep -o "txn $2 unfinished after [0-9]* ms" | head -n 1 | grep -o '[0-9]* ms')
+	echo "${ms% ms}" | grep . || echo 99999
+}
+for i in 0 1 2; do
+	check "server $i: insert key 500 (version 1)" test "$(st "$i" insert 0 500 value=11)" = ok
+	check "server $i: insert key 600 (version 1)" test "$(st "$i" insert 0 600 value=33)" = ok
+done
+check "primary: txn 20 locks key 500" test "$(st 0 occ-lock 0 500 txn=20)" = ok
+for i in 0 1 2; do
+	check "server $i: txn 20 logs key 500 version 2" \
+		test "$(st "$i" log-append 0 500 txn=20 version=2 value=2222 replicas=0,1,2 \
+			flags=last)" = ok
+done
+out=$(resolve --txn 20 --witnesses 0,1,2)
+check "asked at once: txn 20 committed, every replica holds its record ($out)" \
+	grep -q "outcome=committed" <<<"$out"
+check "... and the servers decide it then, not after --resolve-after 2s" \
+	wait_decided "$(hex_txn 20)"
+check "... a server began deciding it within 1.5 s ($(began_after 0 "$(hex_txn 20)") ms)" \
+	test "$(began_after 0 "$(hex_txn 20)")" -lt 1500
+check "... every replica then holds key 500 at version 2" \
+	test "$(all_rows 500 | grep -c 'version=2 vlen=2 value=2222$')" -eq 3
+check "primary: txn 21 locks key 600" test "$(st 0 occ-lock 0 600 txn=21)" = ok
+for i in 0 1; do
+	check "server $i: txn 21 logs key 600 version 2" \
+		test "$(st "$i" log-append 0 600 txn=21 version=2 value=4444 replicas=0,1,2 \
+			flags=last)" = ok
+done
+out=$(resolve --txn 21 --witnesses 0,1,2)
+check "txn 21, logged on 2 of 3: aborted ($out)" grep -q "outcome=aborted" <<<"$out"
+check "server 2 fenced it when asked" \
+	grep -q "txn $(hex_txn 21) decided abort (not held here, asked by its client)" <(XLOG 2)
+check "... so its late log append there is refused" \
+	test "$(st 2 log-append 0 600 txn=21 version=2 value=4444 replicas=0,1,2 flags=last)" = fenced
+check "servers 0 and 1 decide it too" wait_decided "$(hex_txn 21)"
+check "... and no replica has its write: key 600 at version 1 everywhere" \
+	test "$(all_rows 600 | grep -c 'version=1 vlen=1 value=33$')" -eq 3
+out=$(resolve --txn 22 --witnesses 0,1,2)
+check "txn 22, never logged anywhere: aborted ($out)" grep -q "outcome=aborted" <<<"$out"
+check "... and fenced: its log append now answers fenced" \
+	test "$(st 0 log-append 0 500 txn=22 version=3 value=55 replicas=0,1,2 flags=last)" = fenced
+check "asked again, the same answer" grep -q "outcome=aborted" <<<"$(resolve --txn 22 --witnesses 0,1,2)"
+# the resolver port answers a client's question about its own transaction only
+out=$(op 0 --port 7371 -t 100ms txn-status 0 0 txn=20)
+check "a well-formed question is answered ($out)" \
+	test "$(field "$out" status)" = ok -a "$(field "$out" flags)" = 0x2
+out=$(op 0 --port 7371 -t 20ms txn-status 0 0 txn=20 flags=delete)
+check "one with unknown flags gets no answer" grep -q "no answer" <<<"$out"
+check "xtxbench resolve refuses a transaction of another client" \
+	test "$(resolve --txn 0x8000000000001 --witnesses 0 >/dev/null 2>&1; echo $?)" = 2
 
 for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
 finish

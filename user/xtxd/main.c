@@ -302,6 +302,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_secret_read(optarg, &o->secret))
 				return -1;
 			o->has_secret = true;
+			o->resolve.secret = &o->secret;
 			break;
 		case OPT_KEEP_DECIDED:
 			if (xtx_parse_duration("--keep-decided", optarg, &o->resolve.keep_ns) ||

@@ -188,11 +188,17 @@ static void resolve_metrics(struct mbuf *b)
 	put(b, "xtx_resolver_decisions_total{protocol=\"hades\",outcome=\"abort\"} %llu\n",
 	    (unsigned long long)r.hades_aborted);
 	family(b, "xtx_resolver_refused_total", "counter",
-	       "Messages to the resolver port ignored: not from a listed server, or malformed.");
+	       "Messages to the resolver port ignored: not from a listed server, malformed, "
+	       "or a client's question refused.");
 	put(b, "xtx_resolver_refused_total{reason=\"not_a_peer\"} %llu\n",
 	    (unsigned long long)r.strangers);
 	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
 	    (unsigned long long)r.malformed);
+	put(b, "xtx_resolver_refused_total{reason=\"bad_client\"} %llu\n",
+	    (unsigned long long)r.client_refused);
+	family(b, "xtx_resolver_client_questions_total", "counter",
+	       "Clients' questions about their own transactions' outcomes, answered.");
+	put(b, "xtx_resolver_client_questions_total %llu\n", (unsigned long long)r.client_asks);
 	family(b, "xtx_decisions_pruned_total", "counter",
 	       "Decisions dropped from decided.xdec: no log or peer can need them any more.");
 	put(b, "xtx_decisions_pruned_total %llu\n", (unsigned long long)r.decisions_pruned);

@@ -229,6 +229,8 @@ void txn_finish(struct xtx_txn *t, enum xtx_outcome o)
 		.read_only = !txn_has_writes(t),
 		.rounds = t->rounds,
 		.latency_ns = xtx_now_ns() - t->start_ns,
+		.txn_id = t->id,
+		.servers = txn_witnesses(t),
 	};
 
 	if (o == XTX_COMMITTED) {

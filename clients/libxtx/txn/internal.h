@@ -227,6 +227,13 @@ void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
 /* An op answered with something no phase expects: the server refused it. */
 void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
+/* Every replica of every key t writes, a bit per server index. */
+uint64_t txn_write_replicas(const struct xtx_txn *t);
+/*
+ * The servers that can tell what became of t: where it logged (OCC, 2PL),
+ * every participant of its intend-to-commit (HADES).
+ */
+uint64_t txn_witnesses(const struct xtx_txn *t);
 /* The write set's existence rules, once every write key is locked and read. */
 void txn_check_write_rules(struct xtx_txn *t);
 /* A commit past the commit point answered other than applied: the outcome is in doubt. */

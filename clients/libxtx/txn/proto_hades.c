@@ -25,14 +25,7 @@ static uint64_t bit(unsigned int s)
 /* Every server the transaction touched, and every replica of its writes. */
 static uint64_t participants(const struct xtx_txn *t)
 {
-	uint64_t p = t->sent_mask;
-	unsigned int i, r;
-
-	for (i = 0; i < t->nkeys; i++)
-		if (t->keys[i].flags & KF_WRITE)
-			for (r = 0; r < t->c->cfg.replication; r++)
-				p |= bit(t->keys[i].replica[r]);
-	return p;
+	return t->sent_mask | txn_write_replicas(t);
 }
 
 static void hades_fill_op(const struct txn_opref *ref, struct xtx_op *op)

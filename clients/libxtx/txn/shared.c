@@ -111,6 +111,26 @@ void txn_commit_doubt(struct xtx_txn *t, const struct xtx_op *op)
 	}
 }
 
+uint64_t txn_write_replicas(const struct xtx_txn *t)
+{
+	uint64_t p = 0;
+	unsigned int i, r;
+
+	for (i = 0; i < t->nkeys; i++)
+		if (t->keys[i].flags & KF_WRITE)
+			for (r = 0; r < t->c->cfg.replication; r++)
+				p |= 1ull << t->keys[i].replica[r];
+	return p;
+}
+
+uint64_t txn_witnesses(const struct xtx_txn *t)
+{
+	uint64_t w = txn_write_replicas(t);
+
+	/* HADES: every server it touched took part in its intend-to-commit */
+	return t->c->cfg.protocol == XTX_PROTO_HADES ? w | t->sent_mask : w;
+}
+
 bool txn_has_writes(const struct xtx_txn *t)
 {
 	unsigned int i;

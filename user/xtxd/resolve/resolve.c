@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <bpf/bpf.h>
 #include <urcu.h>
+#include <xtx/mac.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "clock.h"
@@ -52,6 +53,10 @@ static struct {
 	uint64_t last_scan;
 	uint64_t commits, aborts, fenced;
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
+	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
+	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
+	bool has_secret;
+	struct xtx_secret secret;	/* clients' questions carry its MAC */
 	bool compact;			/* a snapshot removed logs: compact decided.xdec */
 	uint64_t pruned, kept;		/* decisions dropped by compaction, and left */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
@@ -412,6 +417,69 @@ static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
 		decide(x, d, "the replicas' answers");
 }
 
+/* ---- answering a client about its own transaction ---- */
+
+static bool unfinished(struct xtxd_txn *x);
+static void begin(struct xtxd_txn *x);
+
+/*
+ * What a replica would tell a peer, and the same consequences: not held
+ * here means fenced and aborted here (as on_query does).  A transaction
+ * held here but unfinished is taken up now, not after after_ns: its
+ * coordinator has given up on it.
+ */
+static int client_answer(uint64_t txn)
+{
+	struct xtxd_txn *x;
+	int ans;
+
+	pthread_mutex_lock(&R.mu);
+	x = xtxd_txns_get(&R.txns, txn, true, xtx_now_ns());
+	pthread_mutex_unlock(&R.mu);
+	if (!x)
+		return XTX_TS_UNKNOWN;
+	if (x->outcome != XTXD_OUT_NONE)
+		return x->outcome == XTXD_OUT_COMMIT ? XTX_TS_COMMITTED : XTX_TS_ABORTED;
+	ans = self_answer(x);
+	if (ans == XTXD_ANS_NOT_HELD)
+		return decide(x, XTXD_OUT_ABORT, "not held here, asked by its client") ?
+		       XTX_TS_UNKNOWN : XTX_TS_ABORTED;
+	if (ans != XTXD_ANS_HOLD)
+		return XTX_TS_UNKNOWN;
+	if (!x->resolving && x->nrep > 1 && unfinished(x))
+		begin(x);
+	return XTX_TS_HELD;
+}
+
+/*
+ * A client's XTX_OP_TXN_STATUS: only about a transaction of its own, and
+ * with the cluster's MAC when there is a secret, so a stranger cannot
+ * fence other clients' transactions.  Refused questions get no answer.
+ */
+static bool on_client_status(const struct xtx_hdr *h, const struct xtx_op *op,
+			     const struct sockaddr_in *src)
+{
+	struct {
+		struct xtx_hdr h;
+		struct xtx_op op;
+	} m = { .h = *h, .op = *op };
+
+	if (h->flags & XTX_F_REPLY || op->flags & ~XTX_TSF_HADES || !op->txn ||
+	    xtx_txn_client(op->txn) != h->client_id ||
+	    (R.has_secret ? h->reserved != xtx_hdr_mac(&R.secret, h) : h->reserved != 0))
+		return false;
+	m.op.flags = op->flags & XTX_TSF_HADES ? xtxd_hres_client_answer(op->txn) :
+		     client_answer(op->txn);
+	m.h.flags = XTX_F_REPLY;
+	m.h.status = XTX_ST_OK;
+	m.h.reserved = 0;
+	m.op.status = XTX_ST_OK;
+	__atomic_fetch_add(&R.client_asks, 1, __ATOMIC_RELAXED);
+	if (sendto(R.sock, &m, sizeof(m), 0, (const struct sockaddr *)src, sizeof(*src)) < 0)
+		pr_debug("resolve: answering client %u: %s\n", h->client_id, strerror(errno));
+	return true;
+}
+
 static void receive(void)
 {
 	struct {
@@ -429,6 +497,11 @@ static void receive(void)
 		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
 		    m.h.nops != 1) {
 			__atomic_fetch_add(&R.malformed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (m.op.opcode == XTX_OP_TXN_STATUS) {
+			if (!on_client_status(&m.h, &m.op, &src))
+				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		/* only the listed servers take part, by their address */
@@ -863,6 +936,9 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.peer_port = o->port + 1;
 	R.after_ns = o->after_ns;
 	R.keep_ns = o->keep_ns ? o->keep_ns : KEEP_DECIDED_DEFAULT_NS;
+	R.has_secret = o->secret != NULL;
+	if (o->secret)
+		R.secret = *o->secret;
 	step = "opening the maps";
 	err = open_live(t, store);
 	if (err)
@@ -932,6 +1008,8 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
 	s->strangers = __atomic_load_n(&R.strangers, __ATOMIC_RELAXED);
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
+	s->client_asks = __atomic_load_n(&R.client_asks, __ATOMIC_RELAXED);
+	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);
 	s->decisions_pruned = __atomic_load_n(&R.pruned, __ATOMIC_RELAXED);
 	s->decisions_kept = __atomic_load_n(&R.kept, __ATOMIC_RELAXED);
 	xtxd_hres_get_stats(&s->hades_validated, &s->hades_aborted, &s->hades_fenced);

@@ -10,6 +10,7 @@
 #include "target.h"
 
 struct xtxd_ovf;
+struct xtx_secret;
 
 #define XTXD_RESOLVE_AFTER_DEFAULT_NS	(3ull * 1000 * 1000 * 1000)
 
@@ -23,6 +24,8 @@ struct xtxd_resolve_opts {
 	 * late appends) once nothing else needs it; 0: the default, 10 min.
 	 */
 	uint64_t keep_ns;
+	/* The cluster's secret: clients' status questions must carry its MAC.  NULL: none. */
+	const struct xtx_secret *secret;
 };
 
 /*
@@ -45,6 +48,11 @@ struct xtxd_resolve_opts {
  * answer (enum xtxd_answer) or outcome (enum xtxd_outcome), op.token the
  * sender's index.  Idempotent, so simply retried.
  *
+ * A client may ask the same port about a transaction of its own
+ * (XTX_OP_TXN_STATUS, include/xtx/proto.h): it is told what a peer would
+ * be (not held means fenced, and so aborted here), and a transaction held
+ * here unfinished is decided now rather than after after_ns.
+ *
  * Start it after the log drain's observer is set and the store is whole;
  * 0 or a negative errno after printing why.
  */
@@ -58,6 +66,8 @@ struct xtxd_resolve_stats {
 	uint64_t hades_validated, hades_aborted, hades_fenced;
 	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
 	uint64_t malformed;	/* messages of the wrong size or form: ignored */
+	uint64_t client_asks;	/* clients' questions about their transactions, answered */
+	uint64_t client_refused; /* ... refused: not the asker's txn, bad MAC or flags */
 	uint64_t decisions_pruned;	/* dropped from decided.xdec by compaction */
 	uint64_t decisions_kept;	/* in decided.xdec after the last compaction */
 };

@@ -550,6 +550,40 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 	evaluate(x);
 }
 
+int xtxd_hres_client_answer(uint64_t txn)
+{
+	struct hres_txn *x;
+	uint64_t ctl;
+	int idx, ans;
+
+	if (!H.slots)
+		return XTX_TS_UNKNOWN;
+	ans = local_answer(txn);
+	switch (ans) {
+	case XTXD_HANS_VALIDATED:
+		return XTX_TS_COMMITTED;
+	case XTXD_HANS_ABORTED:
+		return XTX_TS_ABORTED;
+	case XTXD_HANS_NOT_HELD:
+		return XTX_TS_NOT_HELD;
+	case XTXD_HANS_HOLD:
+		break;
+	default:
+		return XTX_TS_UNKNOWN;
+	}
+	x = get(txn, false);
+	if (x && x->deciding)
+		return XTX_TS_HELD;
+	idx = find_slot(txn, &ctl);
+	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING &&
+	    __atomic_load_n(&H.slots[idx].nstaged, __ATOMIC_ACQUIRE)) {
+		uint64_t now = xtx_now_ns(), touched = load64(&H.slots[idx].touched_ns);
+
+		begin(txn, load64(&H.slots[idx].participants), now > touched ? now - touched : 0);
+	}
+	return XTX_TS_HELD;
+}
+
 static void note_reader(uint64_t txn, uint64_t now)
 {
 	struct hres_txn *x = get(txn, true);

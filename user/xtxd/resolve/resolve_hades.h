@@ -92,6 +92,12 @@ void xtxd_hres_stop(void);
 void xtxd_hres_get_stats(uint64_t *validated, uint64_t *aborted, uint64_t *fenced);
 /* Finds slots left committing, decides, resends what is unanswered. */
 void xtxd_hres_scan(void);
+/*
+ * A client's question about its HADES transaction: an enum xtx_txn_state
+ * from what a participant would tell a peer (not committing here means
+ * fenced).  A slot left committing with staged writes is decided now.
+ */
+int xtxd_hres_client_answer(uint64_t txn);
 /* Handles a peer message if it is one of ours: true when taken. */
 bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,
 		       const struct sockaddr_in *src);
