@@ -16,7 +16,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxbench resolve --servers IP[,IP...] --client-id ID --txn TXN\n"
-		"                        --witnesses I[,I...] [options]\n"
+		"                        --witnesses I[,I...] --protocol NAME [options]\n"
 		"Asks the servers what became of a transaction whose client was told in_doubt,\n"
 		"and prints outcome=committed, aborted or in_doubt (not known yet: ask again).\n"
 		"Asking fences the transaction where it is not held, so the answer stays true.\n"
@@ -27,7 +27,8 @@ static void usage(FILE *out)
 		"      --txn TXN            its id (0x...), or its sequence number of that client\n"
 		"      --witnesses LIST     server indices that logged it (OCC, 2PL) or took part\n"
 		"                           in its intend-to-commit (HADES)\n"
-		"  -P, --protocol NAME      occ (default), 2pl or hades\n"
+		"  -P, --protocol NAME      occ, 2pl or hades: the transaction's (asked as another\n"
+		"                           protocol's, the answer would be wrong)\n"
 		"  -R, --replication R      its R (default min(3, servers)); OCC/2PL need R >= 2\n"
 		"      --timeout DUR        how long to wait for a decision (default 5s)\n"
 		"      --secret-file PATH   the cluster's shared secret (xtxd --secret-file)\n"
@@ -65,6 +66,7 @@ static int parse_args(int argc, char **argv, struct resolve_opts *o)
 	const char *servers = NULL;
 	struct sockaddr_in *addrs = NULL;
 	uint32_t port = XTX_DEFAULT_PORT, client = UINT32_MAX;
+	bool protocol_set = false;
 	int c, err = 0;
 
 	o->timeout_ns = 5000000000ull;
@@ -83,6 +85,7 @@ static int parse_args(int argc, char **argv, struct resolve_opts *o)
 						  &o->witnesses);
 			break;
 		case 'P':
+			protocol_set = true;
 			err = xtx_protocol_parse(optarg, &o->cfg.protocol);
 			if (err)
 				fprintf(stderr, "Error: --protocol: occ, 2pl or hades, not '%s'\n",
@@ -100,17 +103,18 @@ static int parse_args(int argc, char **argv, struct resolve_opts *o)
 		if (err)
 			return -1;
 	}
-	if (optind < argc || !servers || client == UINT32_MAX || !o->txn || !o->witnesses) {
+	if (optind < argc || !servers || client == UINT32_MAX || !o->txn || !o->witnesses ||
+	    !protocol_set) {
 		if (optind < argc)
 			fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		else
-			fprintf(stderr, "Error: --servers, --client-id, --txn and --witnesses are "
-				"required\n");
+			fprintf(stderr, "Error: --servers, --client-id, --txn, --witnesses and "
+				"--protocol are required\n");
 		return -1;
 	}
 	if (xtx_parse_servers("--servers", servers, (uint16_t)port, &addrs, &o->cfg.nservers))
 		return -1;
-	if (o->witnesses >> o->cfg.nservers && o->cfg.nservers < 64) {
+	if (o->cfg.nservers < 64 && o->witnesses >> o->cfg.nservers) {
 		fprintf(stderr, "Error: --witnesses: an index beyond the %u servers\n",
 			o->cfg.nservers);
 		return -1;

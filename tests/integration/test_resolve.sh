@@ -160,7 +160,10 @@ got=$(ctl 1 dump | tr '\n' ' ')
 check "recovered from the snapshot without them: the same rows ($got)" test "$got" = "$before1"
 
 # ---- (d) a client in doubt asks (xtxbench resolve, xtx_txn_resolve) ----
-resolve() { client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 "$@" 2>&1; }
+resolve() {
+	client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 --protocol occ \
+		"$@" 2>&1
+}
 # the ms a server had waited when it began deciding txn $2 (its log line), or 99999
 began_after() {
 	local ms

@@ -18,23 +18,28 @@ struct status_msg {
 
 struct asking {
 	uint64_t servers;	/* still to hear a final word from */
+	uint64_t answered;	/* gave an answer other than "ask again" */
 	uint64_t held;		/* hold its complete record (HADES: its Ack), undecided */
 	bool committed, aborted;
 };
 
 /*
- * The servers' answers together.  Committed where one says so (decided,
- * or validated); aborted where one says decided aborted, or, for HADES,
- * not held (fenced, it can never Ack there, and validation needs every
- * Ack; the OCC/2PL resolver decides abort itself when not held).  Every
- * witness holding it undecided commits it too: that is the servers' rule
- * (FaRM's complete records; HADES's every Ack), and nothing can take a
- * complete record or an Ack away.
+ * The servers' answers together.  Committed as soon as one says so
+ * (decided, or validated there).  Anything else waits for every witness:
+ * a participant that forgot a reader's Ack says not held while another
+ * says validated, and validated wins.  Then aborted where one says decided
+ * aborted, or, for HADES, not held (fenced, it can never Ack there, and
+ * validation needs every Ack; the OCC/2PL resolver decides abort itself
+ * when not held).  Every witness holding it undecided commits it: that is
+ * the servers' rule (FaRM's complete records; HADES's every Ack), and
+ * nothing takes a complete record or an Ack away.
  */
 static enum xtx_outcome verdict(const struct asking *a, uint64_t witnesses)
 {
 	if (a->committed)
 		return XTX_COMMITTED;
+	if ((a->answered & witnesses) != witnesses)
+		return XTX_IN_DOUBT;
 	if (a->aborted)
 		return XTX_ABORTED;
 	if ((a->held & witnesses) == witnesses)
@@ -110,8 +115,10 @@ static int hear(struct xtx_client *c, struct xtx_transport *tr, struct asking *a
 		    r->op.txn != txn || r->op.status != XTX_ST_OK)
 			continue;
 		note(a, d[i].server, r->op.flags, hades);
-		if (r->op.flags != XTX_TS_UNKNOWN)
+		if (r->op.flags != XTX_TS_UNKNOWN) {
 			a->servers &= ~(1ull << d[i].server);
+			a->answered |= 1ull << d[i].server;
+		}
 	}
 	return n < 0 ? n : 0;
 }
@@ -122,7 +129,7 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 	struct sockaddr_in resolvers[XTX_MAX_SERVERS];
 	struct xtx_transport tr;
 	struct asking a = { .servers = res->servers };
-	uint64_t end = xtx_now_ns() + timeout_ns, req_id = xtx_req_id_start(), next = 0;
+	uint64_t end, req_id = xtx_req_id_start(), next = 0;
 	enum xtx_outcome o = XTX_IN_DOUBT;
 	unsigned int s;
 
@@ -131,7 +138,12 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 	/* nothing to ask, or a resolver that keeps no record of it */
 	if (!res->servers || (c->cfg.protocol != XTX_PROTO_HADES && c->cfg.replication < 2))
 		return XTX_IN_DOUBT;
+	end = xtx_now_ns();
+	end = timeout_ns > UINT64_MAX - end ? UINT64_MAX : end + timeout_ns;
 	for (s = 0; s < c->cfg.nservers; s++) {
+		/* the resolvers' port is the servers' + 1 */
+		if (ntohs(c->cfg.servers[s].sin_port) == 65535)
+			return XTX_IN_DOUBT;
 		resolvers[s] = c->cfg.servers[s];
 		resolvers[s].sin_port = htons(ntohs(c->cfg.servers[s].sin_port) + 1);
 	}

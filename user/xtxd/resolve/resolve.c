@@ -331,18 +331,25 @@ static int self_answer(struct xtxd_txn *x)
 	pthread_mutex_lock(&R.mu);
 	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
-	if (last)
-		return XTXD_ANS_HOLD;
-	n = load_from_disk(x->txn);
-	if (n < 0) {
-		pr_warn("resolve: searching the log for txn %#llx: %s\n",
-			(unsigned long long)x->txn, strerror(-n));
-		return XTXD_ANS_NONE;
+	if (!last) {
+		n = load_from_disk(x->txn);
+		if (n < 0) {
+			pr_warn("resolve: searching the log for txn %#llx: %s\n",
+				(unsigned long long)x->txn, strerror(-n));
+			return XTXD_ANS_NONE;
+		}
+		pthread_mutex_lock(&R.mu);
+		last = xtxd_txn_complete(x);
+		pthread_mutex_unlock(&R.mu);
 	}
-	pthread_mutex_lock(&R.mu);
-	last = xtxd_txn_complete(x);
-	pthread_mutex_unlock(&R.mu);
-	return last ? XTXD_ANS_HOLD : XTXD_ANS_NOT_HELD;
+	if (!last)
+		return XTXD_ANS_NOT_HELD;
+	/*
+	 * Held after all: the fence is not needed, and an undecided entry
+	 * leaves the table without taking its fence along
+	 */
+	bpf_map_delete_elem(R.fence_fd, &x->txn);
+	return XTXD_ANS_HOLD;
 }
 
 /* ---- answering peers ---- */

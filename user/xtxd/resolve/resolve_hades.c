@@ -376,8 +376,9 @@ static int logged_here(uint64_t txn)
 		err = xtx_logr_open(&r, H.o.dirfd, segs[i].name);
 		if (err)
 			break;
+		/* HVALIDATE logs decided writes; an OCC/2PL append of the id is no proof */
 		while (!found && xtx_logr_next(&r, &e) == 1)
-			found = e.txn == txn;
+			found = e.txn == txn && (e.flags & XTX_LOGF_DECIDED);
 		xtx_logr_close(&r);
 	}
 	free(segs);
