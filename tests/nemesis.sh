@@ -327,10 +327,6 @@ FULL=""
 for p in occ 2pl hades; do
 	for f in pause loss dupreorder kill_xtxd reload kill_client bulk_load \
 		pause+loss+kill_xtxd pause+dupreorder+reload; do
-		# Known defect, not yet fixed: a HADES server restarted from disk has lost the
-		# writes staged by intends it acked, so a transaction in its commit phase then
-		# ends partially installed. HADES survives xtxd SIGKILL (the maps stay).
-		[ "$p" = hades ] && [[ $f == *reload* ]] && continue
 		FULL+=" $p:$f"
 	done
 	for w in smallbank tatp; do

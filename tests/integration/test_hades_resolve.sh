@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A HADES coordinator that vanishes after intend-to-commit: the participants decide its transaction.
-# checks: 67 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 81 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -166,7 +166,36 @@ check "... and key 500 is at version 1 everywhere" \
 check "txn 32, sent nowhere: aborted" \
 	grep -q "outcome=aborted" <<<"$(resolve --txn 32 --witnesses 0,1,2)"
 
-# ---- (e) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
+# ---- (e) the primary restarted from disk between its Ack and validation keeps the staged write ----
+for i in 0 1 2; do
+	check "server $i: insert key 700 (version 1)" test "$(st "$i" insert 0 700 value=77)" = ok
+done
+check "primary: txn 40 intends to write key 700" test "$(st 0 hwrite 0 700 txn=40 flags=begin)" = ok
+check "primary: txn 40's last HINTEND is Acked" test "$(intend 0 40 700 7070)" = ok
+for i in 1 2; do
+	check "replica $i: txn 40's last HINTEND is Acked" test "$(intend "$i" 40 700 7070 replica)" = ok
+done
+ctl 0 unload >/dev/null
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--peers $(all_server_ips) --resolve-after 1s" >/dev/null
+check "the primary restarts from disk (unload, load)" test $? -eq 0
+check "... having saved txn 40's staged write at the stop" \
+	grep -q "stop: 1 HADES transactions committing here saved" <(XLOG 0)
+check "... and put it back before serving" \
+	grep -q "recovery: 1 HADES transactions committing at the stop put back" <(XLOG 0)
+check "the participants decide txn 40 as validate" \
+	wait_log "hades txn $(hex_txn 40) validated here: 1 staged writes" 0 1 2
+check "no server decided abort" \
+	test "$(for i in 0 1 2; do XLOG "$i" | grep -c "txn $(hex_txn 40) decided abort"; done |
+		paste -sd+ | bc)" -eq 0
+rows=$(all_rows 700)
+echo "$rows" | sed 's/^/# /'
+check "every replica holds key 700 at version 2 with the new value" \
+	test "$(grep -c 'version=2 vlen=2 value=7070$' <<<"$rows")" -eq 3
+check "the carried slots' file is gone once they are back" \
+	test ! -e "/var/lib/xtx/$(server_ns 0)-$(server_dev 0)/hades.xcarry"
+
+# ---- (f) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
 bank() {
 	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
 		--protocol hades --threads 2 --inflight 16 --accounts 16 "$@" 2>&1

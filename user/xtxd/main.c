@@ -27,6 +27,7 @@
 #include "logfile.h"
 #include "num.h"
 #include "rare/rare.h"
+#include "log/hades_carry.h"
 #include "log/recover.h"
 #include "log/userlog.h"
 #include "resolve/resolve.h"
@@ -627,6 +628,7 @@ int main(int argc, char **argv)
 	o.rare.log_writes = xtxd_userlog_append;
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
+	    (!adopted && xtxd_hades_carry_restore(&t, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
@@ -668,7 +670,14 @@ int main(int argc, char **argv)
 		err = xtx_detach(&t);
 		/* no more appends: the last ones reach the disk before the maps go */
 		xtxd_logdrain_stop();
-		xtx_unpin(&t);
+		/* nor any HADES op: what is committing here goes with them */
+		if (xtxd_hades_carry_save(&t, datadir)) {
+			pr_warn("xtxd: leaving the maps pinned: HADES transactions committing here "
+				"could not be saved\n");
+			err = -EIO;
+		} else {
+			xtx_unpin(&t);
+		}
 	}
 	unlink(pidfile);
 	return err ? 1 : 0;

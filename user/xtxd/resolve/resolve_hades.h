@@ -49,9 +49,9 @@
  * only when a claim probes the slot, so its read filter could otherwise
  * keep writers out indefinitely.
  *
- * Not done: the writes validate installs are not logged (user space has
- * no way into XDP's per-CPU log rings), so a restart before a snapshot
- * covers them loses them on this server only.
+ * The writes validate installs go to xtxd's own log first (log/userlog.h),
+ * and a slot still committing at a stop is carried to the next start
+ * (log/hades_carry.h).
  *
  * Peer messages share the resolver's UDP port + 1: one xtx header and one
  * op, opcode XTX_OP_HRESOLVE_QUERY / XTX_OP_HRESOLVE_DECIDE, op.txn, op.flags

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Saves the HADES slots left committing at a stop and puts them back at the next start. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <xtx/hades.h>
+#include "clock.h"
+#include "log.h"
+#include "logfile.h"
+#include "hades_carry.h"
+
+#define CARRY_MAGIC	"XTXHCRY\n"
+#define CARRY_VERSION	1
+
+struct carry_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t count;		/* records that follow */
+	uint32_t slot_size, exact_size;	/* the layouts they were saved with */
+	uint32_t crc;		/* CRC32C of the header with crc 0, then of the records */
+	uint32_t pad;
+};
+
+struct carry_rec {
+	struct xtx_hades_slot slot;
+	struct xtx_hades_exact exact;
+	uint32_t has_exact;
+	uint32_t pad;
+};
+
+/* The maps, their sizes, and the registry, opened together. */
+struct carry_maps {
+	int slots_fd, reg_fd, exact_fd;
+	uint32_t nslots, nexact;
+};
+
+static uint32_t max_entries(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.max_entries;
+}
+
+static void close_maps(struct carry_maps *m)
+{
+	if (m->slots_fd >= 0)
+		close(m->slots_fd);
+	if (m->reg_fd >= 0)
+		close(m->reg_fd);
+	if (m->exact_fd >= 0)
+		close(m->exact_fd);
+}
+
+static int open_maps(const struct xtx_target *t, struct carry_maps *m)
+{
+	m->slots_fd = xtx_target_map_fd(t, XTX_MAP_HADES);
+	m->reg_fd = xtx_target_map_fd(t, XTX_MAP_HADES_REG);
+	m->exact_fd = xtx_target_map_fd(t, XTX_MAP_HADES_EXACT);
+	if (m->slots_fd < 0 || m->reg_fd < 0) {
+		int err = m->slots_fd < 0 ? m->slots_fd : m->reg_fd;
+
+		close_maps(m);
+		m->slots_fd = m->reg_fd = m->exact_fd = -1;
+		return err;
+	}
+	m->nslots = max_entries(m->slots_fd);
+	m->nexact = m->exact_fd >= 0 ? max_entries(m->exact_fd) : 0;
+	return 0;
+}
+
+static bool committing_with_writes(const struct xtx_hades_slot *s)
+{
+	return s->owner && (s->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING &&
+	       s->nstaged;
+}
+
+static int write_file(int dirfd, const struct carry_rec *recs, uint32_t n)
+{
+	static const char tmp[] = XTXD_HADES_CARRY_FILE ".new";
+	struct carry_hdr h = { .magic = CARRY_MAGIC, .version = CARRY_VERSION, .count = n,
+			       .slot_size = sizeof(recs->slot), .exact_size = sizeof(recs->exact) };
+	size_t len = (size_t)n * sizeof(*recs);
+	int fd, err = 0;
+
+	h.crc = xtx_crc32c(xtx_crc32c(0, &h, sizeof(h)), recs, len);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || write(fd, recs, len) != (ssize_t)len)
+		err = -EIO;
+	if (!err && fdatasync(fd))
+		err = -errno;
+	close(fd);
+	if (!err && renameat(dirfd, tmp, dirfd, XTXD_HADES_CARRY_FILE))
+		err = -errno;
+	if (!err && fsync(dirfd))
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+int xtxd_hades_carry_save(const struct xtx_target *t, const char *dir)
+{
+	struct carry_maps m;
+	struct carry_rec *recs = NULL;
+	uint32_t idx, n = 0, cap = 0;
+	int dirfd = -1, err;
+
+	err = open_maps(t, &m);
+	if (err)
+		return err == -ENOENT ? 0 : err;	/* built without HADES maps: nothing held */
+	for (idx = 0; idx < m.nslots; idx++) {
+		struct carry_rec r = {};
+
+		if (bpf_map_lookup_elem(m.slots_fd, &idx, &r.slot) || !committing_with_writes(&r.slot))
+			continue;
+		r.has_exact = idx < m.nexact && !bpf_map_lookup_elem(m.exact_fd, &idx, &r.exact);
+		if (n == cap) {
+			struct carry_rec *p = realloc(recs, (cap ? cap * 2 : 16) * sizeof(*p));
+
+			if (!p) {
+				err = -ENOMEM;
+				goto out;
+			}
+			recs = p;
+			cap = cap ? cap * 2 : 16;
+		}
+		recs[n++] = r;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		/* no data directory, nothing to keep: fine; something to keep: not */
+		err = n ? -errno : 0;
+		goto out;
+	}
+	if (n) {
+		err = write_file(dirfd, recs, n);
+		if (!err)
+			pr_info("stop: %u HADES transactions committing here saved to %s/%s\n", n,
+				dir, XTXD_HADES_CARRY_FILE);
+	} else if (!unlinkat(dirfd, XTXD_HADES_CARRY_FILE, 0)) {
+		fsync(dirfd);
+	}
+out:
+	if (err)
+		fprintf(stderr, "Error: saving the HADES transactions committing here: %s\n",
+			strerror(-err));
+	if (dirfd >= 0)
+		close(dirfd);
+	free(recs);
+	close_maps(&m);
+	return err;
+}
+
+/* Reads and checks the file: the records and their count, or a negative errno (-ENOENT: none). */
+static int read_file(int dirfd, struct carry_rec **recs, uint32_t *n)
+{
+	struct carry_hdr h;
+	uint32_t crc;
+	size_t len;
+	int fd, err = 0;
+
+	fd = openat(dirfd, XTXD_HADES_CARRY_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, CARRY_MAGIC, 8) ||
+	    h.version != CARRY_VERSION || h.slot_size != sizeof((*recs)->slot) ||
+	    h.exact_size != sizeof((*recs)->exact) || h.count > XTX_HADES_SLOTS_MAX) {
+		close(fd);
+		return -EBADMSG;
+	}
+	len = (size_t)h.count * sizeof(**recs);
+	*recs = malloc(len ? len : 1);
+	if (!*recs) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (read(fd, *recs, len) != (ssize_t)len)
+		err = -EBADMSG;
+	close(fd);
+	crc = h.crc;
+	h.crc = 0;
+	if (!err && xtx_crc32c(xtx_crc32c(0, &h, sizeof(h)), *recs, len) != crc)
+		err = -EBADMSG;
+	*n = h.count;
+	return err;
+}
+
+/* Puts one saved slot back: a free slot of its probe sequence, and a registry entry if it had one. */
+static int put_back(const struct carry_maps *m, struct xtx_hades_registry *reg,
+		    struct carry_rec *r)
+{
+	uint32_t home = xtx_hades_home(r->slot.owner, m->nslots), p, idx, i;
+	struct xtx_hades_slot cur;
+
+	for (p = 0; p < XTX_HADES_PROBES && p < m->nslots; p++) {
+		idx = (home + p) % m->nslots;
+		if (!bpf_map_lookup_elem(m->slots_fd, &idx, &cur) && !cur.owner)
+			break;
+	}
+	if (p == XTX_HADES_PROBES || p == m->nslots)
+		return -ENOSPC;
+	if (r->slot.reg_pos) {
+		for (i = 0; i < XTX_HADES_COMMITTING_MAX && reg->slot[i]; i++)
+			;
+		if (i == XTX_HADES_COMMITTING_MAX)
+			return -ENOSPC;
+		reg->slot[i] = idx + 1;
+		reg->mask |= 1ull << i;
+		r->slot.reg_pos = i + 1;
+	}
+	reg->used[idx / 64] |= 1ull << (idx % 64);
+	/* the lease and the resolver's wait count from now: the stop took no time of theirs */
+	r->slot.touched_ns = xtx_now_ns();
+	if (bpf_map_update_elem(m->slots_fd, &idx, &r->slot, BPF_ANY))
+		return -errno;
+	if (r->has_exact && idx < m->nexact &&
+	    bpf_map_update_elem(m->exact_fd, &idx, &r->exact, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int xtxd_hades_carry_restore(const struct xtx_target *t, const char *dir)
+{
+	struct xtx_hades_registry reg;
+	struct carry_rec *recs = NULL;
+	struct carry_maps m = { -1, -1, -1, 0, 0 };
+	uint32_t n = 0, i, zero = 0;
+	int dirfd, err;
+
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	err = read_file(dirfd, &recs, &n);
+	if (err == -ENOENT) {
+		err = 0;
+		goto out;
+	}
+	if (!err)
+		err = open_maps(t, &m);
+	if (!err && bpf_map_lookup_elem(m.reg_fd, &zero, &reg))
+		err = -errno;
+	for (i = 0; !err && i < n; i++) {
+		err = put_back(&m, &reg, &recs[i]);
+		if (err == -ENOSPC)
+			fprintf(stderr, "Error: recovery: no room for HADES transaction %#llx "
+				"(--hades-slots smaller than at the stop?)\n",
+				(unsigned long long)recs[i].slot.owner);
+	}
+	if (!err && bpf_map_update_elem(m.reg_fd, &zero, &reg, BPF_ANY))
+		err = -errno;
+	if (!err) {
+		pr_info("recovery: %u HADES transactions committing at the stop put back\n", n);
+		if (!unlinkat(dirfd, XTXD_HADES_CARRY_FILE, 0))
+			fsync(dirfd);
+	}
+out:
+	if (err)
+		fprintf(stderr, "Error: recovery: putting back the HADES transactions committing "
+			"at the stop (%s/%s): %s\n", dir, XTXD_HADES_CARRY_FILE, strerror(-err));
+	close_maps(&m);
+	close(dirfd);
+	free(recs);
+	return err;
+}
