@@ -625,6 +625,12 @@ static __always_inline __u8 xtx_hades_abort(struct xtx_op *op)
 		op->flags |= XTX_HRF_NOTHING;
 		return XTX_ST_OK;
 	}
+	/*
+	 * Its participants are deciding it, and this one promised to keep it:
+	 * their decision, not a late abort, ends it (the coordinator resends)
+	 */
+	if (xtx_hades_state(r.ctl) == XTX_HS_COMMITTING && (r.s->flags & XTX_HSLF_HELD))
+		return XTX_ST_RETRY;
 	xtx_hades_release(&r, XTX_HO_ABORTED);
 	xtx_count(XTX_CTR_HADES_ABORT);
 	return XTX_ST_OK;

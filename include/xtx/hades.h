@@ -286,6 +286,11 @@ _Static_assert(sizeof(struct xtx_hades_staged) == 88, "staged write layout");
 /* Slot flags. */
 #define XTX_HSLF_PRIMARY	0x01	/* read, wrote or intends a key as its primary */
 #define XTX_HSLF_LAST		0x02	/* its last HVALIDATE came: release once all are done */
+/*
+ * xtxd's resolver told a peer (or itself) it holds this committing slot:
+ * from then on only the decision ends it, and HABORT answers RETRY.
+ */
+#define XTX_HSLF_HELD		0x04
 
 struct xtx_hades_slot {
 	__u64 owner;		/* txn id, 0 when free */

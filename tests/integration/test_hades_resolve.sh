@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A HADES coordinator that vanishes after intend-to-commit: the participants decide its transaction.
-# checks: 81 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 88 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -195,7 +195,22 @@ check "every replica holds key 700 at version 2 with the new value" \
 check "the carried slots' file is gone once they are back" \
 	test ! -e "/var/lib/xtx/$(server_ns 0)-$(server_dev 0)/hades.xcarry"
 
-# ---- (f) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
+# ---- (f) once a participant told the resolver it holds a transaction, a late HABORT waits ----
+# txn 50 names a participant no server knows (7), so nobody can decide it: it stays held
+check "server 0: insert key 800 (version 1)" test "$(st 0 insert 0 800 value=88)" = ok
+check "primary: txn 50 intends to write key 800" test "$(st 0 hwrite 0 800 txn=50 flags=begin)" = ok
+check "primary: txn 50's last HINTEND is Acked" \
+	test "$(st 0 hintend 0 800 txn=50 version=1 value=8080 participants=0,7 \
+		flags=begin,last)" = ok
+resolve --txn 50 --witnesses 0 --timeout 300ms >/dev/null
+check "asked about it, server 0 holds it" grep -q "hades txn $(hex_txn 50) names servers" <(XLOG 0)
+check "... so the coordinator's late HABORT is told to retry, not obeyed" \
+	test "$(st 0 -t 5ms habort 0 800 txn=50)" = retry
+check "... and its staged write is still there to validate" \
+	test "$(st 0 hvalidate 0 800 txn=50 flags=last)" = ok
+check "key 800 at version 2" test "$(row 0 800 | grep -c 'version=2 vlen=2 value=8080$')" -eq 1
+
+# ---- (g) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
 bank() {
 	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
 		--protocol hades --threads 2 --inflight 16 --accounts 16 "$@" 2>&1

@@ -340,13 +340,35 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
-/* Slot state alone: HOLD, VALIDATED, or NONE when neither shows. */
+/*
+ * Keeps txn's committing slot until a decision ends it: the HELD flag makes
+ * HABORT answer RETRY, and after the grace period no HABORT that missed
+ * the flag is still running, so a slot still committing then stays so.
+ * Whether it is.
+ */
+static bool hold_slot(uint64_t txn)
+{
+	struct timespec grace = { (time_t)(H.o.grace_ns / 1000000000ull),
+				  (long)(H.o.grace_ns % 1000000000ull) };
+	uint64_t ctl, again;
+	int idx = find_slot(txn, &ctl);
+
+	if (idx < 0 || state_of(ctl) != XTX_HS_COMMITTING)
+		return false;
+	if (__atomic_load_n(&H.slots[idx].flags, __ATOMIC_ACQUIRE) & XTX_HSLF_HELD)
+		return true;
+	__atomic_fetch_or(&H.slots[idx].flags, XTX_HSLF_HELD, __ATOMIC_SEQ_CST);
+	nanosleep(&grace, NULL);
+	return find_slot(txn, &again) == idx && again == ctl;
+}
+
+/* Slot state alone: HOLD (kept from now on), VALIDATED, or NONE when neither shows. */
 static int slot_answer(uint64_t txn)
 {
 	uint64_t ctl;
 	int idx = find_slot(txn, &ctl);
 
-	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING)
+	if (idx >= 0 && state_of(ctl) == XTX_HS_COMMITTING && hold_slot(txn))
 		return XTXD_HANS_HOLD;
 	if (last_outcome(txn) == XTX_HO_VALIDATED)
 		return XTXD_HANS_VALIDATED;
@@ -640,7 +662,7 @@ static void find_stuck(uint64_t now)
 					free_reader(idx, owner, ctl, now - touched);
 				continue;
 			}
-			if (now - touched >= H.o.after_ns)
+			if (now - touched >= H.o.after_ns && hold_slot(owner))
 				begin(owner, load64(&s->participants), now - touched);
 		}
 	}
