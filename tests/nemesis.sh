@@ -162,6 +162,20 @@ nemesis_bulk_load() {
 
 # ---- workloads ----
 
+# doubts_answered NAME OUTPUT...: what the clients left in doubt, and that asking the servers
+# got an answer for each (their history files record the answers, which the checker holds
+# against the versions)
+doubts_answered() {
+	local name=$1 d n
+	shift
+	d=$(cat "$@" | grep -h 'transactions in doubt, asked')
+	[ -n "$d" ] || return 0
+	sed "s/^/# $name: /" <<<"$d"
+	n=$(grep -o '[0-9]* still in doubt' <<<"$d" | awk '{s += $1} END {print s + 0}')
+	invariant "$name: the servers answered for every transaction left in doubt ($n not)" \
+		test "$n" = 0
+}
+
 bank_clients() {	# bank_clients PROTOCOL [ARGS]: NCLIENTS processes of contended transfers
 	local i
 	: >"$WORK/pids"
@@ -212,6 +226,7 @@ run_bank() {
 		committed=$((committed + ${n:-0}))
 	done
 	check "$name: transfers committed ($committed)" test "$committed" -gt 0
+	doubts_answered "$name" "$WORK"/client*.out
 	total=$(bank_total)
 	invariant "$name: money conserved ($total of $((ACCOUNTS * 1000)))" \
 		test "$total" = $((ACCOUNTS * 1000))
@@ -291,6 +306,7 @@ run_workload() {
 	done
 	for f in "$@"; do "nemesis_$f" & done
 	wait
+	doubts_answered "$name" "$WORK/wl.out"
 	rc=$(json_field "$(cat "$WORK/wl.out")" violations)
 	n=$(json_field "$(cat "$WORK/wl.out")" committed)
 	check "$name: transactions committed (${n:-0})" test "${n:-0}" -gt 0

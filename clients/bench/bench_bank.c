@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "cpustat.h"
 #include "hist.h"
+#include "doubts.h"
 #include "histrec.h"
 #include "ids.h"
 #include <xtx/maps.h>
@@ -35,6 +36,8 @@
 #define BANK_PUBLISH_NS		(50 * 1000 * 1000ull)
 /* After the run: how long in-flight transactions get to finish. */
 #define BANK_DRAIN_NS		(20 * 1000 * 1000 * 1000ull)
+/* ... and how long the servers get to say what became of one left in doubt. */
+#define BANK_RESOLVE_NS		(5 * 1000 * 1000 * 1000ull)
 
 struct bank_opts {
 	struct sockaddr_in *servers;
@@ -100,6 +103,7 @@ struct bank_thread {
 	int err;
 	struct history_writer *hist;	/* --history, or NULL */
 	bool hist_err;
+	struct doubts doubts;		/* ended in doubt: asked about after the run */
 };
 
 static uint64_t rng_next(uint64_t *s)
@@ -200,8 +204,13 @@ static void bank_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 	struct bank_txn *x = arg;
 	struct bank_thread *th = x->th;
 
-	if (th->hist && !th->hist_err && histrec_txn(th->hist, t, res))
+	/* in doubt: recorded once the servers say what became of it */
+	if (res->outcome == XTX_IN_DOUBT) {
+		if (doubts_keep(&th->doubts, t, res))
+			th->hist_err = true;
+	} else if (th->hist && !th->hist_err && histrec_txn(th->hist, t, res)) {
 		th->hist_err = true;
+	}
 	xtx_hist_add(&th->bt.recent, res->latency_ns);
 	if (x->read_bad) {
 		bench_bad_reply(&th->bt, &th->cnt.missing, &th->o->servers[0],
@@ -694,6 +703,18 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 	printf("\n");
 }
 
+/* Asks the servers about every transaction left in doubt, and says what they answered. */
+static void settle_doubts(struct bank_thread *th, unsigned int n)
+{
+	struct doubt_totals tot = {};
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, BANK_RESOLVE_NS, &tot))
+			th[i].hist_err = true;
+	doubts_report("bank", &tot);
+}
+
 int bench_bank_main(int argc, char **argv)
 {
 	struct bank_thread *th;
@@ -762,6 +783,7 @@ int bench_bank_main(int argc, char **argv)
 		}
 	}
 	print_summary(&o, &sum, &h, (stop - start) / 1e9, &cpu0, &cpu1);
+	settle_doubts(th, o.threads);
 	for (i = 0; i < o.threads; i++) {
 		if (histrec_close(th[i].hist, o.history) || th[i].hist_err) {
 			fprintf(stderr, "FAIL: bank: --history: thread %u's file is incomplete\n", i);

@@ -39,13 +39,21 @@ static enum history_outcome outcome_of(enum xtx_outcome o)
 int histrec_txn(struct history_writer *w, const struct xtx_txn *t,
 		const struct xtx_txn_result *res)
 {
-	enum history_outcome o = outcome_of(res->outcome);
+	struct xtx_access a[XTX_TXN_MAX_KEYS];
+	unsigned int n = xtx_txn_accesses(t, a, XTX_TXN_MAX_KEYS);
+
+	return histrec_accesses(w, xtx_txn_id(t), res->outcome, a, n);
+}
+
+int histrec_accesses(struct history_writer *w, uint64_t txn, enum xtx_outcome outcome,
+		     const struct xtx_access *a, unsigned int n)
+{
+	enum history_outcome o = outcome_of(outcome);
 	/* a transaction that did not commit installs nothing; only the intent counts */
 	bool installs = o == HISTORY_COMMITTED || o == HISTORY_IN_DOUBT;
-	struct xtx_access a[XTX_TXN_MAX_KEYS];
 	struct history_op ops[2 * XTX_TXN_MAX_KEYS];
-	unsigned int i, n = xtx_txn_accesses(t, a, XTX_TXN_MAX_KEYS);
 	uint32_t nops = 0;
+	unsigned int i;
 	int err;
 
 	for (i = 0; i < n && i < XTX_TXN_MAX_KEYS; i++) {
@@ -62,10 +70,10 @@ int histrec_txn(struct history_writer *w, const struct xtx_txn *t,
 					 (a[i].flags & XTX_ACC_DELETE ? HISTORY_OP_ABSENT : 0),
 			};
 	}
-	err = history_record(w, xtx_txn_id(t), o, ops, nops);
+	err = history_record(w, txn, o, ops, nops);
 	if (err) {
 		fprintf(stderr, "Error: --history: recording transaction %llu: %s\n",
-			(unsigned long long)xtx_txn_id(t), strerror(-err));
+			(unsigned long long)txn, strerror(-err));
 		return -1;
 	}
 	return 0;

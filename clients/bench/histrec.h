@@ -24,6 +24,10 @@ struct history_writer *histrec_open(const char *base, uint32_t client_id);
 int histrec_txn(struct history_writer *w, const struct xtx_txn *t,
 		const struct xtx_txn_result *res);
 
+/* The same from t's accesses (xtx_txn_accesses), as it ended or as it was resolved later. */
+int histrec_accesses(struct history_writer *w, uint64_t txn, enum xtx_outcome outcome,
+		     const struct xtx_access *a, unsigned int n);
+
 /* Flushes and closes; 0, or -1 after printing why.  NULL is fine. */
 int histrec_close(struct history_writer *w, const char *base);
 

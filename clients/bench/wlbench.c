@@ -15,6 +15,7 @@
 #include "benchthread.h"
 #include "clock.h"
 #include "hist.h"
+#include "doubts.h"
 #include "histrec.h"
 #include "ids.h"
 #include "log.h"
@@ -38,6 +39,8 @@
  * is still going after this counts as unknown.
  */
 #define WL_DRAIN_NS		(10ull * 1000 * 1000 * 1000)
+/* ... and how long the servers get to say what became of one left in doubt. */
+#define WL_RESOLVE_NS		(5ull * 1000 * 1000 * 1000)
 
 enum wl_slot_state { SLOT_FREE, SLOT_BUSY, SLOT_RETRY };
 
@@ -100,6 +103,7 @@ struct wl_thread {
 	int poll_err;
 	struct history_writer *hist;	/* --history, or NULL */
 	bool hist_err;
+	struct doubts doubts;		/* ended in doubt: asked about after the run */
 	uint64_t x_unmeasured[WL_NX];
 	struct xtx_client_stats cs;	/* the client's counters at the end */
 	/* Committed latencies per type, read after the run. */
@@ -134,9 +138,16 @@ static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *a
 	struct wl_counts *c = &t->c;
 	enum wl_verdict v;
 
-	/* every transaction, warm-up and retries too: each one moves versions */
-	if (t->hist && !t->hist_err && histrec_txn(t->hist, x, res))
+	/*
+	 * every transaction, warm-up and retries too: each one moves versions;
+	 * one in doubt once the servers say what became of it
+	 */
+	if (res->outcome == XTX_IN_DOUBT) {
+		if (doubts_keep(&t->doubts, x, res))
+			t->hist_err = true;
+	} else if (t->hist && !t->hist_err && histrec_txn(t->hist, x, res)) {
 		t->hist_err = true;
+	}
 	v = t->w->end(t->w->ctx, t->wt, s->txn, res, s->measured ? c->x : t->x_unmeasured);
 	/* an echo server's empty reads say nothing about the data: the row is just not there */
 	if (v == WL_BROKEN && t->o->echo)
@@ -1072,6 +1083,18 @@ static uint32_t table_mask(const struct wl_workload *w)
 
 /* ---- --history ---- */
 
+/* Asks the servers about every transaction left in doubt, and says what they answered. */
+static void settle_doubts(const struct wl_workload *w, struct wl_thread *th, unsigned int n)
+{
+	struct doubt_totals tot = {};
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, WL_RESOLVE_NS, &tot))
+			th[i].hist_err = true;
+	doubts_report(w->name, &tot);
+}
+
 /* Closes every thread's history file: 0, or -1 when one is incomplete. */
 static int close_histories(struct wl_thread *th, const struct wl_opts *o)
 {
@@ -1127,6 +1150,7 @@ static void free_threads(const struct wl_workload *w, struct wl_thread *th, unsi
 		if (th[i].cl)
 			xtx_client_close(th[i].cl);
 		histrec_close(th[i].hist, "");
+		doubts_free(&th[i].doubts);
 		if (th[i].wt) {
 			w->thread_free(w->ctx, th[i].wt);
 			free(th[i].wt);
@@ -1280,6 +1304,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		o.client_base + o.threads - 1, o.inflight);
 	if (o.duration_ns && run(w, &o, th, r))
 		goto out;
+	settle_doubts(w, th, o.threads);
 	if (o.history && close_histories(th, &o))
 		goto out;
 	k = sum_of(r->c.committed, w->ntypes);
