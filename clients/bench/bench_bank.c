@@ -206,8 +206,8 @@ static void bank_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 
 	/* in doubt: recorded once the servers say what became of it */
 	if (res->outcome == XTX_IN_DOUBT) {
-		if (doubts_keep(&th->doubts, t, res))
-			th->hist_err = true;
+		if (doubts_keep(&th->doubts, t, res) && th->hist)
+			th->hist_err = true;	/* its record is lost */
 	} else if (th->hist && !th->hist_err && histrec_txn(th->hist, t, res)) {
 		th->hist_err = true;
 	}

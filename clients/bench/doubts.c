@@ -4,8 +4,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "clock.h"
 #include "doubts.h"
 #include "histrec.h"
+
+/* How long one thread's questions may take together. */
+#define DOUBTS_BUDGET_NS	(30ull * 1000 * 1000 * 1000)
 
 int doubts_keep(struct doubts *d, const struct xtx_txn *t, const struct xtx_txn_result *res)
 {
@@ -31,12 +35,18 @@ int doubts_keep(struct doubts *d, const struct xtx_txn *t, const struct xtx_txn_
 int doubts_settle(struct doubts *d, struct xtx_client *c, struct history_writer *w,
 		  uint64_t timeout_ns, struct doubt_totals *tot)
 {
+	/* a cluster that cannot answer one cannot answer a thousand: one budget for them all */
+	uint64_t end = xtx_now_ns() + DOUBTS_BUDGET_NS, now;
 	unsigned int i;
 	int err = 0;
 
 	for (i = 0; i < d->n; i++) {
 		struct doubt *x = &d->v[i];
-		enum xtx_outcome o = xtx_txn_resolve(c, &x->res, timeout_ns);
+		enum xtx_outcome o;
+
+		now = xtx_now_ns();
+		o = xtx_txn_resolve(c, &x->res, now >= end ? 0 :
+					       end - now < timeout_ns ? end - now : timeout_ns);
 
 		tot->kept++;
 		if (o == XTX_COMMITTED)

@@ -143,8 +143,8 @@ static void wl_done(struct xtx_txn *x, const struct xtx_txn_result *res, void *a
 	 * one in doubt once the servers say what became of it
 	 */
 	if (res->outcome == XTX_IN_DOUBT) {
-		if (doubts_keep(&t->doubts, x, res))
-			t->hist_err = true;
+		if (doubts_keep(&t->doubts, x, res) && t->hist)
+			t->hist_err = true;	/* its record is lost */
 	} else if (t->hist && !t->hist_err && histrec_txn(t->hist, x, res)) {
 		t->hist_err = true;
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A HADES coordinator that vanishes after intend-to-commit: the participants decide its transaction.
-# checks: 88 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 108 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -196,21 +196,70 @@ check "the carried slots' file is gone once they are back" \
 	test ! -e "/var/lib/xtx/$(server_ns 0)-$(server_dev 0)/hades.xcarry"
 
 # ---- (f) once a participant told the resolver it holds a transaction, a late HABORT waits ----
-# txn 50 names a participant no server knows (7), so nobody can decide it: it stays held
-check "server 0: insert key 800 (version 1)" test "$(st 0 insert 0 800 value=88)" = ok
+# the resolvers of servers 1 and 2 are stopped, so server 0 asks and cannot decide yet
+xtxd_pid() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").pid"; }
+for i in 0 1 2; do
+	check "server $i: insert key 800 (version 1)" test "$(st "$i" insert 0 800 value=88)" = ok
+done
 check "primary: txn 50 intends to write key 800" test "$(st 0 hwrite 0 800 txn=50 flags=begin)" = ok
-check "primary: txn 50's last HINTEND is Acked" \
-	test "$(st 0 hintend 0 800 txn=50 version=1 value=8080 participants=0,7 \
-		flags=begin,last)" = ok
+check "primary: txn 50's last HINTEND is Acked" test "$(intend 0 50 800 8080)" = ok
+for i in 1 2; do
+	check "replica $i: txn 50's last HINTEND is Acked" test "$(intend "$i" 50 800 8080 replica)" = ok
+done
+kill -STOP "$(xtxd_pid 1)" "$(xtxd_pid 2)"
 resolve --txn 50 --witnesses 0 --timeout 300ms >/dev/null
-check "asked about it, server 0 holds it" grep -q "hades txn $(hex_txn 50) names servers" <(XLOG 0)
-check "... so the coordinator's late HABORT is told to retry, not obeyed" \
-	test "$(st 0 -t 5ms habort 0 800 txn=50)" = retry
-check "... and its staged write is still there to validate" \
-	test "$(st 0 hvalidate 0 800 txn=50 flags=last)" = ok
-check "key 800 at version 2" test "$(row 0 800 | grep -c 'version=2 vlen=2 value=8080$')" -eq 1
+check "asked about it, server 0 holds it and asks the others" \
+	wait_log "hades txn $(hex_txn 50) committing here for" 0
+out=$(st 0 -t 5ms habort 0 800 txn=50)
+kill -CONT "$(xtxd_pid 1)" "$(xtxd_pid 2)"
+check "... so the coordinator's late HABORT there is told to retry, not obeyed ($out)" \
+	test "$out" = retry
+check "once the others answer, every participant validates it" \
+	wait_log "hades txn $(hex_txn 50) validated here: 1 staged writes" 0 1 2
+check "... key 800 at version 2 everywhere" \
+	test "$(all_rows 800 | grep -c 'version=2 vlen=2 value=8080$')" -eq 3
+check "... and the HABORT, sent again, finds it decided" \
+	test "$(st 0 habort 0 800 txn=50)" = ok
 
-# ---- (g) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
+# ---- (g) what a stop carries is put back only under the settings its filters were made with,
+# and an unload that would drop it unsaved (xtxd killed) is refused ----
+load0() {
+	make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+		ARGS="--peers $(all_server_ips) --resolve-after 1s $*" 2>&1
+}
+for i in 0 1 2; do
+	check "server $i: insert key 900 (version 1)" test "$(st "$i" insert 0 900 value=99)" = ok
+done
+check "primary: txn 60 intends to write key 900" test "$(st 0 hwrite 0 900 txn=60 flags=begin)" = ok
+check "primary: txn 60's last HINTEND is Acked" test "$(intend 0 60 900 9090)" = ok
+for i in 1 2; do
+	check "replica $i: txn 60's last HINTEND is Acked" test "$(intend "$i" 60 900 9090 replica)" = ok
+done
+kill -STOP "$(xtxd_pid 1)" "$(xtxd_pid 2)"
+kill -9 "$(xtxd_pid 0)"
+out=$(ctl 0 unload 2>&1)
+rc=$?
+check "with xtxd killed, unload refuses to drop the committing slot (rc $rc)" \
+	test "$rc" -ne 0 -a "$(grep -c 'HADES transactions are committing here' <<<"$out")" = 1
+out=$(load0)
+check "a start adopts the maps, the slot with them ($out)" grep -q adopting <(XLOG 0)
+ctl 0 unload >/dev/null
+check "a clean stop saves it" test -e "/var/lib/xtx/$(server_ns 0)-$(server_dev 0)/hades.xcarry"
+out=$(load0 --hades-bf-bits 512)
+check "a start with other filter bits refuses to put it back" \
+	grep -q 'saved under --hades-bf-bits 1024' <<<"$out"
+check "... and keeps the file" test -e "/var/lib/xtx/$(server_ns 0)-$(server_dev 0)/hades.xcarry"
+ctl 0 unload --force >/dev/null 2>&1
+out=$(load0)
+check "a start with the same settings puts it back" \
+	test "$(XLOG 0 | grep -c 'recovery: 1 HADES transactions committing at the stop put back')" -ge 2
+kill -CONT "$(xtxd_pid 1)" "$(xtxd_pid 2)"
+check "every participant validates txn 60" \
+	wait_log "hades txn $(hex_txn 60) validated here: 1 staged writes" 0 1 2
+check "... key 900 at version 2 everywhere" \
+	test "$(all_rows 900 | grep -c 'version=2 vlen=2 value=9090$')" -eq 3
+
+# ---- (h) bank clients SIGKILLed mid-run: what they left committing is decided alike everywhere ----
 bank() {
 	ip netns exec "$PREFIX-c" "$BUILD/xtxbench" bank --servers "$(all_server_ips)" \
 		--protocol hades --threads 2 --inflight 16 --accounts 16 "$@" 2>&1

@@ -87,3 +87,45 @@ out:
 	close(fd);
 	return err;
 }
+
+int xtx_hades_committing_slots(const struct xtx_target *t, __u64 *n)
+{
+	struct xtx_hades_registry *reg = calloc(1, sizeof(*reg));
+	struct xtx_hades_slot *slot = calloc(1, sizeof(*slot));
+	int rfd = xtx_target_map_fd(t, XTX_MAP_HADES_REG), sfd = xtx_target_map_fd(t, XTX_MAP_HADES);
+	__u32 zero = 0, w, b, idx;
+	int err = 0;
+
+	*n = 0;
+	if (rfd < 0 || sfd < 0 || !reg || !slot) {
+		err = rfd < 0 ? rfd : sfd < 0 ? sfd : -ENOMEM;
+		goto out;
+	}
+	if (bpf_map_lookup_elem(rfd, &zero, reg)) {
+		err = -errno;
+		goto out;
+	}
+	/* only the slots in use: the registry's bitmap says which */
+	for (w = 0; w < sizeof(reg->used) / sizeof(reg->used[0]) && !err; w++) {
+		for (b = 0; b < 64 && (reg->used[w] >> b); b++) {
+			if (!((reg->used[w] >> b) & 1))
+				continue;
+			idx = w * 64 + b;
+			if (bpf_map_lookup_elem(sfd, &idx, slot)) {
+				err = errno == ENOENT ? 0 : -errno;
+				break;
+			}
+			if (slot->owner &&
+			    (slot->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING)
+				(*n)++;
+		}
+	}
+out:
+	if (rfd >= 0)
+		close(rfd);
+	if (sfd >= 0)
+		close(sfd);
+	free(reg);
+	free(slot);
+	return err;
+}

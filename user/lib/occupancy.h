@@ -19,5 +19,10 @@ struct xtx_hades_occupancy {
 int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *occ);
 /* From the HADES registry's bitmaps: 0 or a negative errno. */
 int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *occ);
+/*
+ * Slots past intend-to-commit, at primaries and backups alike (the
+ * registry counts primaries only), walking the slots in use: 0 or -errno.
+ */
+int xtx_hades_committing_slots(const struct xtx_target *t, __u64 *n);
 
 #endif /* XTX_OCCUPANCY_H */

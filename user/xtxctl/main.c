@@ -46,6 +46,7 @@ struct ctl_opts {
 	const char *data_dir;	/* log: where xtxd drains to, if not its default */
 	uint32_t interval_ms;	/* top: refresh period */
 	uint32_t refreshes;	/* top: how many, 0 until interrupted */
+	bool force;		/* unload --force */
 };
 
 static void usage(FILE *out)
@@ -88,7 +89,9 @@ static void usage(FILE *out)
 		"                          floor: load every replica of a key at one V, the\n"
 		"                          highest version-mark of them + 1, and they agree\n"
 		"  version-mark            the highest version this server holds or held\n"
-		"  unload                  stop xtxd, detach the program, remove the pinned maps\n"
+		"  unload                  stop xtxd, detach the program, remove the pinned maps;\n"
+		"       [--force]          also when HADES transactions committing here were not\n"
+		"                          saved by xtxd (killed): their writes are then lost here\n"
 		"  log stats [--json]      per CPU log tail, head, fill, appends and LOG_FULLs; the\n"
 		"                          data directory's files and records; the drain's counters\n"
 		"  log dump [--json]       every log record on disk, then those still in the ring;\n"
@@ -1087,7 +1090,7 @@ static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const c
 }
 
 /* Stops the daemon if one runs, then removes whatever it (or a crash) left. */
-static int cmd_unload(const struct xtx_target *t, bool iface_exists)
+static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 {
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
 	int pid = xtx_pidfile_alive(t->pidfile), i, err;
@@ -1107,13 +1110,31 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists)
 		}
 	}
 	unlink(t->pidfile);
+	/*
+	 * xtxd saves the HADES transactions committing here and unpins the
+	 * maps itself; maps still pinned with such slots mean it could not
+	 * (killed, crashed): dropping them would drop writes those
+	 * transactions are committed to.  A start adopts them instead.
+	 */
+	if (iface_exists && xtx_pins_exist(t) && !force) {
+		__u64 n = 0;
+
+		if (!xtx_hades_committing_slots(t, &n) && n) {
+			fprintf(stderr, "Error: %llu HADES transactions are committing here and xtxd "
+				"did not save them: the program stays attached, the maps pinned. "
+				"`make load` adopts them (then unload again), or `xtxctl unload "
+				"--force` drops them\n",
+				(unsigned long long)n);
+			return 1;
+		}
+	}
 	err = iface_exists ? xtx_detach(t) : 0;
 	xtx_unpin(t);
 	return err ? 1 : 0;
 }
 
 enum { OPT_DROP_REQ = 256, OPT_DROP_REP, OPT_DROP_RARE, OPT_BREAK_VALIDATE, OPT_LOAD_VERSION, OPT_COUNT, OPT_FIRST, OPT_VSIZE, OPT_SEED,
-       OPT_FILE, OPT_PRINT, OPT_DATA_DIR, OPT_INTERVAL, OPT_COUNT_TOP };
+       OPT_FILE, OPT_PRINT, OPT_DATA_DIR, OPT_INTERVAL, OPT_COUNT_TOP, OPT_FORCE };
 
 int main(int argc, char **argv)
 {
@@ -1137,6 +1158,7 @@ int main(int argc, char **argv)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "refreshes", required_argument, NULL, OPT_COUNT_TOP },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -1206,6 +1228,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FILE: o.file = optarg; break;
 		case OPT_PRINT: o.print = true; break;
+		case OPT_FORCE: o.force = true; break;
 		case OPT_DATA_DIR: o.data_dir = optarg; break;
 		case OPT_INTERVAL:
 			if (xtx_parse_u32("--interval", optarg, 100, 3600000, &o.interval_ms))
@@ -1256,7 +1279,7 @@ int main(int argc, char **argv)
 		if (strcmp(cmd, "unload"))
 			return 1;
 		/* the interface or namespace is gone: still clean up after it */
-		return cmd_unload(&t, false);
+		return cmd_unload(&t, false, o.force);
 	}
 
 	if (!strcmp(cmd, "stats"))
@@ -1282,7 +1305,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "allow"))
 		return cmd_allow(&t, &o, argv[optind + 1], optind + 2 < argc ? argv[optind + 2] : NULL);
 	if (!strcmp(cmd, "unload"))
-		return cmd_unload(&t, true);
+		return cmd_unload(&t, true, o.force);
 	fprintf(stderr, "Error: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return 2;

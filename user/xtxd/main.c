@@ -628,7 +628,7 @@ int main(int argc, char **argv)
 	o.rare.log_writes = xtxd_userlog_append;
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
-	    (!adopted && xtxd_hades_carry_restore(&t, datadir)) ||
+	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
@@ -650,6 +650,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	xtxd_recover_release(&t);
+	if (!adopted)
+		xtxd_hades_carry_done(datadir);
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	xtx_daemon_ready(&ready_fd, 0);
@@ -671,7 +673,9 @@ int main(int argc, char **argv)
 		/* no more appends: the last ones reach the disk before the maps go */
 		xtxd_logdrain_stop();
 		/* nor any HADES op: what is committing here goes with them */
-		if (xtxd_hades_carry_save(&t, datadir)) {
+		if (err) {
+			pr_warn("xtxd: the program is still attached: leaving the maps pinned\n");
+		} else if (xtxd_hades_carry_save(&t, &o.load, datadir)) {
 			pr_warn("xtxd: leaving the maps pinned: HADES transactions committing here "
 				"could not be saved\n");
 			err = -EIO;

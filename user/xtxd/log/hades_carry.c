@@ -23,9 +23,19 @@ struct carry_hdr {
 	uint32_t version;
 	uint32_t count;		/* records that follow */
 	uint32_t slot_size, exact_size;	/* the layouts they were saved with */
+	/* the settings the filters' bits and the staged values were made under */
+	uint32_t bf_bits, hashes, value_size, exact_on;
 	uint32_t crc;		/* CRC32C of the header with crc 0, then of the records */
 	uint32_t pad;
 };
+
+static void settings_of(const struct xtx_load_opts *load, struct carry_hdr *h)
+{
+	h->bf_bits = load->hades_bf_bits;
+	h->hashes = load->hades_hashes;
+	h->value_size = load->value_size;
+	h->exact_on = load->hades_exact;
+}
 
 struct carry_rec {
 	struct xtx_hades_slot slot;
@@ -75,19 +85,22 @@ static int open_maps(const struct xtx_target *t, struct carry_maps *m)
 	return 0;
 }
 
-static bool committing_with_writes(const struct xtx_hades_slot *s)
+/* Past its intend-to-commit: staged writes, or a reader's Ack the resolver may ask about. */
+static bool committing(const struct xtx_hades_slot *s)
 {
-	return s->owner && (s->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING &&
-	       s->nstaged;
+	return s->owner && (s->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING;
 }
 
-static int write_file(int dirfd, const struct carry_rec *recs, uint32_t n)
+static int write_file(int dirfd, const struct xtx_load_opts *load, const struct carry_rec *recs,
+		      uint32_t n)
 {
 	static const char tmp[] = XTXD_HADES_CARRY_FILE ".new";
 	struct carry_hdr h = { .magic = CARRY_MAGIC, .version = CARRY_VERSION, .count = n,
 			       .slot_size = sizeof(recs->slot), .exact_size = sizeof(recs->exact) };
 	size_t len = (size_t)n * sizeof(*recs);
 	int fd, err = 0;
+
+	settings_of(load, &h);
 
 	h.crc = xtx_crc32c(xtx_crc32c(0, &h, sizeof(h)), recs, len);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -107,7 +120,8 @@ static int write_file(int dirfd, const struct carry_rec *recs, uint32_t n)
 	return err;
 }
 
-int xtxd_hades_carry_save(const struct xtx_target *t, const char *dir)
+int xtxd_hades_carry_save(const struct xtx_target *t, const struct xtx_load_opts *load,
+			  const char *dir)
 {
 	struct carry_maps m;
 	struct carry_rec *recs = NULL;
@@ -115,12 +129,20 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const char *dir)
 	int dirfd = -1, err;
 
 	err = open_maps(t, &m);
+	if (err == -ENOENT)
+		return 0;	/* no maps pinned: nothing is held */
 	if (err)
-		return err == -ENOENT ? 0 : err;	/* built without HADES maps: nothing held */
-	for (idx = 0; idx < m.nslots; idx++) {
+		goto out;
+	if (!m.nslots)
+		err = -EIO;
+	for (idx = 0; !err && idx < m.nslots; idx++) {
 		struct carry_rec r = {};
 
-		if (bpf_map_lookup_elem(m.slots_fd, &idx, &r.slot) || !committing_with_writes(&r.slot))
+		if (bpf_map_lookup_elem(m.slots_fd, &idx, &r.slot)) {
+			err = -errno;
+			break;
+		}
+		if (!committing(&r.slot))
 			continue;
 		r.has_exact = idx < m.nexact && !bpf_map_lookup_elem(m.exact_fd, &idx, &r.exact);
 		if (n == cap) {
@@ -135,6 +157,8 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const char *dir)
 		}
 		recs[n++] = r;
 	}
+	if (err)
+		goto out;
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
 		/* no data directory, nothing to keep: fine; something to keep: not */
@@ -142,7 +166,7 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const char *dir)
 		goto out;
 	}
 	if (n) {
-		err = write_file(dirfd, recs, n);
+		err = write_file(dirfd, load, recs, n);
 		if (!err)
 			pr_info("stop: %u HADES transactions committing here saved to %s/%s\n", n,
 				dir, XTXD_HADES_CARRY_FILE);
@@ -161,9 +185,10 @@ out:
 }
 
 /* Reads and checks the file: the records and their count, or a negative errno (-ENOENT: none). */
-static int read_file(int dirfd, struct carry_rec **recs, uint32_t *n)
+static int read_file(int dirfd, const struct xtx_load_opts *load, struct carry_rec **recs,
+		     uint32_t *n)
 {
-	struct carry_hdr h;
+	struct carry_hdr h, now;
 	uint32_t crc;
 	size_t len;
 	int fd, err = 0;
@@ -176,6 +201,16 @@ static int read_file(int dirfd, struct carry_rec **recs, uint32_t *n)
 	    h.exact_size != sizeof((*recs)->exact) || h.count > XTX_HADES_SLOTS_MAX) {
 		close(fd);
 		return -EBADMSG;
+	}
+	settings_of(load, &now);
+	if (h.bf_bits != now.bf_bits || h.hashes != now.hashes || h.value_size > now.value_size ||
+	    h.exact_on != now.exact_on) {
+		fprintf(stderr, "Error: recovery: %u HADES transactions committing at the stop were "
+			"saved under --hades-bf-bits %u --hades-hashes %u --value-size %u%s: start "
+			"with those\n", h.count, h.bf_bits, h.hashes, h.value_size,
+			h.exact_on ? " --hades-exact" : "");
+		close(fd);
+		return -EINVAL;
 	}
 	len = (size_t)h.count * sizeof(**recs);
 	*recs = malloc(len ? len : 1);
@@ -201,13 +236,20 @@ static int put_back(const struct carry_maps *m, struct xtx_hades_registry *reg,
 	uint32_t home = xtx_hades_home(r->slot.owner, m->nslots), p, idx, i;
 	struct xtx_hades_slot cur;
 
+	uint32_t free_idx = UINT32_MAX;
+
 	for (p = 0; p < XTX_HADES_PROBES && p < m->nslots; p++) {
 		idx = (home + p) % m->nslots;
-		if (!bpf_map_lookup_elem(m->slots_fd, &idx, &cur) && !cur.owner)
-			break;
+		if (bpf_map_lookup_elem(m->slots_fd, &idx, &cur))
+			return -errno;
+		if (cur.owner == r->slot.owner)
+			return 0;	/* there already (maps reused): once is enough */
+		if (!cur.owner && free_idx == UINT32_MAX)
+			free_idx = idx;
 	}
-	if (p == XTX_HADES_PROBES || p == m->nslots)
+	if (free_idx == UINT32_MAX)
 		return -ENOSPC;
+	idx = free_idx;
 	if (r->slot.reg_pos) {
 		for (i = 0; i < XTX_HADES_COMMITTING_MAX && reg->slot[i]; i++)
 			;
@@ -228,7 +270,8 @@ static int put_back(const struct carry_maps *m, struct xtx_hades_registry *reg,
 	return 0;
 }
 
-int xtxd_hades_carry_restore(const struct xtx_target *t, const char *dir)
+int xtxd_hades_carry_restore(const struct xtx_target *t, const struct xtx_load_opts *load,
+			     const char *dir)
 {
 	struct xtx_hades_registry reg;
 	struct carry_rec *recs = NULL;
@@ -239,7 +282,7 @@ int xtxd_hades_carry_restore(const struct xtx_target *t, const char *dir)
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	err = read_file(dirfd, &recs, &n);
+	err = read_file(dirfd, load, &recs, &n);
 	if (err == -ENOENT) {
 		err = 0;
 		goto out;
@@ -257,11 +300,8 @@ int xtxd_hades_carry_restore(const struct xtx_target *t, const char *dir)
 	}
 	if (!err && bpf_map_update_elem(m.reg_fd, &zero, &reg, BPF_ANY))
 		err = -errno;
-	if (!err) {
+	if (!err)
 		pr_info("recovery: %u HADES transactions committing at the stop put back\n", n);
-		if (!unlinkat(dirfd, XTXD_HADES_CARRY_FILE, 0))
-			fsync(dirfd);
-	}
 out:
 	if (err)
 		fprintf(stderr, "Error: recovery: putting back the HADES transactions committing "
@@ -270,4 +310,15 @@ out:
 	close(dirfd);
 	free(recs);
 	return err;
+}
+
+void xtxd_hades_carry_done(const char *dir)
+{
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dirfd < 0)
+		return;
+	if (!unlinkat(dirfd, XTXD_HADES_CARRY_FILE, 0))
+		fsync(dirfd);
+	close(dirfd);
 }

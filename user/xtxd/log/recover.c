@@ -24,6 +24,7 @@
 #include "store/overflow.h"
 #include "recover.h"
 #include "decisions.h"
+#include "hades_carry.h"
 #include "txn_records.h"
 #include "snapshot.h"
 
@@ -648,8 +649,9 @@ static bool recoverable_name(const char *name)
 	unsigned int cpu, seg;
 	int end = 0;
 
-	/* decisions name txn ids, which a fresh start's clients may use again */
-	if (xtxd_snapshot_name_num(name, &num) || !strcmp(name, XTXD_OUTCOME_FILE))
+	/* decisions and carried HADES slots name txn ids, which a fresh start's clients reuse */
+	if (xtxd_snapshot_name_num(name, &num) || !strcmp(name, XTXD_OUTCOME_FILE) ||
+	    !strcmp(name, XTXD_HADES_CARRY_FILE))
 		return true;
 	return sscanf(name, "log-cpu%u-%u.xlog%n", &cpu, &seg, &end) == 2 &&
 	       (size_t)end == strlen(name);

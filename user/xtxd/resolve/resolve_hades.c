@@ -340,6 +340,12 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
+/* The servers of a participant set beyond --peers: no resolver can ask them. */
+static uint64_t unnamed_participants(uint64_t participants)
+{
+	return H.o.peers->n >= 64 ? 0 : participants & ~((1ull << H.o.peers->n) - 1);
+}
+
 /*
  * Keeps txn's committing slot until a decision ends it: the HELD flag makes
  * HABORT answer RETRY, and after the grace period no HABORT that missed
@@ -357,9 +363,19 @@ static bool hold_slot(uint64_t txn)
 		return false;
 	if (__atomic_load_n(&H.slots[idx].flags, __ATOMIC_ACQUIRE) & XTX_HSLF_HELD)
 		return true;
+	/*
+	 * A participant no resolver here can name leaves the decision to the
+	 * coordinator, whose HABORT must then still work: no promise
+	 */
+	if (unnamed_participants(load64(&H.slots[idx].participants)))
+		return true;
 	__atomic_fetch_or(&H.slots[idx].flags, XTX_HSLF_HELD, __ATOMIC_SEQ_CST);
 	nanosleep(&grace, NULL);
-	return find_slot(txn, &again) == idx && again == ctl;
+	if (find_slot(txn, &again) == idx && again == ctl)
+		return true;
+	/* released meanwhile, maybe taken by another: the mark was not meant for it */
+	__atomic_fetch_and(&H.slots[idx].flags, ~XTX_HSLF_HELD, __ATOMIC_SEQ_CST);
+	return false;
 }
 
 /* Slot state alone: HOLD (kept from now on), VALIDATED, or NONE when neither shows. */
@@ -552,7 +568,7 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 	if (!x || x->outcome != XTXD_HOUT_NONE || x->deciding)
 		return;
 	/* a participant we cannot name cannot be asked: wait for its coordinator */
-	unknown = H.o.peers->n >= 64 ? 0 : participants & ~((1ull << H.o.peers->n) - 1);
+	unknown = unnamed_participants(participants);
 	if (unknown) {
 		if (!x->unknown_warned)
 			pr_warn("resolve: hades txn %#llx names servers %#llx beyond --peers: "
