@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include "durable.h"
 #include "logfile.h"
 #include "decisions.h"
 
@@ -29,28 +31,20 @@ int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome)
 
 int xtxd_outcome_rewrite(int dirfd, const struct xtxd_outcome_rec *recs, size_t n)
 {
-	static const char tmp[] = XTXD_OUTCOME_FILE ".new";
-	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), err = 0;
+	struct xtxd_outcome_rec *out = malloc((n ? n : 1) * sizeof(*out));
+	struct iovec iov;
 	size_t i;
+	int err;
 
-	if (fd < 0)
-		return -errno;
-	for (i = 0; i < n && !err; i++) {
-		struct xtxd_outcome_rec r = recs[i];
-
-		r.crc = xtx_crc32c(0, &r, offsetof(struct xtxd_outcome_rec, crc));
-		if (write(fd, &r, sizeof(r)) != sizeof(r))
-			err = -EIO;
+	if (!out)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		out[i] = recs[i];
+		out[i].crc = xtx_crc32c(0, &out[i], offsetof(struct xtxd_outcome_rec, crc));
 	}
-	if (!err && fdatasync(fd))
-		err = -errno;
-	close(fd);
-	if (!err && renameat(dirfd, tmp, dirfd, XTXD_OUTCOME_FILE))
-		err = -errno;
-	if (!err && fsync(dirfd))
-		err = -errno;
-	if (err)
-		unlinkat(dirfd, tmp, 0);
+	iov = (struct iovec){ out, n * sizeof(*out) };
+	err = xtx_replace_file(dirfd, XTXD_OUTCOME_FILE, &iov, 1);
+	free(out);
 	return err;
 }
 

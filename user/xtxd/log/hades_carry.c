@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <xtx/hades.h>
 #include "clock.h"
+#include "durable.h"
 #include "log.h"
 #include "logfile.h"
 #include "hades_carry.h"
@@ -91,33 +92,17 @@ static bool committing(const struct xtx_hades_slot *s)
 	return s->owner && (s->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING;
 }
 
-static int write_file(int dirfd, const struct xtx_load_opts *load, const struct carry_rec *recs,
+static int write_file(int dirfd, const struct xtx_load_opts *load, struct carry_rec *recs,
 		      uint32_t n)
 {
-	static const char tmp[] = XTXD_HADES_CARRY_FILE ".new";
 	struct carry_hdr h = { .magic = CARRY_MAGIC, .version = CARRY_VERSION, .count = n,
 			       .slot_size = sizeof(recs->slot), .exact_size = sizeof(recs->exact) };
 	size_t len = (size_t)n * sizeof(*recs);
-	int fd, err = 0;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { recs, len } };
 
 	settings_of(load, &h);
-
 	h.crc = xtx_crc32c(xtx_crc32c(0, &h, sizeof(h)), recs, len);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || write(fd, recs, len) != (ssize_t)len)
-		err = -EIO;
-	if (!err && fdatasync(fd))
-		err = -errno;
-	close(fd);
-	if (!err && renameat(dirfd, tmp, dirfd, XTXD_HADES_CARRY_FILE))
-		err = -errno;
-	if (!err && fsync(dirfd))
-		err = -errno;
-	if (err)
-		unlinkat(dirfd, tmp, 0);
-	return err;
+	return xtx_replace_file(dirfd, XTXD_HADES_CARRY_FILE, iov, 2);
 }
 
 int xtxd_hades_carry_save(const struct xtx_target *t, const struct xtx_load_opts *load,
