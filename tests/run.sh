@@ -11,6 +11,7 @@ fi
 
 passed=0
 failed=0
+times=""
 log=$(mktemp -d /tmp/xtx-tests.XXXXXX)
 trap 'rm -rf "$log"' EXIT
 
@@ -24,11 +25,14 @@ declared_checks() {
 # timeout without a verdict line, or fewer verdicts than SOURCE declares,
 # counts as one failure of the suite.
 run_suite() {
-	local name=$1 limit=$2 src=$3 rc p f want
+	local name=$1 limit=$2 src=$3 rc p f want t0=$SECONDS
 	shift 3
 	echo "== $name"
 	timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$log/$name.out"
 	rc=${PIPESTATUS[0]}
+	# where the time goes: make test is kept under 15 minutes
+	echo "# $name took $((SECONDS - t0)) s"
+	times+="$((SECONDS - t0)) $name"$'\n'
 	p=$(grep -c '^PASS: ' "$log/$name.out")
 	f=$(grep -c '^FAIL: ' "$log/$name.out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -64,5 +68,7 @@ for t in tests/integration/test_*.sh; do
 	run_suite "$(basename "$t" .sh)" 300 "$t" bash "$t"
 done
 
+echo "# slowest suites:"
+sort -rn <<<"$times" | head -n 5 | sed 's/^/#   /'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
