@@ -51,15 +51,26 @@ counter_sum() {
 	done
 	echo "$t"
 }
-locks_held() {	# lock slots held on every server, from the lock table walk
-	local i n t=0
+# lock slots that would refuse a new request, on every server, from the lock table walk: held
+# and either within their lease or logged (the resolver's to free). One held past its lease
+# and never logged is taken back by the next request that touches it (a vanished reader's
+# share, say, when nobody asks for that key again), so it blocks nothing.
+locks_held() {
+	local i l n r t=0
 	for ((i = 0; i < NSERVERS; i++)); do
-		n=$(ctl "$i" stats --json | grep -o '"locks":{[^}]*}' | grep -o '"held":[0-9]*' |
-			cut -d: -f2)
-		[ -n "$n" ] || { echo "unreadable"; return; }
-		t=$((t + n))
+		l=$(ctl "$i" stats --json | grep -o '"locks":{[^}]*}')
+		n=$(grep -o '"held":[0-9]*' <<<"$l" | cut -d: -f2)
+		r=$(grep -o '"reclaimable":[0-9]*' <<<"$l" | cut -d: -f2)
+		[ -n "$n" ] && [ -n "$r" ] || { echo "unreadable"; return; }
+		t=$((t + n - r))
 	done
 	echo "$t"
+}
+locks_report() {	# the lock counters of every server, as comment lines
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		echo "# server $i: $(ctl "$i" stats --json | grep -o '"locks":{[^}]*}')"
+	done
 }
 replicas_identical() {	# replicas_identical TABLE: every server holds the same rows
 	local a b c
@@ -232,7 +243,8 @@ run_bank() {
 		test "$total" = $((ACCOUNTS * 1000))
 	invariant "$name: replicas identical" replicas_identical "$BANK_TABLE"
 	n=$(locks_held)
-	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	invariant "$name: no lock refuses requests past its lease ($n)" test "$n" = 0
+	[ "$n" = 0 ] || locks_report
 	# a coordinator killed for good recorded nothing of what it left to the resolver
 	if [[ " $* " != *" kill_client "* ]]; then
 		history_ok "$name" "$WORK"/hist/*
@@ -314,7 +326,7 @@ run_workload() {
 	grep -q '"violations":0' "$WORK/wl.out" || tail -n 8 "$WORK/wl.out"
 	sleep 1
 	n=$(locks_held)
-	invariant "$name: no lock held past its lease ($n)" test "$n" = 0
+	invariant "$name: no lock refuses requests past its lease ($n)" test "$n" = 0
 	history_ok "$name" -f "$WORK/hist/wl.final" "$WORK"/hist/wl.[0-9]*
 	for f in "$@"; do
 		case $f in

@@ -8,17 +8,37 @@
 #include <xtx/hades.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
+#include "clock.h"
 #include "occupancy.h"
+
+/* The lock lease the program runs with (the runtime map), or 0 when unknown or off. */
+static __u64 lock_lease(const struct xtx_target *t)
+{
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+	int fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
+	__u64 lease = 0;
+
+	if (fd < 0)
+		return 0;
+	if (!bpf_map_lookup_elem(fd, &zero, &rt))
+		lease = rt.lock_lease_ns;
+	close(fd);
+	return lease;
+}
 
 int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *occ)
 {
 	const __u32 batch = 4096;
+	__u64 lease_ns, now;
 	struct xtx_lock_slot *vals;
 	__u32 *keys, out_batch, n, i;
 	void *in = NULL;
 	int fd, err = 0;
 
 	memset(occ, 0, sizeof(*occ));
+	lease_ns = lock_lease(t);
+	now = xtx_now_ns();
 	fd = xtx_target_map_fd(t, XTX_MAP_LOCKS);
 	if (fd < 0)
 		return fd;
@@ -45,6 +65,10 @@ int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *oc
 			occ->shared += vals[i].shared ? 1 : 0;
 			occ->exclusive += vals[i].excl ? 1 : 0;
 			occ->logged += (vals[i].flags & XTX_LOCKF_LOGGED) ? 1 : 0;
+			/* XDP's rule (bpf/lib/locks.h): past the lease and never logged */
+			occ->reclaimable += lease_ns && !(vals[i].flags & XTX_LOCKF_LOGGED) &&
+					    now > vals[i].granted_ns &&
+					    now - vals[i].granted_ns > lease_ns;
 		}
 		if (err) {	/* ENOENT: that was the last batch */
 			err = 0;

@@ -8,6 +8,11 @@
 
 struct xtx_lock_occupancy {
 	__u64 slots, held, shared, exclusive, logged;
+	/*
+	 * Held, not logged, and not re-granted for the lock lease: the next
+	 * request for the slot takes it back (reclaim happens on contact).
+	 */
+	__u64 reclaimable;
 };
 
 struct xtx_hades_occupancy {

@@ -161,9 +161,10 @@ static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_oc
 		sep = ",";
 	}
 	printf("},\"locks\":{\"slots\":%llu,\"held\":%llu,\"shared\":%llu,\"excl\":%llu,"
-	       "\"logged\":%llu}}\n", (unsigned long long)occ->slots,
+	       "\"logged\":%llu,\"reclaimable\":%llu}}\n", (unsigned long long)occ->slots,
 	       (unsigned long long)occ->held, (unsigned long long)occ->shared,
-	       (unsigned long long)occ->exclusive, (unsigned long long)occ->logged);
+	       (unsigned long long)occ->exclusive, (unsigned long long)occ->logged,
+	       (unsigned long long)occ->reclaimable);
 }
 
 
@@ -193,11 +194,12 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 		print_stats_json(s, &occ);
 	} else {
 		print_stats_text(s);
-		printf("\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n",
-		       "lock_slots", (unsigned long long)occ.slots, "locks_held",
+		printf("\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n"
+		       "%-22s %16llu\n", "lock_slots", (unsigned long long)occ.slots, "locks_held",
 		       (unsigned long long)occ.held, "locks_shared", (unsigned long long)occ.shared,
 		       "locks_excl", (unsigned long long)occ.exclusive, "locks_logged",
-		       (unsigned long long)occ.logged);
+		       (unsigned long long)occ.logged, "locks_reclaimable",
+		       (unsigned long long)occ.reclaimable);
 	}
 	free(s);
 	return 0;
