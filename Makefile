@@ -231,8 +231,8 @@ load: deps
 	$(Q)$(OUT)/xtxd --iface $(IFACE) $(if $(NETNS),--netns $(NETNS)) --daemon $(ARGS)
 
 unload:
-	$(Q)test -n "$(IFACE)" || { echo 'Error: make unload IFACE=dev [NETNS=name]' >&2; exit 2; }
-	$(Q)$(OUT)/xtxctl --iface $(IFACE) $(if $(NETNS),--netns $(NETNS)) unload
+	$(Q)test -n "$(IFACE)" || { echo 'Error: make unload IFACE=dev [NETNS=name] [FORCE=1]' >&2; exit 2; }
+	$(Q)$(OUT)/xtxctl --iface $(IFACE) $(if $(NETNS),--netns $(NETNS)) unload $(if $(FORCE),--force)
 
 # ---- make install [PREFIX=/usr/local] [DESTDIR=...] ----
 PREFIX ?= /usr/local

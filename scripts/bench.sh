@@ -20,7 +20,7 @@ stats_was=$(sysctl -n kernel.bpf_stats_enabled)
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n 1 "$@"; }
 cleanup() {
 	sysctl -qw kernel.bpf_stats_enabled="$stats_was"
-	make -s -C "$ROOT" unload IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
+	make -s -C "$ROOT" unload FORCE=1 IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
 	topo down >/dev/null 2>&1 || true
 	rm -rf /var/lib/xtx/"$PREFIX"-*	# the servers' logs belong to this run only
 }

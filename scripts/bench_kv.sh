@@ -40,7 +40,7 @@ loaded=0
 
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n 1 "$@"; }
 unload() {
-	make -s -C "$ROOT" unload IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
+	make -s -C "$ROOT" unload FORCE=1 IFACE="${PREFIX}s0" NETNS="$PREFIX-s0" >/dev/null 2>&1 || true
 	loaded=0
 }
 cleanup() {

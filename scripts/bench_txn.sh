@@ -29,7 +29,7 @@ stop_servers() {
 	case $SERVER_KIND in
 	xtx | echo)
 		for ((i = 0; i < NSERVERS; i++)); do
-			make -s -C "$ROOT" unload IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
+			make -s -C "$ROOT" unload FORCE=1 IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
 				>/dev/null 2>&1 || true
 		done
 		;;

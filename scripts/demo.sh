@@ -13,7 +13,7 @@ out=$(mktemp -d /tmp/xtx-demo.XXXXXX)
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$N" "$@"; }
 cleanup() {
 	for ((i = 0; i < N; i++)); do
-		make -s -C "$ROOT" unload IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" >/dev/null 2>&1 || true
+		make -s -C "$ROOT" unload FORCE=1 IFACE="${PREFIX}s$i" NETNS="$PREFIX-s$i" >/dev/null 2>&1 || true
 	done
 	topo down >/dev/null 2>&1 || true
 	rm -rf /var/lib/xtx/"$PREFIX"-* "$out"	# the servers' logs belong to this run only

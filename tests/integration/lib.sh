@@ -46,9 +46,10 @@ kv_field() { grep -o "\\b$2=[0-9]*" <<<"$1" | head -n 1 | cut -d= -f2; }
 
 cleanup() {
 	local i
+	# --force: a test's data goes with it, committing HADES slots included
 	for ((i = 0; i < NSERVERS; i++)); do
 		"$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" \
-			unload >/dev/null 2>&1
+			unload --force >/dev/null 2>&1
 	done
 	topo down >/dev/null 2>&1
 	# each server's data directory (its logs) belongs to this run only
