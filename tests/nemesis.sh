@@ -4,9 +4,10 @@
 # clients while faults are injected, one kind per run and then mixed: client pauses past the
 # leases, request and reply loss, requests duplicated and reordered, xtxd SIGKILLed and adopted,
 # a server unloaded and loaded again (recovery from disk), coordinators killed for good, bulk
-# loads during traffic. Every run ends with the invariant checks (money or --verify, replicas,
-# locks) and the exact history check of every transaction it ran, and must show that its faults
-# happened. NEMESIS_FULL=1 (make nemesis) runs the whole matrix; by default a quick subset.
+# loads during traffic, a second workload sharing the servers. Every run ends with the
+# invariant checks (money or --verify, replicas, locks) and the exact history check of every
+# transaction it ran, and must show that its faults happened. NEMESIS_FULL=1 (make nemesis)
+# runs the whole matrix; by default a quick subset.
 # checks: 74 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/integration/lib.sh"
 NSERVERS=3
@@ -171,6 +172,21 @@ nemesis_bulk_load() {
 	done
 }
 
+# Runs a second workload on the same servers during the bank traffic: SmallBank in its own
+# tables under the next protocol (the bank's OCC beside 2PL, 2PL beside HADES, HADES beside
+# OCC), populated while the bank runs, then verified and its history checked with the run's.
+nemesis_cotenant() {
+	local proto
+	case $PROTO in occ) proto=2pl ;; 2pl) proto=hades ;; *) proto=occ ;; esac
+	mkdir -p "$WORK/cohist"
+	client "$BUILD/xtxbench" smallbank --servers "$SERVERS" --ctl "$CTL" --protocol "$proto" \
+		--accounts 2000 --threads 1 --inflight 8 --duration "$((RUN_SECS - 2))s" --warmup 0 \
+		--timeout 1ms --populate --verify --json --history "$WORK/cohist/wl" \
+		>"$WORK/co.out" 2>&1
+	echo $? >"$WORK/co.rc"
+	note_fault cotenant
+}
+
 # ---- workloads ----
 
 # doubts_answered NAME OUTPUT...: what the clients left in doubt, and that asking the servers
@@ -217,8 +233,9 @@ run_bank() {
 	shift 2
 	RUNS=$((RUNS + 1))
 	COUNTED=1
+	PROTO=$proto
 	: >"$WORK/faults"
-	rm -rf "$WORK/hist"
+	rm -rf "$WORK/hist" "$WORK/cohist"
 	mkdir -p "$WORK/hist"
 	before_drop=$(counter_sum fault_drop)
 	before_reclaim=$(($(counter_sum lock_lease_reclaim) + $(counter_sum hades_lease_reclaim)))
@@ -283,6 +300,16 @@ run_bank() {
 		bulk_load)
 			check "$name: bulk loads during traffic ($(faults_of bulk_load))" \
 				test "$(faults_of bulk_load)" -eq "$NSERVERS" ;;
+		cotenant)
+			n=$(json_field "$(cat "$WORK/co.out")" committed)
+			r=$(json_field "$(cat "$WORK/co.out")" violations)
+			check "$name: SmallBank ran beside the bank (${n:-0} committed)" \
+				test "$(faults_of cotenant)" -eq 1 -a "${n:-0}" -gt 0
+			invariant "$name: SmallBank beside: --verify passes (${r:-no} violations, exit $(cat "$WORK/co.rc"))" \
+				test "${r:-1}" = 0 -a "$(cat "$WORK/co.rc")" = 0
+			[ "${r:-1}" = 0 ] || tail -n 8 "$WORK/co.out"
+			doubts_answered "$name: SmallBank beside" "$WORK/co.out"
+			history_ok "$name: SmallBank beside" -f "$WORK/cohist/wl.final" "$WORK"/cohist/wl.[0-9]* ;;
 		esac
 	done
 	ANOMALIES=$((ANOMALIES + bad))
@@ -349,12 +376,13 @@ out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --table "$BANK_TABLE" \
 check "bank accounts created" test $? -eq 0
 
 # The runs: PROTOCOL:FAULT[+FAULT...]; NEMESIS_RUNS picks others.
-QUICK="occ:pause 2pl:pause hades:pause 2pl:loss occ:kill_xtxd occ:kill_client 2pl:bulk_load
-	hades:dupreorder 2pl:reload occ:pause+loss smallbank:2pl:pause+loss tatp:occ:loss"
+# The quick subset meets every fault kind and every protocol in as few runs as it can.
+QUICK="occ:pause+kill_xtxd 2pl:pause+loss+bulk_load hades:pause+dupreorder+cotenant
+	occ:kill_client 2pl:reload smallbank:2pl:pause+loss tatp:occ:loss"
 FULL=""
 for p in occ 2pl hades; do
 	for f in pause loss dupreorder kill_xtxd reload kill_client bulk_load \
-		pause+loss+kill_xtxd pause+dupreorder+reload; do
+		pause+loss+kill_xtxd pause+dupreorder+reload cotenant pause+loss+cotenant; do
 		FULL+=" $p:$f"
 	done
 	for w in smallbank tatp; do

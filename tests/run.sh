@@ -60,6 +60,8 @@ done
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # the XDP fuzz ran its 10^6 packets above; here it checks the harness's own memory with fewer
 export XTX_FUZZ_PACKETS=${XTX_FUZZ_PACKETS:-100000}
+# likewise the history checker: 10^6 transactions above, 10^5 under the sanitizers
+export HISTORY_TEST_TXNS=${HISTORY_TEST_TXNS:-100000}
 for t in build-san/tests/test_*; do
 	[ -x "$t" ] || continue
 	run_suite "san-unit-$(basename "$t")" 300 "tests/unit/$(basename "$t").c" "$t"
