@@ -382,7 +382,7 @@ QUICK="occ:pause+kill_xtxd 2pl:pause+loss+bulk_load hades:pause+dupreorder+coten
 FULL=""
 for p in occ 2pl hades; do
 	for f in pause loss dupreorder kill_xtxd reload kill_client bulk_load \
-		pause+loss+kill_xtxd pause+dupreorder+reload cotenant pause+loss+cotenant; do
+		pause+loss+kill_xtxd pause+dupreorder+reload pause+loss+cotenant; do
 		FULL+=" $p:$f"
 	done
 	for w in smallbank tatp; do
