@@ -40,7 +40,7 @@ BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -mcpu=v3 -Iinclude -Ibpf \
 	-idirafter $(ARCH_INC)
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -Wno-format-truncation $(SAN_FLAGS) \
 	-D_GNU_SOURCE $(EXTRA_CFLAGS)
-LDLIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
+LDLIBS := -lxdp -lbpf -lelf -lz -lzookeeper_mt -lpthread -lm
 
 # Each room compiles with the include paths rooms.mk grants it, and no others,
 # so an include from a room it may not use fails to build.
@@ -161,7 +161,7 @@ $(OUT)/xtxctl: $(XTXCTL_OBJS) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # libxtx: the coordinator library (clients/libxtx/libxtx.h) and what it stands on.
-$(OUT)/libxtx.a: $(LIBXTX_OBJS)
+$(OUT)/libxtx.a: $(LIBXTX_OBJS) $(OBJ_OUT)/common/cluster.o
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -249,20 +249,22 @@ MANPAGES := xtxd:8:load-the-xtx-transaction-server-onto-an-interface \
 	xtxbench:1:load-generators-and-end-to-end-checks-for-xtx-servers
 INSTALLED := $(SBINDIR)/xtxd $(SBINDIR)/xtxctl $(SBINDIR)/xtx-udpd $(BINDIR)/xtxbench \
 	$(LIBDIR)/xtx_xdp.bpf.o $(LIBDIR)/xtx_tc.bpf.o $(LIBDIR)/xdp_pass.bpf.o \
-	$(PREFIX)/lib/libxtx.a $(INCDIR)/libxtx.h $(UNITDIR)/xtxd@.service \
+	$(PREFIX)/lib/libxtx.a $(INCDIR)/libxtx.h $(INCDIR)/cluster.h $(INCDIR)/xtx/proto.h \
+	$(INCDIR)/xtx/mac.h $(UNITDIR)/xtxd@.service \
 	$(SYSCONFDIR)/xtx/example.conf \
 	$(foreach m,$(MANPAGES),$(MANDIR)/man$(word 2,$(subst :, ,$(m)))/$(word 1,$(subst :, ,$(m))).$(word 2,$(subst :, ,$(m))))
 
 install: all
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
-		$(DESTDIR)$(INCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/xtx \
+		$(DESTDIR)$(INCDIR)/xtx $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/xtx \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	$(Q)install -m 0755 $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtx-udpd $(DESTDIR)$(SBINDIR)/
 	$(Q)install -m 0755 $(OUT)/xtxbench $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0644 $(BPF_OBJS) $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 0644 $(OUT)/libxtx.a $(DESTDIR)$(PREFIX)/lib/
-	$(Q)install -m 0644 clients/libxtx/libxtx.h $(DESTDIR)$(INCDIR)/
+	$(Q)install -m 0644 clients/libxtx/libxtx.h common/cluster.h $(DESTDIR)$(INCDIR)/
+	$(Q)install -m 0644 include/xtx/proto.h include/xtx/mac.h $(DESTDIR)$(INCDIR)/xtx/
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' scripts/service/xtxd@.service \
 		>$(DESTDIR)$(UNITDIR)/xtxd@.service
 	$(Q)install -m 0644 scripts/service/example.conf $(DESTDIR)$(SYSCONFDIR)/xtx/
@@ -273,7 +275,8 @@ install: all
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	$(Q)rmdir $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SYSCONFDIR)/xtx 2>/dev/null || true
+	$(Q)rmdir $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SYSCONFDIR)/xtx $(DESTDIR)$(INCDIR)/xtx \
+		2>/dev/null || true
 
 format:
 	$(Q)clang-format -i $(shell git ls-files '*.c' '*.h')

@@ -111,7 +111,8 @@ int xtx_xdp(struct xdp_md *ctx)
 	struct xtx_runtime *rt;
 	struct xtx_pkt_ctx *pc;
 	struct xtx_hdr *hdr;
-	__u32 nops, counter = 0, i;
+	struct xtx_epoch_lease *el;
+	__u32 nops, counter = 0, i, zero = 0;
 	int st, mutates = 0;
 
 	switch (xtx_parse(ctx, &p)) {
@@ -150,6 +151,19 @@ int xtx_xdp(struct xdp_md *ctx)
 	st = xtx_check_header(hdr, p.payload_len, &counter);
 	if (st != XTX_ST_OK)
 		return xtx_refuse(ctx, rt, nops, st, counter);
+	/* routed by another configuration: its keys may not be ours, nor ours alone */
+	el = bpf_map_lookup_elem(&xtx_epoch, &zero);
+	if (el) {
+		__u16 served = (__u16)el->epoch;
+
+		if (el->until_ns && bpf_ktime_get_ns() > el->until_ns)
+			served = XTX_EPOCH_FENCED;
+		/* a fenced server serves nobody, whatever a request claims */
+		if (hdr->epoch != served || served == XTX_EPOCH_FENCED) {
+			hdr->epoch = served;
+			return xtx_refuse(ctx, rt, nops, XTX_ST_EPOCH, XTX_CTR_WRONG_EPOCH);
+		}
+	}
 
 	if (xtx_echo_mode) {
 		xtx_mark_ops(ctx, nops, XTX_ST_OK);

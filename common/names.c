@@ -60,6 +60,7 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_FENCED] = "fenced",
 	[XTX_ST_NOT_HELD] = "not_held",
 	[XTX_ST_MIXED] = "mixed",
+	[XTX_ST_EPOCH] = "epoch",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {
@@ -105,6 +106,7 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_HADES_FP_BLOCK] = "hades_fp_block",
 	[XTX_CTR_NOT_ALLOWED] = "not_allowed",
 	[XTX_CTR_BAD_MAC] = "bad_mac",
+	[XTX_CTR_WRONG_EPOCH] = "wrong_epoch",
 };
 
 const char *xtx_op_name(unsigned int opcode)

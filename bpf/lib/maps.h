@@ -26,6 +26,14 @@ struct {
 	__type(value, struct xtx_runtime);
 } xtx_runtime SEC(".maps");
 
+/* The configuration epoch served and its lease, written by xtxd's cluster thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xtx_epoch_lease);
+} xtx_epoch SEC(".maps");
+
 /* Identity of the loaded program, so tools can check what they talk to. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

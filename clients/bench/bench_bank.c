@@ -31,6 +31,8 @@
 #include "secret.h"
 #include "runner.h"
 #include "servers.h"
+#include "zk.h"
+#include "zkcluster.h"
 
 #define BANK_MAX_THREADS	64
 #define BANK_PUBLISH_NS		(50 * 1000 * 1000ull)
@@ -42,6 +44,7 @@
 struct bank_opts {
 	struct sockaddr_in *servers;
 	unsigned int nservers;
+	struct xtx_cluster *cluster;	/* --zk: the cluster's map; NULL: static */
 	uint16_t port;
 	enum xtx_protocol protocol;
 	uint32_t replication;
@@ -316,6 +319,7 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
+		.cluster = o->cluster,
 		.fault_dup_ppm = o->dup_ppm,
 		.fault_reorder_ppm = o->reorder_ppm,
 	};
@@ -442,6 +446,9 @@ static void usage(FILE *out)
 		"Usage: xtxbench bank --servers IP[,IP...] [options]\n"
 		"Transfers between accounts through libxtx; money must be conserved.\n\n"
 		"  -s, --servers LIST       server addresses, the same order on every client\n"
+		"      --zk HOST:PORT[,...] instead: the servers, replication and shard map of the\n"
+		"                           cluster held by this ZooKeeper ensemble\n"
+		"      --zk-name NAME       the cluster's name there (default xtx)\n"
 		"  -p, --port N             server UDP port (default %u)\n"
 		"  -P, --protocol NAME      occ, 2pl or hades (default occ)\n"
 		"  -R, --replication N      replicas per key (default min(3, servers))\n"
@@ -472,12 +479,14 @@ static void usage(FILE *out)
 }
 
 enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
-       OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER };
+       OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER, OPT_ZK, OPT_ZK_NAME };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "servers", required_argument, NULL, 's' },
+		{ "zk", required_argument, NULL, OPT_ZK },
+		{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
 		{ "port", required_argument, NULL, 'p' },
 		{ "protocol", required_argument, NULL, 'P' },
 		{ "replication", required_argument, NULL, 'R' },
@@ -503,7 +512,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	const char *servers = NULL;
+	const char *servers = NULL, *zk = NULL, *zk_name = XTX_ZK_NAME_DEFAULT;
 	uint32_t port = XTX_DEFAULT_PORT;
 	bool base_set = false;
 	int c, err = 0;
@@ -517,6 +526,8 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 	while ((c = getopt_long(argc, argv, "s:p:P:R:t:i:k:a:d:c:Cjh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': servers = optarg; break;
+		case OPT_ZK: zk = optarg; break;
+		case OPT_ZK_NAME: zk_name = optarg; break;
 		case 'p': err = xtx_parse_u32("--port", optarg, 1, 65535, &port); break;
 		case 'P':
 			if (xtx_protocol_parse(optarg, &o->protocol)) {
@@ -583,11 +594,19 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!servers) {
-		fprintf(stderr, "Error: --servers is required\n");
+	if (!servers == !zk) {
+		fprintf(stderr, "Error: give the servers by --servers or by --zk, once\n");
 		return -1;
 	}
-	if (xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
+	if (zk && o->replication) {
+		fprintf(stderr, "Error: --replication: the cluster in ZooKeeper sets it\n");
+		return -1;
+	}
+	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
+				   &o->replication, &o->cluster))
+		return -1;
+	if (servers &&
+	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
 		return -1;
 	o->port = (uint16_t)port;
 	if (!base_set)

@@ -27,6 +27,7 @@ struct op_opts {
 	unsigned int nservers;
 	uint16_t port;
 	uint32_t client_id;
+	uint32_t epoch;		/* hdr.epoch: the configuration the request claims */
 	uint64_t timeout_ns;
 	bool json;
 	struct xtx_op op;	/* what to send */
@@ -58,6 +59,8 @@ static void usage(FILE *out)
 		"  -s, --server IP         the server\n"
 		"  -p, --port N            UDP port (default %d)\n"
 		"  -c, --client-id ID      client id; txn=SEQ names transaction SEQ of it\n"
+		"  -e, --epoch N           the configuration epoch the request names (default 0:\n"
+		"                          a static cluster); a refusal prints the server's\n"
 		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
 		"  -j, --json              one JSON object\n"
 		"\n"
@@ -199,6 +202,7 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 		{ "server", required_argument, NULL, 's' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "client-id", required_argument, NULL, 'c' },
+		{ "epoch", required_argument, NULL, 'e' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -212,7 +216,7 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 
 	o->client_id = xtx_client_base_default(1);
 	o->timeout_ns = 20000000ull;
-	while ((c = getopt_long(argc, argv, "+s:p:c:t:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:p:c:e:t:jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': server = optarg; break;
 		case 'p':
@@ -222,6 +226,10 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 		case 'c':
 			if (xtx_parse_u32("--client-id", optarg, 0, XTX_MAX_CLIENTS_LIMIT - 1,
 					  &o->client_id))
+				return -1;
+			break;
+		case 'e':
+			if (xtx_parse_u32("--epoch", optarg, 0, 0xffff, &o->epoch))
 				return -1;
 			break;
 		case 't':
@@ -294,6 +302,7 @@ static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_ms
 	int n;
 
 	xtx_msg_init(&req, o->client_id, xtx_req_id_start());
+	req.hdr.epoch = (uint16_t)o->epoch;
 	op = xtx_msg_add(&req, o->op.opcode, o->op.table, o->op.key);
 	*op = o->op;
 	for (*tries = 1; *tries <= OP_MAX_TRIES; (*tries)++) {
@@ -333,6 +342,9 @@ int bench_op_main(int argc, char **argv)
 	}
 	if (call(&tr, &o, &reply, &tries)) {
 		fprintf(stderr, "Error: no answer from the server after %u tries\n", OP_MAX_TRIES);
+	} else if (reply.hdr.status == XTX_ST_EPOCH) {
+		fprintf(stderr, "Error: request refused: epoch (the server serves epoch %u%s)\n",
+			reply.hdr.epoch, reply.hdr.epoch == XTX_EPOCH_FENCED ? ": fenced, none" : "");
 	} else if (reply.hdr.status != XTX_ST_OK) {
 		fprintf(stderr, "Error: request refused: %s\n", xtx_status_name(reply.hdr.status));
 	} else {

@@ -26,6 +26,8 @@
 #include "wlbench.h"
 #include "wlload.h"
 #include "zipf.h"
+#include "zk.h"
+#include "zkcluster.h"
 
 /* Longest a thread waits in xtx_poll(), so it notices the stop flag. */
 #define WL_POLL_NS		(1000 * 1000ull)
@@ -52,6 +54,7 @@ enum wl_populate_via { WL_VIA_CTL, WL_VIA_TXN };
 struct wl_opts {
 	struct sockaddr_in *servers;
 	unsigned int nservers;
+	struct xtx_cluster *cluster;	/* --zk: the cluster's map; NULL: static */
 	uint16_t port;
 	uint32_t replication;
 	enum xtx_protocol protocol;
@@ -491,10 +494,14 @@ enum {
 	OPT_DUMP_CMD,
 	OPT_ECHO,
 	OPT_HISTORY,
+	OPT_ZK,
+	OPT_ZK_NAME,
 };
 
 static const struct option common_opts[] = {
 	{ "servers", required_argument, NULL, 's' },
+	{ "zk", required_argument, NULL, OPT_ZK },
+	{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
 	{ "port", required_argument, NULL, 'p' },
 	{ "replication", required_argument, NULL, OPT_REPLICATION },
 	{ "protocol", required_argument, NULL, OPT_PROTOCOL },
@@ -529,6 +536,9 @@ static void common_usage(FILE *out)
 	fprintf(out,
 		"Common options:\n"
 		"  -s, --servers IP,IP,...   the servers (IPv4), in the same order on every client\n"
+		"      --zk HOST:PORT[,...]  instead: the servers, replication and shard map of\n"
+		"                            the cluster held by this ZooKeeper ensemble\n"
+		"      --zk-name NAME        the cluster's name there (default xtx)\n"
 		"  -p, --port N              server UDP port (default %u)\n"
 		"      --replication R       replicas per key, 1..min(3, servers) (default: that)\n"
 		"      --protocol P          occ, 2pl or hades\n"
@@ -676,7 +686,7 @@ static void usage(const struct wl_workload *w, FILE *out)
 static int parse_args(const struct wl_workload *w, int argc, char **argv, struct wl_opts *o)
 {
 	struct option longopts[64];
-	const char *servers = NULL;
+	const char *servers = NULL, *zk = NULL, *zk_name = XTX_ZK_NAME_DEFAULT;
 	uint32_t port = XTX_DEFAULT_PORT;
 	unsigned int n = 0, i;
 	int c;
@@ -701,6 +711,12 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		switch (c) {
 		case 's':
 			servers = optarg;
+			break;
+		case OPT_ZK:
+			zk = optarg;
+			break;
+		case OPT_ZK_NAME:
+			zk_name = optarg;
 			break;
 		case 'p':
 			if (xtx_parse_u32("--port", optarg, 1, 65535, &port))
@@ -831,12 +847,20 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!servers) {
-		fprintf(stderr, "Error: --servers is required\n");
+	if (!servers == !zk) {
+		fprintf(stderr, "Error: give the servers by --servers or by --zk, once\n");
 		usage(w, stderr);
 		return -1;
 	}
-	if (xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
+	if (zk && o->replication) {
+		fprintf(stderr, "Error: --replication: the cluster in ZooKeeper sets it\n");
+		return -1;
+	}
+	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
+				   &o->replication, &o->cluster))
+		return -1;
+	if (servers &&
+	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
 		return -1;
 	o->port = (uint16_t)port;
 	if (!o->replication)
@@ -897,6 +921,7 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lock_lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
+		.cluster = o->cluster,
 	};
 
 	return xtx_client_open(&cfg);
@@ -1053,6 +1078,7 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 		.timeout_ns = o->timeout_ns,
 		.lock_lease_ns = o->lock_lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
+		.cluster = o->cluster,
 	};
 	uint64_t t0 = xtx_now_ns();
 	int rc;

@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <xtx/mac.h>
+#include "cluster.h"
 #include <xtx/proto.h>
 
 enum xtx_protocol {
@@ -138,6 +139,13 @@ struct xtx_client_cfg {
 	/* The cluster's shared secret (xtxd --secret-file), or NULL when it has none. */
 	const struct xtx_secret *secret;
 	/*
+	 * A cluster held in ZooKeeper (common/zk.h): its epoch goes on every
+	 * request and its shard map places the keys; servers[] must list its
+	 * servers in its order.  NULL: a static cluster, where shard s of
+	 * nservers lives on servers s, s+1, ... (xtx_cluster_static()).
+	 */
+	const struct xtx_cluster *cluster;
+	/*
 	 * For tests only (the nemesis): parts per million of the requests
 	 * sent twice, or held back and sent after later ones, as a network
 	 * may duplicate and reorder them.  0: none.
@@ -151,6 +159,7 @@ struct xtx_client_stats {
 	uint64_t aborts[XTX_CAUSE__COUNT];
 	uint64_t packets, ops, retransmits, op_retries;
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
+	uint64_t epoch_refusals;	/* ... of which: the server serves another epoch, or none */
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
 	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */

@@ -49,6 +49,7 @@ struct xtx_req *xtx_reqwin_next(struct xtx_reqwins *w, unsigned int s)
 	if (srv->outstanding >= w->inflight || r->req_id)
 		return NULL;
 	xtx_msg_init(&r->msg, w->client_id, srv->next_id);
+	r->msg.hdr.epoch = w->epoch;
 	return r;
 }
 
@@ -162,11 +163,12 @@ enum xtx_reqwin_match xtx_reqwin_match(struct xtx_reqwins *w, const struct xtx_d
 	*req = r;
 	if (!xtx_msg_is_reply_to(m, d->len, &r->msg.hdr))
 		return XTX_RW_MISMATCH;
-	if (h->status == XTX_ST_RETRY) {
+	if (h->status == XTX_ST_RETRY || h->status == XTX_ST_EPOCH) {
 		/*
 		 * The same request again, but not at once: the server has it
 		 * executing elsewhere (or waits out a lost rare-path round
-		 * trip's lease), so the timeout paces the resend.
+		 * trip's lease), or serves another configuration epoch
+		 * for now, so the timeout paces the resend.
 		 */
 		return XTX_RW_RETRY;
 	}

@@ -44,6 +44,8 @@ struct xtx_reqwins {
 	unsigned int inflight;	/* 1..XTX_REQWIN_MAX_INFLIGHT */
 	uint64_t timeout_ns;	/* resend after this long without a reply */
 	struct xtx_reqwin *srv;
+	/* The configuration epoch every request names (0: a static cluster). */
+	uint16_t epoch;
 	/* With the cluster's shared secret every request carries its MAC (xtx/mac.h). */
 	bool mac;
 	struct xtx_secret secret;

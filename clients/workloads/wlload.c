@@ -224,6 +224,7 @@ int wl_load_rows(const struct wl_load_cfg *cfg, const struct wl_rows *rows,
 			.timeout_ns = cfg->timeout_ns,
 			.lock_lease_ns = cfg->lock_lease_ns,
 			.secret = cfg->secret,
+			.cluster = cfg->cluster,
 		};
 
 		l[i].cfg = cfg;

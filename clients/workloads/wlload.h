@@ -53,6 +53,7 @@ struct wl_load_cfg {
 	uint64_t timeout_ns;
 	uint64_t lock_lease_ns;
 	const struct xtx_secret *secret;	/* the cluster's, or NULL */
+	const struct xtx_cluster *cluster;	/* held in ZooKeeper, or NULL: static */
 };
 
 /* What a load did, summed over the loaders. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The request MAC of a cluster with a shared secret: SipHash-1-3 keyed with
- * the secret over the request's client id, op count and request id, folded
+ * the secret over the request's client id, epoch, op count and request id, folded
  * to 32 bits and carried in hdr.reserved.  It binds the
  * client id and the request id to the secret, so a sender who can forge
  * source addresses but does not know the secret cannot make a server
@@ -34,14 +34,15 @@ static inline __u64 xtx_rotl64(__u64 x, int b)
 
 /*
  * One compression round per word and three to finish (SipHash-1-3) over
- * the two words that name the request: client id with op count, and
+ * the two words that name the request: client id, epoch and op count, and
  * request id (magic and version are checked on their own anyway).
  */
 static inline __u32 xtx_hdr_mac(const struct xtx_secret *s, const struct xtx_hdr *h)
 {
 	__u64 v0 = s->k0 ^ 0x736f6d6570736575ull, v1 = s->k1 ^ 0x646f72616e646f6dull;
 	__u64 v2 = s->k0 ^ 0x6c7967656e657261ull, v3 = s->k1 ^ 0x7465646279746573ull;
-	__u64 m0 = (__u64)h->client_id | (__u64)h->nops << 32 | (__u64)16 << 56, m1 = h->req_id;
+	__u64 m0 = (__u64)h->client_id | (__u64)h->epoch << 16 | (__u64)h->nops << 32 |
+		   (__u64)16 << 56, m1 = h->req_id;
 
 	v3 ^= m0;
 	XTX_SIPROUND(v0, v1, v2, v3);

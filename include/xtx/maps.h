@@ -20,6 +20,8 @@
 #define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
 #define XTX_MAP_FENCE		"xtx_fence"
 #define XTX_MAP_ALLOW		"xtx_allow"
+/* The configuration epoch served and its lease (struct xtx_epoch_lease). */
+#define XTX_MAP_EPOCH		"xtx_epoch"
 
 /*
  * Transactions the servers decided while their coordinator was away
@@ -28,6 +30,22 @@
  * hold it" never holds it later.
  */
 #define XTX_FENCE_MAX		65536
+
+/*
+ * What a server serves: requests of hdr.epoch == epoch (0 in a static
+ * cluster), and, in a cluster held in ZooKeeper, only until until_ns
+ * (CLOCK_MONOTONIC, bpf_ktime_get_ns()).  xtxd moves until_ns forward while
+ * its ZooKeeper session is surely alive, so a server cut off from
+ * ZooKeeper, or whose xtxd died, stops serving on its own before its
+ * session can expire and its shards be given to others.  A map of its
+ * own: xtxd's cluster thread is its only writer, so no read-modify-write
+ * of other knobs can undo a fence.
+ */
+struct xtx_epoch_lease {
+	__u32 epoch;		/* hdr.epoch served; XTX_EPOCH_FENCED: none */
+	__u32 pad;
+	__u64 until_ns;		/* 0: no lease (static cluster) */
+};
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */
 
@@ -74,6 +92,7 @@ enum xtx_counter {
 	XTX_CTR_HADES_FP_BLOCK,	/* --hades-exact: RETRYs and NACKs the exact sets refute */
 	XTX_CTR_NOT_ALLOWED,	/* dropped: the source is outside the allowlist */
 	XTX_CTR_BAD_MAC,	/* dropped: the shared secret's MAC is missing or wrong */
+	XTX_CTR_WRONG_EPOCH,	/* refused: sent for another configuration epoch */
 	XTX_CTR__COUNT,
 };
 

@@ -43,8 +43,14 @@ struct xtx_hdr {
 	__u8 flags;
 	__u8 nops;
 	__u8 status;		/* reply: XTX_ST_* for the packet as a whole */
-	__u32 client_id;	/* < the server's client limit; see xtx_txn_client() */
-	__u32 reserved;		/* must be zero */
+	__u16 client_id;	/* < the server's client limit; see xtx_txn_client() */
+	/*
+	 * The cluster configuration the client routes by (0: a static
+	 * cluster, no coordination service).  A server of another epoch
+	 * refuses the packet XTX_ST_EPOCH and answers with its own here.
+	 */
+	__u16 epoch;
+	__u32 reserved;		/* zero, or the MAC (include/xtx/mac.h) */
 	/*
 	 * Per (client, server) request sequence number, strictly increasing;
 	 * a retransmission reuses the id.  The server remembers the last
@@ -90,6 +96,12 @@ _Static_assert(sizeof(struct xtx_hdr) == 24, "xtx_hdr is wire format");
 _Static_assert(sizeof(struct xtx_ping_info) <= XTX_VALUE_MAX, "ping info fits a value");
 _Static_assert(sizeof(struct xtx_op) == 80, "xtx_op is wire format");
 _Static_assert(sizeof(struct xtx_op) % 8 == 0, "op slots keep 8-byte alignment");
+
+/*
+ * hdr.epoch of a server that lost its coordination-service session: it
+ * may have been replaced, so it serves no epoch until it rejoins.
+ */
+#define XTX_EPOCH_FENCED	0xffff
 
 #define XTX_CLIENT_BITS		16
 #define XTX_TXN_SEQ_BITS	(64 - XTX_CLIENT_BITS)
@@ -254,6 +266,12 @@ enum xtx_status {
 	 * OCC/2PL) now; nothing done: abort (bpf/lib/family.h)
 	 */
 	XTX_ST_MIXED = 26,
+	/*
+	 * packet: the server serves another configuration epoch (its own is in
+	 * the reply's hdr.epoch; XTX_EPOCH_FENCED: it serves none); nothing
+	 * ran: re-read the configuration and route again
+	 */
+	XTX_ST_EPOCH = 27,
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */

@@ -30,6 +30,15 @@ all_server_ctls() {
 	echo "$c"
 }
 
+# A private ZooKeeper in the client namespace (scripts/zk.sh): clients reach it at
+# 127.0.0.1, server i through its own link (so cutting the link cuts it off, too).
+ZK_PORT=21810
+ZK_DIR=/tmp/xtx-zk.$PREFIX
+zk_up() { "$ROOT/scripts/zk.sh" start -d "$ZK_DIR" -P "$ZK_PORT" -n "$PREFIX-c"; }
+zk_down() { "$ROOT/scripts/zk.sh" stop -d "$ZK_DIR" >/dev/null 2>&1; }
+zk_for_server() { echo "10.77.$1.1:$ZK_PORT"; }
+ZK_CLIENT=127.0.0.1:$ZK_PORT
+
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; TEST_FAILED=1; }
 # check DESCRIPTION CONDITION...: one verdict line from a test expression.
@@ -52,6 +61,8 @@ cleanup() {
 			unload --force >/dev/null 2>&1
 	done
 	topo down >/dev/null 2>&1
+	# after the servers: a stopping xtxd closes its session
+	[ -e "$ZK_DIR" ] && zk_down
 	# each server's data directory (its logs) belongs to this run only
 	rm -rf /var/lib/xtx/"$PREFIX"-*
 }

@@ -207,7 +207,7 @@ static size_t random_req(uint8_t *payload, uint32_t *client, bool kv_only)
 }
 
 enum breakage { BR_MAGIC, BR_VERSION, BR_NOPS_ZERO, BR_NOPS_BIG, BR_SHORT, BR_LONG, BR_REPLY,
-		BR_CLIENT, BR_TABLE, BR_VLEN, BR_OPCODE, BR_TXN_OWNER, BR__COUNT };
+		BR_CLIENT, BR_TABLE, BR_VLEN, BR_OPCODE, BR_TXN_OWNER, BR_EPOCH, BR__COUNT };
 
 /*
  * A request broken in one way a server must refuse whole: in the header,
@@ -228,7 +228,7 @@ static size_t broken_req(uint8_t *payload, uint32_t *client, enum breakage *how)
 	case BR_SHORT: len -= 1 + below(sizeof(struct xtx_op) - 1); break;
 	case BR_LONG: len += 1 + below(sizeof(struct xtx_op) - 1); break;
 	case BR_REPLY: h->flags |= XTX_F_REPLY; break;
-	case BR_CLIENT: h->client_id = FUZZ_MAX_CLIENTS + below(1u << 20); break;
+	case BR_CLIENT: h->client_id = FUZZ_MAX_CLIENTS + below(65536 - FUZZ_MAX_CLIENTS); break;
 	case BR_TABLE: op->table = XTX_MAX_TABLES + below(256 - XTX_MAX_TABLES); break;
 	case BR_VLEN: op->vlen = XTX_VALUE_MAX + 1 + below(255 - XTX_VALUE_MAX); break;
 	case BR_OPCODE: op->opcode = 37 + below(219); break;
@@ -236,6 +236,10 @@ static size_t broken_req(uint8_t *payload, uint32_t *client, enum breakage *how)
 		/* a lock op naming another client's transaction */
 		op->opcode = XTX_OP_LOCK_EXCL;
 		op->txn = xtx_txn_make((*client + 1) % FUZZ_CLIENTS, 1);
+		break;
+	case BR_EPOCH:
+		/* a static server (epoch 0) serves no configuration's epoch, fenced included */
+		h->epoch = 1 + below(0xffff);
 		break;
 	default: break;
 	}

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -587,6 +588,66 @@ static void test_secret(void)
 	bpf_map_update_elem(rt_fd, &zero, &saved, 0);
 }
 
+/* One COUNTER_ADD of 1 to counter idx naming epoch e; the reply's status and epoch. */
+static void epoch_add(struct run *r, __u64 req, __u32 idx, __u16 e)
+{
+	make_req(r, 63, req, 1, XTX_OP_COUNTER_ADD);
+	in_op(r, 0)->key = idx;
+	in_op(r, 0)->version = 1;
+	in_hdr(r)->epoch = e;
+	run(r);
+}
+
+/* The epoch map: what a server of a cluster in ZooKeeper serves, and for how long. */
+static void test_epoch_lease(void)
+{
+	int fd = bpf_map__fd(skel->maps.xtx_epoch);
+	struct xtx_epoch_lease el = { .epoch = 5 }, none = {};
+	struct xtx_stats before, after;
+	const __u32 idx = 15;
+	__u64 c0 = counter_value(idx);
+	struct timespec ts;
+	__u32 zero = 0;
+	struct run r;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	el.until_ns = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec + 60000000000ull;
+	bpf_map_update_elem(fd, &zero, &el, 0);
+	read_stats(&before);
+	epoch_add(&r, 92000, idx, 5);
+	CHECK(r.retval == XDP_TX && out_hdr(&r)->status == XTX_ST_OK &&
+	      counter_value(idx) == c0 + 1, "a request of the epoch served is served");
+	epoch_add(&r, 92001, idx, 0);
+	CHECK(out_hdr(&r)->status == XTX_ST_EPOCH && out_hdr(&r)->epoch == 5 &&
+	      out_op(&r, 0)->status == XTX_ST_NOT_EXECUTED && counter_value(idx) == c0 + 1,
+	      "epoch 0 is refused EPOCH with the server's epoch (%u), nothing run",
+	      out_hdr(&r)->epoch);
+	epoch_add(&r, 92002, idx, 6);
+	CHECK(out_hdr(&r)->status == XTX_ST_EPOCH && counter_value(idx) == c0 + 1,
+	      "so is a newer epoch");
+	el.until_ns = 1;	/* the lease ran out */
+	bpf_map_update_elem(fd, &zero, &el, 0);
+	epoch_add(&r, 92003, idx, 5);
+	CHECK(out_hdr(&r)->status == XTX_ST_EPOCH && out_hdr(&r)->epoch == XTX_EPOCH_FENCED &&
+	      counter_value(idx) == c0 + 1,
+	      "past its lease the server serves no epoch (answers %u)", out_hdr(&r)->epoch);
+	el.epoch = XTX_EPOCH_FENCED;
+	el.until_ns = 0;
+	bpf_map_update_elem(fd, &zero, &el, 0);
+	epoch_add(&r, 92004, idx, XTX_EPOCH_FENCED);
+	CHECK(out_hdr(&r)->status == XTX_ST_EPOCH && counter_value(idx) == c0 + 1,
+	      "a fenced server serves nobody, even a request naming the fenced epoch");
+	read_stats(&after);
+	CHECK(after.ctr[XTX_CTR_WRONG_EPOCH] == before.ctr[XTX_CTR_WRONG_EPOCH] + 4,
+	      "every refusal counted as wrong_epoch (%llu)",
+	      (unsigned long long)(after.ctr[XTX_CTR_WRONG_EPOCH] -
+				   before.ctr[XTX_CTR_WRONG_EPOCH]));
+	bpf_map_update_elem(fd, &zero, &none, 0);
+	epoch_add(&r, 92005, idx, 0);
+	CHECK(out_hdr(&r)->status == XTX_ST_OK && counter_value(idx) == c0 + 2,
+	      "a static server (epoch 0, no lease) serves epoch 0");
+}
+
 int main(void)
 {
 	xtx_log_libbpf();
@@ -610,6 +671,7 @@ int main(void)
 	RUN_CASE(test_fuzz);
 	RUN_CASE(test_allowlist);
 	RUN_CASE(test_secret);
+	RUN_CASE(test_epoch_lease);
 	xtx_xdp__destroy(skel);
 	printf("# test_xdp: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

@@ -25,6 +25,7 @@
 #include "allow.h"
 #include "occupancy.h"
 #include "top.h"
+#include "xtxctl_cluster.h"
 #include "stats_read.h"
 #include "target.h"
 #include "loadgen.h"
@@ -53,7 +54,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxctl [--netns NAME] --iface IF COMMAND [options]\n"
-		"Inspect and control the xtx server loaded on IF.\n"
+		"       xtxctl cluster init|status --zk HOSTS ...  (xtxctl cluster --help)\n"
+		"Inspect and control the xtx server loaded on IF, or a cluster's configuration.\n"
 		"\n"
 		"Commands:\n"
 		"  stats [--json]          packet, op and status counters, summed over CPUs\n"
@@ -1171,6 +1173,9 @@ int main(int argc, char **argv)
 	uint32_t table;
 	int c;
 
+	/* the cluster, not one server: its own options, no --iface */
+	if (argc >= 2 && !strcmp(argv[1], "cluster"))
+		return xtxctl_cluster_main(argc - 1, argv + 1);
 	/* permute so options may follow the command */
 	while ((c = getopt_long(argc, argv, "i:n:jt:vh", longopts, NULL)) != -1) {
 		switch (c) {

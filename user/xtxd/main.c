@@ -33,6 +33,8 @@
 #include "resolve/resolve.h"
 #include "log/snapshot.h"
 #include "housekeeping.h"
+#include "member.h"
+#include "zk.h"
 #include "metrics.h"
 #include "target.h"
 
@@ -49,6 +51,7 @@ struct xtxd_opts {
 	struct xtxd_logdrain_opts drain;
 	struct xtxd_resolve_opts resolve;
 	const char *peers, *cluster;
+	struct xtxd_member_opts member;	/* --zk: a cluster held in ZooKeeper */
 	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
 	const char *allow;		/* CIDR[,CIDR...]: the client allowlist, or NULL */
 	uint64_t snapshot_every_ns;	/* 0: snapshots only by hand */
@@ -88,6 +91,11 @@ static void usage(FILE *out)
 		"                           snapshots and logs aside instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
+		"      --zk HOST:PORT[,...] serve in the cluster held by this ZooKeeper ensemble: its\n"
+		"                           configuration gives the servers (this one among them)\n"
+		"                           and the epoch; a live node holds this server's lease,\n"
+		"                           and XDP stops serving when the lease may have passed\n"
+		"      --zk-name NAME       the cluster's name there (default %s)\n"
 		"      --peers IP[,IP...]   every server of the cluster, in the clients' --servers\n"
 		"                           order (a log record names its replicas by position):\n"
 		"                           transactions whose coordinator vanished after logging\n"
@@ -141,7 +149,7 @@ static void usage(FILE *out)
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
 		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
-		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_HADES_SLOTS_MAX,
+		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_ZK_NAME_DEFAULT, XTX_HADES_SLOTS_MAX,
 		XTX_HADES_SLOTS_DEFAULT, XTX_HADES_BF_BITS_MIN, XTX_HADES_BF_BITS_MAX,
 		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
 		XTXD_OVERFLOW_MAX_DEFAULT,
@@ -152,7 +160,7 @@ static void usage(FILE *out)
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
-       OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
+       OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE };
 
@@ -174,6 +182,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
 		{ "fresh", no_argument, NULL, OPT_FRESH },
+		{ "zk", required_argument, NULL, OPT_ZK },
+		{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
 		{ "peers", required_argument, NULL, OPT_PEERS },
 		{ "cluster", required_argument, NULL, OPT_CLUSTER },
 		{ "self", required_argument, NULL, OPT_SELF },
@@ -223,6 +233,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->drain.sync_ns = XTXD_LOG_SYNC_DEFAULT_NS;
 	o->resolve.after_ns = XTXD_RESOLVE_AFTER_DEFAULT_NS;
 	o->resolve.peers.self = XTXD_SELF_UNKNOWN;
+	o->member.name = XTX_ZK_NAME_DEFAULT;
+	o->member.session_ms = XTX_ZK_SESSION_MS_DEFAULT;
 	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
@@ -348,6 +360,8 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			break;
 		case OPT_DATA_DIR: o->drain.data_dir = optarg; break;
 		case OPT_FRESH: o->fresh = true; break;
+		case OPT_ZK: o->member.zk = optarg; break;
+		case OPT_ZK_NAME: o->member.name = optarg; break;
 		case OPT_PEERS: o->peers = optarg; break;
 		case OPT_CLUSTER: o->cluster = optarg; break;
 		case OPT_SELF:
@@ -394,6 +408,13 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		usage(stderr);
 		return -1;
 	}
+	if (o->member.zk && (o->peers || o->cluster)) {
+		fprintf(stderr, "Error: --zk gives the servers; --peers and --cluster are for a "
+			"static cluster\n");
+		return -1;
+	}
+	if (o->member.zk && xtx_zk_name_ok(o->member.name))
+		return -1;
 	if (o->peers && o->cluster) {
 		fprintf(stderr, "Error: --peers and --cluster both list the servers; give one\n");
 		return -1;
@@ -585,6 +606,15 @@ int main(int argc, char **argv)
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
+	/*
+	 * The cluster's configuration, and which server we are; after the fork,
+	 * since the ZooKeeper library's threads would not survive it.
+	 */
+	if (o.member.zk && xtxd_member_join(&o.member, &o.resolve.peers)) {
+		unlink(pidfile);
+		xtx_daemon_ready(&ready_fd, 1);
+		return 1;
+	}
 
 	/* held from before the attach until the store is whole again */
 	err = xtxd_recover_hold(&t);
@@ -633,7 +663,11 @@ int main(int argc, char **argv)
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
-	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns)) {
+	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns) ||
+	    (o.member.zk && xtxd_member_start(&t))) {
+		if (o.member.zk)
+			xtxd_member_stop(&t);
+		xtxd_housekeeping_stop();
 		xtxd_metrics_stop();
 		xtxd_control_stop();
 		xtxd_resolve_stop();
@@ -657,6 +691,9 @@ int main(int argc, char **argv)
 	xtx_daemon_ready(&ready_fd, 0);
 
 	serve_until_signal();
+	/* a stopping member stops serving first, then gives up its lease */
+	if (o.member.zk)
+		xtxd_member_stop(&t);
 	xtxd_housekeeping_stop();
 	xtxd_metrics_stop();
 	xtxd_control_stop();

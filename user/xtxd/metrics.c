@@ -17,6 +17,7 @@
 #include <xtx/proto.h>
 #include "housekeeping.h"
 #include "log.h"
+#include "member.h"
 #include "metrics.h"
 #include "names.h"
 #include "num.h"
@@ -118,6 +119,20 @@ static void rare_metrics(struct mbuf *b, const struct xtx_stats *s)
 	put(b, "xtx_overflow_keys %llu\n", (unsigned long long)xtxd_ovf_count(store));
 	family(b, "xtx_overflow_capacity_keys", "gauge", "Keys the overflow store may hold.");
 	put(b, "xtx_overflow_capacity_keys %llu\n", (unsigned long long)xtxd_ovf_max(store));
+}
+
+/* A member of a cluster held in ZooKeeper (xtxd --zk): what it serves. */
+static void cluster_metrics(struct mbuf *b)
+{
+	bool fenced;
+	unsigned int epoch = xtxd_member_epoch(&fenced);
+
+	family(b, "xtx_cluster_epoch", "gauge",
+	       "Configuration epoch served (0: a static cluster, 65535: fenced).");
+	put(b, "xtx_cluster_epoch %u\n", epoch);
+	family(b, "xtx_cluster_fenced", "gauge",
+	       "1 once the ZooKeeper session was lost: the server serves no epoch.");
+	put(b, "xtx_cluster_fenced %d\n", fenced ? 1 : 0);
 }
 
 static void log_metrics(struct mbuf *b)
@@ -228,6 +243,7 @@ char *xtxd_metrics_text(size_t *len)
 	if (fd >= 0)
 		close(fd);
 	log_metrics(&b);
+	cluster_metrics(&b);
 	table_metrics(&b);
 	resolve_metrics(&b);
 	if (b.oom) {

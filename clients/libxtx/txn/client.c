@@ -22,6 +22,38 @@ const struct txn_protocol *const txn_protocols[] = {
 };
 const unsigned int txn_nprotocols = sizeof(txn_protocols) / sizeof(txn_protocols[0]);
 
+/* The servers and replication given must be the cluster's, and every shard whole. */
+static int cluster_mismatch(const struct xtx_client_cfg *cfg)
+{
+	const struct xtx_cluster *m = cfg->cluster;
+	unsigned int i;
+
+	if (m->nservers != cfg->nservers || m->replication != cfg->replication) {
+		fprintf(stderr, "Error: libxtx: the cluster has %u servers and replication %u, "
+			"the client was given %u and %u\n", m->nservers, m->replication,
+			cfg->nservers, cfg->replication);
+		return -1;
+	}
+	for (i = 0; i < m->nservers; i++) {
+		if (m->server[i].s_addr != cfg->servers[i].sin_addr.s_addr) {
+			fprintf(stderr, "Error: libxtx: server %u is not the cluster's server %u\n",
+				i, i);
+			return -1;
+		}
+	}
+	if (m->epoch < 1 || m->epoch > XTX_CLUSTER_EPOCH_MAX) {
+		fprintf(stderr, "Error: libxtx: cluster epoch %u: 1..%u\n", m->epoch,
+			XTX_CLUSTER_EPOCH_MAX);
+		return -1;
+	}
+	if (xtx_cluster_under_replicated(m)) {
+		fprintf(stderr, "Error: libxtx: %u shards of the cluster have fewer than %u "
+			"replicas\n", xtx_cluster_under_replicated(m), m->replication);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_cfg(struct xtx_client_cfg *cfg)
 {
 	const struct txn_protocol *proto;
@@ -65,6 +97,8 @@ static int check_cfg(struct xtx_client_cfg *cfg)
 		fprintf(stderr, "Error: libxtx: client id %u too large\n", cfg->client_id);
 		return -EINVAL;
 	}
+	if (cfg->cluster && cluster_mismatch(cfg))
+		return -EINVAL;
 	if (!cfg->max_inflight)
 		cfg->max_inflight = DEFAULT_INFLIGHT;
 	if (cfg->max_inflight > 4096) {
@@ -134,6 +168,22 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	if (xtx_reqwins_init(&c->w, c->cfg.nservers, c->cfg.client_id, xtx_req_id_start(),
 			     XTX_REQWIN_MAX_INFLIGHT, c->cfg.timeout_ns))
 		goto nomem;
+	if (c->cfg.cluster) {
+		c->map = *c->cfg.cluster;
+		c->cfg.cluster = NULL;	/* the caller's copy may go away */
+	} else {
+		struct in_addr addr[XTX_MAX_SERVERS];
+		char err[128];
+
+		for (i = 0; i < c->cfg.nservers; i++)
+			addr[i] = c->cfg.servers[i].sin_addr;
+		if (xtx_cluster_static(&c->map, addr, c->cfg.nservers, c->cfg.replication, err,
+				       sizeof(err))) {
+			fprintf(stderr, "Error: libxtx: %s\n", err);
+			goto fail;
+		}
+	}
+	c->w.epoch = (uint16_t)c->map.epoch;
 	if (c->cfg.secret) {
 		c->w.mac = true;
 		c->w.secret = *c->cfg.secret;
@@ -400,7 +450,7 @@ const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c)
 unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
 			    unsigned int i)
 {
-	unsigned int n = c->cfg.nservers;
+	unsigned int s = xtx_cluster_shard(&c->map, table, key);
 
-	return (xtx_shard_of(xtx_hash(table, key), n) + i) % n;
+	return c->map.rep[s][i];
 }

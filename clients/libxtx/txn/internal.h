@@ -160,6 +160,7 @@ struct xtx_client {
 	uint64_t lock_lease_ns;		/* the shortest lease known: what transactions keep to */
 	struct xtx_msgbuf *rbufs;
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
+	struct xtx_cluster map;		/* the shard map keys are placed by */
 };
 
 /*

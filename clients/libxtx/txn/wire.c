@@ -306,6 +306,15 @@ static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
 			c->st.refused_packets++;
 		settle(c, d->server, r, m);
 		break;
+	case XTX_RW_RETRY:
+		/*
+		 * An epoch refusal ran nothing: resent like an unanswered
+		 * request, so a server that lost its lease for a moment only
+		 * delays, and one that keeps refusing ends as unreachable.
+		 */
+		if (m->hdr.status == XTX_ST_EPOCH)
+			c->st.epoch_refusals++;
+		break;
 	case XTX_RW_MISMATCH:
 		/* not our request's reply: resend it rather than trust it */
 		r->pending = true;

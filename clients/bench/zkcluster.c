@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A benchmark's view of a cluster held in ZooKeeper (zkcluster.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "zk.h"
+#include "zkcluster.h"
+
+#define CONNECT_WAIT_MS		5000
+
+int bench_zk_cluster(const char *hosts, const char *name, uint16_t port,
+		     struct sockaddr_in **servers, unsigned int *n, uint32_t *replication,
+		     struct xtx_cluster **out)
+{
+	struct xtx_cluster *c = calloc(1, sizeof(*c));
+	struct xtx_zk *z;
+	unsigned int i;
+	int err;
+
+	if (!c)
+		return -1;
+	z = xtx_zk_open(hosts, name, XTX_ZK_SESSION_MS_DEFAULT, CONNECT_WAIT_MS);
+	if (!z)
+		goto fail;
+	/* the session only reads: it ends here, and with it nothing of ours */
+	err = xtx_zk_read_config(z, c, NULL, false);
+	xtx_zk_close(z);
+	if (err == -ENOENT)
+		fprintf(stderr, "Error: --zk: no cluster '%s' at %s\n", name, hosts);
+	if (err)
+		goto fail;
+	*servers = calloc(c->nservers, sizeof(**servers));
+	if (!*servers)
+		goto fail;
+	for (i = 0; i < c->nservers; i++) {
+		(*servers)[i].sin_family = AF_INET;
+		(*servers)[i].sin_addr = c->server[i];
+		(*servers)[i].sin_port = htons(port);
+	}
+	*n = c->nservers;
+	*replication = c->replication;
+	*out = c;
+	return 0;
+fail:
+	free(c);
+	return -1;
+}

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The cluster configuration: building, parsing and printing it (cluster.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xtx/hash.h>
+#include "cluster.h"
+
+#define CLUSTER_FORMAT_VERSION	1
+
+static int bad(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/*
+ * The checks every configuration passes, however it was made.  Servers
+ * of a static cluster are told apart by address and port (the caller's
+ * business), those of a cluster in ZooKeeper by address.
+ */
+static int validate(const struct xtx_cluster *c, bool by_addr, char *err, size_t len)
+{
+	unsigned int i, j, k;
+
+	if (c->nservers < 1 || c->nservers > XTX_CLUSTER_MAX_SERVERS)
+		return bad(err, len, "%u servers: 1..%u", c->nservers, XTX_CLUSTER_MAX_SERVERS);
+	if (c->replication < 1 || c->replication > XTX_CLUSTER_MAX_R ||
+	    c->replication > c->nservers)
+		return bad(err, len, "replication %u: 1..min(%u, servers = %u)", c->replication,
+			   XTX_CLUSTER_MAX_R, c->nservers);
+	if (c->nshards < 1 || c->nshards > XTX_CLUSTER_MAX_SHARDS)
+		return bad(err, len, "%u shards: 1..%u", c->nshards, XTX_CLUSTER_MAX_SHARDS);
+	if (c->epoch > XTX_CLUSTER_EPOCH_MAX)
+		return bad(err, len, "epoch %u: at most %u", c->epoch, XTX_CLUSTER_EPOCH_MAX);
+	for (i = 0; by_addr && i < c->nservers; i++)
+		for (j = 0; j < i; j++)
+			if (c->server[i].s_addr == c->server[j].s_addr)
+				return bad(err, len, "server %s is listed twice",
+					   inet_ntoa(c->server[i]));
+	for (i = 0; i < c->nshards; i++) {
+		if (c->nrep[i] < 1 || c->nrep[i] > c->replication)
+			return bad(err, len, "shard %u has %u replicas: 1..%u", i, c->nrep[i],
+				   c->replication);
+		for (j = 0; j < c->nrep[i]; j++) {
+			if (c->rep[i][j] >= c->nservers)
+				return bad(err, len, "shard %u: no server %u", i, c->rep[i][j]);
+			for (k = 0; k < j; k++)
+				if (c->rep[i][k] == c->rep[i][j])
+					return bad(err, len, "shard %u: server %u twice", i,
+						   c->rep[i][j]);
+		}
+	}
+	return 0;
+}
+
+static int build(struct xtx_cluster *c, const struct in_addr *servers, unsigned int n,
+		 unsigned int replication, unsigned int nshards, bool by_addr, char *err,
+		 size_t errlen)
+{
+	unsigned int s, i;
+
+	memset(c, 0, sizeof(*c));
+	if (n < 1 || n > XTX_CLUSTER_MAX_SERVERS)
+		return bad(err, errlen, "%u servers: 1..%u", n, XTX_CLUSTER_MAX_SERVERS);
+	if (nshards < 1 || nshards > XTX_CLUSTER_MAX_SHARDS)
+		return bad(err, errlen, "%u shards: 1..%u", nshards, XTX_CLUSTER_MAX_SHARDS);
+	if (replication < 1 || replication > XTX_CLUSTER_MAX_R || replication > n)
+		return bad(err, errlen, "replication %u: 1..min(%u, servers = %u)", replication,
+			   XTX_CLUSTER_MAX_R, n);
+	c->epoch = 1;
+	c->replication = replication;
+	c->nservers = n;
+	memcpy(c->server, servers, n * sizeof(*servers));
+	c->nshards = nshards;
+	for (s = 0; s < nshards; s++) {
+		c->nrep[s] = (uint8_t)replication;
+		for (i = 0; i < replication; i++)
+			c->rep[s][i] = (uint8_t)((s + i) % n);
+	}
+	return validate(c, by_addr, err, errlen);
+}
+
+int xtx_cluster_build(struct xtx_cluster *c, const struct in_addr *servers, unsigned int n,
+		      unsigned int replication, unsigned int nshards, char *err, size_t errlen)
+{
+	return build(c, servers, n, replication, nshards, true, err, errlen);
+}
+
+int xtx_cluster_static(struct xtx_cluster *c, const struct in_addr *servers, unsigned int n,
+		       unsigned int replication, char *err, size_t errlen)
+{
+	int r = build(c, servers, n, replication, n, false, err, errlen);
+
+	c->epoch = 0;
+	return r;
+}
+
+/* "0,1,2" into the shard's replica list. */
+static int parse_reps(const char *s, uint8_t *rep, uint8_t *n)
+{
+	unsigned long v;
+	char *end;
+
+	*n = 0;
+	for (;;) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = strtoul(s, &end, 10);
+		if (v >= XTX_CLUSTER_MAX_SERVERS || *n == XTX_CLUSTER_MAX_R)
+			return -1;
+		rep[(*n)++] = (uint8_t)v;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+}
+
+static int parse_servers(struct xtx_cluster *c, char *list)
+{
+	char *save = NULL, *ip;
+
+	for (ip = strtok_r(list, ",", &save); ip; ip = strtok_r(NULL, ",", &save)) {
+		if (c->nservers == XTX_CLUSTER_MAX_SERVERS ||
+		    inet_pton(AF_INET, ip, &c->server[c->nservers]) != 1)
+			return -1;
+		c->nservers++;
+	}
+	return c->nservers ? 0 : -1;
+}
+
+int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t errlen)
+{
+	char line[XTX_CLUSTER_MAX_SERVERS * 16 + 32], word[16], arg[sizeof(line)];
+	unsigned int lineno = 0, shards_seen = 0, version = 0;
+	unsigned long s;
+	const char *p = text, *nl;
+	size_t n;
+
+	memset(c, 0, sizeof(*c));
+	while (*p) {
+		nl = strchr(p, '\n');
+		n = nl ? (size_t)(nl - p) : strlen(p);
+		lineno++;
+		if (n >= sizeof(line))
+			return bad(err, errlen, "line %u: too long", lineno);
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p += n + (nl != NULL);
+		if (!line[0])
+			continue;
+		arg[0] = '\0';
+		if (sscanf(line, "%15s %[^\n]", word, arg) < 1)
+			return bad(err, errlen, "line %u: unreadable", lineno);
+		if (lineno == 1) {
+			if (strcmp(word, "xtx-cluster") || sscanf(arg, "%u", &version) != 1 ||
+			    version != CLUSTER_FORMAT_VERSION)
+				return bad(err, errlen, "not an xtx cluster configuration of "
+					   "version %d", CLUSTER_FORMAT_VERSION);
+		} else if (!strcmp(word, "epoch")) {
+			if (sscanf(arg, "%u", &c->epoch) != 1)
+				return bad(err, errlen, "line %u: epoch N", lineno);
+		} else if (!strcmp(word, "replication")) {
+			if (sscanf(arg, "%u", &c->replication) != 1)
+				return bad(err, errlen, "line %u: replication N", lineno);
+		} else if (!strcmp(word, "servers")) {
+			if (c->nservers || parse_servers(c, arg))
+				return bad(err, errlen, "line %u: servers IP[,IP...] (up to %u), "
+					   "once", lineno, XTX_CLUSTER_MAX_SERVERS);
+		} else if (!strcmp(word, "shards")) {
+			if (sscanf(arg, "%u", &c->nshards) != 1 || !c->nshards ||
+			    c->nshards > XTX_CLUSTER_MAX_SHARDS)
+				return bad(err, errlen, "line %u: shards 1..%u", lineno,
+					   XTX_CLUSTER_MAX_SHARDS);
+		} else if (!strcmp(word, "shard")) {
+			char reps[64];
+
+			if (sscanf(arg, "%lu %63s", &s, reps) != 2 || s >= c->nshards ||
+			    c->nrep[s] || parse_reps(reps, c->rep[s], &c->nrep[s]))
+				return bad(err, errlen, "line %u: shard S R0[,R1[,R2]], once per "
+					   "shard, after 'shards'", lineno);
+			shards_seen++;
+		} else {
+			return bad(err, errlen, "line %u: unknown field '%s'", lineno, word);
+		}
+	}
+	if (!version)
+		return bad(err, errlen, "empty configuration");
+	if (shards_seen != c->nshards)
+		return bad(err, errlen, "%u of %u shards listed", shards_seen, c->nshards);
+	return validate(c, true, err, errlen);
+}
+
+int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len)
+{
+	size_t off = 0;
+	unsigned int i, j;
+	int n;
+
+#define PUT(...)								\
+	do {									\
+		n = snprintf(buf + off, len - off, __VA_ARGS__);		\
+		if (n < 0 || (size_t)n >= len - off)				\
+			return -ENOSPC;						\
+		off += (size_t)n;						\
+	} while (0)
+	PUT("xtx-cluster %d\nepoch %u\nreplication %u\nservers ", CLUSTER_FORMAT_VERSION,
+	    c->epoch, c->replication);
+	for (i = 0; i < c->nservers; i++)
+		PUT("%s%s", i ? "," : "", inet_ntoa(c->server[i]));
+	PUT("\nshards %u\n", c->nshards);
+	for (i = 0; i < c->nshards; i++) {
+		PUT("shard %u ", i);
+		for (j = 0; j < c->nrep[i]; j++)
+			PUT("%s%u", j ? "," : "", c->rep[i][j]);
+		PUT("\n");
+	}
+#undef PUT
+	return (int)off;
+}
+
+unsigned int xtx_cluster_shard(const struct xtx_cluster *c, uint8_t table, uint64_t key)
+{
+	return xtx_shard_of(xtx_hash(table, key), c->nshards);
+}
+
+int xtx_cluster_index(const struct xtx_cluster *c, struct in_addr addr)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nservers; i++)
+		if (c->server[i].s_addr == addr.s_addr)
+			return (int)i;
+	return -1;
+}
+
+unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < c->nshards; i++)
+		n += c->nrep[i] < c->replication;
+	return n;
+}

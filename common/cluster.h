@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A cluster's configuration: its epoch, its servers and its shard map.
+ *
+ * Every key belongs to one of a fixed number of shards (from its hash), and
+ * each shard has an ordered replica list, primary first.  The configuration
+ * lives in the coordination service (common/zk.h) as the text that
+ * xtx_cluster_format() writes:
+ *
+ *   xtx-cluster 1
+ *   epoch 1
+ *   replication 3
+ *   servers 10.77.0.2,10.77.1.2,10.77.2.2
+ *   shards 3
+ *   shard 0 0,1,2
+ *   shard 1 1,2,0
+ *   shard 2 2,0,1
+ *
+ * A static cluster (no coordination service: --servers on the clients,
+ * --peers on the servers) is the same map with one shard per server and
+ * shard s replicated on s, s+1, ..., which xtx_cluster_static() builds.
+ */
+#ifndef XTX_COMMON_CLUSTER_H
+#define XTX_COMMON_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#define XTX_CLUSTER_MAX_SERVERS	64
+#define XTX_CLUSTER_MAX_SHARDS	1024
+#define XTX_CLUSTER_MAX_R	3
+/* Epochs are 16 bits on the wire; 0 is a static cluster, 0xffff a fenced server. */
+#define XTX_CLUSTER_EPOCH_MAX	0xfffe
+
+struct xtx_cluster {
+	uint32_t epoch;
+	uint32_t replication;		/* R: replicas a shard has when none is missing */
+	uint32_t nservers;
+	struct in_addr server[XTX_CLUSTER_MAX_SERVERS];
+	uint32_t nshards;
+	/* shard s: nrep[s] replicas, rep[s][0] its primary */
+	uint8_t nrep[XTX_CLUSTER_MAX_SHARDS];
+	uint8_t rep[XTX_CLUSTER_MAX_SHARDS][XTX_CLUSTER_MAX_R];
+};
+
+/* The longest text xtx_cluster_format() writes. */
+#define XTX_CLUSTER_TEXT_MAX	(64 + XTX_CLUSTER_MAX_SERVERS * 16 + XTX_CLUSTER_MAX_SHARDS * 24)
+
+/*
+ * A new cluster of n servers: epoch 1, R = replication, nshards shards
+ * spread round-robin (shard s on servers s, s+1, ... mod n).  0, or
+ * -EINVAL with why in err.
+ */
+int xtx_cluster_build(struct xtx_cluster *c, const struct in_addr *servers, unsigned int n,
+		      unsigned int replication, unsigned int nshards, char *err, size_t errlen);
+/* The static cluster's map: epoch 0, one shard per server. */
+int xtx_cluster_static(struct xtx_cluster *c, const struct in_addr *servers, unsigned int n,
+		       unsigned int replication, char *err, size_t errlen);
+
+/* Parses the text form; 0, or -EINVAL with the line at fault in err. */
+int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t errlen);
+/* Writes the text form into buf; its length, or -ENOSPC. */
+int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len);
+
+/* The shard of (table, key). */
+unsigned int xtx_cluster_shard(const struct xtx_cluster *c, uint8_t table, uint64_t key);
+/* The index of addr among the servers, or -1. */
+int xtx_cluster_index(const struct xtx_cluster *c, struct in_addr addr);
+/* Shards with fewer replicas than R. */
+unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c);
+
+#endif /* XTX_COMMON_CLUSTER_H */

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A cluster's configuration and live servers in ZooKeeper (zk.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* the multi-threaded library, whose synchronous calls need this */
+#define THREADED
+#include <zookeeper/zookeeper.h>
+#include "clock.h"
+#include "zk.h"
+
+struct xtx_zk {
+	zhandle_t *zh;
+	char hosts[256];
+	char root[16 + XTX_ZK_NAME_MAX];	/* /xtx/NAME */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;				/* ZOO_*_STATE, from the watcher */
+	atomic_bool changed;
+	atomic_uint_fast64_t last_heard;	/* send time of the newest answered heartbeat */
+	atomic_bool beat_out;			/* a heartbeat awaits its answer */
+};
+
+int xtx_zk_name_ok(const char *name)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_' || name[i] == '-'))
+			break;
+	if (n && n <= XTX_ZK_NAME_MAX && i == n)
+		return 0;
+	fprintf(stderr, "Error: cluster name '%s': 1..%d of a-z, 0-9, '_' and '-'\n", name,
+		XTX_ZK_NAME_MAX);
+	return -1;
+}
+
+/* Session events (connected, expired) and the watches of config and live/. */
+static void on_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	struct xtx_zk *z = ctx;
+
+	(void)zh;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT) {
+		pthread_mutex_lock(&z->lock);
+		z->state = state;
+		pthread_cond_broadcast(&z->cond);
+		pthread_mutex_unlock(&z->lock);
+		return;
+	}
+	atomic_store(&z->changed, true);
+}
+
+struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int session_ms,
+			   unsigned int wait_ms)
+{
+	struct timespec until;
+	struct xtx_zk *z;
+	int state;
+
+	if (xtx_zk_name_ok(name))
+		return NULL;
+	if (!*hosts || strlen(hosts) >= sizeof(z->hosts) || strchr(hosts, '/')) {
+		fprintf(stderr, "Error: --zk '%s': HOST:PORT[,HOST:PORT...]\n", hosts);
+		return NULL;
+	}
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return NULL;
+	snprintf(z->hosts, sizeof(z->hosts), "%s", hosts);
+	snprintf(z->root, sizeof(z->root), "/xtx/%s", name);
+	pthread_mutex_init(&z->lock, NULL);
+	pthread_cond_init(&z->cond, NULL);
+	z->state = ZOO_CONNECTING_STATE;
+	/* the library's own chatter (every failed connect) goes nowhere: we say what matters */
+	if (!getenv("XTX_ZK_DEBUG")) {
+		static FILE *devnull;
+
+		if (!devnull)
+			devnull = fopen("/dev/null", "w");
+		if (devnull)
+			zoo_set_log_stream(devnull);
+	}
+	z->zh = zookeeper_init(hosts, on_event, (int)session_ms, NULL, z, 0);
+	if (!z->zh) {
+		fprintf(stderr, "Error: --zk %s: %s\n", hosts, strerror(errno));
+		goto fail;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&z->lock);
+	while (z->state != ZOO_CONNECTED_STATE && z->state != ZOO_EXPIRED_SESSION_STATE &&
+	       z->state != ZOO_AUTH_FAILED_STATE &&
+	       pthread_cond_timedwait(&z->cond, &z->lock, &until) != ETIMEDOUT)
+		;
+	state = z->state;
+	pthread_mutex_unlock(&z->lock);
+	if (state != ZOO_CONNECTED_STATE) {
+		fprintf(stderr, "Error: ZooKeeper at %s: no session within %u ms\n", hosts,
+			wait_ms);
+		goto fail;
+	}
+	atomic_store(&z->last_heard, xtx_now_ns());
+	return z;
+fail:
+	xtx_zk_close(z);
+	return NULL;
+}
+
+void xtx_zk_close(struct xtx_zk *z)
+{
+	if (!z)
+		return;
+	/* ends the session: its ephemeral nodes go at once, not at its timeout */
+	if (z->zh)
+		zookeeper_close(z->zh);
+	pthread_mutex_destroy(&z->lock);
+	pthread_cond_destroy(&z->cond);
+	free(z);
+}
+
+enum xtx_zk_state xtx_zk_state(struct xtx_zk *z)
+{
+	int s;
+
+	pthread_mutex_lock(&z->lock);
+	s = z->state;
+	pthread_mutex_unlock(&z->lock);
+	if (s == ZOO_CONNECTED_STATE)
+		return XTX_ZK_CONNECTED;
+	if (s == ZOO_EXPIRED_SESSION_STATE || s == ZOO_AUTH_FAILED_STATE)
+		return XTX_ZK_EXPIRED;
+	return XTX_ZK_CONNECTING;
+}
+
+unsigned int xtx_zk_session_ms(struct xtx_zk *z)
+{
+	return (unsigned int)zoo_recv_timeout(z->zh);
+}
+
+static int zk_errno(int rc)
+{
+	switch (rc) {
+	case ZOK:
+		return 0;
+	case ZNONODE:
+		return -ENOENT;
+	case ZNODEEXISTS:
+		return -EEXIST;
+	case ZBADVERSION:
+		return -EAGAIN;
+	case ZCONNECTIONLOSS:
+	case ZOPERATIONTIMEOUT:
+		return -ETIMEDOUT;
+	case ZSESSIONEXPIRED:
+		return -ESTALE;
+	default:
+		return -EIO;
+	}
+}
+
+static int fail(struct xtx_zk *z, const char *what, const char *path, int rc)
+{
+	fprintf(stderr, "Error: ZooKeeper at %s: %s %s: %s\n", z->hosts, what, path, zerror(rc));
+	return zk_errno(rc);
+}
+
+int xtx_zk_read_config(struct xtx_zk *z, struct xtx_cluster *c, int *zversion, bool watch)
+{
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char path[sizeof(z->root) + 8], err[160];
+	struct Stat st;
+	int len = sizeof(text) - 1, rc;
+
+	snprintf(path, sizeof(path), "%s/config", z->root);
+	/* one reader at a time owns the buffer: callers are one thread each */
+	rc = zoo_wget(z->zh, path, watch ? on_event : NULL, z, text, &len, &st);
+	if (rc == ZNONODE)
+		return -ENOENT;
+	if (rc != ZOK)
+		return fail(z, "reading", path, rc);
+	text[len < 0 ? 0 : len] = '\0';
+	if (xtx_cluster_parse(c, text, err, sizeof(err))) {
+		fprintf(stderr, "Error: ZooKeeper at %s: %s: %s\n", z->hosts, path, err);
+		return -EINVAL;
+	}
+	if (zversion)
+		*zversion = st.version;
+	return 0;
+}
+
+bool xtx_zk_changed(struct xtx_zk *z)
+{
+	return atomic_exchange(&z->changed, false);
+}
+
+int xtx_zk_create(struct xtx_zk *z, const struct xtx_cluster *c)
+{
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char config[sizeof(z->root) + 8], live[sizeof(z->root) + 8];
+	zoo_op_result_t res[3];
+	zoo_op_t ops[3];
+	int n, rc;
+
+	n = xtx_cluster_format(c, text, sizeof(text));
+	if (n < 0)
+		return n;
+	rc = zoo_create(z->zh, "/xtx", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		return fail(z, "creating", "/xtx", rc);
+	snprintf(config, sizeof(config), "%s/config", z->root);
+	snprintf(live, sizeof(live), "%s/live", z->root);
+	/* all or nothing: a cluster half made is one nobody can init again */
+	zoo_create_op_init(&ops[0], z->root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	zoo_create_op_init(&ops[1], config, text, n, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	zoo_create_op_init(&ops[2], live, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	rc = zoo_multi(z->zh, 3, ops, res);
+	if (rc == ZNODEEXISTS)
+		return -EEXIST;
+	return rc == ZOK ? 0 : fail(z, "creating", z->root, rc);
+}
+
+int xtx_zk_write_config(struct xtx_zk *z, const struct xtx_cluster *c, int zversion)
+{
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char path[sizeof(z->root) + 8];
+	int n, rc;
+
+	n = xtx_cluster_format(c, text, sizeof(text));
+	if (n < 0)
+		return n;
+	snprintf(path, sizeof(path), "%s/config", z->root);
+	rc = zoo_set(z->zh, path, text, n, zversion);
+	if (rc == ZBADVERSION)
+		return -EAGAIN;
+	return rc == ZOK ? 0 : fail(z, "writing", path, rc);
+}
+
+/* Moves last_heard forward to sent, never back (answers may come out of order). */
+static void heard_since(struct xtx_zk *z, uint64_t sent)
+{
+	uint64_t old = atomic_load(&z->last_heard);
+
+	while (old < sent && !atomic_compare_exchange_weak(&z->last_heard, &old, sent))
+		;
+}
+
+int xtx_zk_register(struct xtx_zk *z, unsigned int index, const char *addr)
+{
+	char path[sizeof(z->root) + 16];
+	uint64_t sent;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/live/%u", z->root, index);
+	sent = xtx_now_ns();
+	rc = zoo_create(z->zh, path, addr, (int)strlen(addr), &ZOO_OPEN_ACL_UNSAFE,
+			ZOO_EPHEMERAL, NULL, 0);
+	if (rc == ZNODEEXISTS)
+		return -EEXIST;
+	if (rc != ZOK)
+		return fail(z, "registering", path, rc);
+	/* the ensemble answered: it heard from the session since then */
+	heard_since(z, sent);
+	return 0;
+}
+
+int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch)
+{
+	char path[sizeof(z->root) + 8], *end;
+	struct String_vector v = { 0 };
+	unsigned long i;
+	int rc, k;
+
+	snprintf(path, sizeof(path), "%s/live", z->root);
+	rc = zoo_wget_children(z->zh, path, watch ? on_event : NULL, z, &v);
+	if (rc != ZOK)
+		return fail(z, "listing", path, rc);
+	*mask = 0;
+	for (k = 0; k < v.count; k++) {
+		i = strtoul(v.data[k], &end, 10);
+		if (!*end && i < 64)
+			*mask |= 1ull << i;
+	}
+	deallocate_String_vector(&v);
+	return 0;
+}
+
+struct beat {
+	struct xtx_zk *z;
+	uint64_t sent_ns;
+};
+
+static void on_heartbeat(int rc, const struct Stat *st, const void *data)
+{
+	struct beat *b = (struct beat *)data;
+	struct xtx_zk *z = b->z;
+
+	(void)st;
+	/* an answer, even "no such node", means the ensemble heard the question */
+	if (rc == ZOK || rc == ZNONODE)
+		heard_since(z, b->sent_ns);
+	atomic_store(&z->beat_out, false);
+	free(b);
+}
+
+void xtx_zk_heartbeat(struct xtx_zk *z)
+{
+	struct beat *b;
+
+	if (atomic_exchange(&z->beat_out, true))
+		return;		/* one at a time: an older question is still out */
+	b = malloc(sizeof(*b));
+	if (!b)
+		goto none;
+	b->z = z;
+	b->sent_ns = xtx_now_ns();
+	if (zoo_aexists(z->zh, z->root, 0, on_heartbeat, b) == ZOK)
+		return;
+	free(b);
+none:
+	atomic_store(&z->beat_out, false);
+}
+
+uint64_t xtx_zk_last_heard(struct xtx_zk *z)
+{
+	return atomic_load(&z->last_heard);
+}

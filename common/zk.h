@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A cluster in ZooKeeper (Debian's libzookeeper-mt): its configuration and
+ * which of its servers are alive.  Under /xtx/NAME:
+ *
+ *   config        the configuration text (common/cluster.h); its version
+ *                 is what a writer compares-and-sets against
+ *   live/N        ephemeral, one per serving xtxd (N its server index,
+ *                 the data its address): the node is the server's lease,
+ *                 gone when its session expires
+ *
+ * A session's state is watched by libzookeeper's own thread; callers poll
+ * xtx_zk_state() and, for leases, xtx_zk_heartbeat() (see there).
+ */
+#ifndef XTX_COMMON_ZK_H
+#define XTX_COMMON_ZK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cluster.h"
+
+#define XTX_ZK_SESSION_MS_DEFAULT	2000
+#define XTX_ZK_NAME_MAX			32
+#define XTX_ZK_NAME_DEFAULT		"xtx"
+
+struct xtx_zk;
+
+enum xtx_zk_state {
+	XTX_ZK_CONNECTING,	/* no server answers at the moment; the session may live */
+	XTX_ZK_CONNECTED,
+	XTX_ZK_EXPIRED,		/* the session is gone for good, and its ephemeral nodes */
+};
+
+/* A cluster name is 1..32 of [a-z0-9_-]; 0, or -1 after printing why. */
+int xtx_zk_name_ok(const char *name);
+
+/*
+ * Opens a session with the ensemble "HOST:PORT[,HOST:PORT...]" and waits up
+ * to wait_ms for it.  NULL after printing why (unreachable, bad string).
+ */
+struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int session_ms,
+			   unsigned int wait_ms);
+void xtx_zk_close(struct xtx_zk *z);
+enum xtx_zk_state xtx_zk_state(struct xtx_zk *z);
+/* The session timeout the ensemble granted, ms. */
+unsigned int xtx_zk_session_ms(struct xtx_zk *z);
+
+/*
+ * The configuration, and its znode version in *zversion (may be NULL).
+ * With watch, the next change of it makes xtx_zk_changed() true.
+ * 0; -ENOENT when the cluster has none; other -errno after printing why.
+ */
+int xtx_zk_read_config(struct xtx_zk *z, struct xtx_cluster *c, int *zversion, bool watch);
+/* True once since the watched configuration (or the live set) last changed. */
+bool xtx_zk_changed(struct xtx_zk *z);
+/* Creates the cluster with c; -EEXIST when it exists, other -errno after printing why. */
+int xtx_zk_create(struct xtx_zk *z, const struct xtx_cluster *c);
+/*
+ * Replaces the configuration if its znode is still at zversion;
+ * -EAGAIN when someone else wrote it meanwhile.
+ */
+int xtx_zk_write_config(struct xtx_zk *z, const struct xtx_cluster *c, int zversion);
+
+/*
+ * Registers server index with this session (live/N, ephemeral).
+ * -EEXIST while another session holds it.
+ */
+int xtx_zk_register(struct xtx_zk *z, unsigned int index, const char *addr);
+/* The servers holding a live/N node, a bit per index; -errno after printing why. */
+int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch);
+
+/*
+ * Asks the ensemble something small, without waiting.  Once it answers,
+ * xtx_zk_last_heard() returns the CLOCK_MONOTONIC time the question was
+ * sent: the ensemble heard from this session no earlier than that, so the
+ * session cannot expire before that time plus its timeout.
+ */
+void xtx_zk_heartbeat(struct xtx_zk *z);
+uint64_t xtx_zk_last_heard(struct xtx_zk *z);
+
+#endif /* XTX_COMMON_ZK_H */

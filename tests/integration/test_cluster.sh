@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A cluster held in a real ZooKeeper: xtxctl cluster init/status, xtxd --zk joining it (its
+# peers and epoch from the configuration, its lease a live node), clients placing keys by its
+# shard map with --zk, requests of another epoch refused and changing nothing, and a server
+# that loses ZooKeeper (its link cut, or its xtxd stopped) refusing requests before its
+# session can expire, and for good once it did.
+# checks: 36 (tests/run.sh fails the suite when fewer verdicts come out)
+source "$(dirname "$0")/lib.sh"
+NSERVERS=3
+NAME=t$$
+tmp=$(mktemp -d /tmp/xtx-test-cluster.XXXXXX)
+trap 'cleanup; rm -rf "$tmp"' EXIT INT TERM
+topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
+
+zkc() { client "$BUILD/xtxctl" cluster "$@"; }
+status_json() { zkc status --zk "$ZK_CLIENT" --name "$NAME" --json 2>&1; }
+# live SERVER: "true" or "false" as status says
+live() { grep -o "\"index\":$1,[^}]*" <<<"$(status_json)" | grep -o '"live":[a-z]*' | cut -d: -f2; }
+load_member() {	# load_member I [ARGS...]: xtxd of server I in the cluster
+	local i=$1
+	shift
+	make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
+		ARGS="--zk $(zk_for_server "$i") --zk-name $NAME --lock-lease 200ms $*"
+}
+counter() { json_field "$(ctl "$1" stats --json)" "$2"; }
+# op I EPOCH ARGS...: one op to server I naming EPOCH; prints the answer or the refusal
+op() {
+	local i=$1 e=$2
+	shift 2
+	client "$BUILD/xtxbench" op --server "$(server_ip "$i")" --epoch "$e" --timeout 50ms "$@" 2>&1
+}
+
+# ---- ZooKeeper and the cluster's definition ----
+zk_up >"$tmp/zk.out" 2>&1
+check "a private ZooKeeper answers in the client namespace" test $? -eq 0
+out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" --shards 12 2>&1)
+check "cluster init creates it ($out)" grep -q "epoch 1, 3 servers, replication 3, 12 shards" <<<"$out"
+out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers 10.77.0.2 2>&1)
+rc=$?
+check "a second init is refused, nothing changed (exit $rc)" \
+	test "$rc" -eq 1 -a -n "$(grep -o 'exists' <<<"$out")"
+s=$(status_json)
+check "status: epoch 1, 12 shards, none under-replicated" \
+	grep -q '"epoch":1,"replication":3,"shards":12,"under_replicated":0' <<<"$s"
+check "status: every server primary of 4 shards, none live yet" \
+	test "$(grep -o '"live":false,"primary_of":4,"replica_of":12' <<<"$s" | wc -l)" -eq 3
+out=$(zkc init --zk "$ZK_CLIENT" --name dup --servers 10.77.0.2,10.77.0.2 2>&1)
+check "init with a server twice is refused (exit $?)" grep -q "listed twice" <<<"$out"
+out=$(zkc init --zk "$ZK_CLIENT" --name r4 --servers "$(all_server_ips)" --replication 4 2>&1)
+check "init with replication 4 is refused" grep -q "replication" <<<"$out"
+out=$(zkc status --zk "$ZK_CLIENT" --name 'Bad!' 2>&1)
+rc=$?
+check "a bad cluster name is refused (exit $rc)" test "$rc" -eq 2
+out=$(zkc status --zk "$ZK_CLIENT" --name nosuch 2>&1)
+check "status of a cluster that does not exist says so" grep -q "no cluster 'nosuch'" <<<"$out"
+t0=$SECONDS
+out=$(zkc status --zk 10.77.0.1:1 --name "$NAME" 2>&1)
+rc=$?
+check "an ensemble nobody answers at: a clear error within 10 s (exit $rc, $((SECONDS - t0)) s)" \
+	test "$rc" -eq 1 -a $((SECONDS - t0)) -le 10 -a -n "$(grep -o 'no session' <<<"$out")"
+
+# ---- xtxd joins ----
+out=$(make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--zk $(zk_for_server 0) --zk-name nosuch" 2>&1)
+check "xtxd --zk of a cluster that does not exist refuses to start" \
+	grep -q "no cluster 'nosuch'" <<<"$out"
+out=$(make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--zk $(zk_for_server 0) --peers $(all_server_ips)" 2>&1)
+check "xtxd --zk with --peers is refused" grep -q "static cluster" <<<"$out"
+check "... and nothing serves there" test ! -e "/run/xtx/$(server_ns 0)-$(server_dev 0).pid"
+for i in 0 1 2; do
+	load_member "$i" >"$tmp/load$i.out" 2>&1 || { fail "load server $i"; cat "$tmp/load$i.out"; }
+done
+s=$(status_json)
+check "every xtxd holds its live node" test "$(grep -o '"live":true' <<<"$s" | wc -l)" -eq 3
+check "xtxd found itself in the configuration" \
+	grep -q "this is server 1 (10.77.1.2) of 3" "/run/xtx/$(server_ns 1)-$(server_dev 1).log"
+
+# ---- clients by the shard map ----
+out=$(client "$BUILD/xtxbench" bank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 32 \
+	--threads 2 --duration 2s --check --json 2>&1)
+rc=$?
+n=$(json_field "$out" transfers)
+check "bank through --zk: money conserved, every transaction resolved (exit $rc)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || tail -n 5 <<<"$out"
+check "bank through --zk: transfers committed (${n:-0})" test "${n:-0}" -gt 100
+a=$(ctl 0 dump --table 15 | sort)
+check "replicas hold identical accounts ($(wc -l <<<"$a") rows)" \
+	test -n "$a" -a "$a" = "$(ctl 1 dump --table 15 | sort)" -a "$a" = "$(ctl 2 dump --table 15 | sort)"
+out=$(client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 500 \
+	--ctl "$(all_server_ctls)" --populate --verify --duration 2s --warmup 0 --json 2>&1)
+check "smallbank through --zk: --verify passes the cluster's placement (exit $?)" \
+	grep -q '"violations":0' <<<"$out"
+out=$(client "$BUILD/xtxbench" bank --servers "$(all_server_ips)" --zk "$ZK_CLIENT" 2>&1)
+check "a client given both --servers and --zk is refused" grep -q "once" <<<"$out"
+
+# ---- another epoch changes nothing ----
+before=$(ctl 0 dump | sort)
+w0=$(counter 0 wrong_epoch)
+out=$(op 0 0 insert 3 77 value=01)
+check "a static client's write (epoch 0) is refused: epoch ($out)" \
+	grep -q "refused: epoch (the server serves epoch 1)" <<<"$out"
+out=$(op 0 2 insert 3 77 value=01)
+check "a write naming epoch 2 is refused too" grep -q "serves epoch 1" <<<"$out"
+out=$(op 0 65535 insert 3 77 value=01)
+check "... and one naming the fenced epoch" grep -q "serves epoch 1" <<<"$out"
+check "... counted (wrong_epoch $w0 -> $(counter 0 wrong_epoch))" \
+	test "$(counter 0 wrong_epoch)" -ge $((w0 + 3))
+check "... and nothing changed" test "$before" = "$(ctl 0 dump | sort)"
+out=$(op 0 1 insert 3 77 value=01)
+check "the same write naming epoch 1 runs ($out)" grep -q "status=ok" <<<"$out"
+
+# ---- a server cut off from ZooKeeper stops serving before its session can expire ----
+ip -n "$(server_ns 2)" link set "$(server_dev 2)" down
+sleep 1.6	# past the lease (2/3 of the 2 s session), short of the session
+ip -n "$(server_ns 2)" link set "$(server_dev 2)" up
+out=$(op 2 1 read 3 77)
+check "cut off for longer than its lease, server 2 refuses ($out)" \
+	grep -q "serves epoch 65535: fenced" <<<"$out"
+sleep 1.5	# the link is back: the session lives, the lease is renewed
+out=$(op 2 1 read 3 77)
+check "reconnected within its session, server 2 serves again ($out)" grep -q "op=read status=" <<<"$out"
+ip -n "$(server_ns 2)" link set "$(server_dev 2)" down
+sleep 4		# twice the session: ZooKeeper expires it
+s=$(status_json)
+check "past its session, ZooKeeper lists server 2 as down" test "$(live 2)" = false
+ip -n "$(server_ns 2)" link set "$(server_dev 2)" up
+sleep 1.5
+out=$(op 2 1 read 3 77)
+check "back on the network, server 2 stays fenced ($out)" grep -q "fenced" <<<"$out"
+check "... and says why in its log" \
+	grep -q "session expired: this server stops serving" "/run/xtx/$(server_ns 2)-$(server_dev 2).log"
+check "servers 0 and 1 kept serving" \
+	test -n "$(op 0 1 read 3 77 | grep -o status=ok)" -a -n "$(op 1 1 read 3 77 | grep -o 'status=[a-z_]*')"
+
+# ---- an xtxd that stops renewing: its XDP stops serving on its own ----
+pid=$(cat "/run/xtx/$(server_ns 1)-$(server_dev 1).pid")
+kill -STOP "$pid"
+sleep 1.6
+out=$(op 1 1 read 3 77)
+kill -CONT "$pid"
+check "xtxd of server 1 stopped: its XDP refuses once the lease passed ($out)" \
+	grep -q "fenced" <<<"$out"
+sleep 1
+out=$(op 1 1 read 3 77)
+check "xtxd going again within its session: server 1 serves ($out)" grep -q "op=read status=" <<<"$out"
+
+# ---- a server leaving ----
+ctl 0 unload >/dev/null 2>&1
+sleep 0.5
+check "an unloaded server's live node goes at once" test "$(live 0)" = false
+out=$(load_member 0 2>&1)
+check "and it joins again at once ($out)" test "$(live 0)" = true
+finish

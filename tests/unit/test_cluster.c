@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The cluster configuration (common/cluster.c): building, the text form both ways, bad input. */
+/* checks: 5 (tests/run.sh fails the suite when fewer verdicts come out) */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <xtx/hash.h>
+#include "check.h"
+#include "cluster.h"
+
+static struct in_addr addr(const char *ip)
+{
+	struct in_addr a;
+
+	inet_pton(AF_INET, ip, &a);
+	return a;
+}
+
+static void test_round_trip(void)
+{
+	struct in_addr s[3] = { addr("10.0.0.1"), addr("10.0.0.2"), addr("10.0.0.3") };
+	static struct xtx_cluster a, b;
+	static char text[XTX_CLUSTER_TEXT_MAX], again[XTX_CLUSTER_TEXT_MAX];
+	char err[160];
+	int n;
+
+	CHECK(!xtx_cluster_build(&a, s, 3, 3, 7, err, sizeof(err)), "build: %s", err);
+	CHECK(a.epoch == 1 && a.nshards == 7 && a.rep[4][0] == 1 && a.rep[4][2] == 0,
+	      "shard 4 of 7 on 1, 2, 0, epoch 1");
+	n = xtx_cluster_format(&a, text, sizeof(text));
+	CHECK(n > 0 && strstr(text, "servers 10.0.0.1,10.0.0.2,10.0.0.3\n") &&
+	      strstr(text, "shard 6 0,1,2\n"), "formatted:\n%s", text);
+	CHECK(!xtx_cluster_parse(&b, text, err, sizeof(err)), "parsed back: %s", err);
+	CHECK(xtx_cluster_format(&b, again, sizeof(again)) == n && !strcmp(text, again),
+	      "the same text again");
+	CHECK(xtx_cluster_format(&a, text, 40) == -ENOSPC, "a short buffer: -ENOSPC");
+}
+
+static void test_static_is_todays_placement(void)
+{
+	struct in_addr s[5] = { addr("10.0.0.1"), addr("10.0.0.1"), addr("10.0.0.3"),
+				addr("10.0.0.4"), addr("10.0.0.5") };
+	static struct xtx_cluster c;
+	unsigned int k, i, bad = 0, sh;
+	char err[160];
+
+	/* one address twice: a static cluster's servers differ by port */
+	CHECK(!xtx_cluster_static(&c, s, 5, 3, err, sizeof(err)), "static: %s", err);
+	CHECK(c.epoch == 0 && c.nshards == 5, "epoch 0, a shard per server");
+	for (k = 0; k < 100000; k++) {
+		sh = xtx_cluster_shard(&c, (uint8_t)(k % 16), k * 7919ull);
+		for (i = 0; i < 3; i++)
+			bad += c.rep[sh][i] !=
+			       (xtx_shard_of(xtx_hash((uint8_t)(k % 16), k * 7919ull), 5) + i) % 5;
+	}
+	CHECK(!bad, "%u replicas placed differently from hash mod N, N+1, N+2", bad);
+	CHECK(xtx_cluster_build(&c, s, 5, 3, 5, err, sizeof(err)) && strstr(err, "twice"),
+	      "a cluster in ZooKeeper refuses an address twice (%s)", err);
+}
+
+static void refused(const char *text, const char *why)
+{
+	static struct xtx_cluster c;
+	char err[160] = "";
+
+	CHECK(xtx_cluster_parse(&c, text, err, sizeof(err)) && strstr(err, why),
+	      "'%s' refused with '%s' (said '%s')", text, why, err);
+}
+
+static void test_bad_text(void)
+{
+	const char *head = "xtx-cluster 1\nepoch 3\nreplication 2\nservers 10.0.0.1,10.0.0.2\n";
+	char t[512];
+
+	refused("", "empty");
+	refused("xtx-cluster 2\n", "version 1");
+	refused("hello\n", "version 1");
+	snprintf(t, sizeof(t), "%sshards 2\nshard 0 0,1\n", head);
+	refused(t, "1 of 2 shards");
+	snprintf(t, sizeof(t), "%sshards 2\nshard 0 0,1\nshard 0 1,0\n", head);
+	refused(t, "once per shard");
+	snprintf(t, sizeof(t), "%sshards 1\nshard 0 0,5\n", head);
+	refused(t, "no server 5");
+	snprintf(t, sizeof(t), "%sshards 1\nshard 0 1,1\n", head);
+	refused(t, "twice");
+	snprintf(t, sizeof(t), "%sshards 1\nshard 0 0,1,0\n", head);
+	refused(t, "replicas");
+	snprintf(t, sizeof(t), "%sshards 1\nshard 0 0,1\ncolour blue\n", head);
+	refused(t, "unknown field");
+	refused("xtx-cluster 1\nepoch 65535\nreplication 1\nservers 10.0.0.1\nshards 1\nshard 0 0\n",
+		"epoch");
+	refused("xtx-cluster 1\nepoch 1\nreplication 1\nservers 10.0.0.300\nshards 1\nshard 0 0\n",
+		"servers");
+	refused("xtx-cluster 1\nepoch 1\nreplication 1\nservers 10.0.0.1\nshards 0\n", "shards");
+}
+
+static void test_under_replicated(void)
+{
+	static struct xtx_cluster c;
+	char err[160];
+
+	CHECK(!xtx_cluster_parse(&c, "xtx-cluster 1\nepoch 2\nreplication 2\n"
+				 "servers 10.0.0.1,10.0.0.2\nshards 2\nshard 0 0\nshard 1 1,0\n",
+				 err, sizeof(err)), "a shard short of R parses: %s", err);
+	CHECK(xtx_cluster_under_replicated(&c) == 1, "one shard under-replicated");
+	CHECK(xtx_cluster_index(&c, addr("10.0.0.2")) == 1 &&
+	      xtx_cluster_index(&c, addr("10.0.0.9")) == -1, "servers found by address");
+}
+
+static void test_limits(void)
+{
+	static struct in_addr s[XTX_CLUSTER_MAX_SERVERS];
+	static struct xtx_cluster a, b;
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char err[160];
+	unsigned int i;
+
+	for (i = 0; i < XTX_CLUSTER_MAX_SERVERS; i++)
+		s[i].s_addr = htonl(0xc0a80000u + 255 * 256 + 100 + i);	/* 192.168.255.1xx */
+	CHECK(!xtx_cluster_build(&a, s, XTX_CLUSTER_MAX_SERVERS, 3, XTX_CLUSTER_MAX_SHARDS, err,
+				 sizeof(err)), "the largest cluster builds: %s", err);
+	CHECK(xtx_cluster_format(&a, text, sizeof(text)) > 0, "and fits the text bound");
+	CHECK(!xtx_cluster_parse(&b, text, err, sizeof(err)) && b.nshards == XTX_CLUSTER_MAX_SHARDS,
+	      "and parses back: %s", err);
+	CHECK(xtx_cluster_build(&a, s, 3, 3, XTX_CLUSTER_MAX_SHARDS + 1, err, sizeof(err)),
+	      "one shard too many is refused");
+}
+
+int main(void)
+{
+	RUN_CASE(test_round_trip);
+	RUN_CASE(test_static_is_todays_placement);
+	RUN_CASE(test_bad_text);
+	RUN_CASE(test_under_replicated);
+	RUN_CASE(test_limits);
+	printf("# test_cluster: %d passed, %d failed\n", cases_passed, cases_failed);
+	return cases_failed ? 1 : 0;
+}

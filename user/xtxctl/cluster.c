@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* xtxctl cluster init|status: a cluster's definition in ZooKeeper (common/zk.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cluster.h"
+#include "num.h"
+#include "zk.h"
+#include "xtxctl_cluster.h"
+
+#define DEFAULT_SHARDS		64
+#define CONNECT_WAIT_MS		5000
+
+struct cluster_opts {
+	const char *zk, *name, *servers;
+	uint32_t replication, shards, session_ms;
+	bool json;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--name NAME]\n"
+		"                      [--replication R] [--shards N]\n"
+		"       xtxctl cluster status --zk HOSTS [--name NAME] [--json]\n"
+		"A cluster's configuration in ZooKeeper: its epoch, servers and shard map.\n"
+		"\n"
+		"  --zk HOST:PORT[,...]  the ZooKeeper ensemble\n"
+		"  --name NAME           the cluster (default %s), 1..%d of [a-z0-9_-]\n"
+		"  --servers IP,...      init: every server, index = position (up to %d)\n"
+		"  --replication R       init: replicas per shard, 1..3 (default min(3, servers))\n"
+		"  --shards N            init: shards, 1..%d (default %d), spread round-robin\n"
+		"  --json                status: one JSON object\n"
+		"\n"
+		"init refuses a cluster that exists.  status lists each server as live when its\n"
+		"xtxd holds a ZooKeeper session, and the shards it is primary of.\n",
+		XTX_ZK_NAME_DEFAULT, XTX_ZK_NAME_MAX, XTX_CLUSTER_MAX_SERVERS, XTX_CLUSTER_MAX_SHARDS,
+		DEFAULT_SHARDS);
+}
+
+static int parse_server_list(const char *list, struct in_addr *addr, unsigned int *n)
+{
+	char buf[XTX_CLUSTER_MAX_SERVERS * 16 + 1], *save = NULL, *ip;
+
+	*n = 0;
+	if (strlen(list) >= sizeof(buf)) {
+		fprintf(stderr, "Error: --servers: too long\n");
+		return -1;
+	}
+	strcpy(buf, list);
+	for (ip = strtok_r(buf, ",", &save); ip; ip = strtok_r(NULL, ",", &save)) {
+		if (*n == XTX_CLUSTER_MAX_SERVERS) {
+			fprintf(stderr, "Error: --servers: more than %d\n", XTX_CLUSTER_MAX_SERVERS);
+			return -1;
+		}
+		if (inet_pton(AF_INET, ip, &addr[*n]) != 1) {
+			fprintf(stderr, "Error: --servers: '%s' is not an IPv4 address\n", ip);
+			return -1;
+		}
+		(*n)++;
+	}
+	if (!*n) {
+		fprintf(stderr, "Error: --servers: no address\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int cluster_init(const struct cluster_opts *o)
+{
+	struct in_addr addr[XTX_CLUSTER_MAX_SERVERS];
+	static struct xtx_cluster c;
+	struct xtx_zk *z;
+	unsigned int n;
+	char err[160];
+	int rc;
+
+	if (!o->servers) {
+		fprintf(stderr, "Error: cluster init: --servers is required\n");
+		return 2;
+	}
+	if (parse_server_list(o->servers, addr, &n))
+		return 2;
+	if (xtx_cluster_build(&c, addr, n, o->replication ?: (n < 3 ? n : 3),
+			      o->shards ?: DEFAULT_SHARDS, err, sizeof(err))) {
+		fprintf(stderr, "Error: cluster init: %s\n", err);
+		return 2;
+	}
+	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
+	if (!z)
+		return 1;
+	rc = xtx_zk_create(z, &c);
+	xtx_zk_close(z);
+	if (rc == -EEXIST) {
+		fprintf(stderr, "Error: cluster '%s' exists at %s; nothing changed\n", o->name,
+			o->zk);
+		return 1;
+	}
+	if (rc)
+		return 1;
+	printf("cluster '%s' created at %s: epoch %u, %u servers, replication %u, %u shards\n",
+	       o->name, o->zk, c.epoch, c.nservers, c.replication, c.nshards);
+	return 0;
+}
+
+static unsigned int primary_of(const struct xtx_cluster *c, unsigned int server)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < c->nshards; s++)
+		n += c->nrep[s] && c->rep[s][0] == server;
+	return n;
+}
+
+static unsigned int replica_of(const struct xtx_cluster *c, unsigned int server)
+{
+	unsigned int s, i, n = 0;
+
+	for (s = 0; s < c->nshards; s++)
+		for (i = 0; i < c->nrep[s]; i++)
+			n += c->rep[s][i] == server;
+	return n;
+}
+
+static int cluster_status(const struct cluster_opts *o)
+{
+	static struct xtx_cluster c;
+	struct xtx_zk *z;
+	uint64_t live;
+	unsigned int i;
+	int rc;
+
+	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
+	if (!z)
+		return 1;
+	rc = xtx_zk_read_config(z, &c, NULL, false);
+	if (!rc)
+		rc = xtx_zk_live(z, &live, false);
+	xtx_zk_close(z);
+	if (rc == -ENOENT) {
+		fprintf(stderr, "Error: no cluster '%s' at %s (xtxctl cluster init creates one)\n",
+			o->name, o->zk);
+		return 1;
+	}
+	if (rc)
+		return 1;
+	if (o->json) {
+		printf("{\"name\":\"%s\",\"epoch\":%u,\"replication\":%u,\"shards\":%u,"
+		       "\"under_replicated\":%u,\"servers\":[", o->name, c.epoch, c.replication,
+		       c.nshards, xtx_cluster_under_replicated(&c));
+		for (i = 0; i < c.nservers; i++)
+			printf("%s{\"index\":%u,\"addr\":\"%s\",\"live\":%s,\"primary_of\":%u,"
+			       "\"replica_of\":%u}", i ? "," : "", i, inet_ntoa(c.server[i]),
+			       live >> i & 1 ? "true" : "false", primary_of(&c, i), replica_of(&c, i));
+		printf("]}\n");
+		return 0;
+	}
+	printf("cluster '%s' at %s: epoch %u, replication %u, %u shards, %u under-replicated\n",
+	       o->name, o->zk, c.epoch, c.replication, c.nshards, xtx_cluster_under_replicated(&c));
+	for (i = 0; i < c.nservers; i++)
+		printf("  server %u  %-15s  %-4s  primary of %u shards, replica of %u\n", i,
+		       inet_ntoa(c.server[i]), live >> i & 1 ? "live" : "down", primary_of(&c, i),
+		       replica_of(&c, i));
+	return 0;
+}
+
+int xtxctl_cluster_main(int argc, char **argv)
+{
+	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_REPL, OPT_SHARDS, OPT_JSON };
+	static const struct option longopts[] = {
+		{ "zk", required_argument, NULL, OPT_ZK },
+		{ "name", required_argument, NULL, OPT_NAME },
+		{ "servers", required_argument, NULL, OPT_SERVERS },
+		{ "replication", required_argument, NULL, OPT_REPL },
+		{ "shards", required_argument, NULL, OPT_SHARDS },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct cluster_opts o = { .name = XTX_ZK_NAME_DEFAULT,
+				  .session_ms = XTX_ZK_SESSION_MS_DEFAULT };
+	const char *sub;
+	int opt;
+
+	/* argv[0] is "cluster", argv[1] the subcommand */
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	sub = argv[1];
+	optind = 2;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_ZK: o.zk = optarg; break;
+		case OPT_NAME: o.name = optarg; break;
+		case OPT_SERVERS: o.servers = optarg; break;
+		case OPT_REPL:
+			if (xtx_parse_u32("--replication", optarg, 1, XTX_CLUSTER_MAX_R,
+					  &o.replication))
+				return 2;
+			break;
+		case OPT_SHARDS:
+			if (xtx_parse_u32("--shards", optarg, 1, XTX_CLUSTER_MAX_SHARDS, &o.shards))
+				return 2;
+			break;
+		case OPT_JSON: o.json = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "Error: cluster %s: unexpected argument '%s'\n", sub, argv[optind]);
+		return 2;
+	}
+	if (!o.zk) {
+		fprintf(stderr, "Error: cluster %s: --zk HOST:PORT is required\n", sub);
+		return 2;
+	}
+	if (xtx_zk_name_ok(o.name))
+		return 2;
+	if (!strcmp(sub, "init"))
+		return cluster_init(&o);
+	if (!strcmp(sub, "status"))
+		return cluster_status(&o);
+	fprintf(stderr, "Error: cluster: unknown subcommand '%s' (init, status)\n", sub);
+	return 2;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * xtxd as a member of a cluster held in ZooKeeper (xtxd --zk): the
+ * configuration gives its peers and epoch, an ephemeral node its lease,
+ * and the epoch map (struct xtx_epoch_lease) tells XDP what to serve and
+ * for how long.  The lease written there ends two thirds of a session
+ * timeout after the newest moment the ensemble surely heard from us, so
+ * XDP stops serving (answers XTX_ST_EPOCH) before the session could expire
+ * and another server take this one's shards: when the network to
+ * ZooKeeper is cut, when xtxd stalls, and when xtxd dies.  A session that
+ * expired fences the server until xtxd starts again.
+ */
+#ifndef XTXD_MEMBER_H
+#define XTXD_MEMBER_H
+
+#include "target.h"
+#include "resolve/peers.h"
+
+struct xtxd_member_opts {
+	const char *zk;			/* HOST:PORT[,...]; NULL: a static cluster */
+	const char *name;		/* the cluster's name */
+	unsigned int session_ms;
+};
+
+/*
+ * Inside the server's namespace, before the program is loaded: opens the
+ * session, reads the configuration and finds this server in it (one of its
+ * addresses), filling peers.  0, or -1 after printing why.
+ */
+int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers);
+/*
+ * Once the maps exist and before requests are let in: registers this
+ * server's live node (waiting out the session of an xtxd that died here),
+ * sets the epoch and its lease, and starts the thread that keeps them.
+ * 0, or -1 after printing why.
+ */
+int xtxd_member_start(const struct xtx_target *t);
+/* Fences the server, then ends the session (its live node goes at once). */
+void xtxd_member_stop(const struct xtx_target *t);
+/* For xtxctl info and metrics: the epoch served now, and whether fenced. */
+unsigned int xtxd_member_epoch(bool *fenced);
+
+#endif /* XTXD_MEMBER_H */
