@@ -177,13 +177,13 @@ static int fail(struct xtx_zk *z, const char *what, const char *path, int rc)
 
 int xtx_zk_read_config(struct xtx_zk *z, struct xtx_cluster *c, int *zversion, bool watch)
 {
-	static char text[XTX_CLUSTER_TEXT_MAX];
+	/* one per thread: xtxd reads from its member and manager threads */
+	static __thread char text[XTX_CLUSTER_TEXT_MAX];
 	char path[sizeof(z->root) + 8], err[160];
 	struct Stat st;
 	int len = sizeof(text) - 1, rc;
 
 	snprintf(path, sizeof(path), "%s/config", z->root);
-	/* one reader at a time owns the buffer: callers are one thread each */
 	rc = zoo_wget(z->zh, path, watch ? on_event : NULL, z, text, &len, &st);
 	if (rc == ZNONODE)
 		return -ENOENT;
@@ -206,10 +206,12 @@ bool xtx_zk_changed(struct xtx_zk *z)
 
 int xtx_zk_create(struct xtx_zk *z, const struct xtx_cluster *c)
 {
-	static char text[XTX_CLUSTER_TEXT_MAX];
+	/* one per thread: xtxd reads from its member and manager threads */
+	static __thread char text[XTX_CLUSTER_TEXT_MAX];
 	char config[sizeof(z->root) + 8], live[sizeof(z->root) + 8];
-	zoo_op_result_t res[3];
-	zoo_op_t ops[3];
+	char joined[sizeof(z->root) + 8];
+	zoo_op_result_t res[4];
+	zoo_op_t ops[4];
 	int n, rc;
 
 	n = xtx_cluster_format(c, text, sizeof(text));
@@ -224,7 +226,9 @@ int xtx_zk_create(struct xtx_zk *z, const struct xtx_cluster *c)
 	zoo_create_op_init(&ops[0], z->root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
 	zoo_create_op_init(&ops[1], config, text, n, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
 	zoo_create_op_init(&ops[2], live, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-	rc = zoo_multi(z->zh, 3, ops, res);
+	snprintf(joined, sizeof(joined), "%s/joined", z->root);
+	zoo_create_op_init(&ops[3], joined, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	rc = zoo_multi(z->zh, 4, ops, res);
 	if (rc == ZNODEEXISTS)
 		return -EEXIST;
 	return rc == ZOK ? 0 : fail(z, "creating", z->root, rc);
@@ -232,7 +236,8 @@ int xtx_zk_create(struct xtx_zk *z, const struct xtx_cluster *c)
 
 int xtx_zk_write_config(struct xtx_zk *z, const struct xtx_cluster *c, int zversion)
 {
-	static char text[XTX_CLUSTER_TEXT_MAX];
+	/* one per thread: xtxd reads from its member and manager threads */
+	static __thread char text[XTX_CLUSTER_TEXT_MAX];
 	char path[sizeof(z->root) + 8];
 	int n, rc;
 
@@ -274,14 +279,16 @@ int xtx_zk_register(struct xtx_zk *z, unsigned int index, const char *addr)
 	return 0;
 }
 
-int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch)
+
+/* The children of DIR named by a server index, as a bit per index. */
+static int index_children(struct xtx_zk *z, const char *dir, uint64_t *mask, bool watch)
 {
-	char path[sizeof(z->root) + 8], *end;
+	char path[sizeof(z->root) + 16], *end;
 	struct String_vector v = { 0 };
 	unsigned long i;
 	int rc, k;
 
-	snprintf(path, sizeof(path), "%s/live", z->root);
+	snprintf(path, sizeof(path), "%s/%s", z->root, dir);
 	rc = zoo_wget_children(z->zh, path, watch ? on_event : NULL, z, &v);
 	if (rc != ZOK)
 		return fail(z, "listing", path, rc);
@@ -293,6 +300,75 @@ int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch)
 	}
 	deallocate_String_vector(&v);
 	return 0;
+}
+
+int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch)
+{
+	return index_children(z, "live", mask, watch);
+}
+
+int xtx_zk_joined(struct xtx_zk *z, uint64_t *mask)
+{
+	return index_children(z, "joined", mask, false);
+}
+
+int xtx_zk_mark_joined(struct xtx_zk *z, unsigned int index)
+{
+	char path[sizeof(z->root) + 24];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/joined/%u", z->root, index);
+	rc = zoo_create(z->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	return rc == ZOK || rc == ZNODEEXISTS ? 0 : fail(z, "creating", path, rc);
+}
+
+int xtx_zk_forget_joined(struct xtx_zk *z, unsigned int index)
+{
+	char path[sizeof(z->root) + 24];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/joined/%u", z->root, index);
+	rc = zoo_delete(z->zh, path, -1);
+	return rc == ZOK || rc == ZNONODE ? 0 : fail(z, "removing", path, rc);
+}
+
+int xtx_zk_lead(struct xtx_zk *z, unsigned int index, bool watch)
+{
+	char path[sizeof(z->root) + 16], data[16];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/manager", z->root);
+	snprintf(data, sizeof(data), "%u", index);
+	rc = zoo_create(z->zh, path, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL,
+			NULL, 0);
+	if (rc == ZOK)
+		return 0;
+	if (rc != ZNODEEXISTS)
+		return fail(z, "creating", path, rc);
+	/* another holds it: be told when it goes (or be told it went already) */
+	if (watch) {
+		rc = zoo_wexists(z->zh, path, on_event, z, NULL);
+		if (rc == ZNONODE)
+			atomic_store(&z->changed, true);
+		else if (rc != ZOK)
+			return fail(z, "watching", path, rc);
+	}
+	return -EEXIST;
+}
+
+int xtx_zk_manager(struct xtx_zk *z)
+{
+	char path[sizeof(z->root) + 16], data[16];
+	int len = sizeof(data) - 1, rc;
+
+	snprintf(path, sizeof(path), "%s/manager", z->root);
+	rc = zoo_get(z->zh, path, 0, data, &len, NULL);
+	if (rc == ZNONODE)
+		return -ENOENT;
+	if (rc != ZOK)
+		return fail(z, "reading", path, rc);
+	data[len < 0 ? 0 : len] = '\0';
+	return atoi(data);
 }
 
 struct beat {

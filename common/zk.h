@@ -8,6 +8,10 @@
  *   live/N        ephemeral, one per serving xtxd (N its server index,
  *                 the data its address): the node is the server's lease,
  *                 gone when its session expires
+ *   joined/N      persistent: server N has served here since it last
+ *                 joined, so a missing live/N is a failure
+ *   manager       ephemeral: the index of the xtxd managing the
+ *                 configuration (user/xtxd/manager.c)
  *
  * A session's state is watched by libzookeeper's own thread; callers poll
  * xtx_zk_state() and, for leases, xtx_zk_heartbeat() (see there).
@@ -68,6 +72,23 @@ int xtx_zk_write_config(struct xtx_zk *z, const struct xtx_cluster *c, int zvers
 int xtx_zk_register(struct xtx_zk *z, unsigned int index, const char *addr);
 /* The servers holding a live/N node, a bit per index; -errno after printing why. */
 int xtx_zk_live(struct xtx_zk *z, uint64_t *mask, bool watch);
+/*
+ * joined/N (persistent) says server N has served in this cluster, so its
+ * live node going away is a failure, not a server still starting.
+ */
+int xtx_zk_mark_joined(struct xtx_zk *z, unsigned int index);
+int xtx_zk_joined(struct xtx_zk *z, uint64_t *mask);
+int xtx_zk_forget_joined(struct xtx_zk *z, unsigned int index);
+
+/*
+ * The configuration manager's lock: manager (ephemeral) holds the index of
+ * the xtxd that manages.  xtx_zk_lead() takes it if free: 0 when this
+ * session holds it now, -EEXIST when another does (and with watch, its
+ * going away makes xtx_zk_changed() true), other -errno on failure.
+ */
+int xtx_zk_lead(struct xtx_zk *z, unsigned int index, bool watch);
+/* The index of the manager, or -ENOENT when there is none. */
+int xtx_zk_manager(struct xtx_zk *z);
 
 /*
  * Asks the ensemble something small, without waiting.  Once it answers,

@@ -4,8 +4,9 @@
 # peers and epoch from the configuration, its lease a live node), clients placing keys by its
 # shard map with --zk, requests of another epoch refused and changing nothing, and a server
 # that loses ZooKeeper (its link cut, or its xtxd stopped) refusing requests before its
-# session can expire, and for good once it did.
-# checks: 36 (tests/run.sh fails the suite when fewer verdicts come out)
+# session can expire, and for good once it did; the manager moving a failed server out of every
+# shard (a backup promoted), and a new manager taking over when the manager goes.
+# checks: 44 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 NAME=t$$
@@ -131,25 +132,52 @@ out=$(op 2 1 read 3 77)
 check "back on the network, server 2 stays fenced ($out)" grep -q "fenced" <<<"$out"
 check "... and says why in its log" \
 	grep -q "session expired: this server stops serving" "/run/xtx/$(server_ns 2)-$(server_dev 2).log"
-check "servers 0 and 1 kept serving" \
-	test -n "$(op 0 1 read 3 77 | grep -o status=ok)" -a -n "$(op 1 1 read 3 77 | grep -o 'status=[a-z_]*')"
+
+# ---- the manager: the failed server out of the configuration, a backup promoted ----
+sleep 1.5	# half a session of grace after its node went
+s=$(status_json)
+check "the manager took server 2 out: epoch 2, every shard a replica short" \
+	grep -q '"epoch":2,"replication":3,"shards":12,"under_replicated":12' <<<"$s"
+check "... server 2 in no shard now" \
+	grep -q '"index":2,"addr":"10.77.2.2","live":false,"primary_of":0,"replica_of":0' <<<"$s"
+# shard s was on s, s+1, s+2 (mod 3): server 2's four promoted their first backup, server 0
+check "... its 4 shards promoted their first backup: server 0 leads 8, server 1 still 4" \
+	grep -q '"index":0,[^}]*"live":true,"primary_of":8,"replica_of":12}.*"index":1,[^}]*"primary_of":4,"replica_of":12' <<<"$s"
+check "... and the manager said so in its log" \
+	grep -q "server 2 (10.77.2.2) failed: epoch 2" /run/xtx/"$PREFIX"-s[01]-*.log
+out=$(op 0 2 insert 3 78 value=02)
+check "the survivors serve epoch 2 (a write: $out)" grep -q "status=ok" <<<"$out"
+out=$(op 1 1 read 3 77)
+check "... and refuse epoch 1, so a client by the old map writes nothing ($out)" \
+	grep -q "serves epoch 2" <<<"$out"
 
 # ---- an xtxd that stops renewing: its XDP stops serving on its own ----
 pid=$(cat "/run/xtx/$(server_ns 1)-$(server_dev 1).pid")
 kill -STOP "$pid"
 sleep 1.6
-out=$(op 1 1 read 3 77)
+out=$(op 1 2 read 3 77)
 kill -CONT "$pid"
 check "xtxd of server 1 stopped: its XDP refuses once the lease passed ($out)" \
 	grep -q "fenced" <<<"$out"
 sleep 1
-out=$(op 1 1 read 3 77)
+out=$(op 1 2 read 3 77)
 check "xtxd going again within its session: server 1 serves ($out)" grep -q "op=read status=" <<<"$out"
 
-# ---- a server leaving ----
-ctl 0 unload >/dev/null 2>&1
+# ---- the manager itself goes: the other survivor takes over and moves it out ----
+mgr=$(grep -o '"manager":[0-9-]*' <<<"$(status_json)" | cut -d: -f2)
+check "one of the survivors manages (server ${mgr:-none})" test "${mgr:-x}" = 0 -o "${mgr:-x}" = 1
+[ "${mgr:-x}" = 0 ] || [ "${mgr:-x}" = 1 ] || mgr=0
+other=$((1 - mgr))
+ctl "$mgr" unload >/dev/null 2>&1
 sleep 0.5
-check "an unloaded server's live node goes at once" test "$(live 0)" = false
-out=$(load_member 0 2>&1)
-check "and it joins again at once ($out)" test "$(live 0)" = true
+check "a stopped server's live node goes at once" test "$(live "$mgr")" = false
+sleep 2.5
+s=$(status_json)
+check "server $other manages now" grep -q "\"manager\":$other," <<<"$s"
+check "... and took server $mgr out: epoch 3, server $other leads all 12 shards" \
+	grep -q "\"epoch\":3,.*\"index\":$other,[^}]*\"primary_of\":12" <<<"$s"
+out=$(load_member "$mgr" 2>&1)
+s=$(status_json)
+check "server $mgr joins again, in no shard until it is copied to ($out)" \
+	grep -q "\"index\":$mgr,[^}]*\"live\":true,\"primary_of\":0,\"replica_of\":0" <<<"$s"
 finish

@@ -132,7 +132,7 @@ static int cluster_status(const struct cluster_opts *o)
 	struct xtx_zk *z;
 	uint64_t live;
 	unsigned int i;
-	int rc;
+	int rc, mgr = -1;
 
 	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
 	if (!z)
@@ -140,6 +140,8 @@ static int cluster_status(const struct cluster_opts *o)
 	rc = xtx_zk_read_config(z, &c, NULL, false);
 	if (!rc)
 		rc = xtx_zk_live(z, &live, false);
+	if (!rc)
+		mgr = xtx_zk_manager(z);
 	xtx_zk_close(z);
 	if (rc == -ENOENT) {
 		fprintf(stderr, "Error: no cluster '%s' at %s (xtxctl cluster init creates one)\n",
@@ -150,8 +152,9 @@ static int cluster_status(const struct cluster_opts *o)
 		return 1;
 	if (o->json) {
 		printf("{\"name\":\"%s\",\"epoch\":%u,\"replication\":%u,\"shards\":%u,"
-		       "\"under_replicated\":%u,\"servers\":[", o->name, c.epoch, c.replication,
-		       c.nshards, xtx_cluster_under_replicated(&c));
+		       "\"under_replicated\":%u,\"manager\":%d,\"servers\":[", o->name, c.epoch,
+		       c.replication, c.nshards, xtx_cluster_under_replicated(&c),
+		       mgr < 0 ? -1 : mgr);
 		for (i = 0; i < c.nservers; i++)
 			printf("%s{\"index\":%u,\"addr\":\"%s\",\"live\":%s,\"primary_of\":%u,"
 			       "\"replica_of\":%u}", i ? "," : "", i, inet_ntoa(c.server[i]),
@@ -161,6 +164,10 @@ static int cluster_status(const struct cluster_opts *o)
 	}
 	printf("cluster '%s' at %s: epoch %u, replication %u, %u shards, %u under-replicated\n",
 	       o->name, o->zk, c.epoch, c.replication, c.nshards, xtx_cluster_under_replicated(&c));
+	if (mgr >= 0)
+		printf("  managed by server %d\n", mgr);
+	else
+		printf("  no manager (no xtxd of the cluster runs)\n");
 	for (i = 0; i < c.nservers; i++)
 		printf("  server %u  %-15s  %-4s  primary of %u shards, replica of %u\n", i,
 		       inet_ntoa(c.server[i]), live >> i & 1 ? "live" : "down", primary_of(&c, i),

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "cluster.h"
 #include "log.h"
+#include "manager.h"
 #include "member.h"
 #include "zk.h"
 
@@ -25,6 +26,7 @@ static struct {
 	int self;
 	char self_addr[INET_ADDRSTRLEN];
 	uint64_t lease_ns;		/* how long past the last heard the lease runs */
+	uint64_t evict_after_ns;	/* as manager: a joined server missing this long failed */
 	int map_fd;
 	pthread_t tid;
 	atomic_bool stop;
@@ -88,6 +90,8 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 	peers->self = M.self;
 	/* past two thirds of it, the session may be about to expire: stop before */
 	M.lease_ns = (uint64_t)xtx_zk_session_ms(M.z) * 1000000ull * 2 / 3;
+	/* past its session (a crash) or at once (a stop): half a session more, for restarts */
+	M.evict_after_ns = (uint64_t)xtx_zk_session_ms(M.z) * 1000000ull / 2;
 	pr_info("cluster '%s' at %s: epoch %u, this is server %d (%s) of %u, session %u ms\n",
 		o->name, o->zk, M.cfg.epoch, M.self, M.self_addr, M.cfg.nservers,
 		xtx_zk_session_ms(M.z));
@@ -193,6 +197,10 @@ int xtxd_member_start(const struct xtx_target *t)
 		fprintf(stderr, "Error: cluster: writing %s: %s\n", XTX_MAP_EPOCH, strerror(-err));
 		return -1;
 	}
+	/* from now on this server's absence is a failure the manager acts on */
+	if (xtx_zk_mark_joined(M.z, (unsigned int)M.self) ||
+	    xtxd_manager_start(M.z, (unsigned int)M.self, M.evict_after_ns))
+		return -1;
 	atomic_store(&M.stop, false);
 	err = pthread_create(&M.tid, NULL, member_main, NULL);
 	if (err) {
@@ -206,6 +214,7 @@ int xtxd_member_start(const struct xtx_target *t)
 void xtxd_member_stop(const struct xtx_target *t)
 {
 	(void)t;
+	xtxd_manager_stop();
 	if (M.running) {
 		atomic_store(&M.stop, true);
 		pthread_join(M.tid, NULL);

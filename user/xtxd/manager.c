@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The configuration manager: failure detection and promotion (manager.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+#include "clock.h"
+#include "cluster.h"
+#include "log.h"
+#include "manager.h"
+#include "zk.h"
+
+#define TICK_US			(100 * 1000)
+/* Not managing: how often to try for the role. */
+#define CAMPAIGN_EVERY_NS	(500ull * 1000 * 1000)
+
+static struct {
+	struct xtx_zk *z;
+	unsigned int self;
+	uint64_t grace_ns;
+	pthread_t tid;
+	atomic_bool stop, leads;
+	bool running;
+	uint64_t missing_since[XTX_CLUSTER_MAX_SERVERS];	/* 0: live, or not joined */
+} G;
+
+/*
+ * c without server x in any replica list, where that leaves the shard a
+ * replica (a shard whose only copy failed waits for it instead).  The
+ * number of shards changed.
+ */
+static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, i, j, changed = 0;
+
+	for (s = 0; s < c->nshards; s++) {
+		for (i = 0; i < c->nrep[s] && c->rep[s][i] != x; i++)
+			;
+		if (i == c->nrep[s] || c->nrep[s] == 1)
+			continue;
+		/* the rest move up: the first backup of a failed primary is the primary */
+		for (j = i; j + 1 < c->nrep[s]; j++)
+			c->rep[s][j] = c->rep[s][j + 1];
+		c->nrep[s]--;
+		changed++;
+	}
+	return changed;
+}
+
+static unsigned int primary_count(const struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < c->nshards; s++)
+		n += c->rep[s][0] == x;
+	return n;
+}
+
+/* One failed server out of the configuration; -EAGAIN when it changed meanwhile. */
+static int evict(unsigned int x)
+{
+	static struct xtx_cluster c;
+	unsigned int led, changed;
+	int ver, err;
+
+	err = xtx_zk_read_config(G.z, &c, &ver, false);
+	if (err)
+		return err;
+	led = primary_count(&c, x);
+	changed = drop_server(&c, x);
+	if (!changed) {
+		/* in no shard, or the only copy of what it holds: nothing to move */
+		xtx_zk_forget_joined(G.z, x);
+		return 0;
+	}
+	if (c.epoch >= XTX_CLUSTER_EPOCH_MAX) {
+		pr_warn("manager: epoch %u is the last: server %u stays in the configuration\n",
+			c.epoch, x);
+		return -ERANGE;
+	}
+	c.epoch++;
+	err = xtx_zk_write_config(G.z, &c, ver);
+	if (err)
+		return err;
+	pr_warn("manager: server %u (%s) failed: epoch %u without it in %u shards, a backup "
+		"promoted in the %u it led; %u shards under-replicated\n", x,
+		inet_ntoa(c.server[x]), c.epoch, changed, led, xtx_cluster_under_replicated(&c));
+	xtx_zk_forget_joined(G.z, x);
+	return 0;
+}
+
+static void manage(void)
+{
+	uint64_t live, joined, now = xtx_now_ns();
+	unsigned int i;
+
+	if (xtx_zk_live(G.z, &live, false) || xtx_zk_joined(G.z, &joined))
+		return;
+	for (i = 0; i < XTX_CLUSTER_MAX_SERVERS; i++) {
+		if (!(joined >> i & 1) || live >> i & 1) {
+			G.missing_since[i] = 0;
+			continue;
+		}
+		if (!G.missing_since[i])
+			G.missing_since[i] = now;
+		if (now - G.missing_since[i] >= G.grace_ns && !evict(i))
+			G.missing_since[i] = 0;
+	}
+}
+
+static void *manager_main(void *arg)
+{
+	uint64_t next_try = 0, now;
+	int err;
+
+	(void)arg;
+	while (!atomic_load(&G.stop)) {
+		usleep(TICK_US);
+		if (xtx_zk_state(G.z) != XTX_ZK_CONNECTED)
+			continue;
+		now = xtx_now_ns();
+		if (!atomic_load(&G.leads)) {
+			if (now < next_try)
+				continue;
+			next_try = now + CAMPAIGN_EVERY_NS;
+			err = xtx_zk_lead(G.z, G.self, false);
+			if (err)
+				continue;
+			atomic_store(&G.leads, true);
+			memset(G.missing_since, 0, sizeof(G.missing_since));
+			pr_info("manager: server %u manages the configuration\n", G.self);
+		}
+		/* the node went with a session that expired: someone else may manage now */
+		if (xtx_zk_manager(G.z) != (int)G.self) {
+			atomic_store(&G.leads, false);
+			pr_info("manager: server %u no longer manages\n", G.self);
+			continue;
+		}
+		manage();
+	}
+	return NULL;
+}
+
+int xtxd_manager_start(struct xtx_zk *z, unsigned int self, uint64_t grace_ns)
+{
+	int err;
+
+	G.z = z;
+	G.self = self;
+	G.grace_ns = grace_ns;
+	atomic_store(&G.stop, false);
+	atomic_store(&G.leads, false);
+	err = pthread_create(&G.tid, NULL, manager_main, NULL);
+	if (err) {
+		pr_warn("Error: manager: starting its thread: %s\n", strerror(err));
+		return -1;
+	}
+	G.running = true;
+	return 0;
+}
+
+void xtxd_manager_stop(void)
+{
+	if (!G.running)
+		return;
+	atomic_store(&G.stop, true);
+	pthread_join(G.tid, NULL);
+	G.running = false;
+	atomic_store(&G.leads, false);
+}
+
+bool xtxd_manager_leads(void)
+{
+	return atomic_load(&G.leads);
+}
