@@ -154,9 +154,12 @@ int xtx_xdp(struct xdp_md *ctx)
 	/* routed by another configuration: its keys may not be ours, nor ours alone */
 	el = bpf_map_lookup_elem(&xtx_epoch, &zero);
 	if (el) {
-		__u16 served = (__u16)el->epoch;
+		/* each field read once, as xtxd stores it: whole */
+		__u64 until = *(volatile __u64 *)&el->until_ns;
+		__u16 served = (__u16)*(volatile __u32 *)&el->epoch;
 
-		if (el->until_ns && bpf_ktime_get_ns() > el->until_ns)
+		/* boot time: a suspend does not stop a lease, as it does not stop a session */
+		if (until && bpf_ktime_get_boot_ns() > until)
 			served = XTX_EPOCH_FENCED;
 		/* a fenced server serves nobody, whatever a request claims */
 		if (hdr->epoch != served || served == XTX_EPOCH_FENCED) {

@@ -126,10 +126,30 @@ static int parse_reps(const char *s, uint8_t *rep, uint8_t *n)
 	}
 }
 
+/* All of s as a number up to max, or -1. */
+static int parse_num(const char *s, unsigned long max, uint32_t *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end || errno || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
 static int parse_servers(struct xtx_cluster *c, char *list)
 {
 	char *save = NULL, *ip;
+	size_t n = strlen(list);
 
+	/* strtok would skip an empty entry, and so renumber every server after it */
+	if (!n || list[0] == ',' || list[n - 1] == ',' || strstr(list, ",,"))
+		return -1;
 	for (ip = strtok_r(list, ",", &save); ip; ip = strtok_r(NULL, ",", &save)) {
 		if (c->nservers == XTX_CLUSTER_MAX_SERVERS ||
 		    inet_pton(AF_INET, ip, &c->server[c->nservers]) != 1)
@@ -143,6 +163,7 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 {
 	char line[XTX_CLUSTER_MAX_SERVERS * 16 + 32], word[16], arg[sizeof(line)];
 	unsigned int lineno = 0, shards_seen = 0, version = 0;
+	bool has_epoch = false, has_repl = false;
 	unsigned long s;
 	const char *p = text, *nl;
 	size_t n;
@@ -168,18 +189,21 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 				return bad(err, errlen, "not an xtx cluster configuration of "
 					   "version %d", CLUSTER_FORMAT_VERSION);
 		} else if (!strcmp(word, "epoch")) {
-			if (sscanf(arg, "%u", &c->epoch) != 1)
-				return bad(err, errlen, "line %u: epoch N", lineno);
+			if (has_epoch || parse_num(arg, XTX_CLUSTER_EPOCH_MAX, &c->epoch))
+				return bad(err, errlen, "line %u: epoch N (1..%u), once", lineno,
+					   XTX_CLUSTER_EPOCH_MAX);
+			has_epoch = true;
 		} else if (!strcmp(word, "replication")) {
-			if (sscanf(arg, "%u", &c->replication) != 1)
-				return bad(err, errlen, "line %u: replication N", lineno);
+			if (has_repl || parse_num(arg, XTX_CLUSTER_MAX_R, &c->replication))
+				return bad(err, errlen, "line %u: replication N, once", lineno);
+			has_repl = true;
 		} else if (!strcmp(word, "servers")) {
 			if (c->nservers || parse_servers(c, arg))
 				return bad(err, errlen, "line %u: servers IP[,IP...] (up to %u), "
 					   "once", lineno, XTX_CLUSTER_MAX_SERVERS);
 		} else if (!strcmp(word, "shards")) {
-			if (sscanf(arg, "%u", &c->nshards) != 1 || !c->nshards ||
-			    c->nshards > XTX_CLUSTER_MAX_SHARDS)
+			if (c->nshards || parse_num(arg, XTX_CLUSTER_MAX_SHARDS, &c->nshards) ||
+			    !c->nshards)
 				return bad(err, errlen, "line %u: shards 1..%u", lineno,
 					   XTX_CLUSTER_MAX_SHARDS);
 		} else if (!strcmp(word, "shard")) {
@@ -196,6 +220,11 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 	}
 	if (!version)
 		return bad(err, errlen, "empty configuration");
+	/* epoch 0 is a static cluster's: one held in ZooKeeper starts at 1 */
+	if (!has_epoch || !c->epoch)
+		return bad(err, errlen, "no epoch of 1..%u", XTX_CLUSTER_EPOCH_MAX);
+	if (!has_repl)
+		return bad(err, errlen, "no replication");
 	if (shards_seen != c->nshards)
 		return bad(err, errlen, "%u of %u shards listed", shards_seen, c->nshards);
 	return validate(c, true, err, errlen);

@@ -77,6 +77,8 @@ struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int ses
 	pthread_mutex_init(&z->lock, NULL);
 	pthread_cond_init(&z->cond, NULL);
 	z->state = ZOO_CONNECTING_STATE;
+	/* a session's first answer proves the ensemble heard from it after this */
+	atomic_store(&z->last_heard, xtx_now_ns());
 	/* the library's own chatter (every failed connect) goes nowhere: we say what matters */
 	if (!getenv("XTX_ZK_DEBUG")) {
 		static FILE *devnull;
@@ -110,7 +112,6 @@ struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int ses
 			wait_ms);
 		goto fail;
 	}
-	atomic_store(&z->last_heard, xtx_now_ns());
 	return z;
 fail:
 	xtx_zk_close(z);
@@ -189,6 +190,12 @@ int xtx_zk_read_config(struct xtx_zk *z, struct xtx_cluster *c, int *zversion, b
 		return -ENOENT;
 	if (rc != ZOK)
 		return fail(z, "reading", path, rc);
+	if (st.dataLength > len) {
+		/* cut short, the last shard line could still parse, and mean another map */
+		fprintf(stderr, "Error: ZooKeeper at %s: %s: %d bytes, more than a configuration "
+			"holds\n", z->hosts, path, st.dataLength);
+		return -EINVAL;
+	}
 	text[len < 0 ? 0 : len] = '\0';
 	if (xtx_cluster_parse(c, text, err, sizeof(err))) {
 		fprintf(stderr, "Error: ZooKeeper at %s: %s: %s\n", z->hosts, path, err);
@@ -376,14 +383,17 @@ struct beat {
 	uint64_t sent_ns;
 };
 
-static void on_heartbeat(int rc, const struct Stat *st, const void *data)
+static void on_heartbeat(int rc, const char *value, const void *data)
 {
 	struct beat *b = (struct beat *)data;
 	struct xtx_zk *z = b->z;
 
-	(void)st;
-	/* an answer, even "no such node", means the ensemble heard the question */
-	if (rc == ZOK || rc == ZNONODE)
+	(void)value;
+	/*
+	 * A sync goes through the leader, which tracks sessions: a follower
+	 * cut off from it answers no sync, though it may still answer reads.
+	 */
+	if (rc == ZOK)
 		heard_since(z, b->sent_ns);
 	atomic_store(&z->beat_out, false);
 	free(b);
@@ -400,7 +410,7 @@ void xtx_zk_heartbeat(struct xtx_zk *z)
 		goto none;
 	b->z = z;
 	b->sent_ns = xtx_now_ns();
-	if (zoo_aexists(z->zh, z->root, 0, on_heartbeat, b) == ZOK)
+	if (zoo_async(z->zh, z->root, on_heartbeat, b) == ZOK)
 		return;
 	free(b);
 none:

@@ -91,10 +91,11 @@ int xtx_zk_lead(struct xtx_zk *z, unsigned int index, bool watch);
 int xtx_zk_manager(struct xtx_zk *z);
 
 /*
- * Asks the ensemble something small, without waiting.  Once it answers,
- * xtx_zk_last_heard() returns the CLOCK_MONOTONIC time the question was
- * sent: the ensemble heard from this session no earlier than that, so the
- * session cannot expire before that time plus its timeout.
+ * Asks the ensemble's leader for a sync, without waiting.  Once it
+ * answers, xtx_zk_last_heard() returns the CLOCK_MONOTONIC time the
+ * question was sent: the leader, which expires sessions, heard from this
+ * one no earlier than that, so it cannot expire before that time plus its
+ * timeout.
  */
 void xtx_zk_heartbeat(struct xtx_zk *z);
 uint64_t xtx_zk_last_heard(struct xtx_zk *z);

@@ -32,6 +32,8 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xtx_epoch_lease);
+	/* xtxd stores each field atomically through a mapping (user/xtxd/member.c) */
+	__uint(map_flags, BPF_F_MMAPABLE);
 } xtx_epoch SEC(".maps");
 
 /* Identity of the loaded program, so tools can check what they talk to. */

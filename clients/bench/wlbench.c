@@ -951,7 +951,7 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 		hex[2 * i + 1] = digits[value[i] & 15];
 	}
 	hex[2 * vlen] = '\0';
-	for (i = 0; i < p->replication; i++) {
+	for (i = 0; i < xtx_replica_count(p->c, table, key); i++) {
 		unsigned int s = xtx_replica_of(p->c, table, key, i);
 
 		if (fprintf(p->f[s], "%u %llu %s\n", table, (unsigned long long)key, hex) < 0) {

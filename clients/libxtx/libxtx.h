@@ -146,6 +146,17 @@ struct xtx_client_cfg {
 	 */
 	const struct xtx_cluster *cluster;
 	/*
+	 * With cluster: how to read its configuration again (common/zk.h has
+	 * one), called from xtx_poll() when a server says it serves a newer
+	 * epoch; fills *out and returns 0, or -1.  The new map places every
+	 * key from then on; a transaction past its commit point stops sending
+	 * to servers that are no longer replicas of its keys (the ones left
+	 * hold its log records, and the new primary took its commits as a
+	 * backup), so it finishes through the new configuration.
+	 */
+	int (*refresh)(void *arg, struct xtx_cluster *out);
+	void *refresh_arg;
+	/*
 	 * For tests only (the nemesis): parts per million of the requests
 	 * sent twice, or held back and sent after later ones, as a network
 	 * may duplicate and reorder them.  0: none.
@@ -160,6 +171,7 @@ struct xtx_client_stats {
 	uint64_t packets, ops, retransmits, op_retries;
 	uint64_t refused_packets;	/* replies refusing a whole request (bad client, stale...) */
 	uint64_t epoch_refusals;	/* ... of which: the server serves another epoch, or none */
+	uint64_t reconfigurations;	/* newer configurations taken on */
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
 	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
@@ -294,7 +306,13 @@ const char *xtx_protocol_name(enum xtx_protocol p);
 /* "occ", "2pl", "hades" -> 0 and *p, else -EINVAL. */
 int xtx_protocol_parse(const char *s, enum xtx_protocol *p);
 
-/* Placement: primary server of a key and its i-th replica (0 = primary). */
+/*
+ * Placement: how many replicas a key's shard has (R, or fewer in a
+ * cluster that lost a server), and its i-th (0 = primary), or
+ * XTX_NO_REPLICA when i is past the count.
+ */
+#define XTX_NO_REPLICA	(~0u)
+unsigned int xtx_replica_count(const struct xtx_client *c, uint8_t table, uint64_t key);
 unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
 			    unsigned int i);
 

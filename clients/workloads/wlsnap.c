@@ -106,8 +106,14 @@ static void check_group(const struct wl_rec *g, size_t n, unsigned int replicati
 	unsigned int want[8], i;
 	size_t j;
 
-	for (i = 0; i < replication && i < 8; i++)
+	for (i = 0; i < replication && i < 8; i++) {
 		want[i] = place(place_arg, g->table, g->key, i);
+		/* a shard short of R (a server failed): its replicas are the ones left */
+		if (want[i] == WL_NO_REPLICA) {
+			replication = i;
+			break;
+		}
+	}
 	for (i = 0; i < replication && i < 8; i++) {
 		for (j = 0; j < n && g[j].server != want[i]; j++)
 			;

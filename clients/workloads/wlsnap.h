@@ -37,7 +37,9 @@ struct wl_ctl {
 };
 
 /* Replica i (0: primary) of (table, key) among nservers, as libxtx places it. */
+/* The i-th replica of a key, or WL_NO_REPLICA past its shard's replicas. */
 typedef unsigned int (*wl_place_fn)(void *arg, uint8_t table, uint64_t key, unsigned int i);
+#define WL_NO_REPLICA	(~0u)
 
 /*
  * Parses one `xtxctl dump` line ("table=T key=K version=V vlen=L value=HEX").

@@ -34,7 +34,7 @@
 /*
  * What a server serves: requests of hdr.epoch == epoch (0 in a static
  * cluster), and, in a cluster held in ZooKeeper, only until until_ns
- * (CLOCK_MONOTONIC, bpf_ktime_get_ns()).  xtxd moves until_ns forward while
+ * (CLOCK_BOOTTIME, bpf_ktime_get_boot_ns()).  xtxd moves until_ns forward while
  * its ZooKeeper session is surely alive, so a server cut off from
  * ZooKeeper, or whose xtxd died, stops serving on its own before its
  * session can expire and its shards be given to others.  A map of its
@@ -44,7 +44,7 @@
 struct xtx_epoch_lease {
 	__u32 epoch;		/* hdr.epoch served; XTX_EPOCH_FENCED: none */
 	__u32 pad;
-	__u64 until_ns;		/* 0: no lease (static cluster) */
+	__u64 until_ns;		/* CLOCK_BOOTTIME; 0: no lease (static cluster) */
 };
 
 /* ---- statistics: one per-CPU element, summed by readers ---- */

@@ -93,6 +93,18 @@ static void test_bad_text(void)
 	refused("xtx-cluster 1\nepoch 1\nreplication 1\nservers 10.0.0.300\nshards 1\nshard 0 0\n",
 		"servers");
 	refused("xtx-cluster 1\nepoch 1\nreplication 1\nservers 10.0.0.1\nshards 0\n", "shards");
+	/* epoch 0 is a static cluster's: a held one that said so would serve static clients */
+	refused("xtx-cluster 1\nepoch 0\nreplication 1\nservers 10.0.0.1\nshards 1\nshard 0 0\n",
+		"epoch");
+	refused("xtx-cluster 1\nreplication 1\nservers 10.0.0.1\nshards 1\nshard 0 0\n", "no epoch");
+	refused("xtx-cluster 1\nepoch 3\nepoch 9\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "once");
+	refused("xtx-cluster 1\nepoch 5junk\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "epoch");
+	refused("xtx-cluster 1\nepoch 5\nreplication 1\nservers 10.0.0.1,,10.0.0.2\nshards 1\n"
+		"shard 0 0\n", "servers");
+	refused("xtx-cluster 1\nepoch 5\nservers 10.0.0.1\nshards 1\nshard 0 0\n",
+		"no replication");
 }
 
 static void test_under_replicated(void)

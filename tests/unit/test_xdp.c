@@ -610,7 +610,7 @@ static void test_epoch_lease(void)
 	__u32 zero = 0;
 	struct run r;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	el.until_ns = (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec + 60000000000ull;
 	bpf_map_update_elem(fd, &zero, &el, 0);
 	read_stats(&before);

@@ -664,9 +664,9 @@ int main(int argc, char **argv)
 	    (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
 	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns) ||
-	    (o.member.zk && xtxd_member_start(&t))) {
+	    (o.member.zk ? xtxd_member_start(&t) : xtxd_member_static(&t))) {
 		if (o.member.zk)
-			xtxd_member_stop(&t);
+			xtxd_member_leave();
 		xtxd_housekeeping_stop();
 		xtxd_metrics_stop();
 		xtxd_control_stop();
@@ -691,9 +691,9 @@ int main(int argc, char **argv)
 	xtx_daemon_ready(&ready_fd, 0);
 
 	serve_until_signal();
-	/* a stopping member stops serving first, then gives up its lease */
+	/* a stopping member stops serving first, and gives up its lease last */
 	if (o.member.zk)
-		xtxd_member_stop(&t);
+		xtxd_member_fence();
 	xtxd_housekeeping_stop();
 	xtxd_metrics_stop();
 	xtxd_control_stop();
@@ -720,6 +720,8 @@ int main(int argc, char **argv)
 			xtx_unpin(&t);
 		}
 	}
+	if (o.member.zk)
+		xtxd_member_leave();
 	unlink(pidfile);
 	return err ? 1 : 0;
 }

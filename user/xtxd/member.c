@@ -7,7 +7,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <xtx/maps.h>
 #include "clock.h"
@@ -28,6 +30,7 @@ static struct {
 	uint64_t lease_ns;		/* how long past the last heard the lease runs */
 	uint64_t evict_after_ns;	/* as manager: a joined server missing this long failed */
 	int map_fd;
+	struct xtx_epoch_lease *lease;	/* the epoch map, mmapped */
 	pthread_t tid;
 	atomic_bool stop;
 	bool running;
@@ -102,14 +105,54 @@ fail:
 	return -1;
 }
 
-static int write_lease(uint32_t epoch, uint64_t until_ns)
+/*
+ * The lease map, mmapped: each field is written with one atomic store, so
+ * XDP never reads a renewal half done (a torn until_ns could lie far in
+ * the future).  A fence writes until_ns first: from then on any epoch read
+ * with it is refused.
+ */
+static struct xtx_epoch_lease *lease_map(const struct xtx_target *t)
 {
-	struct xtx_epoch_lease el = { .epoch = epoch, .until_ns = until_ns };
-	__u32 zero = 0;
+	void *p;
 
+	M.map_fd = xtx_target_map_fd(t, XTX_MAP_EPOCH);
+	if (M.map_fd < 0) {
+		fprintf(stderr, "Error: cluster: opening %s: %s\n", XTX_MAP_EPOCH,
+			strerror(-M.map_fd));
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 M.map_fd, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "Error: cluster: mapping %s: %s\n", XTX_MAP_EPOCH, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+/* CLOCK_MONOTONIC ns (what ZooKeeper's answers are timed in) as bpf_ktime_get_boot_ns(). */
+static uint64_t to_boot_ns(uint64_t mono_ns)
+{
+	struct timespec m, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	/* boot time runs on through a suspend, when ZooKeeper's sessions do too */
+	return mono_ns + ((uint64_t)b.tv_sec * 1000000000ull + b.tv_nsec) -
+	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
+}
+
+static void write_lease(uint32_t epoch, uint64_t until_boot_ns)
+{
+	if (epoch == XTX_EPOCH_FENCED) {
+		__atomic_store_n(&M.lease->until_ns, until_boot_ns, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&M.lease->epoch, epoch, __ATOMIC_SEQ_CST);
+	} else {
+		__atomic_store_n(&M.lease->epoch, epoch, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&M.lease->until_ns, until_boot_ns, __ATOMIC_SEQ_CST);
+	}
 	atomic_store(&M.epoch, epoch);
 	atomic_store(&M.fenced, epoch == XTX_EPOCH_FENCED);
-	return bpf_map_update_elem(M.map_fd, &zero, &el, BPF_ANY) ? -errno : 0;
 }
 
 /* Fenced for good: the session is gone, so may be our shards. */
@@ -118,54 +161,82 @@ static void fence(const char *why)
 	if (!atomic_load(&M.fenced))
 		pr_warn("cluster: %s: this server stops serving (fenced) until xtxd restarts\n",
 			why);
-	/* an until_ns of 1 is long past: fenced even if the epoch were read torn */
+	/* an until_ns of 1 is long past */
 	write_lease(XTX_EPOCH_FENCED, 1);
 }
 
-/* A new configuration: its epoch, or a fence if it no longer lists us. */
-static void reread_config(void)
+/*
+ * A new configuration: its epoch, or a fence if it no longer lists us.
+ * 0, or -1 when it could not be read (the caller tries again, and renews
+ * no lease meanwhile: until it has read it, it does not know its epoch).
+ */
+static int reread_config(void)
 {
 	static struct xtx_cluster c;
+	int err = xtx_zk_read_config(M.z, &c, NULL, true);
 
-	if (xtx_zk_read_config(M.z, &c, NULL, true))
-		return;		/* said why; the lease runs out if this goes on */
+	if (err == -ENOENT) {
+		fence("the cluster's configuration is gone from ZooKeeper");
+		return 0;
+	}
+	if (err)
+		return -1;
+	if (c.epoch < M.cfg.epoch || (c.epoch == M.cfg.epoch && memcmp(&c, &M.cfg, sizeof(c)))) {
+		/* every change comes with a newer epoch: this one did not, so serve none */
+		fence("the configuration changed without a newer epoch");
+		return 0;
+	}
 	if (c.epoch != M.cfg.epoch)
 		pr_info("cluster: epoch %u -> %u\n", M.cfg.epoch, c.epoch);
 	if ((unsigned int)M.self >= c.nservers ||
 	    c.server[M.self].s_addr != M.cfg.server[M.self].s_addr) {
 		M.cfg = c;
 		fence("the configuration no longer lists this server");
-		return;
+		return 0;
 	}
 	M.cfg = c;
+	return 0;
 }
 
 static void *member_main(void *arg)
 {
-	enum xtx_zk_state st;
-	uint64_t heard;
+	bool pending = false;	/* a change to read */
 
 	(void)arg;
 	while (!atomic_load(&M.stop)) {
 		usleep(TICK_NS / 1000);
 		if (atomic_load(&M.fenced))
 			continue;
-		st = xtx_zk_state(M.z);
-		if (st == XTX_ZK_EXPIRED) {
+		if (xtx_zk_state(M.z) == XTX_ZK_EXPIRED) {
 			fence("the ZooKeeper session expired");
 			continue;
 		}
 		if (xtx_zk_changed(M.z))
-			reread_config();
+			pending = true;
+		if (pending)
+			pending = reread_config() != 0;
 		if (atomic_load(&M.fenced))
 			continue;
 		xtx_zk_heartbeat(M.z);
-		heard = xtx_zk_last_heard(M.z);
 		/* only ever forward from what was heard: XDP ends it if we stop here */
-		if (write_lease(M.cfg.epoch, heard + M.lease_ns))
-			pr_warn("cluster: renewing the lease: %s\n", strerror(errno));
+		if (!pending)
+			write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 	}
 	return NULL;
+}
+
+int xtxd_member_static(const struct xtx_target *t)
+{
+	/* a static server serves epoch 0, whatever a cluster run left in a reused map */
+	M.lease = lease_map(t);
+	if (!M.lease)
+		return -1;
+	write_lease(0, 0);
+	munmap(M.lease, (size_t)sysconf(_SC_PAGESIZE));
+	M.lease = NULL;
+	close(M.map_fd);
+	M.map_fd = -1;
+	return 0;
 }
 
 int xtxd_member_start(const struct xtx_target *t)
@@ -173,12 +244,9 @@ int xtxd_member_start(const struct xtx_target *t)
 	uint64_t until;
 	int err;
 
-	M.map_fd = xtx_target_map_fd(t, XTX_MAP_EPOCH);
-	if (M.map_fd < 0) {
-		fprintf(stderr, "Error: cluster: opening %s: %s\n", XTX_MAP_EPOCH,
-			strerror(-M.map_fd));
+	M.lease = lease_map(t);
+	if (!M.lease)
 		return -1;
-	}
 	/*
 	 * The node of an xtxd that died here lives until its session times
 	 * out; ours can take its place only then.
@@ -192,11 +260,15 @@ int xtxd_member_start(const struct xtx_target *t)
 			"session: is another xtxd serving it?\n", M.self, M.self_addr);
 	if (err)
 		return -1;
-	err = write_lease(M.cfg.epoch, xtx_zk_last_heard(M.z) + M.lease_ns);
-	if (err) {
-		fprintf(stderr, "Error: cluster: writing %s: %s\n", XTX_MAP_EPOCH, strerror(-err));
+	/* the configuration may have moved on while the store was recovered */
+	if (reread_config()) {
+		fprintf(stderr, "Error: cluster: reading the configuration again failed\n");
 		return -1;
 	}
+	if (atomic_load(&M.fenced))
+		fprintf(stderr, "Warning: cluster: this server starts fenced\n");
+	else
+		write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 	/* from now on this server's absence is a failure the manager acts on */
 	if (xtx_zk_mark_joined(M.z, (unsigned int)M.self) ||
 	    xtxd_manager_start(M.z, (unsigned int)M.self, M.evict_after_ns))
@@ -211,22 +283,31 @@ int xtxd_member_start(const struct xtx_target *t)
 	return 0;
 }
 
-void xtxd_member_stop(const struct xtx_target *t)
+void xtxd_member_fence(void)
 {
-	(void)t;
 	xtxd_manager_stop();
 	if (M.running) {
 		atomic_store(&M.stop, true);
 		pthread_join(M.tid, NULL);
 		M.running = false;
 	}
-	/* first stop serving, then give up the lease (--keep-state leaves XDP running) */
-	if (M.map_fd >= 0) {
+	/* --keep-state leaves XDP running: it serves nobody from here on */
+	if (M.lease) {
 		atomic_store(&M.fenced, false);
 		write_lease(XTX_EPOCH_FENCED, 1);
-		close(M.map_fd);
-		M.map_fd = -1;
 	}
+}
+
+void xtxd_member_leave(void)
+{
+	/* the live node goes with the session, once nothing here serves or acts */
+	xtxd_member_fence();
+	if (M.lease)
+		munmap(M.lease, (size_t)sysconf(_SC_PAGESIZE));
+	M.lease = NULL;
+	if (M.map_fd >= 0)
+		close(M.map_fd);
+	M.map_fd = -1;
 	xtx_zk_close(M.z);
 	M.z = NULL;
 }

@@ -35,8 +35,15 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
  * 0, or -1 after printing why.
  */
 int xtxd_member_start(const struct xtx_target *t);
-/* Fences the server, then ends the session (its live node goes at once). */
-void xtxd_member_stop(const struct xtx_target *t);
+/*
+ * A static server (no --zk): serves epoch 0 with no lease, whatever a
+ * cluster run left in a map it adopts.  0, or -1 after printing why.
+ */
+int xtxd_member_static(const struct xtx_target *t);
+/* Stops serving: first of a stop, before anything else stops. */
+void xtxd_member_fence(void);
+/* Ends the session (the live node goes at once): last of a stop, once nothing acts here. */
+void xtxd_member_leave(void);
 /* For xtxctl info and metrics: the epoch served now, and whether fenced. */
 unsigned int xtxd_member_epoch(bool *fenced);
 

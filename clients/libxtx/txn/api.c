@@ -54,7 +54,8 @@ static int key_slot(struct xtx_txn *t, uint8_t table, uint64_t key)
 	memset(k, 0, sizeof(*k));
 	k->table = table;
 	k->key = key;
-	for (i = 0; i < t->c->cfg.replication; i++)
+	k->nrep = (uint8_t)xtx_replica_count(t->c, table, key);
+	for (i = 0; i < k->nrep; i++)
 		k->replica[i] = (uint8_t)xtx_replica_of(t->c, table, key, i);
 	return (int)t->nkeys++;
 }

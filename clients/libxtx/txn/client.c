@@ -22,7 +22,7 @@ const struct txn_protocol *const txn_protocols[] = {
 };
 const unsigned int txn_nprotocols = sizeof(txn_protocols) / sizeof(txn_protocols[0]);
 
-/* The servers and replication given must be the cluster's, and every shard whole. */
+/* The servers and replication given must be the cluster's. */
 static int cluster_mismatch(const struct xtx_client_cfg *cfg)
 {
 	const struct xtx_cluster *m = cfg->cluster;
@@ -44,11 +44,6 @@ static int cluster_mismatch(const struct xtx_client_cfg *cfg)
 	if (m->epoch < 1 || m->epoch > XTX_CLUSTER_EPOCH_MAX) {
 		fprintf(stderr, "Error: libxtx: cluster epoch %u: 1..%u\n", m->epoch,
 			XTX_CLUSTER_EPOCH_MAX);
-		return -1;
-	}
-	if (xtx_cluster_under_replicated(m)) {
-		fprintf(stderr, "Error: libxtx: %u shards of the cluster have fewer than %u "
-			"replicas\n", xtx_cluster_under_replicated(m), m->replication);
 		return -1;
 	}
 	return 0;
@@ -452,5 +447,49 @@ unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t 
 {
 	unsigned int s = xtx_cluster_shard(&c->map, table, key);
 
-	return c->map.rep[s][i];
+	return i < c->map.nrep[s] ? c->map.rep[s][i] : XTX_NO_REPLICA;
+}
+
+unsigned int xtx_replica_count(const struct xtx_client *c, uint8_t table, uint64_t key)
+{
+	return c->map.nrep[xtx_cluster_shard(&c->map, table, key)];
+}
+
+bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsigned int srv)
+{
+	unsigned int s = xtx_cluster_shard(&c->map, k->table, k->key), i;
+
+	for (i = 0; i < c->map.nrep[s]; i++)
+		if (c->map.rep[s][i] == srv)
+			return true;
+	return false;
+}
+
+/* Refusals come in bursts, one per request in flight: one read serves them all. */
+#define REFRESH_EVERY_NS	(50ull * 1000 * 1000)
+
+void txn_reconfigure(struct xtx_client *c)
+{
+	static __thread struct xtx_cluster next;
+	uint64_t now = xtx_now_ns();
+	unsigned int i;
+
+	if (!c->cfg.refresh || now - c->last_refresh_ns < REFRESH_EVERY_NS)
+		return;
+	c->last_refresh_ns = now;
+	if (c->cfg.refresh(c->cfg.refresh_arg, &next) || next.epoch <= c->map.epoch)
+		return;
+	/* server indices are positions: a configuration only ever moves servers between shards */
+	if (next.nservers != c->map.nservers || next.replication != c->map.replication)
+		goto different;
+	for (i = 0; i < next.nservers; i++)
+		if (next.server[i].s_addr != c->map.server[i].s_addr)
+			goto different;
+	c->map = next;
+	xtx_reqwins_set_epoch(&c->w, (uint16_t)next.epoch);
+	c->st.reconfigurations++;
+	return;
+different:
+	fprintf(stderr, "Warning: libxtx: epoch %u lists other servers than this client was "
+		"opened with: not taken on\n", next.epoch);
 }

@@ -36,6 +36,7 @@ struct txn_key {
 	uint8_t vlen;
 	uint8_t new_vlen;
 	uint8_t replica[TXN_MAX_REPLICAS];	/* [0] is the primary */
+	uint8_t nrep;				/* replicas its shard has (R, or fewer) */
 	uint8_t value[XTX_VALUE_MAX];
 	uint8_t new_value[XTX_VALUE_MAX];
 };
@@ -161,6 +162,7 @@ struct xtx_client {
 	struct xtx_msgbuf *rbufs;
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
 	struct xtx_cluster map;		/* the shard map keys are placed by */
+	uint64_t last_refresh_ns;	/* the last time the configuration was read again */
 };
 
 /*
@@ -229,6 +231,10 @@ void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
 void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
 /* Every replica of every key t writes, a bit per server index. */
+/* A server told of a newer epoch: read the configuration again (rate-limited). */
+void txn_reconfigure(struct xtx_client *c);
+/* Whether srv is still one of k's replicas under the client's current map. */
+bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsigned int srv);
 uint64_t txn_write_replicas(const struct xtx_txn *t);
 /*
  * The servers that can tell what became of t: where it logged (OCC, 2PL),

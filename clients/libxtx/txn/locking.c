@@ -18,11 +18,6 @@
 #include "clock.h"
 #include "locking.h"
 
-static unsigned int replicas(const struct xtx_txn *t)
-{
-	return t->c->cfg.replication;
-}
-
 /* ---- building ops -------------------------------------------------------- */
 
 void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_rules *r)
@@ -280,7 +275,7 @@ static unsigned int queue_backups(struct xtx_txn *t)
 	for (i = 0; i < t->nkeys; i++) {
 		if (!(t->keys[i].flags & KF_WRITE))
 			continue;
-		for (r = 1; r < replicas(t); r++) {
+		for (r = 1; r < t->keys[i].nrep; r++) {
 			txn_queue(t, i, TOP_COMMIT_BACKUP, t->keys[i].replica[r]);
 			n++;
 		}

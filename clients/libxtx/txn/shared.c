@@ -9,11 +9,6 @@
 #include <xtx/log.h>
 #include "internal.h"
 
-static unsigned int replicas(const struct xtx_txn *t)
-{
-	return t->c->cfg.replication;
-}
-
 /* Notes the first reason to abort; later ones do not replace it. */
 bool txn_lease_passed(const struct xtx_txn *t, uint64_t now)
 {
@@ -51,9 +46,10 @@ uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k)
 	__u16 r[TXN_MAX_REPLICAS];
 	unsigned int i;
 
-	for (i = 0; i < replicas(t); i++)
+	(void)t;	/* the key knows its replicas: its shard's when it was placed */
+	for (i = 0; i < k->nrep; i++)
 		r[i] = k->replica[i];
-	return xtx_log_replicas_pack(r, (__u8)replicas(t));
+	return xtx_log_replicas_pack(r, k->nrep);
 }
 
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k)
@@ -118,7 +114,7 @@ uint64_t txn_write_replicas(const struct xtx_txn *t)
 
 	for (i = 0; i < t->nkeys; i++)
 		if (t->keys[i].flags & KF_WRITE)
-			for (r = 0; r < t->c->cfg.replication; r++)
+			for (r = 0; r < t->keys[i].nrep; r++)
 				p |= 1ull << t->keys[i].replica[r];
 	return p;
 }
@@ -160,7 +156,8 @@ unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k,
 {
 	unsigned int r;
 
-	for (r = 0; r < replicas(t); r++)
+	(void)t;
+	for (r = 0; r < k->nrep; r++)
 		if (k->replica[r] == srv)
 			return r + 1;
 	return 0;
@@ -205,6 +202,17 @@ void txn_on_lost(struct txn_opref *ref)
 	case TOP_LOG:
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
+		/*
+		 * A server the configuration moved out of the key's shard: it
+		 * failed, and its successors need nothing more from this op
+		 * (the replicas left logged the transaction, the promoted
+		 * primary installed it as a backup).
+		 */
+		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server)) {
+			t->waiting--;
+			break;
+		}
+		/* fall through */
 	case TOP_HVALIDATE:
 	case TOP_HABORT:
 		/*

@@ -312,8 +312,11 @@ static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
 		 * request, so a server that lost its lease for a moment only
 		 * delays, and one that keeps refusing ends as unreachable.
 		 */
-		if (m->hdr.status == XTX_ST_EPOCH)
+		if (m->hdr.status == XTX_ST_EPOCH) {
 			c->st.epoch_refusals++;
+			if (m->hdr.epoch != XTX_EPOCH_FENCED && m->hdr.epoch > c->w.epoch)
+				txn_reconfigure(c);
+		}
 		break;
 	case XTX_RW_MISMATCH:
 		/* not our request's reply: resend it rather than trust it */
