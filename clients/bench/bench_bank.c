@@ -45,6 +45,7 @@ struct bank_opts {
 	struct sockaddr_in *servers;
 	unsigned int nservers;
 	struct xtx_cluster *cluster;	/* --zk: the cluster's map; NULL: static */
+	struct bench_zk_source zk;	/* --zk: where to read it again */
 	uint16_t port;
 	enum xtx_protocol protocol;
 	uint32_t replication;
@@ -80,6 +81,7 @@ struct bank_counts {
 	uint64_t missing;	/* transactions that found an account missing */
 	uint64_t packets, ops, retransmits, rw_packets, rw_ops, rw_rounds;
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
+	uint64_t reconfigurations;	/* newer cluster configurations taken on (--zk) */
 };
 #define BANK_NCOUNTS (sizeof(struct bank_counts) / sizeof(uint64_t))
 
@@ -273,6 +275,7 @@ static void snapshot_stats(struct bank_thread *th)
 	th->cnt.rw_rounds = s->rounds_rw_committed;
 	th->cnt.duplicated = s->duplicated;
 	th->cnt.reordered = s->reordered;
+	th->cnt.reconfigurations = s->reconfigurations;
 }
 
 static void *bank_thread_main(void *arg)
@@ -320,6 +323,9 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.lock_lease_ns = o->lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
 		.cluster = o->cluster,
+		/* a newer epoch: the manager moved shards; read where they are now */
+		.refresh = o->cluster ? bench_zk_refresh : NULL,
+		.refresh_arg = (void *)&o->zk,
 		.fault_dup_ppm = o->dup_ppm,
 		.fault_reorder_ppm = o->reorder_ppm,
 	};
@@ -410,9 +416,12 @@ static enum xtx_step sum_step(struct xtx_txn *t, void *arg)
 	return XTX_STEP_COMMIT;
 }
 
+/* A read-only check that failed wrote nothing: tried again this often (a server may be moving). */
+#define CHECK_TRIES	20
+
 static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t *total)
 {
-	uint32_t first, missing = 0;
+	uint32_t first, missing = 0, failed = 0;
 
 	*total = 0;
 	for (first = 0; first < o->accounts;) {
@@ -428,6 +437,13 @@ static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t 
 			break;
 		case XTX_ABORTED:
 			break;
+		case XTX_FAILED:
+			/* a cluster in ZooKeeper may be moving a failed server's shards */
+			if (++failed < CHECK_TRIES) {
+				usleep(100000);
+				break;
+			}
+			/* fall through */
 		default:
 			fprintf(stderr, "Error: bank: check: servers unreachable\n");
 			return -1;
@@ -605,6 +621,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
 				   &o->replication, &o->cluster))
 		return -1;
+	o->zk = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
 	if (servers &&
 	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
 		return -1;
@@ -681,14 +698,15 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       "\"packets_per_committed\":%.2f,\"packets_per_committed_rw\":%.2f,"
 		       "\"ops_per_committed_rw\":%.2f,\"rounds_per_committed_rw\":%.2f,"
 		       "\"retransmits\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"reordered\":%" PRIu64
-		       ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
+		       ",\"reconfigurations\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
 		       "\"p99_us\":%.1f,\"aborts\":{",
 		       xtx_protocol_name(o->protocol), o->ops_per_packet, o->threads, o->inflight,
 		       run_s, committed, committed / run_s, c->transfers, c->audits, ab, c->failed,
 		       c->bad_audits, c->packets, c->ops, ops_pkt, pkt_txn, rw_pkt_txn,
 		       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 		       c->transfers ? (double)c->rw_rounds / c->transfers : 0,
-		       c->retransmits, c->duplicated, c->reordered, xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
+		       c->retransmits, c->duplicated, c->reordered, c->reconfigurations,
+		       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 		       xtx_hist_percentile(h, 99) / 1e3);
 		for (i = 1; i < XTX_CAUSE__COUNT; i++)
 			printf("%s\"%s\":%" PRIu64, i > 1 ? "," : "", xtx_cause_name(i),

@@ -55,6 +55,7 @@ struct wl_opts {
 	struct sockaddr_in *servers;
 	unsigned int nservers;
 	struct xtx_cluster *cluster;	/* --zk: the cluster's map; NULL: static */
+	struct bench_zk_source zk;	/* --zk: where to read it again */
 	uint16_t port;
 	uint32_t replication;
 	enum xtx_protocol protocol;
@@ -859,6 +860,7 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
 				   &o->replication, &o->cluster))
 		return -1;
+	o->zk = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
 	if (servers &&
 	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
 		return -1;
@@ -922,6 +924,9 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		.lock_lease_ns = o->lock_lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
 		.cluster = o->cluster,
+		/* a newer epoch: the manager moved shards; read where they are now */
+		.refresh = o->cluster ? bench_zk_refresh : NULL,
+		.refresh_arg = (void *)&o->zk,
 	};
 
 	return xtx_client_open(&cfg);

@@ -45,3 +45,20 @@ fail:
 	free(c);
 	return -1;
 }
+
+/* It runs inside xtx_poll(): an ensemble out of reach must not hold the client long. */
+#define REFRESH_WAIT_MS		1000
+
+int bench_zk_refresh(void *source, struct xtx_cluster *out)
+{
+	const struct bench_zk_source *src = source;
+	struct xtx_zk *z = xtx_zk_open(src->hosts, src->name, XTX_ZK_SESSION_MS_DEFAULT,
+				       REFRESH_WAIT_MS);
+	int err;
+
+	if (!z)
+		return -1;
+	err = xtx_zk_read_config(z, out, NULL, false);
+	xtx_zk_close(z);
+	return err ? -1 : 0;
+}

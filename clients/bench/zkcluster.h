@@ -16,4 +16,12 @@ int bench_zk_cluster(const char *hosts, const char *name, uint16_t port,
 		     struct sockaddr_in **servers, unsigned int *n, uint32_t *replication,
 		     struct xtx_cluster **out);
 
+/* Where a client reads its cluster's configuration again (libxtx's cfg.refresh). */
+struct bench_zk_source {
+	const char *hosts, *name;
+};
+
+/* libxtx's cfg.refresh over a bench_zk_source: a short session, one read. */
+int bench_zk_refresh(void *source, struct xtx_cluster *out);
+
 #endif /* XTX_BENCH_ZKCLUSTER_H */

@@ -465,16 +465,21 @@ bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsi
 	return false;
 }
 
-/* Refusals come in bursts, one per request in flight: one read serves them all. */
+/*
+ * Refusals come in bursts, one per request in flight: one read serves them
+ * all.  A server gone silent only may have been moved out: asked less often.
+ */
 #define REFRESH_EVERY_NS	(50ull * 1000 * 1000)
+#define REFRESH_SILENT_NS	(500ull * 1000 * 1000)
 
-void txn_reconfigure(struct xtx_client *c)
+void txn_reconfigure(struct xtx_client *c, bool told)
 {
 	static __thread struct xtx_cluster next;
 	uint64_t now = xtx_now_ns();
 	unsigned int i;
 
-	if (!c->cfg.refresh || now - c->last_refresh_ns < REFRESH_EVERY_NS)
+	if (!c->cfg.refresh ||
+	    now - c->last_refresh_ns < (told ? REFRESH_EVERY_NS : REFRESH_SILENT_NS))
 		return;
 	c->last_refresh_ns = now;
 	if (c->cfg.refresh(c->cfg.refresh_arg, &next) || next.epoch <= c->map.epoch)
@@ -492,4 +497,15 @@ void txn_reconfigure(struct xtx_client *c)
 different:
 	fprintf(stderr, "Warning: libxtx: epoch %u lists other servers than this client was "
 		"opened with: not taken on\n", next.epoch);
+}
+
+uint64_t txn_serving(const struct xtx_client *c)
+{
+	uint64_t m = 0;
+	unsigned int s, i;
+
+	for (s = 0; s < c->map.nshards; s++)
+		for (i = 0; i < c->map.nrep[s]; i++)
+			m |= 1ull << c->map.rep[s][i];
+	return m;
 }

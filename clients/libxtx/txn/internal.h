@@ -231,8 +231,13 @@ void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
 void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);
 /* Every replica of every key t writes, a bit per server index. */
-/* A server told of a newer epoch: read the configuration again (rate-limited). */
-void txn_reconfigure(struct xtx_client *c);
+/*
+ * Reads the configuration again (rate-limited) when a server told of a
+ * newer epoch (told), or stopped answering.
+ */
+void txn_reconfigure(struct xtx_client *c, bool told);
+/* The servers in some shard of the client's current map, a bit per index. */
+uint64_t txn_serving(const struct xtx_client *c);
 /* Whether srv is still one of k's replicas under the client's current map. */
 bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsigned int srv);
 uint64_t txn_write_replicas(const struct xtx_txn *t);

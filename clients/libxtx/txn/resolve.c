@@ -128,7 +128,8 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 {
 	struct sockaddr_in resolvers[XTX_MAX_SERVERS];
 	struct xtx_transport tr;
-	struct asking a = { .servers = res->servers };
+	/* a server the configuration moved out of every shard failed: the ones left decide */
+	struct asking a = { .servers = res->servers & txn_serving(c) };
 	uint64_t end, req_id = xtx_req_id_start(), next = 0;
 	enum xtx_outcome o = XTX_IN_DOUBT;
 	unsigned int s;
@@ -136,7 +137,7 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 	if (res->outcome != XTX_IN_DOUBT)
 		return res->outcome;
 	/* nothing to ask, or a resolver that keeps no record of it */
-	if (!res->servers || (c->cfg.protocol != XTX_PROTO_HADES && c->cfg.replication < 2))
+	if (!a.servers || (c->cfg.protocol != XTX_PROTO_HADES && c->cfg.replication < 2))
 		return XTX_IN_DOUBT;
 	end = xtx_now_ns();
 	end = timeout_ns > UINT64_MAX - end ? UINT64_MAX : end + timeout_ns;

@@ -289,6 +289,8 @@ static void give_up_stale(struct xtx_client *c, uint64_t now)
 			    now - r->last_ns >= c->w.timeout_ns) {
 				c->st.lost_requests++;
 				settle(c, s, r, NULL);
+				/* a server that stopped answering may have been moved out */
+				txn_reconfigure(c, false);
 			}
 		}
 	}
@@ -315,7 +317,7 @@ static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
 		if (m->hdr.status == XTX_ST_EPOCH) {
 			c->st.epoch_refusals++;
 			if (m->hdr.epoch != XTX_EPOCH_FENCED && m->hdr.epoch > c->w.epoch)
-				txn_reconfigure(c);
+				txn_reconfigure(c, true);
 		}
 		break;
 	case XTX_RW_MISMATCH:
