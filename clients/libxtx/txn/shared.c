@@ -203,12 +203,20 @@ void txn_on_lost(struct txn_opref *ref)
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
 		/*
-		 * A server the configuration moved out of the key's shard: it
-		 * failed, and its successors need nothing more from this op
-		 * (the replicas left logged the transaction, the promoted
-		 * primary installed it as a backup).
+		 * A server the configuration moved out of the key's shard
+		 * failed, and its successors need nothing more from this op:
+		 * a commit there (the backups installed the write before any
+		 * primary was asked, the promoted primary among them), or a
+		 * log append at a backup (the primary's lock keeps the key
+		 * while the replicas left finish the transaction).  Not a log
+		 * append at the failed primary: its lock went with it, and
+		 * nothing would keep another transaction off the key at the
+		 * promoted one before this one's commit reaches it, so that
+		 * keeps trying (the promoted primary taking over the locks of
+		 * logged transactions is the missing piece).
 		 */
-		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server)) {
+		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server) &&
+		    (ref->kind != TOP_LOG || ref->server != t->keys[ref->key].replica[0])) {
 			t->waiting--;
 			break;
 		}
