@@ -148,11 +148,12 @@ struct xtx_client_cfg {
 	/*
 	 * With cluster: how to read its configuration again (common/zk.h has
 	 * one), called from xtx_poll() when a server says it serves a newer
-	 * epoch; fills *out and returns 0, or -1.  The new map places every
-	 * key from then on; a transaction past its commit point stops sending
-	 * to servers that are no longer replicas of its keys (the ones left
-	 * hold its log records, and the new primary took its commits as a
-	 * backup), so it finishes through the new configuration.
+	 * epoch; fills *out and returns 0, or -1.  The new map places the
+	 * keys of transactions that start from then on.  One placed by the
+	 * old map keeps its replicas (primaries do not move; a backup moved
+	 * out still gets its log appends, and a transaction waits for one
+	 * that is gone), except that past its commit point it no longer waits
+	 * for a commit at a backup moved out of its key.
 	 */
 	int (*refresh)(void *arg, struct xtx_cluster *out);
 	void *refresh_arg;

@@ -66,28 +66,6 @@ void xtx_reqwin_submit(struct xtx_reqwins *w, unsigned int s, struct xtx_req *r)
 	srv->outstanding++;
 }
 
-void xtx_reqwins_set_epoch(struct xtx_reqwins *w, uint16_t epoch)
-{
-	unsigned int s, i;
-
-	w->epoch = epoch;
-	for (s = 0; s < w->nservers; s++) {
-		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
-			struct xtx_req *r = &w->srv[s].slot[i];
-
-			if (!r->req_id)
-				continue;
-			/*
-			 * The same request, now under the new epoch: where it ran
-			 * already, the server's record answers it; elsewhere it runs
-			 */
-			r->msg.hdr.epoch = epoch;
-			if (w->mac)
-				r->msg.hdr.reserved = xtx_hdr_mac(&w->secret, &r->msg.hdr);
-		}
-	}
-}
-
 void xtx_reqwin_done(struct xtx_reqwins *w, unsigned int s, struct xtx_req *r)
 {
 	r->req_id = 0;

@@ -61,8 +61,7 @@ struct xtx_reqwins {
 int xtx_reqwins_init(struct xtx_reqwins *w, unsigned int nservers, uint32_t client_id,
 		     uint64_t first_id, unsigned int inflight, uint64_t timeout_ns);
 void xtx_reqwins_free(struct xtx_reqwins *w);
-/* Every request from now on, and those awaiting an answer, name epoch. */
-void xtx_reqwins_set_epoch(struct xtx_reqwins *w, uint16_t epoch);
+
 
 /*
  * The slot for server s's next request, with the header written and no

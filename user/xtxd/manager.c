@@ -27,20 +27,25 @@ static struct {
 } G;
 
 /*
- * c without server x in any replica list, where that leaves the shard a
- * replica (a shard whose only copy failed waits for it instead).  The
- * number of shards changed.
+ * c without server x where it is a backup of a shard that keeps two
+ * replicas or more.  The number of shards changed.
+ *
+ * A failed primary stays: promoting its backup is safe only once the
+ * promoted one holds the locks of every transaction logged but unfinished
+ * there and the replicas left agree on each one's fate (Xenic's recovery),
+ * which is not built yet; until then the shards it led wait for it.  And a
+ * shard keeps two replicas: the resolver decides a transaction with the
+ * other replicas of its keys, and one replica alone has no one to ask.
  */
-static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
+static unsigned int drop_backup(struct xtx_cluster *c, unsigned int x)
 {
 	unsigned int s, i, j, changed = 0;
 
 	for (s = 0; s < c->nshards; s++) {
-		for (i = 0; i < c->nrep[s] && c->rep[s][i] != x; i++)
+		for (i = 1; i < c->nrep[s] && c->rep[s][i] != x; i++)
 			;
-		if (i == c->nrep[s] || c->nrep[s] == 1)
+		if (i >= c->nrep[s] || c->nrep[s] <= 2)
 			continue;
-		/* the rest move up: the first backup of a failed primary is the primary */
 		for (j = i; j + 1 < c->nrep[s]; j++)
 			c->rep[s][j] = c->rep[s][j + 1];
 		c->nrep[s]--;
@@ -54,7 +59,7 @@ static unsigned int primary_count(const struct xtx_cluster *c, unsigned int x)
 	unsigned int s, n = 0;
 
 	for (s = 0; s < c->nshards; s++)
-		n += c->rep[s][0] == x;
+		n += c->nrep[s] && c->rep[s][0] == x;
 	return n;
 }
 
@@ -69,9 +74,12 @@ static int evict(unsigned int x)
 	if (err)
 		return err;
 	led = primary_count(&c, x);
-	changed = drop_server(&c, x);
+	changed = drop_backup(&c, x);
 	if (!changed) {
-		/* in no shard, or the only copy of what it holds: nothing to move */
+		/* nothing it can be moved out of: it leads, or what it backs keeps only two */
+		if (led)
+			pr_warn("manager: server %u (%s) failed: the %u shards it leads wait for it\n",
+				x, inet_ntoa(c.server[x]), led);
 		xtx_zk_forget_joined(G.z, x);
 		return 0;
 	}
@@ -84,8 +92,8 @@ static int evict(unsigned int x)
 	err = xtx_zk_write_config(G.z, &c, ver);
 	if (err)
 		return err;
-	pr_warn("manager: server %u (%s) failed: epoch %u without it in %u shards, a backup "
-		"promoted in the %u it led; %u shards under-replicated\n", x,
+	pr_warn("manager: server %u (%s) failed: epoch %u without it in the %u shards it "
+		"backed up; the %u it leads wait for it; %u shards under-replicated\n", x,
 		inet_ntoa(c.server[x]), c.epoch, changed, led, xtx_cluster_under_replicated(&c));
 	xtx_zk_forget_joined(G.z, x);
 	return 0;
@@ -132,12 +140,18 @@ static void *manager_main(void *arg)
 			memset(G.missing_since, 0, sizeof(G.missing_since));
 			pr_info("manager: server %u manages the configuration\n", G.self);
 		}
-		/* the node went with a session that expired: someone else may manage now */
-		if (xtx_zk_manager(G.z) != (int)G.self) {
+		/*
+		 * The node went with a session that expired, and someone else
+		 * may manage now; a read that failed proves nothing either way
+		 */
+		err = xtx_zk_manager(G.z);
+		if (err == -ENOENT || (err >= 0 && err != (int)G.self)) {
 			atomic_store(&G.leads, false);
 			pr_info("manager: server %u no longer manages\n", G.self);
 			continue;
 		}
+		if (err < 0)
+			continue;
 		manage();
 	}
 	return NULL;

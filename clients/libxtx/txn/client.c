@@ -490,22 +490,16 @@ void txn_reconfigure(struct xtx_client *c, bool told)
 	for (i = 0; i < next.nservers; i++)
 		if (next.server[i].s_addr != c->map.server[i].s_addr)
 			goto different;
+	/*
+	 * New requests name the new epoch; those already out keep theirs (one
+	 * refused under the new epoch ran nothing: it fails, or is sent again
+	 * as a new request)
+	 */
 	c->map = next;
-	xtx_reqwins_set_epoch(&c->w, (uint16_t)next.epoch);
+	c->w.epoch = (uint16_t)next.epoch;
 	c->st.reconfigurations++;
 	return;
 different:
 	fprintf(stderr, "Warning: libxtx: epoch %u lists other servers than this client was "
 		"opened with: not taken on\n", next.epoch);
-}
-
-uint64_t txn_serving(const struct xtx_client *c)
-{
-	uint64_t m = 0;
-	unsigned int s, i;
-
-	for (s = 0; s < c->map.nshards; s++)
-		for (i = 0; i < c->map.nrep[s]; i++)
-			m |= 1ull << c->map.rep[s][i];
-	return m;
 }

@@ -236,8 +236,6 @@ bool txn_has_writes(const struct xtx_txn *t);
  * newer epoch (told), or stopped answering.
  */
 void txn_reconfigure(struct xtx_client *c, bool told);
-/* The servers in some shard of the client's current map, a bit per index. */
-uint64_t txn_serving(const struct xtx_client *c);
 /* Whether srv is still one of k's replicas under the client's current map. */
 bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsigned int srv);
 uint64_t txn_write_replicas(const struct xtx_txn *t);

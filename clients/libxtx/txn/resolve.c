@@ -128,8 +128,7 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 {
 	struct sockaddr_in resolvers[XTX_MAX_SERVERS];
 	struct xtx_transport tr;
-	/* a server the configuration moved out of every shard failed: the ones left decide */
-	struct asking a = { .servers = res->servers & txn_serving(c) };
+	struct asking a = { .servers = res->servers };
 	uint64_t end, req_id = xtx_req_id_start(), next = 0;
 	enum xtx_outcome o = XTX_IN_DOUBT;
 	unsigned int s;

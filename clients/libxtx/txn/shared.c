@@ -199,28 +199,20 @@ void txn_on_lost(struct txn_opref *ref)
 	struct xtx_txn *t = ref->t;
 
 	switch (ref->kind) {
-	case TOP_LOG:
 	case TOP_COMMIT_BACKUP:
-	case TOP_COMMIT_PRIMARY:
 		/*
-		 * A server the configuration moved out of the key's shard
-		 * failed, and its successors need nothing more from this op:
-		 * a commit there (the backups installed the write before any
-		 * primary was asked, the promoted primary among them), or a
-		 * log append at a backup (the primary's lock keeps the key
-		 * while the replicas left finish the transaction).  Not a log
-		 * append at the failed primary: its lock went with it, and
-		 * nothing would keep another transaction off the key at the
-		 * promoted one before this one's commit reaches it, so that
-		 * keeps trying (the promoted primary taking over the locks of
-		 * logged transactions is the missing piece).
+		 * Past the commit point, a backup the configuration moved out
+		 * of the key's shard failed: its copy is no longer wanted.
+		 * (Nothing else is skipped: a log append's answer is a vote
+		 * the servers' resolver counts, and primaries are not moved.)
 		 */
-		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server) &&
-		    (ref->kind != TOP_LOG || ref->server != t->keys[ref->key].replica[0])) {
+		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server)) {
 			t->waiting--;
 			break;
 		}
 		/* fall through */
+	case TOP_LOG:
+	case TOP_COMMIT_PRIMARY:
 	case TOP_HVALIDATE:
 	case TOP_HABORT:
 		/*
