@@ -56,6 +56,20 @@ static void on_event(zhandle_t *zh, int type, int state, const char *path, void 
 	atomic_store(&z->changed, true);
 }
 
+static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+
+/* The library's own chatter (every failed connect) goes nowhere: we say what matters. */
+static void quiet_library(void)
+{
+	FILE *devnull;
+
+	if (getenv("XTX_ZK_DEBUG"))
+		return;
+	devnull = fopen("/dev/null", "w");
+	if (devnull)
+		zoo_set_log_stream(devnull);
+}
+
 struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int session_ms,
 			   unsigned int wait_ms)
 {
@@ -79,15 +93,7 @@ struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int ses
 	z->state = ZOO_CONNECTING_STATE;
 	/* a session's first answer proves the ensemble heard from it after this */
 	atomic_store(&z->last_heard, xtx_now_ns());
-	/* the library's own chatter (every failed connect) goes nowhere: we say what matters */
-	if (!getenv("XTX_ZK_DEBUG")) {
-		static FILE *devnull;
-
-		if (!devnull)
-			devnull = fopen("/dev/null", "w");
-		if (devnull)
-			zoo_set_log_stream(devnull);
-	}
+	pthread_once(&quiet_once, quiet_library);
 	z->zh = zookeeper_init(hosts, on_event, (int)session_ms, NULL, z, 0);
 	if (!z->zh) {
 		fprintf(stderr, "Error: --zk %s: %s\n", hosts, strerror(errno));
@@ -326,6 +332,15 @@ int xtx_zk_mark_joined(struct xtx_zk *z, unsigned int index)
 
 	snprintf(path, sizeof(path), "%s/joined/%u", z->root, index);
 	rc = zoo_create(z->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	if (rc == ZNONODE) {
+		char dir[sizeof(z->root) + 8];
+
+		/* a cluster made before servers were marked: its joined/ comes now */
+		snprintf(dir, sizeof(dir), "%s/joined", z->root);
+		rc = zoo_create(z->zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			rc = zoo_create(z->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	}
 	return rc == ZOK || rc == ZNODEEXISTS ? 0 : fail(z, "creating", path, rc);
 }
 

@@ -4,7 +4,7 @@
  * and 2PL state machines driven op by op with the answers a server gives.
  * (tests/integration/test_bank.sh runs the same code against real servers.)
  */
-/* checks: 15 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 16 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -758,6 +758,59 @@ static void test_late_log_not_sent(void)
 	xtx_client_close(c);
 }
 
+/* Log appends in the windows' requests. */
+static unsigned int logs_sent(struct xtx_client *c)
+{
+	unsigned int srv, i, k, logs = 0;
+
+	for (srv = 0; srv < NSRV; srv++)
+		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
+			struct xtx_req *r = &c->w.srv[srv].slot[i];
+
+			for (k = 0; r->req_id && k < r->msg.hdr.nops; k++)
+				logs += r->msg.ops[k].opcode == XTX_OP_LOG_APPEND;
+		}
+	return logs;
+}
+
+/*
+ * A log append whose request went unanswered may have been logged: sent
+ * again past the lease, never dropped as late (which would abort, and
+ * unlock, a transaction the servers may commit when every replica holds it).
+ */
+static void test_lost_log_resent_past_lease(void)
+{
+	struct xtx_client *c = open_client(XTX_PROTO_OCC, 0);
+	struct script s = { .keys = { 98 }, .nkeys = 1, .get_flags = XTX_GET_FOR_UPDATE,
+			    .write = true };
+	struct txn_opref refs[16];
+	unsigned int n, i;
+	struct xtx_txn *t;
+
+	if (!c)
+		return;
+	c->lock_lease_ns = 1000000;
+	xtx_txn_start(c, script_step, script_done, &s);
+	t = c->ready[0];
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	answer(&refs[0], XTX_ST_OK, 5, 40, 0);
+	advance_all(c);
+	n = take_queued(c, refs, 16);
+	CHECK(n == 3, "3 log appends (%u)", n);
+	txn_on_lost(&refs[0]);
+	for (i = 1; i < n; i++)
+		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
+	advance_all(c);
+	t->lease_anchor_ns = xtx_now_ns() - 2000000;	/* and now the lease has passed */
+	txn_wire_pack(c);
+	CHECK(logs_sent(c) == 1 && xtx_client_stats(c)->late_logs == 0,
+	      "the lost one is sent again (%u sent, %llu held back)", logs_sent(c),
+	      (unsigned long long)xtx_client_stats(c)->late_logs);
+	CHECK(!s.done, "and the transaction waits for its answer");
+	xtx_client_close(c);
+}
+
 int main(void)
 {
 	RUN_CASE(test_placement);
@@ -775,6 +828,7 @@ int main(void)
 	RUN_CASE(test_commit_in_doubt);
 	RUN_CASE(test_hades_lost_intend);
 	RUN_CASE(test_late_log_not_sent);
+	RUN_CASE(test_lost_log_resent_past_lease);
 	printf("# test_libxtx: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }

@@ -84,9 +84,11 @@ static int evict(unsigned int x)
 		return 0;
 	}
 	if (c.epoch >= XTX_CLUSTER_EPOCH_MAX) {
+		/* said once: its failure is not acted on again */
 		pr_warn("manager: epoch %u is the last: server %u stays in the configuration\n",
 			c.epoch, x);
-		return -ERANGE;
+		xtx_zk_forget_joined(G.z, x);
+		return 0;
 	}
 	c.epoch++;
 	err = xtx_zk_write_config(G.z, &c, ver);

@@ -66,6 +66,7 @@ enum txn_op_kind {
 #define OPR_REPLICA	0x02	/* the server is a backup of the key */
 #define OPR_NO_WRITE	0x04	/* the server only took part: no write of its own */
 #define OPR_GLUE	0x08	/* travels in the same request as the op queued before it */
+#define OPR_RESENT	0x10	/* queued again after a request that carried it went unanswered */
 
 /* Phases of a transaction after its step function has returned COMMIT or ABORT. */
 enum txn_phase {

@@ -223,7 +223,7 @@ void txn_on_lost(struct txn_opref *ref)
 		 */
 		t->waiting--;
 		if (txn_queue_op(t->c, t, ref->key, ref->kind, ref->server,
-				 ref->oflags & ~OPR_GLUE) == 0)
+				 (ref->oflags & ~OPR_GLUE) | OPR_RESENT) == 0)
 			return;
 		break;
 	case TOP_UNLOCK_EXCL:

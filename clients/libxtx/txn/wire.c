@@ -143,12 +143,15 @@ static void learn_lease(struct xtx_client *c, unsigned int s, const struct xtx_o
  * A log append whose transaction's lease has passed is not sent: the
  * transaction aborts before its commit point instead of logging over locks
  * the server may have taken back (which the server would refuse anyway).
+ * Not one sent before whose answer was lost: that copy may have been
+ * logged, and if every replica holds the transaction the servers may
+ * commit it, so only a server's answer (logged, or refused) settles it.
  */
 static bool drop_late_log(struct xtx_client *c, const struct txn_opref *ref, uint64_t now)
 {
 	struct xtx_txn *t = ref->t;
 
-	if (ref->kind != TOP_LOG || !txn_lease_passed(t, now))
+	if (ref->kind != TOP_LOG || (ref->oflags & OPR_RESENT) || !txn_lease_passed(t, now))
 		return false;
 	txn_abort_for(t, XTX_CAUSE_LEASE);
 	if (--t->waiting == 0)
