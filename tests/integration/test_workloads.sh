@@ -44,7 +44,7 @@ verified() {
 }
 
 # ---- TATP ----
-out=$(tatp --populate --duration 1 --warmup 200ms --threads 2 --json --verify 2>&1)
+out=$(tatp --populate --duration 2 --warmup 500ms --threads 2 --json --verify 2>&1)
 rc=$?
 verified "tatp occ" "$out" "$rc"
 check "tatp: occ is the default" grep -q '"protocol":"occ"' <<<"$out"
@@ -62,11 +62,11 @@ ratio=$(awk -v m="$m" -v s="$s" 'BEGIN { printf "%.3f", s / m }')
 check "tatp: successful/MQTh $ratio near the expected 0.76" \
 	awk -v r="$ratio" 'BEGIN { exit !(r > 0.68 && r < 0.84) }'
 
-out=$(tatp --protocol 2pl --duration 1 --warmup 200ms --inflight 32 --json --verify 2>&1)
+out=$(tatp --protocol 2pl --duration 2 --warmup 500ms --inflight 32 --json --verify 2>&1)
 rc=$?
 verified "tatp 2pl" "$out" "$rc"
 
-out=$(tatp --protocol hades --duration 1 --warmup 200ms --json --verify 2>&1)
+out=$(tatp --protocol hades --duration 2 --warmup 500ms --json --verify 2>&1)
 rc=$?
 verified "tatp hades" "$out" "$rc"
 
@@ -83,7 +83,7 @@ check "tatp text: the three rates" grep -q "^rates: attempts/s=.*committed/s=.*s
 check "tatp text: progress lines" grep -q "^t=1s  txn/s=" <<<"$out"
 
 # ---- SmallBank: a small hot set, so transactions conflict ----
-out=$(smallbank --populate --duration 1 --warmup 200ms --threads 2 --json --verify 2>&1)
+out=$(smallbank --populate --duration 2 --warmup 500ms --threads 2 --json --verify 2>&1)
 rc=$?
 verified "smallbank 2pl" "$out" "$rc"
 check "smallbank: 2pl is the default" grep -q '"protocol":"2pl"' <<<"$out"
@@ -95,14 +95,14 @@ check "smallbank: SendPayments without funds (${sp:-0}) are logical failures" \
 	test "${sp:-0}" -gt 0 -a "${sp:-0}" = "$(total_field "$out" logical)"
 
 # aborted transactions retried with the same inputs, as attempts of their own
-out=$(smallbank --protocol occ --retry same --duration 1 --warmup 200ms --json --verify 2>&1)
+out=$(smallbank --protocol occ --retry same --duration 2 --warmup 500ms --json --verify 2>&1)
 rc=$?
 verified "smallbank occ" "$out" "$rc"
 check "smallbank occ: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
 retried=$(total_field "$out" retried)
 check "smallbank occ: aborted transactions retried (${retried:-0})" test "${retried:-0}" -gt 0
 
-out=$(smallbank --protocol hades --duration 1 --warmup 200ms --json --verify 2>&1)
+out=$(smallbank --protocol hades --duration 2 --warmup 500ms --json --verify 2>&1)
 rc=$?
 verified "smallbank hades" "$out" "$rc"
 check "smallbank hades: money conserved" grep -q "^verify: conservation: .* OK$" <<<"$out"
@@ -205,10 +205,10 @@ check "udpd: --populate without --ctl loads through transactions" \
 	grep -q "^tatp: populated [0-9]* rows in [0-9]* transactions (occ" <<<"$out"
 n=$("$tmp/dump.sh" 1 | grep -c "^table=1 ")
 check "udpd: every server holds the $SUBS subscribers (${n:-0})" test "${n:-0}" -eq "$SUBS"
-out=$(uwl tatp --subscribers "$SUBS" --duration 1 --warmup 200ms --threads 2 --json --verify 2>&1)
+out=$(uwl tatp --subscribers "$SUBS" --duration 2 --warmup 500ms --threads 2 --json --verify 2>&1)
 rc=$?
 verified "udpd tatp occ" "$out" "$rc"
-out=$(uwl smallbank --accounts "$ACCTS" --populate --duration 1 --warmup 200ms --threads 2 --json \
+out=$(uwl smallbank --accounts "$ACCTS" --populate --duration 2 --warmup 500ms --threads 2 --json \
 	--verify 2>&1)
 rc=$?
 verified "udpd smallbank 2pl" "$out" "$rc"
