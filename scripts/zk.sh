@@ -72,7 +72,11 @@ start)
 		"$port" "$dir/data" "$TICK_MS" >"$dir/log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 	for _ in $(seq 1 120); do
-		answers && exit 0
+		if answers; then
+			# the JVM itself: the launcher's pid may be a parent that outlives nothing
+			pgrep -f -- "ZooKeeperServerMain $port $dir/data" | head -n 1 >"$dir/pid"
+			exit 0
+		fi
 		kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
 		sleep 0.25
 	done
@@ -81,15 +85,18 @@ start)
 	die "ZooKeeper did not answer on port $port within 30 s (log above)"
 	;;
 stop)
-	if [ -e "$dir/pid" ]; then
-		pid=$(cat "$dir/pid")
+	# the pid recorded, and any JVM still serving this directory (a start cut short)
+	pids=$(cat "$dir/pid" 2>/dev/null; pgrep -f -- "ZooKeeperServerMain [0-9]* $dir/data" || true)
+	for pid in $pids; do
 		kill "$pid" 2>/dev/null || true
+	done
+	for pid in $pids; do
 		for _ in $(seq 1 40); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
 		kill -9 "$pid" 2>/dev/null || true
-	fi
+	done
 	rm -rf "$dir"
 	;;
 *)

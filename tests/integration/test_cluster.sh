@@ -6,7 +6,7 @@
 # that loses ZooKeeper (its link cut, or its xtxd stopped) refusing requests before its
 # session can expire, and for good once it did; the manager moving a failed server out of the
 # shards it backed up (those it leads wait for it), and a new manager taking over.
-# checks: 44 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 45 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=t$$
@@ -190,4 +190,10 @@ out=$(load_member "$mgr" 2>&1)
 check "server $mgr joins again ($out)" test "$(live "$mgr")" = true
 out=$(op "$mgr" 3 read 3 77)
 check "... serving epoch 3 ($out)" grep -q "op=read status=" <<<"$out"
+
+# ---- teardown leaves no ZooKeeper behind ----
+for i in 0 1 2 3; do ctl "$i" unload --force >/dev/null 2>&1; done
+zk_down
+check "ZooKeeper stopped with the test: no JVM serves its directory" \
+	test -z "$(pgrep -f -- "$ZK_DIR/data")"
 finish
