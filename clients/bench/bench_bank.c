@@ -610,20 +610,8 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!servers == !zk) {
-		fprintf(stderr, "Error: give the servers by --servers or by --zk, once\n");
-		return -1;
-	}
-	if (zk && o->replication) {
-		fprintf(stderr, "Error: --replication: the cluster in ZooKeeper sets it\n");
-		return -1;
-	}
-	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
-				   &o->replication, &o->cluster))
-		return -1;
-	o->zk = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
-	if (servers &&
-	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
+	if (bench_pick_servers(servers, zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
+			       &o->replication, &o->cluster, &o->zk))
 		return -1;
 	o->port = (uint16_t)port;
 	if (!base_set)

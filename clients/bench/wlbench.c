@@ -848,22 +848,16 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!servers == !zk) {
-		fprintf(stderr, "Error: give the servers by --servers or by --zk, once\n");
+	switch (bench_pick_servers(servers, zk, zk_name, (uint16_t)port, &o->servers,
+				   &o->nservers, &o->replication, &o->cluster, &o->zk)) {
+	case 0:
+		break;
+	case -2:
 		usage(w, stderr);
 		return -1;
-	}
-	if (zk && o->replication) {
-		fprintf(stderr, "Error: --replication: the cluster in ZooKeeper sets it\n");
+	default:
 		return -1;
 	}
-	if (zk && bench_zk_cluster(zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
-				   &o->replication, &o->cluster))
-		return -1;
-	o->zk = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
-	if (servers &&
-	    xtx_parse_servers("--servers", servers, (uint16_t)port, &o->servers, &o->nservers))
-		return -1;
 	o->port = (uint16_t)port;
 	if (!o->replication)
 		o->replication = o->nservers < 3 ? o->nservers : 3;

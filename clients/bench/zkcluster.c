@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "servers.h"
 #include "zk.h"
 #include "zkcluster.h"
 
 #define CONNECT_WAIT_MS		5000
 
-int bench_zk_cluster(const char *hosts, const char *name, uint16_t port,
+/* The configuration's servers (with port), replication and map, each calloc'ed. */
+static int bench_zk_cluster(const char *hosts, const char *name, uint16_t port,
 		     struct sockaddr_in **servers, unsigned int *n, uint32_t *replication,
 		     struct xtx_cluster **out)
 {
@@ -61,4 +63,24 @@ int bench_zk_refresh(void *source, struct xtx_cluster *out)
 	err = xtx_zk_read_config(z, out, NULL, false);
 	xtx_zk_close(z);
 	return err ? -1 : 0;
+}
+
+int bench_pick_servers(const char *servers, const char *zk, const char *zk_name, uint16_t port,
+		       struct sockaddr_in **out, unsigned int *n, uint32_t *replication,
+		       struct xtx_cluster **cluster, struct bench_zk_source *src)
+{
+	if (!servers == !zk) {
+		fprintf(stderr, "Error: give the servers by --servers or by --zk, once\n");
+		return -2;
+	}
+	if (servers)
+		return xtx_parse_servers("--servers", servers, port, out, n) ? -1 : 0;
+	if (*replication) {
+		fprintf(stderr, "Error: --replication: the cluster in ZooKeeper sets it\n");
+		return -1;
+	}
+	if (bench_zk_cluster(zk, zk_name, port, out, n, replication, cluster))
+		return -1;
+	*src = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
+	return 0;
 }
