@@ -281,3 +281,35 @@ unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c)
 		n += c->nrep[i] < c->replication;
 	return n;
 }
+
+uint64_t xtx_cluster_gone(const struct xtx_cluster *c)
+{
+	uint64_t in = 0, all;
+	unsigned int s, i;
+
+	for (s = 0; s < c->nshards; s++)
+		for (i = 0; i < c->nrep[s]; i++)
+			in |= 1ull << (c->rep[s][i] & 63);
+	all = c->nservers >= 64 ? ~0ull : (1ull << c->nservers) - 1;
+	return all & ~in;
+}
+
+unsigned int xtx_cluster_leads(const struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < c->nshards; s++)
+		n += c->nrep[s] && c->rep[s][0] == x;
+	return n;
+}
+
+unsigned int xtx_cluster_takes_over(const struct xtx_cluster *prev, const struct xtx_cluster *next,
+				    unsigned int x)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < next->nshards; s++)
+		n += next->nrep[s] && next->rep[s][0] == x &&
+		     (s >= prev->nshards || !prev->nrep[s] || prev->rep[s][0] != x);
+	return n;
+}

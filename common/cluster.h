@@ -67,6 +67,13 @@ int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len);
 unsigned int xtx_cluster_shard(const struct xtx_cluster *c, uint8_t table, uint64_t key);
 /* The index of addr among the servers, or -1. */
 int xtx_cluster_index(const struct xtx_cluster *c, struct in_addr addr);
+/* A bit per server (index < 64) that is a replica of no shard: moved out. */
+uint64_t xtx_cluster_gone(const struct xtx_cluster *c);
+/* Shards server x leads in c. */
+unsigned int xtx_cluster_leads(const struct xtx_cluster *c, unsigned int x);
+/* Shards server x leads in next and did not in prev. */
+unsigned int xtx_cluster_takes_over(const struct xtx_cluster *prev, const struct xtx_cluster *next,
+				    unsigned int x);
 /* Shards with fewer replicas than R. */
 unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c);
 

@@ -61,6 +61,7 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_NOT_HELD] = "not_held",
 	[XTX_ST_MIXED] = "mixed",
 	[XTX_ST_EPOCH] = "epoch",
+	[XTX_ST_MOVED] = "moved",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {

@@ -64,6 +64,28 @@ static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
 	return XTX_ST_RETRY;
 }
 
+/*
+ * Whether op names its key's replica set under the served configuration.
+ * xtxd closes the server (epoch fenced) while it rewrites the shards, so
+ * the count and the sets are never read half changed.
+ */
+static __always_inline bool xtx_log_placed_here(const struct xtx_op *op)
+{
+	__u32 zero = 0, n, shard, *want;
+	struct xtx_epoch_lease *el = bpf_map_lookup_elem(&xtx_epoch, &zero);
+
+	if (!el)
+		return false;
+	n = *(volatile __u32 *)&el->nshards;
+	if (!n)
+		return true;	/* a static cluster: placement is the clients' */
+	if (n > XTX_SHARDS_MAX)
+		return false;
+	shard = xtx_shard_of(xtx_hash(op->table, op->key), n);
+	want = bpf_map_lookup_elem(&xtx_shards, &shard);
+	return want && *want == (__u32)op->token;
+}
+
 static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,
 						 __u8 extra)
 {
@@ -85,6 +107,13 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	 */
 	if (c->fenced && bpf_map_lookup_elem(&xtx_fence, &txn))
 		return XTX_ST_FENCED;
+	/*
+	 * Placed by an older configuration: its primary's locks may be gone
+	 * with a failed server, and the replicas recovery asks are others.
+	 * HADES's decided writes are placed by their validation.
+	 */
+	if (!(extra & XTX_LOGF_DECIDED) && !xtx_log_placed_here(op))
+		return XTX_ST_MOVED;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */
 	if (tail - c->head >= xtx_log_ring) {

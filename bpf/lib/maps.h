@@ -36,6 +36,14 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } xtx_epoch SEC(".maps");
 
+/* Each shard's packed replica set under the served epoch, written by xtxd's cluster thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_SHARDS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} xtx_shards SEC(".maps");
+
 /* Identity of the loaded program, so tools can check what they talk to. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

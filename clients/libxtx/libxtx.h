@@ -91,6 +91,11 @@ enum xtx_abort_cause {
 	 * switches once the other has been idle for twice the longer lease
 	 */
 	XTX_CAUSE_MIXED,
+	/*
+	 * A server it used failed and the configuration moved its shards
+	 * before the transaction logged: nothing of it can commit; retry
+	 */
+	XTX_CAUSE_MOVED,
 	XTX_CAUSE__COUNT,
 };
 

@@ -22,6 +22,9 @@
 #define XTX_MAP_ALLOW		"xtx_allow"
 /* The configuration epoch served and its lease (struct xtx_epoch_lease). */
 #define XTX_MAP_EPOCH		"xtx_epoch"
+/* Each shard's replica set under the served epoch (__u32, as a LOG_APPEND packs it). */
+#define XTX_MAP_SHARDS		"xtx_shards"
+#define XTX_SHARDS_MAX		1024
 
 /*
  * Transactions the servers decided while their coordinator was away
@@ -43,7 +46,13 @@
  */
 struct xtx_epoch_lease {
 	__u32 epoch;		/* hdr.epoch served; XTX_EPOCH_FENCED: none */
-	__u32 pad;
+	/*
+	 * Shards of the served configuration (0: static, no check): a
+	 * LOG_APPEND must name its key's shard's replica set (xtx_shards)
+	 * exactly, so a transaction placed by an older configuration cannot
+	 * log past a reconfiguration (XTX_ST_MOVED).
+	 */
+	__u32 nshards;
 	__u64 until_ns;		/* CLOCK_BOOTTIME; 0: no lease (static cluster) */
 };
 

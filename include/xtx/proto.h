@@ -272,6 +272,12 @@ enum xtx_status {
 	 * ran: re-read the configuration and route again
 	 */
 	XTX_ST_EPOCH = 27,
+	/*
+	 * log append: the replica set it names is not the key's shard's under
+	 * the served configuration (the transaction was placed by an older
+	 * one); nothing logged: the coordinator must not commit by this append
+	 */
+	XTX_ST_MOVED = 28,
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */

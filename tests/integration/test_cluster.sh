@@ -4,9 +4,9 @@
 # peers and epoch from the configuration, its lease a live node), clients placing keys by its
 # shard map with --zk, requests of another epoch refused and changing nothing, and a server
 # that loses ZooKeeper (its link cut, or its xtxd stopped) refusing requests before its
-# session can expire, and for good once it did; the manager moving a failed server out of the
-# shards it backed up (those it leads wait for it), and a new manager taking over.
-# checks: 45 (tests/run.sh fails the suite when fewer verdicts come out)
+# session can expire, and for good once it did; the manager moving a failed server out of
+# every shard (a backup promoted where it led), and a new manager taking over.
+# checks: 47 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=t$$
@@ -137,17 +137,21 @@ check "back on the network, server 2 stays fenced ($out)" grep -q "fenced" <<<"$
 check "... and says why in its log" \
 	grep -q "session expired: this server stops serving" "/run/xtx/$(server_ns 2)-$(server_dev 2).log"
 
-# ---- the manager: the failed server out of the shards it backed up; the ones it leads wait ----
+# ---- the manager: the failed server out of every shard, a backup promoted where it led ----
 sleep 1.5	# half a session of grace after its node went
 s=$(status_json)
 # shard s is on s, s+1, s+2 (mod 4): server 2 leads 3 shards and backs up 6
-check "the manager took server 2 out of the 6 shards it backed up: epoch 2" \
-	grep -q '"epoch":2,"replication":3,"shards":12,"under_replicated":6' <<<"$s"
-check "... the 3 it leads wait for it (no backup promoted: no lock takeover yet)" \
-	grep -q '"index":2,"addr":"10.77.2.2","live":false,"primary_of":3,"replica_of":3' <<<"$s"
+check "the manager took server 2 out of the 9 shards it was in: epoch 2" \
+	grep -q '"epoch":2,"replication":3,"shards":12,"under_replicated":9' <<<"$s"
+check "... a backup leads the 3 it led" \
+	grep -q '"index":2,"addr":"10.77.2.2","live":false,"primary_of":0,"replica_of":0' <<<"$s"
+check "... server 3, the first backup of each, leads them now (6 shards)" \
+	grep -q '"index":3,"addr":"10.77.3.2","live":true,"primary_of":6,"replica_of":9' <<<"$s"
 check "... and the manager said so in its log" \
-	grep -q "server 2 (10.77.2.2) failed: epoch 2 without it in the 6 shards it backed up" \
+	grep -q "server 2 (10.77.2.2) failed: epoch 2 without it in 9 shards, a backup promoted in the 3 it led" \
 	/run/xtx/"$PREFIX"-s[013]-*.log
+check "... the servers taking shards over recovered before serving them" \
+	test "$(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s[013]-*.log | wc -l)" -ge 1
 out=$(op 0 2 insert 3 78 value=02)
 check "the survivors serve epoch 2 (a write: $out)" grep -q "status=ok" <<<"$out"
 out=$(op 1 1 read 3 77)
@@ -183,8 +187,7 @@ now=$(grep -o '"manager":[0-9-]*' <<<"$s" | cut -d: -f2)
 check "another live server manages now (server ${now:-none})" \
 	test -n "$now" -a "$now" != "$mgr" -a "$now" != -1 -a "$now" != 2
 after=$(replicas_of "$mgr" "$s")
-# server 2's going left some shards at two replicas: server $mgr stays in those
-check "... and took server $mgr out of shards it backed up: epoch 3 (in ${before:-?} -> ${after:-?})" \
+check "... and took server $mgr out of the shards it was in: epoch 3 (in ${before:-?} -> ${after:-?})" \
 	test -n "$(grep -o '"epoch":3,' <<<"$s")" -a "${after:-99}" -lt "${before:-0}"
 out=$(load_member "$mgr" 2>&1)
 check "server $mgr joins again ($out)" test "$(live "$mgr")" = true

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The cluster configuration (common/cluster.c): building, the text form both ways, bad input. */
-/* checks: 5 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 6 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -120,6 +120,27 @@ static void test_under_replicated(void)
 	      xtx_cluster_index(&c, addr("10.0.0.9")) == -1, "servers found by address");
 }
 
+/* Servers moved out, and the shards a server takes over from one epoch to the next. */
+static void test_moves(void)
+{
+	static struct xtx_cluster a, b;
+	char err[160];
+
+	CHECK(!xtx_cluster_parse(&a, "xtx-cluster 1\nepoch 1\nreplication 3\n"
+				 "servers 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4\nshards 3\n"
+				 "shard 0 0,1,2\nshard 1 1,2,3\nshard 2 2,3,0\n", err, sizeof(err)),
+	      "epoch 1 parses: %s", err);
+	CHECK(!xtx_cluster_parse(&b, "xtx-cluster 1\nepoch 2\nreplication 3\n"
+				 "servers 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4\nshards 3\n"
+				 "shard 0 1,2\nshard 1 1,2,3\nshard 2 2,3\n", err, sizeof(err)),
+	      "epoch 2 (server 0 out) parses: %s", err);
+	CHECK(xtx_cluster_gone(&a) == 0 && xtx_cluster_gone(&b) == 1,
+	      "server 0 is gone in epoch 2 only (%#llx)", (unsigned long long)xtx_cluster_gone(&b));
+	CHECK(xtx_cluster_takes_over(&a, &b, 1) == 1 && xtx_cluster_takes_over(&a, &b, 2) == 0 &&
+	      xtx_cluster_takes_over(&b, &b, 1) == 0 && xtx_cluster_leads(&b, 1) == 2,
+	      "server 1 takes shard 0 over; server 2 keeps what it led");
+}
+
 static void test_limits(void)
 {
 	static struct in_addr s[XTX_CLUSTER_MAX_SERVERS];
@@ -145,6 +166,7 @@ int main(void)
 	RUN_CASE(test_static_is_todays_placement);
 	RUN_CASE(test_bad_text);
 	RUN_CASE(test_under_replicated);
+	RUN_CASE(test_moves);
 	RUN_CASE(test_limits);
 	printf("# test_cluster: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
-/* checks: 11 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 12 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -283,6 +283,41 @@ static void test_fenced_txn_refused(void)
 	set_fenced(0);
 }
 
+/*
+ * Under a configuration with shards, an append must name its key's shard's
+ * replica set as the server serves it: one placed by an older configuration
+ * is refused MOVED and logs nothing.
+ */
+static void test_append_placement(void)
+{
+	static const __u16 all[3] = { 0, 1, 2 }, left[2] = { 1, 2 };
+	int efd = bpf_map__fd(skel->maps.xtx_epoch), sfd = bpf_map__fd(skel->maps.xtx_shards);
+	struct xtx_epoch_lease el = { .nshards = 4 }, none = {};
+	__u32 zero = 0, shard = xtx_shard_of(xtx_hash(0, 81), 4), set;
+	__u64 t0;
+	struct xtx_op o;
+
+	bpf_map_update_elem(efd, &zero, &el, 0);
+	set = (__u32)xtx_log_replicas_pack(all, 3);
+	bpf_map_update_elem(sfd, &shard, &set, 0);
+	t0 = cursor().tail;
+	o = append(next_req++, 80, 81, 2, XTX_OPF_LOG_LAST);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == t0 + 1,
+	      "the shard's own replica set is logged: %u", o.status);
+	set = (__u32)xtx_log_replicas_pack(left, 2);
+	bpf_map_update_elem(sfd, &shard, &set, 0);
+	o = append(next_req++, 82, 81, 3, XTX_OPF_LOG_LAST);
+	CHECK(o.status == XTX_ST_MOVED && cursor().tail == t0 + 1,
+	      "a replica set the shard no longer has is refused MOVED, nothing logged: %u",
+	      o.status);
+	bpf_map_update_elem(efd, &zero, &none, 0);
+	o = append(next_req++, 83, 81, 4, XTX_OPF_LOG_LAST);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == t0 + 2,
+	      "a static cluster (no shards) does not check placement: %u", o.status);
+	set = 0;
+	bpf_map_update_elem(sfd, &shard, &set, 0);
+}
+
 /* FaRM's rule: commit only when every replica holds the record; one "not held" aborts. */
 static void test_decide_rule(void)
 {
@@ -298,6 +333,12 @@ static void test_decide_rule(void)
 		{ { XTXD_ANS_NONE, XTXD_ANS_COMMITTED, XTXD_ANS_NONE }, 3, XTXD_OUT_COMMIT },
 		{ { XTXD_ANS_HOLD, XTXD_ANS_HOLD }, 2, XTXD_OUT_COMMIT },
 		{ { XTXD_ANS_NONE }, 0, XTXD_OUT_NONE },
+		/* a replica moved out of the configuration: the ones left decide */
+		{ { XTXD_ANS_GONE, XTXD_ANS_HOLD, XTXD_ANS_HOLD }, 3, XTXD_OUT_COMMIT },
+		{ { XTXD_ANS_GONE, XTXD_ANS_HOLD, XTXD_ANS_NONE }, 3, XTXD_OUT_NONE },
+		{ { XTXD_ANS_GONE, XTXD_ANS_HOLD, XTXD_ANS_NOT_HELD }, 3, XTXD_OUT_ABORT },
+		{ { XTXD_ANS_GONE, XTXD_ANS_GONE, XTXD_ANS_HOLD }, 3, XTXD_OUT_COMMIT },
+		{ { XTXD_ANS_GONE, XTXD_ANS_GONE, XTXD_ANS_GONE }, 3, XTXD_OUT_NONE },
 	};
 	unsigned int i;
 
@@ -479,6 +520,7 @@ int main(void)
 	RUN_CASE(test_primary_append_proves_grant);
 	RUN_CASE(test_append_needs_own_txn);
 	RUN_CASE(test_fenced_txn_refused);
+	RUN_CASE(test_append_placement);
 	RUN_CASE(test_decide_rule);
 	RUN_CASE(test_txn_table);
 	RUN_CASE(test_resolver_frees_logged_lock);

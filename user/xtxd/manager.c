@@ -27,24 +27,24 @@ static struct {
 } G;
 
 /*
- * c without server x where it is a backup of a shard that keeps two
- * replicas or more.  The number of shards changed.
+ * c without server x in every shard that keeps another replica; where x
+ * led, the first backup left is promoted.  The number of shards changed.
  *
- * A failed primary stays: promoting its backup is safe only once the
- * promoted one holds the locks of every transaction logged but unfinished
- * there and the replicas left agree on each one's fate (Xenic's recovery),
- * which is not built yet; until then the shards it led wait for it.  And a
- * shard keeps two replicas: the resolver decides a transaction with the
- * other replicas of its keys, and one replica alone has no one to ask.
+ * Promotion is safe because the promoted server does not serve before the
+ * transactions logged there with x among their replicas are decided with
+ * the replicas left and applied (xtxd_resolve_reconfigure()), and no
+ * transaction placed by the old configuration can log afterwards: XDP
+ * refuses an append naming another replica set than the shard's
+ * (XTX_ST_MOVED).  A shard whose only replica x is waits for it.
  */
-static unsigned int drop_backup(struct xtx_cluster *c, unsigned int x)
+static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
 {
 	unsigned int s, i, j, changed = 0;
 
 	for (s = 0; s < c->nshards; s++) {
-		for (i = 1; i < c->nrep[s] && c->rep[s][i] != x; i++)
+		for (i = 0; i < c->nrep[s] && c->rep[s][i] != x; i++)
 			;
-		if (i >= c->nrep[s] || c->nrep[s] <= 2)
+		if (i >= c->nrep[s] || c->nrep[s] < 2)
 			continue;
 		for (j = i; j + 1 < c->nrep[s]; j++)
 			c->rep[s][j] = c->rep[s][j + 1];
@@ -54,32 +54,23 @@ static unsigned int drop_backup(struct xtx_cluster *c, unsigned int x)
 	return changed;
 }
 
-static unsigned int primary_count(const struct xtx_cluster *c, unsigned int x)
-{
-	unsigned int s, n = 0;
-
-	for (s = 0; s < c->nshards; s++)
-		n += c->nrep[s] && c->rep[s][0] == x;
-	return n;
-}
-
 /* One failed server out of the configuration; -EAGAIN when it changed meanwhile. */
 static int evict(unsigned int x)
 {
 	static struct xtx_cluster c;
-	unsigned int led, changed;
+	unsigned int led, changed, alone;
 	int ver, err;
 
 	err = xtx_zk_read_config(G.z, &c, &ver, false);
 	if (err)
 		return err;
-	led = primary_count(&c, x);
-	changed = drop_backup(&c, x);
+	led = xtx_cluster_leads(&c, x);
+	changed = drop_server(&c, x);
+	alone = xtx_cluster_leads(&c, x);
 	if (!changed) {
-		/* nothing it can be moved out of: it leads, or what it backs keeps only two */
-		if (led)
-			pr_warn("manager: server %u (%s) failed: the %u shards it leads wait for it\n",
-				x, inet_ntoa(c.server[x]), led);
+		if (alone)
+			pr_warn("manager: server %u (%s) failed: the %u shards it alone holds "
+				"wait for it\n", x, inet_ntoa(c.server[x]), alone);
 		xtx_zk_forget_joined(G.z, x);
 		return 0;
 	}
@@ -94,9 +85,10 @@ static int evict(unsigned int x)
 	err = xtx_zk_write_config(G.z, &c, ver);
 	if (err)
 		return err;
-	pr_warn("manager: server %u (%s) failed: epoch %u without it in the %u shards it "
-		"backed up; the %u it leads wait for it; %u shards under-replicated\n", x,
-		inet_ntoa(c.server[x]), c.epoch, changed, led, xtx_cluster_under_replicated(&c));
+	pr_warn("manager: server %u (%s) failed: epoch %u without it in %u shards, a backup "
+		"promoted in the %u it led; %u shards under-replicated, %u wait for it\n", x,
+		inet_ntoa(c.server[x]), c.epoch, changed, led - alone,
+		xtx_cluster_under_replicated(&c), alone);
 	xtx_zk_forget_joined(G.z, x);
 	return 0;
 }

@@ -11,12 +11,14 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <bpf/bpf.h>
+#include <xtx/log.h>
 #include <xtx/maps.h>
 #include "clock.h"
 #include "cluster.h"
 #include "log.h"
 #include "manager.h"
 #include "member.h"
+#include "resolve/resolve.h"
 #include "zk.h"
 
 #define TICK_NS			(50ull * 1000 * 1000)
@@ -31,12 +33,19 @@ static struct {
 	uint64_t evict_after_ns;	/* as manager: a joined server missing this long failed */
 	int map_fd;
 	struct xtx_epoch_lease *lease;	/* the epoch map, mmapped */
+	int shards_fd;			/* XDP's copy of the shard map (xtx_shards) */
+	/*
+	 * Shards were taken over: closed until the transactions the failed
+	 * servers replicated are decided here (xtxd_resolve_reconfigure()).
+	 */
+	bool recovering;
+	uint64_t recover_from_ns;
 	pthread_t tid;
 	atomic_bool stop;
 	bool running;
 	atomic_uint epoch;		/* served, as written to the map */
 	atomic_bool fenced;
-} M = { .map_fd = -1 };
+} M = { .map_fd = -1, .shards_fd = -1 };
 
 /* The configured server whose address is one of this namespace's. */
 static int find_self(const struct xtx_cluster *c)
@@ -142,6 +151,40 @@ static uint64_t to_boot_ns(uint64_t mono_ns)
 	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
 }
 
+/*
+ * Serves nobody until the next write_lease(): while the shards change, and
+ * while shards taken over are recovered.  Unlike a fence, not for good.
+ */
+static void close_xdp(void)
+{
+	__atomic_store_n(&M.lease->until_ns, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&M.lease->epoch, XTX_EPOCH_FENCED, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * XDP's copy of c's shards, for the placement check of every log append
+ * (xtx_log_placed_here()).  Only while closed: the count and the sets are
+ * read together.  0 or a negative errno.
+ */
+static int write_shards(const struct xtx_cluster *c)
+{
+	uint32_t s;
+
+	for (s = 0; s < c->nshards && s < XTX_SHARDS_MAX; s++) {
+		__u16 r[XTX_CLUSTER_MAX_R] = {};
+		__u32 v;
+		unsigned int i;
+
+		for (i = 0; i < c->nrep[s]; i++)
+			r[i] = c->rep[s][i];
+		v = (__u32)xtx_log_replicas_pack(r, c->nrep[s]);
+		if (bpf_map_update_elem(M.shards_fd, &s, &v, BPF_ANY))
+			return -errno;
+	}
+	__atomic_store_n(&M.lease->nshards, c->nshards, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 static void write_lease(uint32_t epoch, uint64_t until_boot_ns)
 {
 	if (epoch == XTX_EPOCH_FENCED) {
@@ -166,6 +209,37 @@ static void fence(const char *why)
 }
 
 /*
+ * Serves c from the next lease on.  Closed meanwhile: requests of the old
+ * epoch must stop before the resolver looks for what they logged, and the
+ * shards change under XDP.  Shards this server now leads are recovered
+ * first (member_main waits for it): 0, or -1 to try again.
+ */
+static int adopt(const struct xtx_cluster *c)
+{
+	unsigned int taken = xtx_cluster_takes_over(&M.cfg, c, (unsigned int)M.self);
+	uint64_t gone = xtx_cluster_gone(c);
+	int err;
+
+	close_xdp();
+	err = write_shards(c);
+	if (err) {
+		pr_warn("cluster: writing epoch %u's shards for XDP: %s\n", c->epoch,
+			strerror(-err));
+		return -1;
+	}
+	pr_info("cluster: epoch %u -> %u%s\n", M.cfg.epoch, c->epoch,
+		taken ? ": taking shards over, closed until recovered" : "");
+	M.cfg = *c;
+	/* every server decides what the moved-out ones replicated, at once */
+	xtxd_resolve_reconfigure(gone, 0);
+	if (taken && !M.recovering) {
+		M.recovering = true;
+		M.recover_from_ns = xtx_now_ns();
+	}
+	return 0;
+}
+
+/*
  * A new configuration: its epoch, or a fence if it no longer lists us.
  * 0, or -1 when it could not be read (the caller tries again, and renews
  * no lease meanwhile: until it has read it, it does not know its epoch).
@@ -186,15 +260,14 @@ static int reread_config(void)
 		fence("the configuration changed without a newer epoch");
 		return 0;
 	}
-	if (c.epoch != M.cfg.epoch)
-		pr_info("cluster: epoch %u -> %u\n", M.cfg.epoch, c.epoch);
 	if ((unsigned int)M.self >= c.nservers ||
 	    c.server[M.self].s_addr != M.cfg.server[M.self].s_addr) {
 		M.cfg = c;
 		fence("the configuration no longer lists this server");
 		return 0;
 	}
-	M.cfg = c;
+	if (c.epoch != M.cfg.epoch)
+		return adopt(&c);
 	return 0;
 }
 
@@ -218,6 +291,14 @@ static void *member_main(void *arg)
 		if (atomic_load(&M.fenced))
 			continue;
 		xtx_zk_heartbeat(M.z);
+		if (M.recovering && !pending) {
+			if (xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), TICK_NS))
+				continue;	/* still closed */
+			M.recovering = false;
+			pr_info("cluster: epoch %u: recovered in %llu ms; serving the shards taken "
+				"over\n", M.cfg.epoch,
+				(unsigned long long)((xtx_now_ns() - M.recover_from_ns) / 1000000));
+		}
 		/* only ever forward from what was heard: XDP ends it if we stop here */
 		if (!pending)
 			write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
@@ -232,6 +313,7 @@ int xtxd_member_static(const struct xtx_target *t)
 	if (!M.lease)
 		return -1;
 	write_lease(0, 0);
+	__atomic_store_n(&M.lease->nshards, 0, __ATOMIC_SEQ_CST);
 	munmap(M.lease, (size_t)sysconf(_SC_PAGESIZE));
 	M.lease = NULL;
 	close(M.map_fd);
@@ -247,6 +329,12 @@ int xtxd_member_start(const struct xtx_target *t)
 	M.lease = lease_map(t);
 	if (!M.lease)
 		return -1;
+	M.shards_fd = xtx_target_map_fd(t, XTX_MAP_SHARDS);
+	if (M.shards_fd < 0) {
+		fprintf(stderr, "Error: cluster: opening %s: %s\n", XTX_MAP_SHARDS,
+			strerror(-M.shards_fd));
+		return -1;
+	}
 	/*
 	 * The node of an xtxd that died here lives until its session times
 	 * out; ours can take its place only then.
@@ -265,9 +353,17 @@ int xtxd_member_start(const struct xtx_target *t)
 		fprintf(stderr, "Error: cluster: reading the configuration again failed\n");
 		return -1;
 	}
+	close_xdp();
+	err = write_shards(&M.cfg);
+	if (err) {
+		fprintf(stderr, "Error: cluster: writing the shards for XDP: %s\n",
+			strerror(-err));
+		return -1;
+	}
+	xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), 0);
 	if (atomic_load(&M.fenced))
 		fprintf(stderr, "Warning: cluster: this server starts fenced\n");
-	else
+	else if (!M.recovering)	/* else member_main opens once recovered */
 		write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 	/* from now on this server's absence is a failure the manager acts on */
 	if (xtx_zk_mark_joined(M.z, (unsigned int)M.self) ||
@@ -308,6 +404,9 @@ void xtxd_member_leave(void)
 	if (M.map_fd >= 0)
 		close(M.map_fd);
 	M.map_fd = -1;
+	if (M.shards_fd >= 0)
+		close(M.shards_fd);
+	M.shards_fd = -1;
 	xtx_zk_close(M.z);
 	M.z = NULL;
 }

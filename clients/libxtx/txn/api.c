@@ -161,6 +161,7 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 		[XTX_CAUSE_NACK] = "nack",
 		[XTX_CAUSE_MISUSE] = "misuse",
 		[XTX_CAUSE_MIXED] = "mixed",
+		[XTX_CAUSE_MOVED] = "moved",
 	};
 
 	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";
@@ -169,7 +170,8 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 bool xtx_cause_retryable(enum xtx_abort_cause c)
 {
 	return c == XTX_CAUSE_LOCK || c == XTX_CAUSE_VALIDATION || c == XTX_CAUSE_LEASE ||
-	       c == XTX_CAUSE_SQUASHED || c == XTX_CAUSE_NACK || c == XTX_CAUSE_MIXED;
+	       c == XTX_CAUSE_SQUASHED || c == XTX_CAUSE_NACK || c == XTX_CAUSE_MIXED ||
+	       c == XTX_CAUSE_MOVED;
 }
 
 const char *xtx_protocol_name(enum xtx_protocol p)

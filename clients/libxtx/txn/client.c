@@ -465,6 +465,24 @@ bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsi
 	return false;
 }
 
+bool txn_placement_changed(const struct xtx_txn *t)
+{
+	const struct xtx_client *c = t->c;
+	unsigned int i, r, s;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct txn_key *k = &t->keys[i];
+
+		s = xtx_cluster_shard(&c->map, k->table, k->key);
+		if (c->map.nrep[s] != k->nrep)
+			return true;
+		for (r = 0; r < k->nrep; r++)
+			if (c->map.rep[s][r] != k->replica[r])
+				return true;
+	}
+	return false;
+}
+
 /*
  * Refusals come in bursts, one per request in flight: one read serves them
  * all.  A server gone silent only may have been moved out: asked less often.

@@ -237,6 +237,8 @@ bool txn_has_writes(const struct xtx_txn *t);
  * newer epoch (told), or stopped answering.
  */
 void txn_reconfigure(struct xtx_client *c, bool told);
+/* Whether a key of t is placed otherwise now than when t took it up. */
+bool txn_placement_changed(const struct xtx_txn *t);
 /* Whether srv is still one of k's replicas under the client's current map. */
 bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsigned int srv);
 uint64_t txn_write_replicas(const struct xtx_txn *t);

@@ -143,6 +143,13 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_LOG:
 		if (st == XTX_ST_LOG_FULL)
 			txn_abort_for(t, XTX_CAUSE_FULL);
+		else if (st == XTX_ST_MOVED)
+			/*
+			 * placed by an older configuration: this append cannot
+			 * complete the record, but the others may have, and the
+			 * servers left decide it (the resolver)
+			 */
+			t->in_doubt = true;
 		else if (st == XTX_ST_FENCED || st == XTX_ST_NOT_HELD)
 			/*
 			 * too slow: the servers decided the transaction without us,
@@ -348,17 +355,33 @@ void lk_phases(struct xtx_txn *t, const struct lk_rules *r)
 				txn_abort_for(t, XTX_CAUSE_LEASE);
 				continue;
 			}
+			/* its locks may have gone with a failed primary */
+			if (txn_placement_changed(t)) {
+				txn_abort_for(t, XTX_CAUSE_MOVED);
+				continue;
+			}
 			t->phase = PH_LOG;
 			n = queue_log(t, false);
 			break;
 		case PH_LOG:
+		case PH_LOG_LAST:
+			/*
+			 * An append could not be made under the new placement:
+			 * the servers left decide, with the locks still held
+			 * (a release could let another see what it overwrites).
+			 */
+			if (t->in_doubt) {
+				txn_finish(t, XTX_IN_DOUBT);
+				return;
+			}
+			if (t->phase == PH_LOG_LAST) {
+				/* every replica logged every write: committed */
+				t->phase = PH_BACKUP;
+				n = queue_backups(t);
+				break;
+			}
 			t->phase = PH_LOG_LAST;
 			n = queue_log(t, true);
-			break;
-		case PH_LOG_LAST:
-			/* every replica logged every write: committed */
-			t->phase = PH_BACKUP;
-			n = queue_backups(t);
 			break;
 		case PH_BACKUP:
 			t->phase = PH_PRIMARY;

@@ -129,7 +129,7 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 	struct sockaddr_in resolvers[XTX_MAX_SERVERS];
 	struct xtx_transport tr;
 	struct asking a = { .servers = res->servers };
-	uint64_t end, req_id = xtx_req_id_start(), next = 0;
+	uint64_t end, req_id = xtx_req_id_start(), next = 0, witnesses;
 	enum xtx_outcome o = XTX_IN_DOUBT;
 	unsigned int s;
 
@@ -147,12 +147,21 @@ enum xtx_outcome xtx_txn_resolve(struct xtx_client *c, const struct xtx_txn_resu
 		resolvers[s] = c->cfg.servers[s];
 		resolvers[s].sin_port = htons(ntohs(c->cfg.servers[s].sin_port) + 1);
 	}
+	/*
+	 * A witness the configuration moved out votes no more: the servers
+	 * left decide without it (Xenic's rule), and so does the verdict.
+	 */
+	txn_reconfigure(c, true);
+	witnesses = res->servers & ~xtx_cluster_gone(&c->map);
+	a.servers = witnesses;
+	if (!witnesses)
+		return XTX_IN_DOUBT;
 	if (xtx_transport_open(&tr, resolvers, c->cfg.nservers))
 		return XTX_IN_DOUBT;
 	for (;;) {
 		uint64_t now = xtx_now_ns();
 
-		o = verdict(&a, res->servers);
+		o = verdict(&a, witnesses);
 		if (o != XTX_IN_DOUBT || now >= end)
 			break;
 		if (now >= next) {

@@ -197,24 +197,36 @@ unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsig
 void txn_on_lost(struct txn_opref *ref)
 {
 	struct xtx_txn *t = ref->t;
+	/* a failed server the configuration moved out of the key's shard */
+	bool moved = !txn_still_replica(t->c, &t->keys[ref->key], ref->server);
 
 	switch (ref->kind) {
 	case TOP_COMMIT_BACKUP:
+	case TOP_COMMIT_PRIMARY:
 		/*
-		 * Past the commit point, a backup the configuration moved out
-		 * of the key's shard failed: its copy is no longer wanted.
-		 * (Nothing else is skipped: a log append's answer is a vote
-		 * the servers' resolver counts, and primaries are not moved.)
+		 * Past the commit point: every replica holds the complete
+		 * record, so the servers left commit it whatever this one
+		 * did, and the one promoted does before it serves the shard.
 		 */
-		if (!txn_still_replica(t->c, &t->keys[ref->key], ref->server)) {
+		if (moved) {
 			t->waiting--;
 			break;
 		}
-		/* fall through */
+		goto keep_trying;
 	case TOP_LOG:
-	case TOP_COMMIT_PRIMARY:
+		/*
+		 * Its vote may never come: the servers left decide without
+		 * it, and only they can say what became of the transaction.
+		 */
+		if (moved) {
+			t->in_doubt = true;
+			t->waiting--;
+			break;
+		}
+		goto keep_trying;
 	case TOP_HVALIDATE:
 	case TOP_HABORT:
+keep_trying:
 		/*
 		 * Once a LOG_APPEND is out (or every HADES participant acked)
 		 * the transaction may be committed on every replica: it must
@@ -241,9 +253,14 @@ void txn_on_lost(struct txn_opref *ref)
 		t->waiting--;
 		break;
 	default:
+		t->waiting--;
+		/* before logging, with a server gone: nothing of it can commit */
+		if (moved && t->c->cfg.protocol != XTX_PROTO_HADES) {
+			txn_abort_for(t, XTX_CAUSE_MOVED);
+			break;
+		}
 		/* a grant may have happened unseen: the lease frees it */
 		t->failed = true;
-		t->waiting--;
 		break;
 	}
 	if (t->waiting == 0)

@@ -291,9 +291,13 @@ static void give_up_stale(struct xtx_client *c, uint64_t now)
 			if (r->req_id && !r->pending && r->tx >= c->cfg.max_tries &&
 			    now - r->last_ns >= c->w.timeout_ns) {
 				c->st.lost_requests++;
-				settle(c, s, r, NULL);
-				/* a server that stopped answering may have been moved out */
+				/*
+				 * a server that stopped answering may have been
+				 * moved out: its ops are dealt with by where their
+				 * keys are now
+				 */
 				txn_reconfigure(c, false);
+				settle(c, s, r, NULL);
 			}
 		}
 	}

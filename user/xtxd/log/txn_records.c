@@ -149,10 +149,13 @@ void xtxd_txns_free(struct xtxd_txns *t)
 
 enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n)
 {
-	unsigned int i, hold = 0;
+	unsigned int i, hold = 0, gone = 0;
 
 	for (i = 0; i < n; i++) {
 		switch (answers[i]) {
+		case XTXD_ANS_GONE:
+			gone++;
+			break;
 		case XTXD_ANS_COMMITTED:
 			return XTXD_OUT_COMMIT;
 		case XTXD_ANS_ABORTED:
@@ -163,5 +166,5 @@ enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n)
 			break;
 		}
 	}
-	return n && hold == n ? XTXD_OUT_COMMIT : XTXD_OUT_NONE;
+	return hold && hold + gone == n ? XTXD_OUT_COMMIT : XTXD_OUT_NONE;
 }

@@ -22,6 +22,12 @@ enum xtxd_answer {
 	XTXD_ANS_NOT_HELD = 2,	/* it does not, and has fenced the txn: it never will */
 	XTXD_ANS_COMMITTED = 3,	/* already decided */
 	XTXD_ANS_ABORTED = 4,
+	/*
+	 * Not a peer's answer: the replica failed and the configuration
+	 * moved it out, so it votes no more (Xenic's recovery decides with
+	 * the replicas left).
+	 */
+	XTXD_ANS_GONE = 5,
 };
 
 #define XTXD_TXN_MAX_REPLICAS	3
@@ -74,7 +80,9 @@ void xtxd_txns_each(struct xtxd_txns *t, void (*fn)(struct xtxd_txn *x, void *ar
  * FaRM's rule over the replicas' answers (self included): commit when one
  * says committed or every one holds the complete record; abort when one
  * says aborted or that it does not hold it (it fenced the txn, so it never
- * will); otherwise wait for more answers.
+ * will); otherwise wait for more answers.  A replica moved out of the
+ * configuration (XTXD_ANS_GONE) is not waited for: every one left holding
+ * the complete record commits (Xenic's rule), so at least one must be left.
  */
 enum xtxd_outcome xtxd_decide(const uint8_t *answers, unsigned int n);
 

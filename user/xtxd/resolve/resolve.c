@@ -59,8 +59,21 @@ static struct {
 	struct xtx_secret secret;	/* clients' questions carry its MAC */
 	bool compact;			/* a snapshot removed logs: compact decided.xdec */
 	uint64_t pruned, kept;		/* decisions dropped by compaction, and left */
+	/*
+	 * Servers the configuration moved out (xtxd_resolve_reconfigure):
+	 * their messages are ignored and their votes not waited for.
+	 */
+	uint64_t gone;
+	int kick_fd;			/* wakes the thread for a reconfiguration */
+	/* Reconfigurations asked for and finished (under mu); rc_cv: one finished. */
+	unsigned int rc_want, rc_done;
+	pthread_cond_t rc_cv;
+	uint64_t *rc_ids;		/* the transactions the current one waits for */
+	size_t rc_n, rc_cap;
+	uint64_t recovered;		/* transactions decided by reconfigurations */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
-	.live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
+	.kick_fd = -1, .live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER,
+	.rc_cv = PTHREAD_COND_INITIALIZER };
 
 static const char *outcome_name(int o)
 {
@@ -133,9 +146,38 @@ static int pos_of(const struct xtxd_txn *x, int idx)
 	return -1;
 }
 
+static bool is_gone(int idx)
+{
+	return idx >= 0 && idx < 64 && (__atomic_load_n(&R.gone, __ATOMIC_ACQUIRE) >> idx & 1);
+}
+
+/* A listed server other than us, still in the configuration. */
 static bool peer_ok(int idx)
 {
-	return idx >= 0 && (unsigned int)idx < R.peers.n && idx != R.peers.self;
+	return idx >= 0 && (unsigned int)idx < R.peers.n && idx != R.peers.self && !is_gone(idx);
+}
+
+/* The rule over x's answers, the replicas moved out counted as gone.  Under mu. */
+static enum xtxd_outcome rule(const struct xtxd_txn *x)
+{
+	uint8_t a[XTXD_TXN_MAX_REPLICAS];
+	int i;
+
+	for (i = 0; i < x->nrep; i++)
+		a[i] = is_gone(x->rep[i]) && x->answer[i] == XTXD_ANS_NONE ? XTXD_ANS_GONE :
+									     x->answer[i];
+	return xtxd_decide(a, x->nrep);
+}
+
+/* Whether one of x's replicas was moved out of the configuration.  Under mu. */
+static bool lost_replica(const struct xtxd_txn *x)
+{
+	int i;
+
+	for (i = 0; i < x->nrep; i++)
+		if (is_gone(x->rep[i]))
+			return true;
+	return false;
 }
 
 /* ---- the local half: fence, apply, unlock ---- */
@@ -417,8 +459,7 @@ static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
 		x->acked[p] = 1;
 	if (p >= 0 && opcode == XTX_OP_RESOLVE_QUERY && x->resolving && val <= XTXD_ANS_ABORTED)
 		x->answer[p] = val;
-	d = p >= 0 && x->resolving && x->outcome == XTXD_OUT_NONE ?
-	    xtxd_decide(x->answer, x->nrep) : XTXD_OUT_NONE;
+	d = p >= 0 && x->resolving && x->outcome == XTXD_OUT_NONE ? rule(x) : XTXD_OUT_NONE;
 	pthread_mutex_unlock(&R.mu);
 	if (d != XTXD_OUT_NONE)
 		decide(x, d, "the replicas' answers");
@@ -511,9 +552,12 @@ static void receive(void)
 				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		/* only the listed servers take part, by their address */
+		/*
+		 * only the listed servers take part, by their address, and not
+		 * one moved out of the configuration (nor any, once we are)
+		 */
 		from = xtxd_peers_index(&R.peers, src.sin_addr);
-		if (!peer_ok(from) || m.op.token != (uint64_t)from) {
+		if (!peer_ok(from) || m.op.token != (uint64_t)from || is_gone(R.peers.self)) {
 			__atomic_fetch_add(&R.strangers, 1, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -621,7 +665,7 @@ static void pick(struct xtxd_txn *x, void *arg)
 	struct scan *s = arg;
 
 	if (x->apply_pending || (x->resolving && x->outcome == XTXD_OUT_NONE &&
-				 xtxd_decide(x->answer, x->nrep) != XTXD_OUT_NONE)) {
+				 rule(x) != XTXD_OUT_NONE)) {
 		add_due(s, x->txn);	/* an earlier try failed: again */
 		return;
 	}
@@ -672,8 +716,11 @@ static void scan(void)
 			continue;
 		}
 		if (x->resolving) {
-			int d = xtxd_decide(x->answer, x->nrep);
+			int d;
 
+			pthread_mutex_lock(&R.mu);
+			d = rule(x);
+			pthread_mutex_unlock(&R.mu);
 			if (x->outcome == XTXD_OUT_NONE && d != XTXD_OUT_NONE)
 				decide(x, d, "the replicas' answers");
 			continue;
@@ -695,6 +742,134 @@ static void scan(void)
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, do_resend, &s.now);
 	pthread_mutex_unlock(&R.mu);
+}
+
+/* ---- a reconfiguration: recovery with the replicas left ---- */
+
+static void rc_add(struct xtxd_txn *x, void *arg)
+{
+	(void)arg;
+	if (x->outcome != XTXD_OUT_NONE || !lost_replica(x))
+		return;
+	if (R.rc_n == R.rc_cap) {
+		size_t cap = R.rc_cap ? R.rc_cap * 2 : 64;
+		uint64_t *ids = realloc(R.rc_ids, cap * sizeof(*ids));
+
+		if (!ids)
+			return;		/* the scan decides it after after_ns */
+		R.rc_ids = ids;
+		R.rc_cap = cap;
+	}
+	R.rc_ids[R.rc_n++] = x->txn;
+}
+
+/*
+ * Servers were moved out: every transaction logged here with one of them
+ * among its replicas and not finished is decided now, with the replicas
+ * left (Xenic's recovery), not after after_ns.  When this server takes
+ * shards over, xtxd's cluster thread closed XDP before asking, so once the
+ * grace period has passed and the drain has shown the ring's tail, every
+ * append the old placement will ever make here is in the table.  0, or a
+ * negative errno to try again.
+ */
+static int rc_start(void)
+{
+	const struct timespec grace = { 0, FENCE_GRACE_NS };
+	size_t i, kept = 0;
+	int err;
+
+	nanosleep(&grace, NULL);
+	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
+	if (err)
+		return err;
+	R.rc_n = 0;
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, rc_add, NULL);
+	pthread_mutex_unlock(&R.mu);
+	for (i = 0; i < R.rc_n; i++) {
+		struct xtxd_txn *x;
+
+		pthread_mutex_lock(&R.mu);
+		x = xtxd_txns_get(&R.txns, R.rc_ids[i], false, 0);
+		pthread_mutex_unlock(&R.mu);
+		/* installed here already: committed, by its coordinator */
+		if (!x || (!x->resolving && !unfinished(x)))
+			continue;
+		R.rc_ids[kept++] = R.rc_ids[i];
+		if (!x->resolving)
+			begin(x);
+	}
+	R.rc_n = kept;
+	pr_info("resolve: servers %#llx moved out: deciding the %zu transactions left "
+		"unfinished here that they replicated\n",
+		(unsigned long long)__atomic_load_n(&R.gone, __ATOMIC_ACQUIRE), kept);
+	return 0;
+}
+
+/* Whether every transaction the reconfiguration took up is decided and applied here. */
+static bool rc_finished(void)
+{
+	bool done = true;
+	size_t i;
+
+	pthread_mutex_lock(&R.mu);
+	for (i = 0; i < R.rc_n && done; i++) {
+		struct xtxd_txn *x = xtxd_txns_get(&R.txns, R.rc_ids[i], false, 0);
+
+		done = !x || (x->outcome != XTXD_OUT_NONE && !x->apply_pending);
+	}
+	pthread_mutex_unlock(&R.mu);
+	return done;
+}
+
+/* The thread's part: starts what was asked for, and says when it is done. */
+static void reconfigure_step(void)
+{
+	static unsigned int started;
+	unsigned int want;
+
+	pthread_mutex_lock(&R.mu);
+	want = R.rc_want;
+	pthread_mutex_unlock(&R.mu);
+	if (want != started && !rc_start())
+		started = want;
+	if (started == R.rc_done || !rc_finished())
+		return;
+	pthread_mutex_lock(&R.mu);
+	R.recovered += R.rc_n;
+	R.rc_done = started;
+	pthread_cond_broadcast(&R.rc_cv);
+	pthread_mutex_unlock(&R.mu);
+	pr_info("resolve: reconfiguration %u: %zu transactions decided\n", started, R.rc_n);
+}
+
+int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
+{
+	uint64_t old, one = 1;
+	struct timespec until;
+	int err = 0;
+
+	if (!__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
+		return 0;
+	old = __atomic_exchange_n(&R.gone, gone, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&R.mu);
+	if (gone & ~old) {
+		R.rc_want++;
+		if (write(R.kick_fd, &one, sizeof(one)) != sizeof(one))
+			pr_warn("resolve: waking the thread: %s\n", strerror(errno));
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(wait_ns / 1000000000ull);
+	until.tv_nsec += (long)(wait_ns % 1000000000ull);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (R.rc_done != R.rc_want && err != ETIMEDOUT)
+		err = wait_ns ? pthread_cond_timedwait(&R.rc_cv, &R.mu, &until) : ETIMEDOUT;
+	err = R.rc_done == R.rc_want ? 0 : -EAGAIN;
+	pthread_mutex_unlock(&R.mu);
+	return err;
 }
 
 /* ---- compacting the decisions file ---- */
@@ -829,13 +1004,15 @@ void xtxd_resolve_compact_soon(void)
 
 static void *resolve_main(void *arg)
 {
-	struct pollfd p[2] = { { .fd = R.sock, .events = POLLIN },
-			       { .fd = R.stop_fd, .events = POLLIN } };
+	struct pollfd p[3] = { { .fd = R.sock, .events = POLLIN },
+			       { .fd = R.stop_fd, .events = POLLIN },
+			       { .fd = R.kick_fd, .events = POLLIN } };
+	uint64_t kicks;
 
 	(void)arg;
 	rcu_register_thread();
 	for (;;) {
-		int n = poll(p, 2, SCAN_EVERY_NS / 1000000);
+		int n = poll(p, 3, SCAN_EVERY_NS / 1000000);
 
 		if (n < 0 && errno != EINTR)
 			break;
@@ -843,6 +1020,9 @@ static void *resolve_main(void *arg)
 			break;
 		if (n > 0 && p[0].revents)
 			receive();
+		if (n > 0 && p[2].revents && read(R.kick_fd, &kicks, sizeof(kicks)) < 0)
+			pr_debug("resolve: %s\n", strerror(errno));
+		reconfigure_step();
 		if (xtx_now_ns() - R.last_scan >= SCAN_EVERY_NS) {
 			R.last_scan = xtx_now_ns();
 			scan();
@@ -914,6 +1094,11 @@ static void cleanup(void)
 		close(R.sock);
 	if (R.stop_fd >= 0)
 		close(R.stop_fd);
+	if (R.kick_fd >= 0)
+		close(R.kick_fd);
+	free(R.rc_ids);
+	R.rc_ids = NULL;
+	R.rc_n = R.rc_cap = 0;
 	if (R.fence_fd >= 0)
 		close(R.fence_fd);
 	if (R.outcome_fd >= 0)
@@ -927,7 +1112,7 @@ static void cleanup(void)
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_free(&R.txns);
 	pthread_mutex_unlock(&R.mu);
-	R.sock = R.stop_fd = R.fence_fd = R.outcome_fd = R.dirfd = R.live.locks_fd = -1;
+	R.sock = R.stop_fd = R.kick_fd = R.fence_fd = R.outcome_fd = R.dirfd = R.live.locks_fd = -1;
 	R.live.kv = NULL;
 }
 
@@ -977,7 +1162,8 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 		goto fail;
 	}
 	R.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (R.stop_fd < 0) {
+	R.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (R.stop_fd < 0 || R.kick_fd < 0) {
 		err = -errno;
 		goto fail;
 	}
@@ -1019,6 +1205,10 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);
 	s->decisions_pruned = __atomic_load_n(&R.pruned, __ATOMIC_RELAXED);
 	s->decisions_kept = __atomic_load_n(&R.kept, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&R.mu);
+	s->recovered = R.recovered;
+	s->reconfigurations = R.rc_done;
+	pthread_mutex_unlock(&R.mu);
 	xtxd_hres_get_stats(&s->hades_validated, &s->hades_aborted, &s->hades_fenced);
 }
 

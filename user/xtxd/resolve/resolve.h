@@ -70,6 +70,8 @@ struct xtxd_resolve_stats {
 	uint64_t client_refused; /* ... refused: not the asker's txn, bad MAC or flags */
 	uint64_t decisions_pruned;	/* dropped from decided.xdec by compaction */
 	uint64_t decisions_kept;	/* in decided.xdec after the last compaction */
+	uint64_t reconfigurations;	/* ones that moved servers out, recovered */
+	uint64_t recovered;		/* transactions they decided */
 };
 
 /* The counters so far; safe from any thread. */
@@ -80,6 +82,19 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s);
  * and decided longer ago than peers may still ask.  Returns at once.
  */
 void xtxd_resolve_compact_soon(void);
+/*
+ * The configuration now leaves out the servers in gone (a bit per index):
+ * their messages are ignored and their votes not waited for.  When servers
+ * were moved out, every transaction logged here with one of them among its
+ * replicas and not finished is decided at once with the replicas left:
+ * committed when each of them holds its complete record or one says it was
+ * decided committed, else aborted (Xenic §4.2.1).  A server taking shards
+ * over closes XDP first (xtxd's cluster thread), so none is added after.
+ * Waits up to wait_ns for all of them to be decided and applied here:
+ * 0 when they are (or there is no resolver), -EAGAIN when not yet (the work
+ * goes on: call again to wait more).
+ */
+int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns);
 /* The log drain's observer (xtxd_logdrain_set_observer). */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
 
