@@ -735,7 +735,8 @@ static void settle_doubts(struct bank_thread *th, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, BANK_RESOLVE_NS, &tot))
+		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, BANK_RESOLVE_NS, &tot,
+				  NULL, NULL))
 			th[i].hist_err = true;
 	doubts_report("bank", &tot);
 }

@@ -20,14 +20,21 @@ struct sb_ctx {
 	double hot_frac;
 };
 
-/* In-doubt transactions whose deltas the conservation check can try in every combination. */
+/* In-doubt transactions left unanswered whose deltas the conservation check tries in every combination. */
 #define SB_DOUBT_MAX		16
+
+/* A transaction that ended in doubt: its delta counts once the servers say it committed. */
+struct sb_doubt {
+	uint64_t txn_id;
+	int64_t delta;
+};
 
 struct sb_thread {
 	bool verify;
 	int64_t delta;		/* cents of every committed transaction, summed */
-	int64_t doubt[SB_DOUBT_MAX];	/* deltas of the first in-doubt transactions */
-	unsigned int ndoubt;
+	struct sb_doubt *doubt;		/* in-doubt transactions not answered (yet) */
+	unsigned int ndoubt, doubt_cap;
+	bool doubt_lost;		/* one could not be kept: the check stays strict */
 	uint64_t committed[SB_NTYPES];
 	/*
 	 * --verify, [N]: accounts whose checking a committed transaction may
@@ -191,6 +198,25 @@ static void sb_thread_free(void *vctx, void *wt)
 {
 	(void)vctx;
 	free(((struct sb_thread *)wt)->debited);
+	free(((struct sb_thread *)wt)->doubt);
+}
+
+/* The servers' answer about an in-doubt transaction: its delta is in the accounts, or not. */
+static void sb_settled(void *vctx, void *wt, uint64_t txn_id, enum xtx_outcome o)
+{
+	struct sb_thread *t = wt;
+	unsigned int i;
+
+	(void)vctx;
+	if (o != XTX_COMMITTED && o != XTX_ABORTED)
+		return;
+	for (i = 0; i < t->ndoubt && t->doubt[i].txn_id != txn_id; i++)
+		;
+	if (i == t->ndoubt)
+		return;
+	if (o == XTX_COMMITTED)
+		t->delta += t->doubt[i].delta;
+	t->doubt[i] = t->doubt[--t->ndoubt];
 }
 
 static unsigned int sb_begin(void *vctx, void *wt, void *txn, const struct wl_tinfo *ti)
@@ -238,10 +264,19 @@ static enum wl_verdict sb_end(void *vctx, void *wt, void *txn, const struct xtx_
 	case XTX_FAILED:
 		return WL_FAILED;
 	case XTX_IN_DOUBT:
-		/* its delta may or may not be in the accounts: the check allows either */
-		if (t->ndoubt < SB_DOUBT_MAX)
-			t->doubt[t->ndoubt] = x->delta;
-		t->ndoubt++;
+		/* its delta is in the accounts if the servers say it committed (sb_settled) */
+		if (t->ndoubt == t->doubt_cap) {
+			unsigned int cap = t->doubt_cap ? 2 * t->doubt_cap : 16;
+			struct sb_doubt *d = realloc(t->doubt, cap * sizeof(*d));
+
+			if (!d) {
+				t->doubt_lost = true;
+				return WL_IN_DOUBT;
+			}
+			t->doubt = d;
+			t->doubt_cap = cap;
+		}
+		t->doubt[t->ndoubt++] = (struct sb_doubt){ .txn_id = res->txn_id, .delta = x->delta };
 		return WL_IN_DOUBT;
 	default:
 		break;
@@ -342,10 +377,10 @@ static bool doubt_explains(void *const *wts, unsigned int nthreads, __int128 dif
 	for (i = 0; i < nthreads; i++) {
 		const struct sb_thread *t = wts[i];
 
-		if (t->ndoubt > SB_DOUBT_MAX - n)
+		if (t->doubt_lost || t->ndoubt > SB_DOUBT_MAX - n)
 			return false;	/* too many to try: the check stays strict */
 		for (j = 0; j < t->ndoubt; j++)
-			d[n++] = t->doubt[j];
+			d[n++] = t->doubt[j].delta;
 	}
 	for (m = 1; m < (1u << n); m++) {
 		__int128 s = 0;
@@ -474,6 +509,7 @@ int bench_smallbank_main(int argc, char **argv)
 		.rearm = sb_rearm,
 		.step = sb_step,
 		.end = sb_end,
+		.settled = sb_settled,
 		.summary = sb_summary,
 		.populate = sb_populate,
 		.verify = sb_verify,

@@ -33,7 +33,8 @@ int doubts_keep(struct doubts *d, const struct xtx_txn *t, const struct xtx_txn_
 }
 
 int doubts_settle(struct doubts *d, struct xtx_client *c, struct history_writer *w,
-		  uint64_t timeout_ns, struct doubt_totals *tot)
+		  uint64_t timeout_ns, struct doubt_totals *tot, doubt_settled_fn settled,
+		  void *arg)
 {
 	/* a cluster that cannot answer one cannot answer a thousand: one budget for them all */
 	uint64_t end = xtx_now_ns() + DOUBTS_BUDGET_NS, now;
@@ -49,6 +50,8 @@ int doubts_settle(struct doubts *d, struct xtx_client *c, struct history_writer 
 					       end - now < timeout_ns ? end - now : timeout_ns);
 
 		tot->kept++;
+		if (settled)
+			settled(arg, x->res.txn_id, o);
 		if (o == XTX_COMMITTED)
 			tot->committed++;
 		else if (o == XTX_ABORTED)

@@ -39,8 +39,11 @@ int doubts_keep(struct doubts *d, const struct xtx_txn *t, const struct xtx_txn_
  * unanswered), so the history checker holds the answer against the
  * versions; then forgets them.  0, or -1 when w refused a record.
  */
+/* Told each kept transaction's answer (by its id), when asked for. */
+typedef void (*doubt_settled_fn)(void *arg, uint64_t txn_id, enum xtx_outcome o);
 int doubts_settle(struct doubts *d, struct xtx_client *c, struct history_writer *w,
-		  uint64_t timeout_ns, struct doubt_totals *tot);
+		  uint64_t timeout_ns, struct doubt_totals *tot, doubt_settled_fn settled,
+		  void *arg);
 /* "WHO: N transactions in doubt, asked the servers: ..." on stderr, when there were any. */
 void doubts_report(const char *who, const struct doubt_totals *tot);
 

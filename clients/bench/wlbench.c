@@ -1109,14 +1109,30 @@ static uint32_t table_mask(const struct wl_workload *w)
 /* ---- --history ---- */
 
 /* Asks the servers about every transaction left in doubt, and says what they answered. */
+struct settled_arg {
+	const struct wl_workload *w;
+	void *wt;
+};
+
+static void tell_settled(void *arg, uint64_t txn_id, enum xtx_outcome o)
+{
+	struct settled_arg *a = arg;
+
+	a->w->settled(a->w->ctx, a->wt, txn_id, o);
+}
+
 static void settle_doubts(const struct wl_workload *w, struct wl_thread *th, unsigned int n)
 {
 	struct doubt_totals tot = {};
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, WL_RESOLVE_NS, &tot))
+	for (i = 0; i < n; i++) {
+		struct settled_arg a = { .w = w, .wt = th[i].wt };
+
+		if (doubts_settle(&th[i].doubts, th[i].cl, th[i].hist, WL_RESOLVE_NS, &tot,
+				  w->settled ? tell_settled : NULL, &a))
 			th[i].hist_err = true;
+	}
 	doubts_report(w->name, &tot);
 }
 
@@ -1314,7 +1330,8 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o) :
 			   populate(w, &o, setup)))
 		goto out;
-	if (o.verify && wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &before,
+	if (o.verify && wl_snapshot(&o.ctl, xtx_servers_moved_out(setup), table_mask(w),
+				    o.replication, place, setup, &before,
 				    &snap_violations))
 		goto out;
 	if (o.verify && snap_violations) {
@@ -1345,7 +1362,8 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		if (sum_of(r->c.unknown, w->ntypes))
 			wl_violation(&r->violations, "%llu transactions ended with unknown outcome",
 				     (unsigned long long)sum_of(r->c.unknown, w->ntypes));
-		if (wl_snapshot(&o.ctl, table_mask(w), o.replication, place, setup, &after,
+		if (wl_snapshot(&o.ctl, xtx_servers_moved_out(setup), table_mask(w),
+				o.replication, place, setup, &after,
 				&r->violations) || (o.history && write_final_state(o.history, &after))) {
 			free(wts);
 			goto out;

@@ -91,6 +91,11 @@ struct wl_workload {
 	/* The verdict on an ended transaction; keeps what --verify needs in wt. */
 	enum wl_verdict (*end)(void *ctx, void *wt, void *txn, const struct xtx_txn_result *res,
 			       uint64_t *x);
+	/*
+	 * Optional: what the servers answered about a transaction that ended
+	 * in doubt (its txn_id as end() was given it), once the run is over.
+	 */
+	void (*settled)(void *ctx, void *wt, uint64_t txn_id, enum xtx_outcome o);
 	/* Rates and counts of its own after the per-type table (text or JSON fields + ','). */
 	void (*summary)(const void *ctx, const struct wl_counts *c, double secs, bool json);
 	/* Every row of the initial data set, handed to emit. */

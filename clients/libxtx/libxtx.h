@@ -321,5 +321,10 @@ int xtx_protocol_parse(const char *s, enum xtx_protocol *p);
 unsigned int xtx_replica_count(const struct xtx_client *c, uint8_t table, uint64_t key);
 unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
 			    unsigned int i);
+/*
+ * The servers (a bit per index) the configuration moved out after they
+ * failed: replicas of no shard.  Reads the configuration again first.
+ */
+uint64_t xtx_servers_moved_out(struct xtx_client *c);
 
 #endif /* XTX_LIBXTX_H */

@@ -228,7 +228,7 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 	return rc;
 }
 
-int wl_snapshot(const struct wl_ctl *ctl, uint32_t mask, unsigned int replication,
+int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned int replication,
 		wl_place_fn place, void *place_arg, struct wl_snap *out,
 		unsigned long *violations)
 {
@@ -238,6 +238,8 @@ int wl_snapshot(const struct wl_ctl *ctl, uint32_t mask, unsigned int replicatio
 	int err;
 
 	for (s = 0; s < ctl->nservers; s++) {
+		if (s < 64 && (skip >> s & 1))
+			continue;
 		if (dump_server(ctl, s, mask, &recs, &n, &cap)) {
 			free(recs);
 			return -1;

@@ -58,8 +58,12 @@ int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int rep
 		  wl_place_fn place, void *place_arg, struct wl_snap *out,
 		  unsigned long *violations);
 
-/* Dumps every server through xtxctl and merges them as above; 0 or -1 after printing why. */
-int wl_snapshot(const struct wl_ctl *ctl, uint32_t mask, unsigned int replication,
+/*
+ * Dumps every server through xtxctl but those in skip (a bit per index:
+ * moved out of the configuration, replicas of nothing) and merges them as
+ * above; 0 or -1 after printing why.
+ */
+int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned int replication,
 		wl_place_fn place, void *place_arg, struct wl_snap *out,
 		unsigned long *violations);
 

@@ -214,6 +214,12 @@ static void resolve_metrics(struct mbuf *b)
 	family(b, "xtx_resolver_client_questions_total", "counter",
 	       "Clients' questions about their own transactions' outcomes, answered.");
 	put(b, "xtx_resolver_client_questions_total %llu\n", (unsigned long long)r.client_asks);
+	family(b, "xtx_recoveries_total", "counter",
+	       "Reconfigurations that moved failed servers out, recovered here.");
+	put(b, "xtx_recoveries_total %llu\n", (unsigned long long)r.reconfigurations);
+	family(b, "xtx_recovered_transactions_total", "counter",
+	       "Transactions a failed server replicated, decided here by those recoveries.");
+	put(b, "xtx_recovered_transactions_total %llu\n", (unsigned long long)r.recovered);
 	family(b, "xtx_decisions_pruned_total", "counter",
 	       "Decisions dropped from decided.xdec: no log or peer can need them any more.");
 	put(b, "xtx_decisions_pruned_total %llu\n", (unsigned long long)r.decisions_pruned);

@@ -465,6 +465,12 @@ bool txn_still_replica(const struct xtx_client *c, const struct txn_key *k, unsi
 	return false;
 }
 
+uint64_t xtx_servers_moved_out(struct xtx_client *c)
+{
+	txn_reconfigure(c, true);
+	return xtx_cluster_gone(&c->map);
+}
+
 bool txn_placement_changed(const struct xtx_txn *t)
 {
 	const struct xtx_client *c = t->c;
