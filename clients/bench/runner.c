@@ -19,18 +19,19 @@ static void on_signal(int sig)
 	run_interrupted = 1;
 }
 
-/* Sleeps until the duration is over, ticking once a second. */
+/* Sleeps until the duration is over, ticking once a second and sampling as asked. */
 static void run_ticks(const struct xtx_run *r, uint64_t start)
 {
-	uint64_t end = start + r->duration_ns, tick = start, prev_ns = start, now;
+	uint64_t end = start + r->duration_ns, tick = start + 1000000000ull, prev_ns = start, now;
+	uint64_t sample = r->sample ? start + r->sample_ns : UINT64_MAX;
 	unsigned int sec = 0;
 
 	while (!run_interrupted) {
 		struct timespec ts;
-		uint64_t wake;
+		uint64_t wake = tick < sample ? tick : sample;
 
-		tick += 1000000000ull;
-		wake = tick < end ? tick : end;
+		if (wake > end)
+			wake = end;
 		ts.tv_sec = wake / 1000000000ull;
 		ts.tv_nsec = wake % 1000000000ull;
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
@@ -39,9 +40,16 @@ static void run_ticks(const struct xtx_run *r, uint64_t start)
 		if (run_interrupted || wake == end)
 			break;
 		now = xtx_now_ns();
-		if (r->tick)
-			r->tick(r->ctx, ++sec, (double)(now - prev_ns) / 1e9);
-		prev_ns = now;
+		if (wake == sample) {
+			r->sample(r->ctx, now - start);
+			sample += r->sample_ns;
+		}
+		if (wake == tick) {
+			if (r->tick)
+				r->tick(r->ctx, ++sec, (double)(now - prev_ns) / 1e9);
+			prev_ns = now;
+			tick += 1000000000ull;
+		}
 	}
 }
 

@@ -17,6 +17,9 @@ struct xtx_run {
 	/* Called once a second of the run (not at its end); dt_s since the last call. */
 	void (*tick)(void *ctx, unsigned int sec, double dt_s);
 	void *ctx;
+	/* Optional: called every sample_ns of the run with the time since its start. */
+	void (*sample)(void *ctx, uint64_t since_start_ns);
+	uint64_t sample_ns;
 };
 
 /* Raised when the threads should stop issuing new work; they poll it. */

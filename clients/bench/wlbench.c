@@ -33,8 +33,10 @@
 #define WL_POLL_NS		(1000 * 1000ull)
 /* The least counting time the first progress line after the warmup reports on. */
 #define WL_FIRST_TICK_NS	(100 * 1000 * 1000ull)
-/* How often a thread hands its numbers to the progress reporter. */
-#define WL_PUBLISH_NS		(50 * 1000 * 1000ull)
+/* How often a thread hands its numbers to the progress reporter (and --timeline). */
+#define WL_PUBLISH_NS		(10 * 1000 * 1000ull)
+/* --timeline: one line per this much of the run. */
+#define WL_TIMELINE_NS		(100 * 1000 * 1000ull)
 /*
  * After the run, how long a thread waits for its transactions to end.
  * libxtx ends each one (FAILED at worst) within its retry budget; what
@@ -81,6 +83,7 @@ struct wl_opts {
 	bool echo;		/* the servers answer without state: judge no data */
 	const char *dump_cmd;
 	const char *history;	/* --history BASE: BASE.<client id> per thread */
+	const char *timeline;	/* --timeline FILE: committed/s per 100 ms */
 	struct wl_ctl ctl;
 	char xtxctl_path[PATH_MAX];
 };
@@ -287,6 +290,8 @@ struct wl_progress {
 	unsigned int nthreads, ntypes;
 	bool measuring;		/* a tick after the warmup has been printed */
 	struct wl_counts prev;
+	FILE *timeline;		/* --timeline, or NULL */
+	uint64_t tl_committed, tl_ns;	/* at the previous sample */
 };
 
 static void gather(struct wl_thread *th, unsigned int n, struct wl_counts *sum,
@@ -299,6 +304,26 @@ static void gather(struct wl_thread *th, unsigned int n, struct wl_counts *sum,
 	for (i = 0; i < n; i++)
 		bench_gather(&th[i].bt, (uint64_t *)sum, (const uint64_t *)&th[i].pub,
 			     WL_NCOUNTS, h);
+}
+
+/* --timeline: the committed rate since the previous sample. */
+static void timeline_sample(void *ctx, uint64_t since_start_ns)
+{
+	struct wl_progress *p = ctx;
+	struct wl_counts cur;
+	struct xtx_hist h;
+	struct timespec wall;
+	uint64_t k;
+
+	gather(p->th, p->nthreads, &cur, &h);
+	k = sum_of(cur.committed, p->ntypes);
+	/* the wall clock too, to place events timed outside (a kill) on the same axis */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	fprintf(p->timeline, "%.3f %.0f %lld.%03ld\n", since_start_ns / 1e9,
+		(double)(k - p->tl_committed) * 1e9 / (double)(since_start_ns - p->tl_ns),
+		(long long)wall.tv_sec, wall.tv_nsec / 1000000);
+	p->tl_committed = k;
+	p->tl_ns = since_start_ns;
 }
 
 static void progress_tick(void *ctx, unsigned int sec, double dt)
@@ -495,6 +520,7 @@ enum {
 	OPT_DUMP_CMD,
 	OPT_ECHO,
 	OPT_HISTORY,
+	OPT_TIMELINE,
 	OPT_ZK,
 	OPT_ZK_NAME,
 };
@@ -519,6 +545,7 @@ static const struct option common_opts[] = {
 	{ "dump-cmd", required_argument, NULL, OPT_DUMP_CMD },
 	{ "echo", no_argument, NULL, OPT_ECHO },
 	{ "history", required_argument, NULL, OPT_HISTORY },
+	{ "timeline", required_argument, NULL, OPT_TIMELINE },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "xtxctl", required_argument, NULL, OPT_XTXCTL },
@@ -585,6 +612,9 @@ static void common_usage(FILE *out)
 		"                            BASE.<client id>, one file per thread; with\n"
 		"                            --verify also BASE.final, the store afterwards.\n"
 		"                            Check with `xtxbench check-history BASE.*`\n"
+		"      --timeline FILE       committed transactions per second over each 100 ms\n"
+		"                            of the run, one \"SECONDS RATE UNIX-TIME\" line each\n"
+		"                            (warmup included), for plotting an outage\n"
 		"  -j, --json                the summary as one JSON object on stdout\n"
 		"  -v, --verbose             more output\n"
 		"  -h, --help                this text\n"
@@ -795,6 +825,13 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 				return -1;
 			}
 			o->history = optarg;
+			break;
+		case OPT_TIMELINE:
+			if (!*optarg) {
+				fprintf(stderr, "Error: --timeline: empty path\n");
+				return -1;
+			}
+			o->timeline = optarg;
 			break;
 		case OPT_DUMP_CMD:
 			if (!*optarg) {
@@ -1272,8 +1309,22 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 	unsigned int i, j;
 	int rc = 0;
 
+	if (o->timeline) {
+		prog.timeline = fopen(o->timeline, "w");
+		if (!prog.timeline) {
+			fprintf(stderr, "Error: --timeline: %s: %s\n", o->timeline, strerror(errno));
+			return -1;
+		}
+		rr.sample = timeline_sample;
+		rr.sample_ns = WL_TIMELINE_NS;
+	}
 	wl_measure_from = xtx_now_ns() + o->warmup_ns;
-	if (xtx_run_threads(&rr, &start, &stop))
+	rc = xtx_run_threads(&rr, &start, &stop);
+	if (prog.timeline && fclose(prog.timeline)) {
+		fprintf(stderr, "Error: --timeline: %s: %s\n", o->timeline, strerror(errno));
+		rc = -1;
+	}
+	if (rc)
 		return -1;
 	r->ran = true;
 	r->secs = stop > wl_measure_from ? (stop - wl_measure_from) / 1e9 : 0;

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# make bench, failover: SmallBank on 4 servers (R = 3, 12 shards, a private ZooKeeper, 2 s
+# sessions) while one server dies (xtxd SIGKILL, its link down).  Writes the committed rate
+# per 100 ms through the failure, the promotion and the recovery as a table and a PNG, and
+# the unavailability window: from the kill to the first 100 ms back at half the rate before.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+OUT=$BUILD/bench
+NSERVERS=4
+PREFIX=xtxf$(printf '%04x' $RANDOM)
+NAME=bench$$
+ACCOUNTS=${ACCOUNTS:-100000}
+DURATION=${DURATION:-14}
+KILL_AT=${KILL_AT:-4}
+VICTIM=${VICTIM:-1}
+ZK_PORT=$((21000 + RANDOM % 8000))
+ZK_DIR=$(mktemp -d /tmp/xtx-bench-zk.XXXXXX)
+
+mkdir -p "$OUT"
+report=$OUT/report_failover.md
+timeline=$OUT/failover_timeline.txt
+
+server_ns() { echo "$PREFIX-s$1"; }
+server_dev() { echo "${PREFIX}s$1"; }
+server_ips() { echo 10.77.0.2,10.77.1.2,10.77.2.2,10.77.3.2; }
+topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }
+client() { ip netns exec "$PREFIX-c" "$@"; }
+ZK_CLIENT=127.0.0.1:$ZK_PORT
+
+cleanup() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		"$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" \
+			unload --force >/dev/null 2>&1 || true
+	done
+	topo down >/dev/null 2>&1 || true
+	"$ROOT/scripts/zk.sh" stop -d "$ZK_DIR" >/dev/null 2>&1 || true
+	rm -rf "$ZK_DIR" /var/lib/xtx/"$PREFIX"-*
+}
+trap cleanup EXIT INT TERM
+
+topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null
+"$ROOT/scripts/zk.sh" start -d "$ZK_DIR" -P "$ZK_PORT" -n "$PREFIX-c" >/dev/null
+client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(server_ips)" \
+	--shards 12 >/dev/null
+ctls=
+for ((i = 0; i < NSERVERS; i++)); do
+	make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
+		ARGS="--zk 10.77.$i.1:$ZK_PORT --zk-name $NAME" >/dev/null
+	ctls+="${ctls:+,}$(server_ns "$i"):$(server_dev "$i")"
+done
+sb() {
+	client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" \
+		--accounts "$ACCOUNTS" --ctl "$ctls" --threads 2 "$@"
+}
+echo "failover: populating $ACCOUNTS SmallBank accounts on 4 servers (R = 3)..."
+sb --populate --duration 0 >/dev/null 2>&1
+
+sb --duration "${DURATION}s" --warmup 0 --verify --timeline "$timeline" --json \
+	>"$OUT/failover_run.json" 2>"$OUT/failover_run.log" &
+run=$!
+sleep "$KILL_AT"
+kill -KILL "$(cat "/run/xtx/$(server_ns "$VICTIM")-$(server_dev "$VICTIM").pid")"
+killed=$(date +%s.%N)
+ip -n "$(server_ns "$VICTIM")" link set "$(server_dev "$VICTIM")" down
+set +e
+wait "$run"
+rc=$?
+set -e
+# the kill on the run's own clock (the timeline's third column is the wall clock)
+KILL_AT=$(awk -v w="$killed" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline")
+recovered=$(grep -ho "recovered in [0-9]* ms" /run/xtx/"$PREFIX"-s*.log | head -n 1 || true)
+violations=$(grep -o '"violations":[0-9]*' "$OUT/failover_run.json" | cut -d: -f2)
+
+# The window: the kill to the first sample back at half the mean rate before it.
+before=$(awk -v k="$KILL_AT" '$1 > 0.5 && $1 <= k { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }' \
+	"$timeline")
+window=$(awk -v k="$KILL_AT" -v b="$before" '$1 > k && $2 >= b / 2 { printf "%.1f", $1 - k; found = 1; exit }
+	END { if (!found) printf "none" }' "$timeline")
+after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }' "$timeline")
+
+{
+	echo "## Failover: SmallBank while a server dies ($(date -u +%F))"
+	echo
+	echo "4 servers, R = 3, 12 shards, ZooKeeper sessions of 2 s; $ACCOUNTS accounts, 2 client"
+	echo "threads (2PL); server $VICTIM killed (xtxd SIGKILL, link down) ${KILL_AT} s into a ${DURATION} s run."
+	echo
+	echo "| before (committed/s) | unavailability window | after (committed/s) | promoted server's recovery | --verify |"
+	echo "|---:|---:|---:|---:|---|"
+	echo "| $before | ${window} s | $after | ${recovered#recovered in } | $([ "${violations:-1}" = 0 ] && echo "0 violations" || echo "FAILED (exit $rc)") |"
+	echo
+	echo "The window runs from the kill to the first 100 ms back at half the rate before:"
+	echo "the lease (2/3 of the session) and the session run out, the manager waits half a"
+	echo "session more, writes epoch 2, and the promoted servers recover before serving."
+	echo "Re-replication to a spare is not built yet, so the run ends under-replicated."
+	echo "Timeline: $timeline; plot: $OUT/failover.png."
+} | tee "$report"
+
+gnuplot <<-EOF
+	set terminal png size 900,500
+	set output "$OUT/failover.png"
+	set title "SmallBank, 4 servers x R=3: server $VICTIM killed at ${KILL_AT} s"
+	set xlabel "seconds"
+	set ylabel "committed transactions/s (per 100 ms)"
+	set arrow from $KILL_AT, graph 0 to $KILL_AT, graph 1 nohead dt 2
+	set label "kill" at $KILL_AT, graph 0.95 offset 0.5,0
+	plot "$timeline" using 1:2 with lines title "committed/s"
+EOF
+[ "${violations:-1}" = 0 ]
