@@ -75,10 +75,11 @@ KILL_AT=$(awk -v w="$killed" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline
 recovered=$(grep -ho "recovered in [0-9]* ms" /run/xtx/"$PREFIX"-s*.log | head -n 1 || true)
 violations=$(grep -o '"violations":[0-9]*' "$OUT/failover_run.json" | cut -d: -f2)
 
-# The window: the kill to the first sample back at half the mean rate before it.
+# The window: the kill to the first sample back at half the mean rate before it, after the dip.
 before=$(awk -v k="$KILL_AT" '$1 > 0.5 && $1 <= k { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }' \
 	"$timeline")
-window=$(awk -v k="$KILL_AT" -v b="$before" '$1 > k && $2 >= b / 2 { printf "%.1f", $1 - k; found = 1; exit }
+window=$(awk -v k="$KILL_AT" -v b="$before" '$1 > k && $2 < b / 2 { dipped = 1 }
+	$1 > k && $2 >= b / 2 && dipped { printf "%.1f", $1 - k; found = 1; exit }
 	END { if (!found) printf "none" }' "$timeline")
 after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }' "$timeline")
 
