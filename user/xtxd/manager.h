@@ -4,11 +4,10 @@
  * holder of the ephemeral manager node, watches which servers are live.
  * A server that has served (joined/N) and whose live node has been gone
  * for the grace period failed: the manager writes the next configuration
- * (epoch + 1) with that server out of the shards it backed up (where two
- * replicas stay), so writes there no longer wait for it.  The shards it
- * led wait for it: promoting a backup is safe only with the recovery that
- * hands the new primary the locks of transactions logged but unfinished
- * (manager.c says why), which is not built yet.  Writes are compare-and-set
+ * (epoch + 1) with that server out of every shard that keeps another
+ * replica, the first backup promoted where it led.  The servers recover
+ * before serving the new epoch (xtxd_resolve_reconfigure(), member.c), so
+ * the promotion loses nothing (manager.c says why).  Writes are compare-and-set
  * on the configuration's version, so two managers (an old one that has not
  * yet noticed it lost the node, and its successor) never both apply a
  * change.  Every xtxd runs for the role; when the manager dies, its node
