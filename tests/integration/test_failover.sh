@@ -4,7 +4,7 @@
 # running; the server that manages the configuration is killed (xtxd SIGKILL, its link
 # down).  Another takes the manager's role, moves it out of every shard and promotes a
 # backup where it led; the promoted servers decide what it replicated before they serve.
-# Both runs end checked for money conserved conserved, --verify (replicas identical, every key on the
+# Both runs end checked for money conserved, --verify (replicas identical, every key on the
 # replicas left), every doubt resolved, and the histories serializable with no committed
 # write lost.  Then a partition: a server cut off past its session never serves again.
 # checks: 24 (tests/run.sh fails the suite when fewer verdicts come out)
