@@ -846,6 +846,9 @@ int bench_bank_main(int argc, char **argv)
 	}
 	free(th);
 	xtx_client_close(cl);
+	if (o.cluster)
+		bench_zk_source_close(&o.zk);
+	free(o.cluster);
 	free(o.servers);
 	return rc;
 }

@@ -1451,6 +1451,9 @@ out:
 		free_threads(w, th, o.threads);
 	if (setup)
 		xtx_client_close(setup);
+	if (o.cluster)
+		bench_zk_source_close(&o.zk);
+	free(o.cluster);
 	wl_snap_free(&before);
 	wl_snap_free(&after);
 	free(o.servers);

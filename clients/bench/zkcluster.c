@@ -53,16 +53,31 @@ fail:
 
 int bench_zk_refresh(void *source, struct xtx_cluster *out)
 {
-	const struct bench_zk_source *src = source;
-	struct xtx_zk *z = xtx_zk_open(src->hosts, src->name, XTX_ZK_SESSION_MS_DEFAULT,
-				       REFRESH_WAIT_MS);
-	int err;
+	struct bench_zk_source *src = source;
+	int err = -1;
 
-	if (!z)
-		return -1;
-	err = xtx_zk_read_config(z, out, NULL, false);
-	xtx_zk_close(z);
+	pthread_mutex_lock(&src->mu);
+	/* a session that expired (the ensemble was out of reach for long) is opened again */
+	if (src->z && xtx_zk_state(src->z) == XTX_ZK_EXPIRED) {
+		xtx_zk_close(src->z);
+		src->z = NULL;
+	}
+	if (!src->z)
+		src->z = xtx_zk_open(src->hosts, src->name, XTX_ZK_SESSION_MS_DEFAULT,
+				     REFRESH_WAIT_MS);
+	if (src->z)
+		err = xtx_zk_read_config(src->z, out, NULL, false);
+	pthread_mutex_unlock(&src->mu);
 	return err ? -1 : 0;
+}
+
+void bench_zk_source_close(struct bench_zk_source *src)
+{
+	pthread_mutex_lock(&src->mu);
+	if (src->z)
+		xtx_zk_close(src->z);
+	src->z = NULL;
+	pthread_mutex_unlock(&src->mu);
 }
 
 int bench_pick_servers(const char *servers, const char *zk, const char *zk_name, uint16_t port,
@@ -82,5 +97,6 @@ int bench_pick_servers(const char *servers, const char *zk, const char *zk_name,
 	if (bench_zk_cluster(zk, zk_name, port, out, n, replication, cluster))
 		return -1;
 	*src = (struct bench_zk_source){ .hosts = zk, .name = zk_name };
+	pthread_mutex_init(&src->mu, NULL);
 	return 0;
 }

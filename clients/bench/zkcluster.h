@@ -3,6 +3,7 @@
 #ifndef XTX_BENCH_ZKCLUSTER_H
 #define XTX_BENCH_ZKCLUSTER_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <netinet/in.h>
 #include "cluster.h"
@@ -10,6 +11,13 @@
 /* Where a client reads its cluster's configuration again (libxtx's cfg.refresh). */
 struct bench_zk_source {
 	const char *hosts, *name;
+	/*
+	 * One session for every refresh of the process (every client thread's),
+	 * opened by the first: a session per refresh would stall xtx_poll() for
+	 * a connect each time a server goes silent, and churn the ensemble.
+	 */
+	pthread_mutex_t mu;
+	struct xtx_zk *z;
 };
 
 /*
@@ -22,7 +30,9 @@ int bench_pick_servers(const char *servers, const char *zk, const char *zk_name,
 		       struct sockaddr_in **out, unsigned int *n, uint32_t *replication,
 		       struct xtx_cluster **cluster, struct bench_zk_source *src);
 
-/* libxtx's cfg.refresh over a bench_zk_source: a short session, one read. */
+/* libxtx's cfg.refresh over a bench_zk_source: one read on the shared session. */
 int bench_zk_refresh(void *source, struct xtx_cluster *out);
+/* Ends the shared session, if a refresh opened one. */
+void bench_zk_source_close(struct bench_zk_source *src);
 
 #endif /* XTX_BENCH_ZKCLUSTER_H */
