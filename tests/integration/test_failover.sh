@@ -7,7 +7,7 @@
 # Both runs end checked for money conserved, --verify (replicas identical, every key on the
 # replicas left), every doubt resolved, and the histories serializable with no committed
 # write lost.  Then a partition: a server cut off past its session never serves again.
-# checks: 24 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 26 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=f$$
@@ -35,6 +35,10 @@ bank() {
 smallbank() {
 	client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 2000 \
 		--ctl "$(all_server_ctls)" --warmup 0 --threads 2 --json "$@"
+}
+link_up() {	# link_up I: the server's link back, with the route to the others it lost
+	ip -n "$(server_ns "$1")" link set "$(server_dev "$1")" up
+	ip -n "$(server_ns "$1")" route replace 10.77.0.0/16 via "10.77.$1.1" dev "$(server_dev "$1")"
 }
 op() {	# op I EPOCH ARGS...
 	local i=$1 e=$2
@@ -96,6 +100,14 @@ for i in 0 1 2 3; do
 	rec=$((rec + ${n:-0}))
 done
 check "every survivor ran the recovery (xtx_recoveries_total summed: $rec)" test "$rec" -eq 3
+taken=0
+for f in $(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s*.log); do
+	i=$(sed 's/.*-s\([0-9]\)-.*/\1/' <<<"$f")
+	n=$(metric "$i" xtx_recovered_transactions_total)
+	taken=$((taken + ${n:-0}))
+done
+check "... and the servers that took over decided transactions the failed one replicated ($taken)" \
+	test "$taken" -gt 0
 
 n=$(json_field "$(cat "$tmp/bank.out")" transfers)
 check "bank through the failure: money conserved, every doubt resolved (exit $rc_bank)" \
@@ -103,7 +115,7 @@ check "bank through the failure: money conserved, every doubt resolved (exit $rc
 [ "$rc_bank" -eq 0 ] || tail -n 8 "$tmp/bank.out" | sed 's/^/    /'
 check "... transfers committed (${n:-0})" test "${n:-0}" -gt 200
 check "smallbank through the failure: --verify passes on the replicas left (exit $rc_sb)" \
-	grep -q '"violations":0' "$tmp/sb.out"
+	test "$rc_sb" -eq 0 -a -n "$(grep -o '"violations":0' "$tmp/sb.out")"
 [ "$rc_sb" -eq 0 ] || { grep -v '^{' "$tmp/sb.out" | tail -n 30; grep '^{' "$tmp/sb.out"; } | sed 's/^/    /'
 history_clean "bank" "$tmp"/bank.[0-9]*
 history_clean "smallbank" -f "$tmp/sb.final" "$tmp"/sb.[0-9]*
@@ -111,41 +123,68 @@ history_clean "smallbank" -f "$tmp/sb.final" "$tmp"/sb.[0-9]*
 # ---- traffic after the failure: the promoted primaries serve ----
 out=$(bank --duration 2s --no-setup 2>&1)
 check "a new bank run on the 3 left commits, money conserved (exit $?)" \
-	test "$(json_field "$out" transfers)" -gt 100
+	test "$(json_field "$out" transfers)" -gt 100 -a -n "$(grep -o 'conserved' <<<"$out")"
 out=$(smallbank --duration 2s --verify 2>&1)
-check "a new smallbank run passes --verify ($(grep -o '"violations":[0-9]*' <<<"$out"))" \
-	grep -q '"violations":0' <<<"$out"
+rc=$?
+check "a new smallbank run passes --verify (exit $rc, $(grep -o '"violations":[0-9]*' <<<"$out"))" \
+	test "$rc" -eq 0 -a -n "$(grep -o '"violations":0' <<<"$out")"
 
-# ---- a partition: cut off past its session, a server never serves again ----
+# ---- a second failure: its shards would keep one replica, so nothing moves ----
+s=$(status_json)
+second=
+for i in 0 1 2 3; do
+	[ "$i" = "$victim" ] || [ "$i" = "$(field manager "$s")" ] || { second=$i; break; }
+done
+ctl "$second" unload >/dev/null 2>&1
+sleep 2
+s=$(status_json)
+check "a second server stopping changes nothing: its shards would keep one replica (epoch 2)" \
+	grep -q "\"epoch\":2,.*\"index\":$second,[^}]*\"live\":false,[^}]*\"replica_of\":[1-9]" <<<"$s"
+
+# ---- a partition, on a fresh cluster of the 4: cut off past its session, never again ----
+echo "    failure to the second failure's checks: $((SECONDS - t_kill)) s"
+for i in 0 1 2 3; do ctl "$i" unload --force >/dev/null 2>&1; done
+link_up "$victim"
+NAME=${NAME}p
+client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" \
+	--shards 12 >/dev/null 2>&1
+for i in 0 1 2 3; do
+	load_member "$i" >"$tmp/load$i.out" 2>&1 || { fail "load server $i"; cat "$tmp/load$i.out"; }
+done
 s=$(status_json)
 part=
 for i in 0 1 2 3; do
-	[ "$i" = "$victim" ] || [ "$i" = "$(field manager "$s")" ] || { part=$i; break; }
+	[ "$i" = "$(field manager "$s")" ] || { part=$i; break; }
 done
-bank --duration 8s --no-setup --protocol 2pl --history "$tmp/bank2" >"$tmp/bank2.out" 2>&1 &
+t_kill=$SECONDS
+bank --duration 8s --protocol 2pl --history "$tmp/bank2" >"$tmp/bank2.out" 2>&1 &
 pb=$!
 sleep 1.5
 ip -n "$(server_ns "$part")" link set "$(server_dev "$part")" down
 sleep 4.5	# past the session (2 s) and the manager's grace
-ip -n "$(server_ns "$part")" link set "$(server_dev "$part")" up
+link_up "$part"
 before=$(ctl "$part" dump | sort)
 w0=$(json_field "$(ctl "$part" stats --json)" wrong_epoch)
-out2=$(op "$part" 2 insert 3 901 value=01)
-out3=$(op "$part" 3 insert 3 902 value=01)
+out2=$(op "$part" 1 insert 3 901 value=01)
+out3=$(op "$part" 2 insert 3 902 value=01)
 check "back from the partition, server $part refuses its old epoch ($out2)" \
 	grep -q "fenced" <<<"$out2"
 check "... and the new one ($out3)" grep -q "fenced" <<<"$out3"
 check "... changing nothing" test "$before" = "$(ctl "$part" dump | sort)"
 check "... each refusal counted" \
 	test "$(json_field "$(ctl "$part" stats --json)" wrong_epoch)" -ge $((${w0:-0} + 2))
+for _ in $(seq 1 30); do	# once its ZooKeeper client reconnects and hears
+	grep -q "session expired" "$(log_of "$part")" && break
+	sleep 0.1
+done
 check "... and it says why in its log" grep -q "session expired" "$(log_of "$part")"
 wait "$pb"
 rc=$?
 check "bank through the partition: money conserved, every doubt resolved (exit $rc)" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || tail -n 8 "$tmp/bank2.out" | sed 's/^/    /'
 s=$(status_json)
-check "epoch 3: server $part moved out too" \
-	grep -q "\"index\":$part,[^}]*\"primary_of\":0,\"replica_of\":0" <<<"$s"
+check "epoch 2: server $part moved out of every shard" \
+	grep -q "\"epoch\":2,.*\"index\":$part,[^}]*\"primary_of\":0,\"replica_of\":0" <<<"$s"
 history_clean "bank through the partition" "$tmp"/bank2.[0-9]*
 echo "    failure to the end of the checks: $((SECONDS - t_kill)) s"
 

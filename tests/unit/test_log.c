@@ -393,6 +393,19 @@ static void test_txn_table(void)
 	e.key = 2;
 	xtxd_txns_add(&t, &e, 9);
 	CHECK(xtxd_txn_complete(x), "with the third write: complete");
+
+	/* writes of keys in different shards: the record names every server of them */
+	e.txn = 9;
+	e.key = 1;
+	xtxd_txns_add(&t, &e, 9);
+	e.key = 2;
+	e.replicas[0] = 6;
+	e.replicas[1] = 7;
+	e.replicas[2] = 4;
+	xtxd_txns_add(&t, &e, 9);
+	x = xtxd_txns_get(&t, 9, false, 0);
+	CHECK(x && x->nrep == 4 && x->rep[0] == 4 && x->rep[1] == 5 && x->rep[2] == 6 &&
+	      x->rep[3] == 7, "two shards' replica sets: their union, %u servers", x ? x->nrep : 0);
 	xtxd_txns_del(&t, 8);
 	xtxd_txns_del(&t, 7);
 	CHECK(!xtxd_txns_get(&t, 7, false, 0) && xtxd_txns_get(&t, 1500, false, 0), "delete");

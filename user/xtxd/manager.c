@@ -27,24 +27,34 @@ static struct {
 } G;
 
 /*
- * c without server x in every shard that keeps another replica; where x
- * led, the first backup left is promoted.  The number of shards changed.
+ * c without server x in every shard it is in, the first backup promoted
+ * where it led; or, when a shard of x would keep fewer than two replicas,
+ * c unchanged.  The number of shards changed.
  *
  * Promotion is safe because the promoted server does not serve before the
  * transactions logged there with x among their replicas are decided with
  * the replicas left and applied (xtxd_resolve_reconfigure()), and no
  * transaction placed by the old configuration can log afterwards: XDP
  * refuses an append naming another replica set than the shard's
- * (XTX_ST_MOVED).  A shard whose only replica x is waits for it.
+ * (XTX_ST_MOVED).  All or nothing: "moved out" (xtx_cluster_gone()) means
+ * a replica of no shard, which is what the resolvers stop waiting for, so
+ * a server left in one shard would still be waited for by the others.
+ * And two replicas at least: the resolver tracks only writes with more than
+ * one replica, and a shard of one would take part in a transaction with
+ * nobody to ask (until re-replication brings shards back to R).
  */
 static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
 {
 	unsigned int s, i, j, changed = 0;
 
+	for (s = 0; s < c->nshards; s++)
+		for (i = 0; i < c->nrep[s]; i++)
+			if (c->rep[s][i] == x && c->nrep[s] <= 2)
+				return 0;
 	for (s = 0; s < c->nshards; s++) {
 		for (i = 0; i < c->nrep[s] && c->rep[s][i] != x; i++)
 			;
-		if (i >= c->nrep[s] || c->nrep[s] < 2)
+		if (i >= c->nrep[s])
 			continue;
 		for (j = i; j + 1 < c->nrep[s]; j++)
 			c->rep[s][j] = c->rep[s][j + 1];
@@ -58,7 +68,7 @@ static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
 static int evict(unsigned int x)
 {
 	static struct xtx_cluster c;
-	unsigned int led, changed, alone;
+	unsigned int led, changed;
 	int ver, err;
 
 	err = xtx_zk_read_config(G.z, &c, &ver, false);
@@ -66,11 +76,11 @@ static int evict(unsigned int x)
 		return err;
 	led = xtx_cluster_leads(&c, x);
 	changed = drop_server(&c, x);
-	alone = xtx_cluster_leads(&c, x);
 	if (!changed) {
-		if (alone)
-			pr_warn("manager: server %u (%s) failed: the %u shards it alone holds "
-				"wait for it\n", x, inet_ntoa(c.server[x]), alone);
+		if (!(xtx_cluster_gone(&c) >> x & 1))
+			pr_warn("manager: server %u (%s) failed: a shard of it would keep one "
+				"replica; they all wait for it (re-replication is not built)\n", x,
+				inet_ntoa(c.server[x]));
 		xtx_zk_forget_joined(G.z, x);
 		return 0;
 	}
@@ -86,9 +96,8 @@ static int evict(unsigned int x)
 	if (err)
 		return err;
 	pr_warn("manager: server %u (%s) failed: epoch %u without it in %u shards, a backup "
-		"promoted in the %u it led; %u shards under-replicated, %u wait for it\n", x,
-		inet_ntoa(c.server[x]), c.epoch, changed, led - alone,
-		xtx_cluster_under_replicated(&c), alone);
+		"promoted in the %u it led; %u shards under-replicated\n", x,
+		inet_ntoa(c.server[x]), c.epoch, changed, led, xtx_cluster_under_replicated(&c));
 	xtx_zk_forget_joined(G.z, x);
 	return 0;
 }

@@ -45,7 +45,26 @@ static struct {
 	bool running;
 	atomic_uint epoch;		/* served, as written to the map */
 	atomic_bool fenced;
+	/*
+	 * CLOCK_BOOTTIME until which the session is surely alive, renewed
+	 * while XDP is closed too: the resolver speaks only within it.
+	 */
+	_Atomic uint64_t alive_until;
 } M = { .map_fd = -1, .shards_fd = -1 };
+
+static uint64_t boot_now(void)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	return (uint64_t)b.tv_sec * 1000000000ull + b.tv_nsec;
+}
+
+/* The resolver's gate: this server may speak for itself (not fenced, session surely alive). */
+static bool speaks(void)
+{
+	return !atomic_load(&M.fenced) && boot_now() < atomic_load(&M.alive_until);
+}
 
 /* The configured server whose address is one of this namespace's. */
 static int find_self(const struct xtx_cluster *c)
@@ -95,6 +114,7 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 	if (M.self < 0)
 		goto fail;
 	inet_ntop(AF_INET, &M.cfg.server[M.self], M.self_addr, sizeof(M.self_addr));
+	xtxd_resolve_set_gate(speaks);
 	/* the peers are the configuration's servers, in its order */
 	peers->n = M.cfg.nservers;
 	for (i = 0; i < M.cfg.nservers; i++)
@@ -218,9 +238,12 @@ static int adopt(const struct xtx_cluster *c)
 {
 	unsigned int taken = xtx_cluster_takes_over(&M.cfg, c, (unsigned int)M.self);
 	uint64_t gone = xtx_cluster_gone(c);
+	const struct timespec grace = { 0, 5 * 1000 * 1000 };
 	int err;
 
 	close_xdp();
+	/* longer than any XDP run: none still reads the shards it is about to change */
+	nanosleep(&grace, NULL);
 	err = write_shards(c);
 	if (err) {
 		pr_warn("cluster: writing epoch %u's shards for XDP: %s\n", c->epoch,
@@ -291,6 +314,7 @@ static void *member_main(void *arg)
 		if (atomic_load(&M.fenced))
 			continue;
 		xtx_zk_heartbeat(M.z);
+		atomic_store(&M.alive_until, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 		if (M.recovering && !pending) {
 			if (xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), TICK_NS))
 				continue;	/* still closed */
@@ -353,6 +377,7 @@ int xtxd_member_start(const struct xtx_target *t)
 		fprintf(stderr, "Error: cluster: reading the configuration again failed\n");
 		return -1;
 	}
+	atomic_store(&M.alive_until, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 	close_xdp();
 	err = write_shards(&M.cfg);
 	if (err) {

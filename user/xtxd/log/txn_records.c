@@ -76,9 +76,14 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 		x->cap = cap;
 	}
 	x->w[x->nw++] = *e;
-	x->nrep = e->nreplicas > XTXD_TXN_MAX_REPLICAS ? XTXD_TXN_MAX_REPLICAS : e->nreplicas;
-	for (i = 0; i < x->nrep; i++)
-		x->rep[i] = e->replicas[i];
+	for (i = 0; i < e->nreplicas && i < 3; i++) {
+		unsigned int j;
+
+		for (j = 0; j < x->nrep && x->rep[j] != e->replicas[i]; j++)
+			;
+		if (j == x->nrep && x->nrep < XTXD_TXN_MAX_REPLICAS)
+			x->rep[x->nrep++] = e->replicas[i];
+	}
 	if (e->flags & XTX_LOGF_LAST) {
 		x->last = true;
 		x->last_count = e->nwrites;

@@ -30,7 +30,12 @@ enum xtxd_answer {
 	XTXD_ANS_GONE = 5,
 };
 
-#define XTXD_TXN_MAX_REPLICAS	3
+/*
+ * Servers a transaction's record here names: the union of its writes'
+ * replica sets (a write names its key's), so the resolver asks every
+ * server that holds a shard it wrote here, not only one key's.
+ */
+#define XTXD_TXN_MAX_REPLICAS	16
 
 /*
  * One transaction as this server's log holds it.  last: the write the
@@ -41,12 +46,13 @@ struct xtxd_txn {
 	uint64_t txn;
 	uint64_t first_ns;		/* CLOCK_MONOTONIC when the first write was seen */
 	uint8_t nrep;
-	uint16_t rep[XTXD_TXN_MAX_REPLICAS];
+	uint16_t rep[XTXD_TXN_MAX_REPLICAS];	/* the union, in the order first seen */
 	bool last;
 	uint16_t last_count;		/* the LAST entry's nwrites: 0 when not told */
 	uint8_t outcome;		/* enum xtxd_outcome */
 	bool resolving;
 	bool apply_pending;		/* decided, not yet wholly applied here */
+	bool disk_searched;		/* the logs on disk were searched for its records */
 	uint8_t answer[XTXD_TXN_MAX_REPLICAS];	/* enum xtxd_answer, by position in rep */
 	uint8_t acked[XTXD_TXN_MAX_REPLICAS];	/* the peer took our decision */
 	uint64_t sent_ns;		/* last query or decision sent */

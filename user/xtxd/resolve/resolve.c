@@ -71,9 +71,13 @@ static struct {
 	uint64_t *rc_ids;		/* the transactions the current one waits for */
 	size_t rc_n, rc_cap;
 	uint64_t recovered;		/* transactions decided by reconfigurations */
+	bool rc_short;			/* the current one could not list them all */
+	/* Whether this server may speak for itself now (xtxd_resolve_set_gate). */
+	bool (*serving)(void);
+	uint64_t silenced;		/* messages ignored while it may not */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
 	.kick_fd = -1, .live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER,
-	.rc_cv = PTHREAD_COND_INITIALIZER };
+	};
 
 static const char *outcome_name(int o)
 {
@@ -313,45 +317,105 @@ static int decide(struct xtxd_txn *x, int outcome, const char *why)
 	return 0;
 }
 
+/* A growable array of txn ids, sorted before lookups. */
+struct idset {
+	uint64_t *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void idset_add(struct idset *s, uint64_t id)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v) {
+			s->oom = true;
+			return;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = id;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool idset_has(const struct idset *s, uint64_t id)
+{
+	return bsearch(&id, s->v, s->n, sizeof(id), cmp_u64) != NULL;
+}
+
 /*
  * The table forgets a transaction once it is finished here, and starts
  * empty after a restart; the log on disk does not forget (until a snapshot
- * covers it).  So before saying "not held", every segment is searched for
- * the transaction's records: a rare path, taken only for stuck ones.
- * Returns the records found, or a negative errno.
+ * covers it).  So before saying "not held", the segments are searched for
+ * the transaction's records: a rare path, taken only for stuck ones.  A
+ * failover leaves tens of them stuck at once, and each search reads every
+ * segment: so one pass looks for every undecided, incomplete transaction
+ * of the table not searched for yet, and marks them searched (what is
+ * appended after is observed by the drain).  0, or a negative errno.
  */
-static int load_from_disk(uint64_t txn)
+static void want_searched(struct xtxd_txn *x, void *arg)
+{
+	if (x->outcome == XTXD_OUT_NONE && !x->disk_searched && !xtxd_txn_complete(x))
+		idset_add(arg, x->txn);
+}
+
+static void mark_searched(struct xtxd_txn *x, void *arg)
+{
+	if (idset_has(arg, x->txn))
+		x->disk_searched = true;
+}
+
+static int load_from_disk(void)
 {
 	struct xtx_logseg *segs = NULL;
+	struct idset want = {};
 	struct xtx_log_entry e;
 	struct xtx_logr r;
 	size_t nsegs = 0, i;
-	int err, found = 0;
+	int err;
 
-	err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
-	if (err)
-		return err;
-	for (i = 0; i < nsegs; i++) {
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, want_searched, &want);
+	pthread_mutex_unlock(&R.mu);
+	if (want.oom) {
+		free(want.v);
+		return -ENOMEM;
+	}
+	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
+	err = want.n ? xtx_logfile_list(R.dirfd, &segs, &nsegs) : 0;
+	for (i = 0; !err && i < nsegs; i++) {
 		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
 		if (err)
 			break;
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			if (e.txn != txn || e.nreplicas < 2 || (e.flags & XTX_LOGF_DECIDED))
+			if (e.nreplicas < 2 || (e.flags & XTX_LOGF_DECIDED) || !idset_has(&want, e.txn))
 				continue;
 			pthread_mutex_lock(&R.mu);
 			err = xtxd_txns_add(&R.txns, &e, xtx_now_ns());
 			pthread_mutex_unlock(&R.mu);
 			if (err)
 				break;
-			found++;
 		}
 		xtx_logr_close(&r);
-		if (err)
-			break;
+	}
+	if (!err) {
+		pthread_mutex_lock(&R.mu);
+		xtxd_txns_each(&R.txns, mark_searched, &want);
+		pthread_mutex_unlock(&R.mu);
 	}
 	free(segs);
-	return err ? err : found;
+	free(want.v);
+	return err;
 }
 
 /*
@@ -373,8 +437,8 @@ static int self_answer(struct xtxd_txn *x)
 	pthread_mutex_lock(&R.mu);
 	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
-	if (!last) {
-		n = load_from_disk(x->txn);
+	if (!last && !x->disk_searched) {
+		n = load_from_disk();
 		if (n < 0) {
 			pr_warn("resolve: searching the log for txn %#llx: %s\n",
 				(unsigned long long)x->txn, strerror(-n));
@@ -542,6 +606,17 @@ static void receive(void)
 	while ((len = recvfrom(R.sock, &m, sizeof(m), MSG_DONTWAIT, (struct sockaddr *)&src,
 			       &sl)) >= 0) {
 		sl = sizeof(src);
+		/*
+		 * Past its lease, or fenced, this server may have been moved out:
+		 * its answers ("not held", "aborted") would then contradict what
+		 * the servers left decide without it.  Silent, it is waited for.
+		 */
+		if (R.serving && !R.serving()) {
+			if (!__atomic_fetch_add(&R.silenced, 1, __ATOMIC_RELAXED))
+				pr_info("resolve: silent while this server's lease is out or it is "
+					"fenced\n");
+			continue;
+		}
 		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
 		    m.h.nops != 1) {
 			__atomic_fetch_add(&R.malformed, 1, __ATOMIC_RELAXED);
@@ -755,8 +830,10 @@ static void rc_add(struct xtxd_txn *x, void *arg)
 		size_t cap = R.rc_cap ? R.rc_cap * 2 : 64;
 		uint64_t *ids = realloc(R.rc_ids, cap * sizeof(*ids));
 
-		if (!ids)
-			return;		/* the scan decides it after after_ns */
+		if (!ids) {
+			R.rc_short = true;	/* listed again on the next try */
+			return;
+		}
 		R.rc_ids = ids;
 		R.rc_cap = cap;
 	}
@@ -783,9 +860,12 @@ static int rc_start(void)
 	if (err)
 		return err;
 	R.rc_n = 0;
+	R.rc_short = false;
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, rc_add, NULL);
 	pthread_mutex_unlock(&R.mu);
+	if (R.rc_short)
+		return -ENOMEM;
 	for (i = 0; i < R.rc_n; i++) {
 		struct xtxd_txn *x;
 
@@ -843,6 +923,11 @@ static void reconfigure_step(void)
 	pr_info("resolve: reconfiguration %u: %zu transactions decided\n", started, R.rc_n);
 }
 
+void xtxd_resolve_set_gate(bool (*serving)(void))
+{
+	R.serving = serving;
+}
+
 int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
 {
 	uint64_t old, one = 1;
@@ -858,7 +943,7 @@ int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
 		if (write(R.kick_fd, &one, sizeof(one)) != sizeof(one))
 			pr_warn("resolve: waking the thread: %s\n", strerror(errno));
 	}
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);	/* rc_cv's clock (xtxd_resolve_start) */
 	until.tv_sec += (time_t)(wait_ns / 1000000000ull);
 	until.tv_nsec += (long)(wait_ns % 1000000000ull);
 	if (until.tv_nsec >= 1000000000L) {
@@ -873,41 +958,6 @@ int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
 }
 
 /* ---- compacting the decisions file ---- */
-
-/* A growable array of txn ids, sorted before lookups. */
-struct idset {
-	uint64_t *v;
-	size_t n, cap;
-	bool oom;
-};
-
-static void idset_add(struct idset *s, uint64_t id)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v) {
-			s->oom = true;
-			return;
-		}
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = id;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool idset_has(const struct idset *s, uint64_t id)
-{
-	return bsearch(&id, s->v, s->n, sizeof(id), cmp_u64) != NULL;
-}
 
 static void keep_recent(struct xtxd_txn *x, void *arg)
 {
@@ -1160,6 +1210,20 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	if (R.sock < 0) {
 		err = R.sock;
 		goto fail;
+	}
+	step = "setting up the reconfiguration wait";
+	{
+		pthread_condattr_t ca;
+
+		/* waited for with a timeout: the wall clock may step */
+		err = -pthread_condattr_init(&ca);
+		if (!err)
+			err = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (!err)
+			err = -pthread_cond_init(&R.rc_cv, &ca);
+		pthread_condattr_destroy(&ca);
+		if (err)
+			goto fail;
 	}
 	R.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	R.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

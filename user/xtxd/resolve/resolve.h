@@ -3,6 +3,7 @@
 #ifndef XTXD_RESOLVE_H
 #define XTXD_RESOLVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <xtx/log.h>
@@ -95,6 +96,12 @@ void xtxd_resolve_compact_soon(void);
  * goes on: call again to wait more).
  */
 int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns);
+/*
+ * serving() says whether this server may speak for itself now (its lease
+ * held, not fenced); while it may not, peers' and clients' messages get
+ * no answer.  Set before xtxd_resolve_start(); NULL: always.
+ */
+void xtxd_resolve_set_gate(bool (*serving)(void));
 /* The log drain's observer (xtxd_logdrain_set_observer). */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
 
