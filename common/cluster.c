@@ -50,6 +50,8 @@ static int validate(const struct xtx_cluster *c, bool by_addr, char *err, size_t
 		if (c->nrep[i] < 1 || c->nrep[i] > c->replication)
 			return bad(err, len, "shard %u has %u replicas: 1..%u", i, c->nrep[i],
 				   c->replication);
+		if (c->copying[i] && c->nrep[i] < 2)
+			return bad(err, len, "shard %u: its only replica is copying it", i);
 		for (j = 0; j < c->nrep[i]; j++) {
 			if (c->rep[i][j] >= c->nservers)
 				return bad(err, len, "shard %u: no server %u", i, c->rep[i][j]);
@@ -104,8 +106,8 @@ int xtx_cluster_static(struct xtx_cluster *c, const struct in_addr *servers, uns
 	return r;
 }
 
-/* "0,1,2" into the shard's replica list. */
-static int parse_reps(const char *s, uint8_t *rep, uint8_t *n)
+/* "0,1,2" into the shard's replica list; "0,1,2*": the last one is copying. */
+static int parse_reps(const char *s, uint8_t *rep, uint8_t *n, uint8_t *copying)
 {
 	unsigned long v;
 	char *end;
@@ -118,8 +120,12 @@ static int parse_reps(const char *s, uint8_t *rep, uint8_t *n)
 		if (v >= XTX_CLUSTER_MAX_SERVERS || *n == XTX_CLUSTER_MAX_R)
 			return -1;
 		rep[(*n)++] = (uint8_t)v;
+		*copying = *end == '*';
+		end += *copying;
 		if (!*end)
 			return 0;
+		if (*copying)
+			return -1;
 		if (*end != ',')
 			return -1;
 		s = end + 1;
@@ -210,8 +216,8 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 			char reps[64];
 
 			if (sscanf(arg, "%lu %63s", &s, reps) != 2 || s >= c->nshards ||
-			    c->nrep[s] || parse_reps(reps, c->rep[s], &c->nrep[s]))
-				return bad(err, errlen, "line %u: shard S R0[,R1[,R2]], once per "
+			    c->nrep[s] || parse_reps(reps, c->rep[s], &c->nrep[s], &c->copying[s]))
+				return bad(err, errlen, "line %u: shard S R0[,R1[,R2]][*], once per "
 					   "shard, after 'shards'", lineno);
 			shards_seen++;
 		} else {
@@ -252,7 +258,7 @@ int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len)
 		PUT("shard %u ", i);
 		for (j = 0; j < c->nrep[i]; j++)
 			PUT("%s%u", j ? "," : "", c->rep[i][j]);
-		PUT("\n");
+		PUT("%s\n", c->copying[i] ? "*" : "");
 	}
 #undef PUT
 	return (int)off;
@@ -278,8 +284,91 @@ unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c)
 	unsigned int i, n = 0;
 
 	for (i = 0; i < c->nshards; i++)
-		n += c->nrep[i] < c->replication;
+		n += xtx_cluster_whole(c, i) < c->replication;
 	return n;
+}
+
+unsigned int xtx_cluster_whole(const struct xtx_cluster *c, unsigned int s)
+{
+	return c->nrep[s] - (c->copying[s] ? 1u : 0u);
+}
+
+unsigned int xtx_cluster_copying(const struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, n = 0;
+
+	for (s = 0; s < c->nshards; s++)
+		n += c->copying[s] && c->rep[s][c->nrep[s] - 1] == x;
+	return n;
+}
+
+/* x's position in shard s's list, or -1. */
+static int pos_in(const struct xtx_cluster *c, unsigned int s, unsigned int x)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nrep[s]; i++)
+		if (c->rep[s][i] == x)
+			return (int)i;
+	return -1;
+}
+
+static bool copier_of(const struct xtx_cluster *c, unsigned int s, int pos)
+{
+	return c->copying[s] && pos == c->nrep[s] - 1;
+}
+
+unsigned int xtx_cluster_drop(struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, j, changed = 0;
+	int i;
+
+	for (s = 0; s < c->nshards; s++) {
+		i = pos_in(c, s, x);
+		if (i >= 0 && !copier_of(c, s, i) && xtx_cluster_whole(c, s) <= 2)
+			return 0;
+	}
+	for (s = 0; s < c->nshards; s++) {
+		i = pos_in(c, s, x);
+		if (i < 0)
+			continue;
+		if (copier_of(c, s, i))
+			c->copying[s] = 0;
+		for (j = (unsigned int)i; j + 1 < c->nrep[s]; j++)
+			c->rep[s][j] = c->rep[s][j + 1];
+		c->nrep[s]--;
+		changed++;
+	}
+	return changed;
+}
+
+unsigned int xtx_cluster_add_copier(struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, changed = 0;
+
+	if (x >= c->nservers || !(xtx_cluster_gone(c) >> x & 1))
+		return 0;
+	for (s = 0; s < c->nshards; s++) {
+		if (c->copying[s] || c->nrep[s] >= c->replication || c->nrep[s] >= XTX_CLUSTER_MAX_R)
+			continue;
+		c->rep[s][c->nrep[s]++] = (uint8_t)x;
+		c->copying[s] = 1;
+		changed++;
+	}
+	return changed;
+}
+
+unsigned int xtx_cluster_copied(struct xtx_cluster *c, unsigned int x)
+{
+	unsigned int s, changed = 0;
+
+	for (s = 0; s < c->nshards; s++) {
+		if (copier_of(c, s, pos_in(c, s, x))) {
+			c->copying[s] = 0;
+			changed++;
+		}
+	}
+	return changed;
 }
 
 uint64_t xtx_cluster_gone(const struct xtx_cluster *c)

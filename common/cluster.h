@@ -16,6 +16,11 @@
  *   shard 1 1,2,0
  *   shard 2 2,0,1
  *
+ * A replica marked "*" (last in its list: "shard 1 1,2,3*") is copying the
+ * shard: it takes every new write as a backup does, but holds the shard
+ * whole only once its copy is done, so it is never promoted and does not
+ * count towards R until then (re-replication, user/xtxd/copy/).
+ *
  * A static cluster (no coordination service: --servers on the clients,
  * --peers on the servers) is the same map with one shard per server and
  * shard s replicated on s, s+1, ..., which xtx_cluster_static() builds.
@@ -42,6 +47,8 @@ struct xtx_cluster {
 	/* shard s: nrep[s] replicas, rep[s][0] its primary */
 	uint8_t nrep[XTX_CLUSTER_MAX_SHARDS];
 	uint8_t rep[XTX_CLUSTER_MAX_SHARDS][XTX_CLUSTER_MAX_R];
+	/* shard s: its last replica is still copying it ("*" in the text) */
+	uint8_t copying[XTX_CLUSTER_MAX_SHARDS];
 };
 
 /* The longest text xtx_cluster_format() writes. */
@@ -74,7 +81,31 @@ unsigned int xtx_cluster_leads(const struct xtx_cluster *c, unsigned int x);
 /* Shards server x leads in next and did not in prev. */
 unsigned int xtx_cluster_takes_over(const struct xtx_cluster *prev, const struct xtx_cluster *next,
 				    unsigned int x);
-/* Shards with fewer replicas than R. */
+/* Shards with fewer replicas than R that hold them whole (copying ones do not count). */
 unsigned int xtx_cluster_under_replicated(const struct xtx_cluster *c);
+/* Replicas of shard s that hold it whole: every one but a copying one. */
+unsigned int xtx_cluster_whole(const struct xtx_cluster *c, unsigned int s);
+/* Shards server x is copying. */
+unsigned int xtx_cluster_copying(const struct xtx_cluster *c, unsigned int x);
+
+/*
+ * The manager's moves (user/xtxd/manager.c), each on c in place, returning
+ * the number of shards it changed (0: c unchanged).
+ *
+ * xtx_cluster_drop(): failed server x out of every shard it is in, the
+ * first backup promoted where it led.  All or nothing, and never below two
+ * whole replicas per shard: a copying replica leaves freely, a whole one
+ * only where two whole ones stay (the resolver needs someone to ask, and a
+ * copy needs a whole source).  A copying replica is last, so the promoted
+ * one is whole.
+ *
+ * xtx_cluster_add_copier(): server x, a replica of no shard, starts copying
+ * every shard short of R whole replicas that has no copier yet.
+ *
+ * xtx_cluster_copied(): x's copies are done; it counts as whole.
+ */
+unsigned int xtx_cluster_drop(struct xtx_cluster *c, unsigned int x);
+unsigned int xtx_cluster_add_copier(struct xtx_cluster *c, unsigned int x);
+unsigned int xtx_cluster_copied(struct xtx_cluster *c, unsigned int x);
 
 #endif /* XTX_COMMON_CLUSTER_H */

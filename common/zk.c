@@ -393,6 +393,46 @@ int xtx_zk_manager(struct xtx_zk *z)
 	return atoi(data);
 }
 
+int xtx_zk_put_copy(struct xtx_zk *z, unsigned int index, const struct xtx_zk_copy *cp)
+{
+	char path[sizeof(z->root) + 24], dir[sizeof(z->root) + 8], data[96];
+	int n, rc;
+
+	n = snprintf(data, sizeof(data), "epoch %u keys %llu ms %u %s", cp->epoch,
+		     (unsigned long long)cp->keys, cp->ms, cp->done ? "done" : "copying");
+	snprintf(path, sizeof(path), "%s/copy/%u", z->root, index);
+	rc = zoo_set(z->zh, path, data, n, -1);
+	if (rc == ZNONODE) {
+		/* the first copy of this session (and maybe of the cluster) */
+		snprintf(dir, sizeof(dir), "%s/copy", z->root);
+		rc = zoo_create(z->zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			rc = zoo_create(z->zh, path, data, n, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL,
+					NULL, 0);
+	}
+	return rc == ZOK ? 0 : fail(z, "writing", path, rc);
+}
+
+int xtx_zk_get_copy(struct xtx_zk *z, unsigned int index, struct xtx_zk_copy *cp)
+{
+	char path[sizeof(z->root) + 24], data[96], state[16];
+	unsigned long long keys;
+	int len = sizeof(data) - 1, rc;
+
+	snprintf(path, sizeof(path), "%s/copy/%u", z->root, index);
+	rc = zoo_get(z->zh, path, 0, data, &len, NULL);
+	if (rc == ZNONODE)
+		return -ENOENT;
+	if (rc != ZOK)
+		return fail(z, "reading", path, rc);
+	data[len < 0 ? 0 : len] = '\0';
+	if (sscanf(data, "epoch %u keys %llu ms %u %15s", &cp->epoch, &keys, &cp->ms, state) != 4)
+		return -EINVAL;
+	cp->keys = keys;
+	cp->done = !strcmp(state, "done");
+	return 0;
+}
+
 struct beat {
 	struct xtx_zk *z;
 	uint64_t sent_ns;

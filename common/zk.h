@@ -12,6 +12,8 @@
  *                 joined, so a missing live/N is a failure
  *   manager       ephemeral: the index of the xtxd managing the
  *                 configuration (user/xtxd/manager.c)
+ *   copy/N        ephemeral: server N's progress copying the shards the
+ *                 configuration has it copying (struct xtx_zk_copy)
  *
  * A session's state is watched by libzookeeper's own thread; callers poll
  * xtx_zk_state() and, for leases, xtx_zk_heartbeat() (see there).
@@ -89,6 +91,20 @@ int xtx_zk_forget_joined(struct xtx_zk *z, unsigned int index);
 int xtx_zk_lead(struct xtx_zk *z, unsigned int index, bool watch);
 /* The index of the manager, or -ENOENT when there is none. */
 int xtx_zk_manager(struct xtx_zk *z);
+/*
+ * A copying server's progress (user/xtxd/copy/): the epoch it copies for,
+ * keys installed so far, and whether every shard it copies is whole here.
+ * Published under the server's session, so it goes when the server does.
+ */
+struct xtx_zk_copy {
+	uint32_t epoch;
+	uint64_t keys;
+	uint32_t ms;		/* since the copy began */
+	bool done;
+};
+int xtx_zk_put_copy(struct xtx_zk *z, unsigned int index, const struct xtx_zk_copy *cp);
+/* -ENOENT when server index publishes none. */
+int xtx_zk_get_copy(struct xtx_zk *z, unsigned int index, struct xtx_zk_copy *cp);
 
 /*
  * Asks the ensemble's leader for a sync, without waiting.  Once it

@@ -963,9 +963,19 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 	return xtx_client_open(&cfg);
 }
 
+/* --verify's placement: the replicas that hold the key whole (a copying one is last) */
 static unsigned int place(void *arg, uint8_t table, uint64_t key, unsigned int i)
 {
-	return xtx_replica_of(arg, table, key, i);
+	return xtx_replica_whole(arg, table, key, i) ? xtx_replica_of(arg, table, key, i) :
+						       XTX_NO_REPLICA;
+}
+
+/* Servers --verify does not dump: moved out, or still copying */
+static uint64_t not_whole(struct xtx_client *c)
+{
+	uint64_t gone = xtx_servers_moved_out(c);
+
+	return gone | xtx_servers_copying(c);
 }
 
 struct pop_state {
@@ -1381,7 +1391,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o) :
 			   populate(w, &o, setup)))
 		goto out;
-	if (o.verify && wl_snapshot(&o.ctl, xtx_servers_moved_out(setup), table_mask(w),
+	if (o.verify && wl_snapshot(&o.ctl, not_whole(setup), table_mask(w),
 				    o.replication, place, setup, &before,
 				    &snap_violations))
 		goto out;
@@ -1413,7 +1423,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		if (sum_of(r->c.unknown, w->ntypes))
 			wl_violation(&r->violations, "%llu transactions ended with unknown outcome",
 				     (unsigned long long)sum_of(r->c.unknown, w->ntypes));
-		if (wl_snapshot(&o.ctl, xtx_servers_moved_out(setup), table_mask(w),
+		if (wl_snapshot(&o.ctl, not_whole(setup), table_mask(w),
 				o.replication, place, setup, &after,
 				&r->violations) || (o.history && write_final_state(o.history, &after))) {
 			free(wts);

@@ -322,9 +322,18 @@ unsigned int xtx_replica_count(const struct xtx_client *c, uint8_t table, uint64
 unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t key,
 			    unsigned int i);
 /*
+ * Whether the i-th replica holds the key's shard whole: false for one still
+ * copying it (re-replication: it takes every new write, but not yet every
+ * old one).
+ */
+bool xtx_replica_whole(const struct xtx_client *c, uint8_t table, uint64_t key, unsigned int i);
+/*
  * The servers (a bit per index) the configuration moved out after they
- * failed: replicas of no shard.  Reads the configuration again first.
+ * failed, or has in no shard (spares): replicas of no shard.  Reads the
+ * configuration again first.
  */
 uint64_t xtx_servers_moved_out(struct xtx_client *c);
+/* The servers (a bit per index) copying shards now; the configuration as last read. */
+uint64_t xtx_servers_copying(const struct xtx_client *c);
 
 #endif /* XTX_LIBXTX_H */

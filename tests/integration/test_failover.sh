@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# A server dies under load and the cluster goes on: 4 servers, R = 3, bank and SmallBank
-# running; the server that manages the configuration is killed (xtxd SIGKILL, its link
-# down).  Another takes the manager's role, moves it out of every shard and promotes a
-# backup where it led; the promoted servers decide what it replicated before they serve.
-# Both runs end checked for money conserved, --verify (replicas identical, every key on the
-# replicas left), every doubt resolved, and the histories serializable with no committed
-# write lost.  Then a partition: a server cut off past its session never serves again.
-# checks: 26 (tests/run.sh fails the suite when fewer verdicts come out)
+# A server dies under load and the cluster goes on, then gets back to R: 3 servers and a
+# spare, R = 3, bank and SmallBank running; the server that manages the configuration is
+# killed (xtxd SIGKILL, its link down).  Another takes the manager's role, moves it out of
+# every shard and promotes a backup where it led; the promoted servers decide what it
+# replicated before they serve; the spare copies every shard and counts as a replica once
+# whole.  Both runs end checked for money conserved, --verify (replicas identical, the
+# spare's copy included), every doubt resolved, and the histories serializable with no
+# committed write lost.  A second failure is then survived too, and the first server,
+# back, starts empty and copies its way in.  Last, a partition: a server cut off past its
+# session never serves again.
+# checks: 36 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=f$$
@@ -52,27 +55,60 @@ history_clean() {	# history_clean NAME CHECKER-ARGS...
 	check "$1: history serializable, no committed write lost (exit $rc)" test "$rc" -eq 0
 	[ "$rc" -eq 0 ] || head -n 5 <<<"$out" | sed 's/^/    /'
 }
+whole_again() {	# whole_again EPOCH: waits up to 30 s for no shard short of R past EPOCH
+	local s
+	for _ in $(seq 1 300); do
+		s=$(status_json)
+		[ "$(field under_replicated "$s")" = 0 ] && [ "$(field epoch "$s")" -gt "$1" ] && break
+		sleep 0.1
+	done
+	echo "$s"
+}
+verify_all() {	# verify_all WHAT: a short SmallBank run whose --verify compares every replica
+	local out rc
+	out=$(smallbank --duration 2s --verify 2>&1)
+	rc=$?
+	check "$1 (exit $rc, $(grep -o '"violations":[0-9]*' <<<"$out"))" \
+		test "$rc" -eq 0 -a -n "$(grep -o '"violations":0' <<<"$out")"
+	[ "$rc" -eq 0 ] || grep -v '^{' <<<"$out" | tail -n 10 | sed 's/^/    /'
+}
 
 zk_up >"$tmp/zk.out" 2>&1 || { fail "ZooKeeper up"; cat "$tmp/zk.out"; exit 1; }
 out=$(client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" \
-	--servers "$(all_server_ips)" --shards 12 2>&1)
-check "a cluster of 4 servers, R = 3, 12 shards ($out)" grep -q "epoch 1, 4 servers" <<<"$out"
+	--servers "$(server_ip 0),$(server_ip 1),$(server_ip 2)" --spares "$(server_ip 3)" \
+	--shards 12 2>&1)
+check "3 servers and a spare, R = 3, 12 shards ($out)" grep -q "epoch 1, 4 servers (1 spare)" <<<"$out"
 for i in 0 1 2 3; do
 	load_member "$i" >"$tmp/load$i.out" 2>&1 || { fail "load server $i"; cat "$tmp/load$i.out"; }
 done
+check "the spare is a replica of no shard" \
+	grep -q '"index":3,[^}]*"live":true,"primary_of":0,"replica_of":0' <<<"$(status_json)"
+out=$(client python3 - "$(server_ip 0)" <<'PY'
+import socket, struct, sys
+s = socket.create_connection((sys.argv[1], 7371), timeout=10)
+# a copy request in the spare's name (server 3), from the client's address
+s.sendall(struct.pack("<IIII", 0x59504358, 1, 3, 12) + bytes(128))
+magic, status = struct.unpack("<Ii", s.recv(8))
+print("status", status, "more", len(s.recv(64)))
+PY
+)
+check "a copy asked for from a stranger's address is refused, nothing sent ($out)" \
+	test "$out" = "status -1 more 0"
 out=$(smallbank --populate --duration 0 2>&1)
 check "smallbank populated through the cluster's placement (exit $?)" test $? -eq 0
 
-# ---- the manager's server dies under bank and SmallBank ----
+# ---- the manager's server dies under bank and SmallBank; the spare copies its way in ----
 s=$(status_json)
 victim=$(field manager "$s")
 check "a server manages the configuration (server ${victim:-none})" \
 	test -n "$victim" -a "${victim:--1}" -ge 0
-[ -n "$victim" ] && [ "$victim" -ge 0 ] || victim=1
+[ -n "$victim" ] && [ "$victim" -ge 0 ] && [ "$victim" -le 2 ] || victim=1
 led=$(server_json "$victim" "$s" | grep -o '"primary_of":[0-9]*' | cut -d: -f2)
-bank --duration 9s --protocol occ --history "$tmp/bank" >"$tmp/bank.out" 2>&1 &
+declare -a rec0
+for i in 0 1 2 3; do rec0[$i]=$(metric "$i" xtx_recoveries_total); done
+bank --duration 12s --protocol occ --history "$tmp/bank" >"$tmp/bank.out" 2>&1 &
 pb=$!
-smallbank --duration 9s --protocol 2pl --verify --history "$tmp/sb" --client-base 40 >"$tmp/sb.out" 2>&1 &
+smallbank --duration 12s --protocol 2pl --verify --history "$tmp/sb" --client-base 40 >"$tmp/sb.out" 2>&1 &
 ps=$!
 sleep 2.5
 kill -KILL "$(cat "/run/xtx/$(server_ns "$victim")-$(server_dev "$victim").pid")"
@@ -83,25 +119,36 @@ rc_bank=$?
 wait "$ps"
 rc_sb=$?
 
-s=$(status_json)
-check "the manager's role moved to a live server ($(field manager "$s"))" \
-	test "$(field manager "$s")" != "$victim" -a "$(field manager "$s")" != -1
-check "epoch 2: server $victim moved out of all its shards, a backup leads its ${led:-?}" \
-	grep -q "\"index\":$victim,[^}]*\"live\":false,\"primary_of\":0,\"replica_of\":0" <<<"$s"
-check "... 9 shards under-replicated, 12 still served" \
-	grep -q '"epoch":2,"replication":3,"shards":12,"under_replicated":9' <<<"$s"
-promoted=$(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s*.log 2>/dev/null | wc -l)
+s=$(whole_again 2)
+mgr=$(field manager "$s")
+check "the manager's role moved to a live server ($mgr)" \
+	test "$mgr" != "$victim" -a "$mgr" != -1
+check "epoch 2: server $victim moved out of all 12 shards, a backup leads its ${led:-?}" \
+	grep -q "failed: epoch 2 without it in 12 shards, a backup promoted in the ${led:-?} it led" \
+	"$(log_of "$mgr")"
+check "epoch 3: the spare copies the 12 shards short of R" \
+	grep -q "server 3 (.*) is a replica of no shard: epoch 3 has it copying 12" "$(log_of "$mgr")"
+copied=$(grep -o "12 shards whole here: [0-9]* keys" "$(log_of 3)" | tail -n 1 | awk '{print $5}')
+check "... the spare copied them (${copied:-no} keys) from the primaries" \
+	test "${copied:-0}" -gt 2000
+grep -h "manager: \|copy: sent server 3\|whole here" /run/xtx/"$PREFIX"-s*.log | sort | sed 's/^/    /'
+check "epoch 4: it counts as a replica, no shard short of R, $((SECONDS - t_kill)) s after the kill" \
+	grep -q '"epoch":4,"replication":3,"shards":12,"under_replicated":0' <<<"$s"
+check "... the spare is a replica of 12 shards, the failed server of none" \
+	test -n "$(grep -o '"index":3,[^}]*"replica_of":12' <<<"$s")" -a \
+	-n "$(grep -o "\"index\":$victim,[^}]*\"replica_of\":0" <<<"$s")"
+promoted=$(grep -l "epoch [0-9]*: recovered in" /run/xtx/"$PREFIX"-s*.log 2>/dev/null | wc -l)
 check "the servers that took shards over recovered first ($promoted of them)" test "$promoted" -ge 1
 grep -h "recovered in" /run/xtx/"$PREFIX"-s*.log | sed 's/^/    /'
 rec=0
 for i in 0 1 2 3; do
 	[ "$i" = "$victim" ] && continue
 	n=$(metric "$i" xtx_recoveries_total)
-	rec=$((rec + ${n:-0}))
+	rec=$((rec + ${n:-0} - ${rec0[$i]:-0}))
 done
-check "every survivor ran the recovery (xtx_recoveries_total summed: $rec)" test "$rec" -eq 3
+check "every survivor ran the recovery (xtx_recoveries_total, summed increase: $rec)" test "$rec" -eq 3
 taken=0
-for f in $(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s*.log); do
+for f in $(grep -l "epoch [0-9]*: recovered in" /run/xtx/"$PREFIX"-s*.log); do
 	i=$(sed 's/.*-s\([0-9]\)-.*/\1/' <<<"$f")
 	n=$(metric "$i" xtx_recovered_transactions_total)
 	taken=$((taken + ${n:-0}))
@@ -110,36 +157,45 @@ check "... and the servers that took over decided transactions the failed one re
 	test "$taken" -gt 0
 
 n=$(json_field "$(cat "$tmp/bank.out")" transfers)
-check "bank through the failure: money conserved, every doubt resolved (exit $rc_bank)" \
+check "bank through the failure and the copy: money conserved, every doubt resolved (exit $rc_bank)" \
 	test "$rc_bank" -eq 0
 [ "$rc_bank" -eq 0 ] || tail -n 8 "$tmp/bank.out" | sed 's/^/    /'
 check "... transfers committed (${n:-0})" test "${n:-0}" -gt 200
-check "smallbank through the failure: --verify passes on the replicas left (exit $rc_sb)" \
+check "smallbank through the failure and the copy: --verify passes (exit $rc_sb)" \
 	test "$rc_sb" -eq 0 -a -n "$(grep -o '"violations":0' "$tmp/sb.out")"
 [ "$rc_sb" -eq 0 ] || { grep -v '^{' "$tmp/sb.out" | tail -n 30; grep '^{' "$tmp/sb.out"; } | sed 's/^/    /'
 history_clean "bank" "$tmp"/bank.[0-9]*
 history_clean "smallbank" -f "$tmp/sb.final" "$tmp"/sb.[0-9]*
 
-# ---- traffic after the failure: the promoted primaries serve ----
+# ---- after it: the promoted primaries serve, the spare's copy equals the others' ----
 out=$(bank --duration 2s --no-setup 2>&1)
-check "a new bank run on the 3 left commits, money conserved (exit $?)" \
+check "a new bank run commits, money conserved (exit $?)" \
 	test "$(json_field "$out" transfers)" -gt 100 -a -n "$(grep -o 'conserved' <<<"$out")"
-out=$(smallbank --duration 2s --verify 2>&1)
-rc=$?
-check "a new smallbank run passes --verify (exit $rc, $(grep -o '"violations":[0-9]*' <<<"$out"))" \
-	test "$rc" -eq 0 -a -n "$(grep -o '"violations":0' <<<"$out")"
+verify_all "a new smallbank run's --verify finds the spare's copy equal to the others'"
 
-# ---- a second failure: its shards would keep one replica, so nothing moves ----
-s=$(status_json)
+# ---- a second failure: back at R, the cluster survives it too ----
 second=
-for i in 0 1 2 3; do
-	[ "$i" = "$victim" ] || [ "$i" = "$(field manager "$s")" ] || { second=$i; break; }
+for i in 0 1 2; do
+	[ "$i" = "$victim" ] || [ "$i" = "$mgr" ] || { second=$i; break; }
 done
 ctl "$second" unload >/dev/null 2>&1
-sleep 2
+for _ in $(seq 1 100); do
+	[ "$(field epoch "$(status_json)")" -ge 5 ] && break
+	sleep 0.1
+done
 s=$(status_json)
-check "a second server stopping changes nothing: its shards would keep one replica (epoch 2)" \
-	grep -q "\"epoch\":2,.*\"index\":$second,[^}]*\"live\":false,[^}]*\"replica_of\":[1-9]" <<<"$s"
+check "a second server stopping is survived: epoch 5 moves server $second out" \
+	grep -q "\"epoch\":5,.*\"index\":$second,[^}]*\"live\":false,[^}]*\"replica_of\":0" <<<"$s"
+verify_all "... and SmallBank runs on the two left, --verify passing"
+
+# ---- the first server comes back: it starts empty and copies its way in ----
+link_up "$victim"
+load_member "$victim" >"$tmp/load-back.out" 2>&1 || { fail "load server $victim again"; cat "$tmp/load-back.out"; }
+check "back, server $victim starts empty" grep -q "replica of no shard: it starts empty" "$(log_of "$victim")"
+s=$(whole_again 5)
+check "... copies, and counts as a replica: no shard short of R ($(field epoch "$s"))" \
+	grep -q '"epoch":7,"replication":3,"shards":12,"under_replicated":0' <<<"$s"
+verify_all "... its copy equal to the others'"
 
 # ---- a partition, on a fresh cluster of the 4: cut off past its session, never again ----
 echo "    failure to the second failure's checks: $((SECONDS - t_kill)) s"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The cluster configuration (common/cluster.c): building, the text form both ways, bad input. */
-/* checks: 6 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 7 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -141,6 +141,48 @@ static void test_moves(void)
 	      "server 1 takes shard 0 over; server 2 keeps what it led");
 }
 
+/*
+ * Re-replication's moves: a spare copies the shards short of R, counts only
+ * once copied, is never promoted, and a failure never leaves a shard with
+ * fewer than two whole replicas.
+ */
+static void test_copiers(void)
+{
+	static struct xtx_cluster c, d;
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char err[160];
+
+	/* 3 servers and a spare (3): server 0 failed and was moved out */
+	CHECK(!xtx_cluster_parse(&c, "xtx-cluster 1\nepoch 2\nreplication 3\n"
+				 "servers 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4\nshards 3\n"
+				 "shard 0 1,2\nshard 1 1,2\nshard 2 2,1\n", err, sizeof(err)),
+	      "epoch 2 parses: %s", err);
+	CHECK(xtx_cluster_add_copier(&c, 1) == 0, "a server in shards copies nothing");
+	CHECK(xtx_cluster_add_copier(&c, 3) == 3 && c.nrep[0] == 3 && c.rep[0][2] == 3 &&
+	      c.copying[0] && xtx_cluster_copying(&c, 3) == 3 && xtx_cluster_copying(&c, 1) == 0,
+	      "the spare copies the 3 shards short of R, last in each");
+	CHECK(xtx_cluster_under_replicated(&c) == 3 && xtx_cluster_whole(&c, 0) == 2 &&
+	      !(xtx_cluster_gone(&c) >> 3 & 1), "copying, it is in the shards but not yet whole");
+	CHECK(xtx_cluster_format(&c, text, sizeof(text)) > 0 && strstr(text, "shard 0 1,2,3*\n"),
+	      "a copier is marked in the text:\n%s", text);
+	CHECK(!xtx_cluster_parse(&d, text, err, sizeof(err)) && d.copying[2] && !memcmp(&c, &d, sizeof(c)),
+	      "and parses back the same: %s", err);
+	CHECK(xtx_cluster_add_copier(&c, 0) == 0, "a shard has one copier at a time");
+	d = c;
+	CHECK(xtx_cluster_drop(&d, 1) == 0 && !memcmp(&c, &d, sizeof(c)),
+	      "a whole replica's failure that would leave one whole replica changes nothing");
+	CHECK(xtx_cluster_drop(&d, 3) == 3 && d.nrep[0] == 2 && !d.copying[0] &&
+	      xtx_cluster_gone(&d) >> 3 & 1, "a copier that fails leaves every shard freely");
+	CHECK(xtx_cluster_copied(&c, 3) == 3 && !xtx_cluster_under_replicated(&c) &&
+	      !xtx_cluster_copying(&c, 3), "copied: whole, no shard short of R");
+	CHECK(xtx_cluster_drop(&c, 1) == 3 && c.rep[0][0] == 2 && c.rep[0][1] == 3 &&
+	      c.rep[2][0] == 2, "back at R, a second failure moves out, a whole backup promoted");
+	refused("xtx-cluster 1\nepoch 2\nreplication 2\nservers 10.0.0.1,10.0.0.2\nshards 1\n"
+		"shard 0 1*\n", "only replica is copying");
+	refused("xtx-cluster 1\nepoch 2\nreplication 2\nservers 10.0.0.1,10.0.0.2\nshards 1\n"
+		"shard 0 1*,0\n", "shard S R0");
+}
+
 static void test_limits(void)
 {
 	static struct in_addr s[XTX_CLUSTER_MAX_SERVERS];
@@ -167,6 +209,7 @@ int main(void)
 	RUN_CASE(test_bad_text);
 	RUN_CASE(test_under_replicated);
 	RUN_CASE(test_moves);
+	RUN_CASE(test_copiers);
 	RUN_CASE(test_limits);
 	printf("# test_cluster: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

@@ -16,7 +16,7 @@
 #define CONNECT_WAIT_MS		5000
 
 struct cluster_opts {
-	const char *zk, *name, *servers;
+	const char *zk, *name, *servers, *spares;
 	uint32_t replication, shards, session_ms;
 	bool json;
 };
@@ -24,48 +24,48 @@ struct cluster_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--name NAME]\n"
-		"                      [--replication R] [--shards N]\n"
+		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--spares IP,...]\n"
+		"                      [--name NAME] [--replication R] [--shards N]\n"
 		"       xtxctl cluster status --zk HOSTS [--name NAME] [--json]\n"
 		"A cluster's configuration in ZooKeeper: its epoch, servers and shard map.\n"
 		"\n"
 		"  --zk HOST:PORT[,...]  the ZooKeeper ensemble\n"
 		"  --name NAME           the cluster (default %s), 1..%d of [a-z0-9_-]\n"
 		"  --servers IP,...      init: every server, index = position (up to %d)\n"
+		"  --spares IP,...       init: servers after those, in no shard until one fails:\n"
+		"                        then one copies the shards left short of R\n"
 		"  --replication R       init: replicas per shard, 1..3 (default min(3, servers))\n"
 		"  --shards N            init: shards, 1..%d (default %d), spread round-robin\n"
 		"  --json                status: one JSON object\n"
 		"\n"
 		"init refuses a cluster that exists.  status lists each server as live when its\n"
-		"xtxd holds a ZooKeeper session, and the shards it is primary of.\n",
+		"xtxd holds a ZooKeeper session, the shards it is primary of, and the shards it\n"
+		"is copying with the copy's progress.\n",
 		XTX_ZK_NAME_DEFAULT, XTX_ZK_NAME_MAX, XTX_CLUSTER_MAX_SERVERS, XTX_CLUSTER_MAX_SHARDS,
 		DEFAULT_SHARDS);
 }
 
-static int parse_server_list(const char *list, struct in_addr *addr, unsigned int *n)
+static int parse_server_list(const char *opt, const char *list, struct in_addr *addr,
+			     unsigned int *n)
 {
 	char buf[XTX_CLUSTER_MAX_SERVERS * 16 + 1], *save = NULL, *ip;
 
-	*n = 0;
 	if (strlen(list) >= sizeof(buf)) {
-		fprintf(stderr, "Error: --servers: too long\n");
+		fprintf(stderr, "Error: %s: too long\n", opt);
 		return -1;
 	}
 	strcpy(buf, list);
 	for (ip = strtok_r(buf, ",", &save); ip; ip = strtok_r(NULL, ",", &save)) {
 		if (*n == XTX_CLUSTER_MAX_SERVERS) {
-			fprintf(stderr, "Error: --servers: more than %d\n", XTX_CLUSTER_MAX_SERVERS);
+			fprintf(stderr, "Error: %s: more than %d servers in all\n", opt,
+				XTX_CLUSTER_MAX_SERVERS);
 			return -1;
 		}
 		if (inet_pton(AF_INET, ip, &addr[*n]) != 1) {
-			fprintf(stderr, "Error: --servers: '%s' is not an IPv4 address\n", ip);
+			fprintf(stderr, "Error: %s: '%s' is not an IPv4 address\n", opt, ip);
 			return -1;
 		}
 		(*n)++;
-	}
-	if (!*n) {
-		fprintf(stderr, "Error: --servers: no address\n");
-		return -1;
 	}
 	return 0;
 }
@@ -73,9 +73,10 @@ static int parse_server_list(const char *list, struct in_addr *addr, unsigned in
 static int cluster_init(const struct cluster_opts *o)
 {
 	struct in_addr addr[XTX_CLUSTER_MAX_SERVERS];
-	static struct xtx_cluster c;
+	static struct xtx_cluster c, check;
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	unsigned int n = 0, all;
 	struct xtx_zk *z;
-	unsigned int n;
 	char err[160];
 	int rc;
 
@@ -83,11 +84,26 @@ static int cluster_init(const struct cluster_opts *o)
 		fprintf(stderr, "Error: cluster init: --servers is required\n");
 		return 2;
 	}
-	if (parse_server_list(o->servers, addr, &n))
+	if (parse_server_list("--servers", o->servers, addr, &n))
+		return 2;
+	if (!n) {
+		fprintf(stderr, "Error: --servers: no address\n");
+		return 2;
+	}
+	all = n;
+	if (o->spares && parse_server_list("--spares", o->spares, addr, &all))
 		return 2;
 	if (xtx_cluster_build(&c, addr, n, o->replication ?: (n < 3 ? n : 3),
 			      o->shards ?: DEFAULT_SHARDS, err, sizeof(err))) {
 		fprintf(stderr, "Error: cluster init: %s\n", err);
+		return 2;
+	}
+	/* the spares are servers of no shard; the text's checks catch one listed twice */
+	memcpy(&c.server[n], &addr[n], (all - n) * sizeof(addr[0]));
+	c.nservers = all;
+	rc = xtx_cluster_format(&c, text, sizeof(text));
+	if (rc < 0 || xtx_cluster_parse(&check, text, err, sizeof(err))) {
+		fprintf(stderr, "Error: cluster init: %s\n", rc < 0 ? "too large" : err);
 		return 2;
 	}
 	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
@@ -102,8 +118,9 @@ static int cluster_init(const struct cluster_opts *o)
 	}
 	if (rc)
 		return 1;
-	printf("cluster '%s' created at %s: epoch %u, %u servers, replication %u, %u shards\n",
-	       o->name, o->zk, c.epoch, c.nservers, c.replication, c.nshards);
+	printf("cluster '%s' created at %s: epoch %u, %u servers (%u spare), replication %u, "
+	       "%u shards\n", o->name, o->zk, c.epoch, c.nservers, all - n, c.replication,
+	       c.nshards);
 	return 0;
 }
 
@@ -129,6 +146,8 @@ static unsigned int replica_of(const struct xtx_cluster *c, unsigned int server)
 static int cluster_status(const struct cluster_opts *o)
 {
 	static struct xtx_cluster c;
+	static struct xtx_zk_copy cp[XTX_CLUSTER_MAX_SERVERS];
+	bool has_cp[XTX_CLUSTER_MAX_SERVERS] = {};
 	struct xtx_zk *z;
 	uint64_t live;
 	unsigned int i;
@@ -142,6 +161,9 @@ static int cluster_status(const struct cluster_opts *o)
 		rc = xtx_zk_live(z, &live, false);
 	if (!rc)
 		mgr = xtx_zk_manager(z);
+	for (i = 0; !rc && i < c.nservers; i++)
+		has_cp[i] = xtx_cluster_copying(&c, i) && !xtx_zk_get_copy(z, i, &cp[i]) &&
+			    cp[i].epoch == c.epoch;
 	xtx_zk_close(z);
 	if (rc == -ENOENT) {
 		fprintf(stderr, "Error: no cluster '%s' at %s (xtxctl cluster init creates one)\n",
@@ -157,8 +179,12 @@ static int cluster_status(const struct cluster_opts *o)
 		       mgr < 0 ? -1 : mgr);
 		for (i = 0; i < c.nservers; i++)
 			printf("%s{\"index\":%u,\"addr\":\"%s\",\"live\":%s,\"primary_of\":%u,"
-			       "\"replica_of\":%u}", i ? "," : "", i, inet_ntoa(c.server[i]),
-			       live >> i & 1 ? "true" : "false", primary_of(&c, i), replica_of(&c, i));
+			       "\"replica_of\":%u,\"copying\":%u,\"copied_keys\":%llu,"
+			       "\"copy_done\":%s}", i ? "," : "", i, inet_ntoa(c.server[i]),
+			       live >> i & 1 ? "true" : "false", primary_of(&c, i), replica_of(&c, i),
+			       xtx_cluster_copying(&c, i),
+			       has_cp[i] ? (unsigned long long)cp[i].keys : 0ull,
+			       has_cp[i] && cp[i].done ? "true" : "false");
 		printf("]}\n");
 		return 0;
 	}
@@ -168,20 +194,31 @@ static int cluster_status(const struct cluster_opts *o)
 		printf("  managed by server %d\n", mgr);
 	else
 		printf("  no manager (no xtxd of the cluster runs)\n");
-	for (i = 0; i < c.nservers; i++)
-		printf("  server %u  %-15s  %-4s  primary of %u shards, replica of %u\n", i,
+	for (i = 0; i < c.nservers; i++) {
+		printf("  server %u  %-15s  %-4s  primary of %u shards, replica of %u", i,
 		       inet_ntoa(c.server[i]), live >> i & 1 ? "live" : "down", primary_of(&c, i),
 		       replica_of(&c, i));
+		if (!replica_of(&c, i))
+			printf(" (spare)");
+		if (xtx_cluster_copying(&c, i) && has_cp[i])
+			printf(", copying %u: %llu keys in %u ms%s", xtx_cluster_copying(&c, i),
+			       (unsigned long long)cp[i].keys, cp[i].ms,
+			       cp[i].done ? ", done" : "");
+		else if (xtx_cluster_copying(&c, i))
+			printf(", copying %u: not started", xtx_cluster_copying(&c, i));
+		printf("\n");
+	}
 	return 0;
 }
 
 int xtxctl_cluster_main(int argc, char **argv)
 {
-	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_REPL, OPT_SHARDS, OPT_JSON };
+	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_SPARES, OPT_REPL, OPT_SHARDS, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "zk", required_argument, NULL, OPT_ZK },
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "servers", required_argument, NULL, OPT_SERVERS },
+		{ "spares", required_argument, NULL, OPT_SPARES },
 		{ "replication", required_argument, NULL, OPT_REPL },
 		{ "shards", required_argument, NULL, OPT_SHARDS },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -209,6 +246,7 @@ int xtxctl_cluster_main(int argc, char **argv)
 		case OPT_ZK: o.zk = optarg; break;
 		case OPT_NAME: o.name = optarg; break;
 		case OPT_SERVERS: o.servers = optarg; break;
+		case OPT_SPARES: o.spares = optarg; break;
 		case OPT_REPL:
 			if (xtx_parse_u32("--replication", optarg, 1, XTX_CLUSTER_MAX_R,
 					  &o.replication))

@@ -610,10 +610,16 @@ int main(int argc, char **argv)
 	 * The cluster's configuration, and which server we are; after the fork,
 	 * since the ZooKeeper library's threads would not survive it.
 	 */
+	o.member.port = o.load.port;
 	if (o.member.zk && xtxd_member_join(&o.member, &o.resolve.peers)) {
 		unlink(pidfile);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
+	}
+	if (o.member.zk && xtxd_member_holds_nothing() && !o.fresh) {
+		pr_info("xtxd: this server is a replica of no shard: it starts empty and joins by "
+			"copying\n");
+		o.fresh = true;
 	}
 
 	/* held from before the attach until the store is whole again */

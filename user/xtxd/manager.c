@@ -27,43 +27,18 @@ static struct {
 } G;
 
 /*
- * c without server x in every shard it is in, the first backup promoted
- * where it led; or, when a shard of x would keep fewer than two replicas,
- * c unchanged.  The number of shards changed.
- *
- * Promotion is safe because the promoted server does not serve before the
- * transactions logged there with x among their replicas are decided with
- * the replicas left and applied (xtxd_resolve_reconfigure()), and no
- * transaction placed by the old configuration can log afterwards: XDP
- * refuses an append naming another replica set than the shard's
- * (XTX_ST_MOVED).  All or nothing: "moved out" (xtx_cluster_gone()) means
- * a replica of no shard, which is what the resolvers stop waiting for, so
- * a server left in one shard would still be waited for by the others.
- * And two replicas at least: the resolver tracks only writes with more than
- * one replica, and a shard of one would take part in a transaction with
- * nobody to ask (until re-replication brings shards back to R).
+ * Moving a failed server out (xtx_cluster_drop()) is safe because a
+ * promoted server does not serve before the transactions logged there with
+ * the failed one among their replicas are decided with the replicas left
+ * and applied (xtxd_resolve_reconfigure()), and no transaction placed by
+ * the old configuration can log afterwards: XDP refuses an append naming
+ * another replica set than the shard's (XTX_ST_MOVED).  All or nothing:
+ * "moved out" (xtx_cluster_gone()) means a replica of no shard, which is
+ * what the resolvers stop waiting for.  Two whole replicas at least: the
+ * resolver tracks only writes with more than one replica, and a copy needs
+ * a whole source.  Re-replication (xtx_cluster_add_copier()) brings shards
+ * back to R.
  */
-static unsigned int drop_server(struct xtx_cluster *c, unsigned int x)
-{
-	unsigned int s, i, j, changed = 0;
-
-	for (s = 0; s < c->nshards; s++)
-		for (i = 0; i < c->nrep[s]; i++)
-			if (c->rep[s][i] == x && c->nrep[s] <= 2)
-				return 0;
-	for (s = 0; s < c->nshards; s++) {
-		for (i = 0; i < c->nrep[s] && c->rep[s][i] != x; i++)
-			;
-		if (i >= c->nrep[s])
-			continue;
-		for (j = i; j + 1 < c->nrep[s]; j++)
-			c->rep[s][j] = c->rep[s][j + 1];
-		c->nrep[s]--;
-		changed++;
-	}
-	return changed;
-}
-
 /* One failed server out of the configuration; -EAGAIN when it changed meanwhile. */
 static int evict(unsigned int x)
 {
@@ -75,12 +50,11 @@ static int evict(unsigned int x)
 	if (err)
 		return err;
 	led = xtx_cluster_leads(&c, x);
-	changed = drop_server(&c, x);
+	changed = xtx_cluster_drop(&c, x);
 	if (!changed) {
 		if (!(xtx_cluster_gone(&c) >> x & 1))
 			pr_warn("manager: server %u (%s) failed: a shard of it would keep one "
-				"replica; they all wait for it (re-replication is not built)\n", x,
-				inet_ntoa(c.server[x]));
+				"whole replica; they all wait for it\n", x, inet_ntoa(c.server[x]));
 		xtx_zk_forget_joined(G.z, x);
 		return 0;
 	}
@@ -102,6 +76,59 @@ static int evict(unsigned int x)
 	return 0;
 }
 
+/* Writes c as the next epoch over zversion ver; -EAGAIN when it changed meanwhile. */
+static int next_epoch(struct xtx_cluster *c, int ver)
+{
+	if (c->epoch >= XTX_CLUSTER_EPOCH_MAX)
+		return -ERANGE;
+	c->epoch++;
+	return xtx_zk_write_config(G.z, c, ver);
+}
+
+/*
+ * Re-replication: a live server that is a replica of no shard (a spare, or
+ * a failed one back and empty) copies every shard short of R; one whose
+ * copy says done for the epoch in force counts as whole from the next.
+ */
+static void rereplicate(uint64_t live)
+{
+	static struct xtx_cluster c;
+	struct xtx_zk_copy cp;
+	unsigned int x, n;
+	uint64_t gone;
+	int ver;
+
+	if (xtx_zk_read_config(G.z, &c, &ver, false))
+		return;
+	for (x = 0; x < c.nservers; x++) {
+		if (!(live >> x & 1) || !xtx_cluster_copying(&c, x) ||
+		    xtx_zk_get_copy(G.z, x, &cp) || !cp.done || cp.epoch != c.epoch)
+			continue;
+		n = xtx_cluster_copied(&c, x);
+		if (!next_epoch(&c, ver))
+			pr_warn("manager: server %u (%s) copied %u shards (%llu keys in %u ms): "
+				"epoch %u counts it whole; %u shards under-replicated\n", x,
+				inet_ntoa(c.server[x]), n, (unsigned long long)cp.keys, cp.ms,
+				c.epoch, xtx_cluster_under_replicated(&c));
+		return;		/* one change per tick, each on the latest */
+	}
+	if (!xtx_cluster_under_replicated(&c))
+		return;
+	gone = xtx_cluster_gone(&c);
+	for (x = 0; x < c.nservers; x++) {
+		if (!(live >> x & 1) || !(gone >> x & 1))
+			continue;
+		n = xtx_cluster_add_copier(&c, x);
+		if (!n)
+			return;
+		if (!next_epoch(&c, ver))
+			pr_warn("manager: server %u (%s) is a replica of no shard: epoch %u has it "
+				"copying %u under-replicated shards\n", x, inet_ntoa(c.server[x]),
+				c.epoch, n);
+		return;
+	}
+}
+
 static void manage(void)
 {
 	uint64_t live, joined, now = xtx_now_ns();
@@ -119,6 +146,7 @@ static void manage(void)
 		if (now - G.missing_since[i] >= G.grace_ns && !evict(i))
 			G.missing_since[i] = 0;
 	}
+	rereplicate(live);
 }
 
 static void *manager_main(void *arg)

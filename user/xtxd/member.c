@@ -15,6 +15,7 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "cluster.h"
+#include "copy/copy.h"
 #include "log.h"
 #include "manager.h"
 #include "member.h"
@@ -24,9 +25,15 @@
 #define TICK_NS			(50ull * 1000 * 1000)
 #define CONNECT_WAIT_MS		5000
 
+#define PUBLISH_EVERY_NS	(250ull * 1000 * 1000)
+
 static struct {
 	struct xtx_zk *z;
 	struct xtx_cluster cfg;
+	pthread_mutex_t cfg_mu;		/* cfg: written by the member thread, read by copies */
+	uint16_t port;
+	struct xtx_zk_copy published;	/* the copy's progress as last written to ZooKeeper */
+	uint64_t published_ns;
 	int self;
 	char self_addr[INET_ADDRSTRLEN];
 	uint64_t lease_ns;		/* how long past the last heard the lease runs */
@@ -50,7 +57,7 @@ static struct {
 	 * while XDP is closed too: the resolver speaks only within it.
 	 */
 	_Atomic uint64_t alive_until;
-} M = { .map_fd = -1, .shards_fd = -1 };
+} M = { .map_fd = -1, .shards_fd = -1, .cfg_mu = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t boot_now(void)
 {
@@ -96,6 +103,48 @@ static int find_self(const struct xtx_cluster *c)
 	return found < 0 ? -1 : found;
 }
 
+bool xtxd_member_holds_nothing(void)
+{
+	return M.self >= 0 && (xtx_cluster_gone(&M.cfg) >> M.self & 1);
+}
+
+/* What a copy serves from: the configuration in force, unless fenced. */
+static bool serving_config(struct xtx_cluster *c, unsigned int *self)
+{
+	bool ok;
+
+	pthread_mutex_lock(&M.cfg_mu);
+	*c = M.cfg;
+	*self = (unsigned int)M.self;
+	ok = !atomic_load(&M.fenced) && atomic_load(&M.epoch) == M.cfg.epoch;
+	pthread_mutex_unlock(&M.cfg_mu);
+	return ok;
+}
+
+static void set_config(const struct xtx_cluster *c)
+{
+	pthread_mutex_lock(&M.cfg_mu);
+	M.cfg = *c;
+	pthread_mutex_unlock(&M.cfg_mu);
+}
+
+/* The copy's progress into ZooKeeper, where the manager and xtxctl read it. */
+static void publish_copy(void)
+{
+	struct xtx_zk_copy p;
+	uint64_t now = xtx_now_ns();
+
+	if (!xtxd_copy_progress(&p))
+		return;
+	if (p.done == M.published.done && p.epoch == M.published.epoch &&
+	    (p.done || now - M.published_ns < PUBLISH_EVERY_NS))
+		return;
+	if (!xtx_zk_put_copy(M.z, (unsigned int)M.self, &p)) {
+		M.published = p;
+		M.published_ns = now;
+	}
+}
+
 int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 {
 	unsigned int i;
@@ -113,6 +162,7 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 	M.self = find_self(&M.cfg);
 	if (M.self < 0)
 		goto fail;
+	M.port = o->port;
 	inet_ntop(AF_INET, &M.cfg.server[M.self], M.self_addr, sizeof(M.self_addr));
 	xtxd_resolve_set_gate(speaks);
 	/* the peers are the configuration's servers, in its order */
@@ -252,7 +302,8 @@ static int adopt(const struct xtx_cluster *c)
 	}
 	pr_info("cluster: epoch %u -> %u%s\n", M.cfg.epoch, c->epoch,
 		taken ? ": taking shards over, closed until recovered" : "");
-	M.cfg = *c;
+	set_config(c);
+	xtxd_copy_begin(c, (unsigned int)M.self, M.port);
 	/* every server decides what the moved-out ones replicated, at once */
 	xtxd_resolve_reconfigure(gone, 0);
 	if (taken && !M.recovering) {
@@ -285,7 +336,7 @@ static int reread_config(void)
 	}
 	if ((unsigned int)M.self >= c.nservers ||
 	    c.server[M.self].s_addr != M.cfg.server[M.self].s_addr) {
-		M.cfg = c;
+		set_config(&c);
 		fence("the configuration no longer lists this server");
 		return 0;
 	}
@@ -313,6 +364,7 @@ static void *member_main(void *arg)
 			pending = reread_config() != 0;
 		if (atomic_load(&M.fenced))
 			continue;
+		publish_copy();
 		xtx_zk_heartbeat(M.z);
 		atomic_store(&M.alive_until, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
 		if (M.recovering && !pending) {
@@ -386,6 +438,9 @@ int xtxd_member_start(const struct xtx_target *t)
 		return -1;
 	}
 	xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), 0);
+	if (xtxd_copy_serve_start(M.port, serving_config))
+		return -1;
+	xtxd_copy_begin(&M.cfg, (unsigned int)M.self, M.port);
 	if (atomic_load(&M.fenced))
 		fprintf(stderr, "Warning: cluster: this server starts fenced\n");
 	else if (!M.recovering)	/* else member_main opens once recovered */
@@ -412,6 +467,9 @@ void xtxd_member_fence(void)
 		pthread_join(M.tid, NULL);
 		M.running = false;
 	}
+	/* after the thread that starts copies */
+	xtxd_copy_stop();
+	xtxd_copy_serve_stop();
 	/* --keep-state leaves XDP running: it serves nobody from here on */
 	if (M.lease) {
 		atomic_store(&M.fenced, false);

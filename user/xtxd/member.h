@@ -13,6 +13,8 @@
 #ifndef XTXD_MEMBER_H
 #define XTXD_MEMBER_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include "target.h"
 #include "resolve/peers.h"
 
@@ -20,6 +22,7 @@ struct xtxd_member_opts {
 	const char *zk;			/* HOST:PORT[,...]; NULL: a static cluster */
 	const char *name;		/* the cluster's name */
 	unsigned int session_ms;
+	uint16_t port;			/* the xtx port: copies are served on TCP port + 1 */
 };
 
 /*
@@ -28,6 +31,12 @@ struct xtxd_member_opts {
  * addresses), filling peers.  0, or -1 after printing why.
  */
 int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers);
+/*
+ * After join: whether this server is a replica of no shard (a spare, or
+ * moved out after a failure).  What it holds is nobody's any more: it
+ * starts empty and joins by copying (user/xtxd/copy/copy.h).
+ */
+bool xtxd_member_holds_nothing(void);
 /*
  * Once the maps exist and before requests are let in: registers this
  * server's live node (waiting out the session of an xtxd that died here),

@@ -450,6 +450,24 @@ unsigned int xtx_replica_of(const struct xtx_client *c, uint8_t table, uint64_t 
 	return i < c->map.nrep[s] ? c->map.rep[s][i] : XTX_NO_REPLICA;
 }
 
+bool xtx_replica_whole(const struct xtx_client *c, uint8_t table, uint64_t key, unsigned int i)
+{
+	unsigned int s = xtx_cluster_shard(&c->map, table, key);
+
+	return i < c->map.nrep[s] && !(c->map.copying[s] && i == c->map.nrep[s] - 1u);
+}
+
+uint64_t xtx_servers_copying(const struct xtx_client *c)
+{
+	uint64_t m = 0;
+	unsigned int x;
+
+	for (x = 0; x < c->map.nservers && x < 64; x++)
+		if (xtx_cluster_copying(&c->map, x))
+			m |= 1ull << x;
+	return m;
+}
+
 unsigned int xtx_replica_count(const struct xtx_client *c, uint8_t table, uint64_t key)
 {
 	return c->map.nrep[xtx_cluster_shard(&c->map, table, key)];

@@ -72,6 +72,8 @@ static struct {
 	size_t rc_n, rc_cap;
 	uint64_t recovered;		/* transactions decided by reconfigurations */
 	bool rc_short;			/* the current one could not list them all */
+	/* A copy into this server is under way: keep finished deletes (xtxd_resolve_hold_deletes) */
+	bool hold_deletes;
 	/* Whether this server may speak for itself now (xtxd_resolve_set_gate). */
 	bool (*serving)(void);
 	uint64_t silenced;		/* messages ignored while it may not */
@@ -714,6 +716,17 @@ static void resend(struct xtxd_txn *x, uint64_t now)
 	}
 }
 
+/* Under mu: whether a write of x deletes. */
+static bool deletes(const struct xtxd_txn *x)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nw; i++)
+		if (x->w[i].flags & XTX_LOGF_DELETE)
+			return true;
+	return false;
+}
+
 struct scan {
 	uint64_t now;
 	uint64_t unfenced;	/* fences removed */
@@ -803,7 +816,8 @@ static void scan(void)
 		if (!unfinished(x)) {
 			/* committed normally (or nothing of it left here): forget it */
 			pthread_mutex_lock(&R.mu);
-			xtxd_txns_del(&R.txns, x->txn);
+			if (!__atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE) || !deletes(x))
+				xtxd_txns_del(&R.txns, x->txn);
 			pthread_mutex_unlock(&R.mu);
 			continue;
 		}
@@ -955,6 +969,89 @@ int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
 	err = R.rc_done == R.rc_want ? 0 : -EAGAIN;
 	pthread_mutex_unlock(&R.mu);
 	return err;
+}
+
+/* ---- settling: what a copy waits for (user/xtxd/copy/) ---- */
+
+/* Whether txn is done with here: forgotten, decided and applied, or every write installed. */
+static bool settled(uint64_t txn)
+{
+	struct xtx_log_entry *w = NULL;
+	struct xtxd_txn *x;
+	uint32_t n = 0, i;
+	bool done;
+	uint64_t v;
+
+	pthread_mutex_lock(&R.mu);
+	x = xtxd_txns_get(&R.txns, txn, false, 0);
+	done = !x || x->outcome == XTXD_OUT_ABORT ||
+	       (x->outcome == XTXD_OUT_COMMIT && !x->apply_pending);
+	if (!done && x->outcome == XTXD_OUT_NONE && x->nw) {
+		n = x->nw;
+		w = malloc(n * sizeof(*w));
+		if (w)
+			memcpy(w, x->w, n * sizeof(*w));
+	}
+	pthread_mutex_unlock(&R.mu);
+	if (done || !w)
+		return done;
+	for (i = 0; i < n; i++) {
+		xtxd_live_version(&R.live, w[i].table, w[i].key, &v);
+		if (v < w[i].version)
+			break;
+	}
+	free(w);
+	return i == n;
+}
+
+static void list_all(struct xtxd_txn *x, void *arg)
+{
+	idset_add(arg, x->txn);
+}
+
+int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left)
+{
+	uint64_t deadline = xtx_now_ns() + timeout_ns;
+	const struct timespec tick = { 0, 5 * 1000 * 1000 };
+	struct idset all = {};
+	size_t i, n;
+	int err;
+
+	*left = 0;
+	if (!__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
+		return 0;
+	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
+	if (err)
+		return err;
+	pthread_mutex_lock(&R.mu);
+	xtxd_txns_each(&R.txns, list_all, &all);
+	pthread_mutex_unlock(&R.mu);
+	if (all.oom) {
+		free(all.v);
+		return -ENOMEM;
+	}
+	for (;;) {
+		for (i = n = 0; i < all.n; i++)
+			if (!settled(all.v[i]))
+				all.v[n++] = all.v[i];
+		all.n = n;
+		*left = n;
+		if (!n || xtx_now_ns() > deadline)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	free(all.v);
+	return *left ? -ETIMEDOUT : 0;
+}
+
+void xtxd_resolve_hold_deletes(bool on)
+{
+	__atomic_store_n(&R.hold_deletes, on, __ATOMIC_RELEASE);
+}
+
+struct xtxd_live *xtxd_resolve_live(void)
+{
+	return __atomic_load_n(&R.running, __ATOMIC_ACQUIRE) ? &R.live : NULL;
 }
 
 /* ---- compacting the decisions file ---- */

@@ -102,6 +102,24 @@ int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns);
  * no answer.  Set before xtxd_resolve_start(); NULL: always.
  */
 void xtxd_resolve_set_gate(bool (*serving)(void));
+/*
+ * For a copy of shards (user/xtxd/copy/): waits until every transaction
+ * logged here so far (the drain shown the ring's tail first) is done with
+ * here: decided and applied, or every write of it installed.  So a copy
+ * read afterwards holds whatever they committed.  Up to timeout_ns; 0, or
+ * -ETIMEDOUT (*left: how many were not), or the drain's failure.  The
+ * caller is a registered RCU thread.
+ */
+int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left);
+/*
+ * While on, a finished transaction that deleted a key stays in the table:
+ * a copy arriving late may put back an older value of that key, and the
+ * transaction, unfinished again, is then decided and applied once more.
+ */
+void xtxd_resolve_hold_deletes(bool on);
+struct xtxd_live;
+/* The live store the resolver installs into, or NULL when it does not run. */
+struct xtxd_live *xtxd_resolve_live(void);
 /* The log drain's observer (xtxd_logdrain_set_observer). */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n);
 

@@ -139,6 +139,46 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 	return i;
 }
 
+int xtxd_live_bucket_lock(struct xtxd_live *l, uint32_t bi)
+{
+	int err = bucket_lock(&l->kv[bi]);
+
+	if (!err)
+		xtxd_ovf_lock(l->store, bi);
+	return err;
+}
+
+void xtxd_live_bucket_unlock(struct xtxd_live *l, uint32_t bi)
+{
+	xtxd_ovf_unlock(l->store, bi);
+	__atomic_store_n(&l->kv[bi].lock, 0, __ATOMIC_RELEASE);
+}
+
+int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64_t key,
+			 struct xtxd_ovf_item *it)
+{
+	struct xtx_kv_bucket *b = &l->kv[bi];
+	int w = way_of(b, table, key), in_store;
+	struct xtxd_ovf_item st;
+
+	if (w >= 0 && !(b->flags[w] & XTX_KVF_VALID))
+		return 0;	/* a tombstone hides the store's older copy */
+	in_store = !xtxd_ovf_get(l->store, table, key, &st);
+	if (w >= 0 && (!in_store || b->version[w] >= st.version)) {
+		memset(it, 0, sizeof(*it));
+		it->key = key;
+		it->table = table;
+		it->version = b->version[w];
+		it->vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w];
+		memcpy(it->value, b->value[w], it->vlen);
+		return 1;
+	}
+	if (!in_store)
+		return 0;
+	*it = st;
+	return 1;
+}
+
 int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
 {
 	uint64_t h = xtx_hash(e->table, e->key);

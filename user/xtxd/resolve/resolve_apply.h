@@ -37,6 +37,21 @@ int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t
  */
 int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e);
 
+/*
+ * Kernel bucket bi and the overflow store's keys of it, locked together as
+ * xtxd_live_install() locks them: 0, or -ETIMEDOUT (the bucket stayed held).
+ */
+int xtxd_live_bucket_lock(struct xtxd_live *l, uint32_t bi);
+void xtxd_live_bucket_unlock(struct xtxd_live *l, uint32_t bi);
+/*
+ * With bucket bi (the key's) locked: the key's current value, the newer of
+ * the kernel's and the store's copies.  1 with *it filled, 0 absent or
+ * deleted.  The caller is a registered RCU thread.
+ */
+struct xtxd_ovf_item;
+int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64_t key,
+			 struct xtxd_ovf_item *it);
+
 /* True when txn holds the lock slot of (table, key). */
 bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
 

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* A copy of shards between two xtxd (copy.h): the request, then the reply stream. */
+#ifndef XTXD_COPY_WIRE_H
+#define XTXD_COPY_WIRE_H
+
+#include <stdint.h>
+#include <xtx/kv.h>
+#include "cluster.h"
+
+#define XTXD_COPY_MAGIC		0x59504358u	/* "XCPY" */
+
+struct xtxd_copy_req {
+	uint32_t magic;
+	uint32_t epoch;		/* the configuration the copier copies for */
+	uint32_t from;		/* the copier's server index */
+	uint32_t nshards;	/* that configuration's shard count */
+	uint64_t shards[XTX_CLUSTER_MAX_SHARDS / 64];	/* a bit per shard wanted */
+};
+
+/*
+ * The reply: this header, then (status 0) one struct xtx_kv_item per key
+ * (flags XTX_KVF_VALID), ended by one whose flags are 0 and whose key is
+ * the number of keys sent.
+ */
+struct xtxd_copy_hdr {
+	uint32_t magic;
+	int32_t status;		/* 0, or a negative errno: why the copy is refused */
+};
+
+static inline bool xtxd_copy_wants(const struct xtxd_copy_req *r, unsigned int s)
+{
+	return s < XTX_CLUSTER_MAX_SHARDS && (r->shards[s / 64] >> (s % 64) & 1);
+}
+
+#endif /* XTXD_COPY_WIRE_H */

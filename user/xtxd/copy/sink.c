@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Copying the shards this server is made a copier of (copy.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <urcu.h>
+#include "clock.h"
+#include "log.h"
+#include "resolve/resolve.h"
+#include "resolve/resolve_apply.h"
+#include "copy.h"
+#include "copy_wire.h"
+
+#define IO_TIMEOUT_S		1
+/* A source silent this long (settling takes seconds at most) is taken for dead: start over. */
+#define IDLE_LIMIT_NS		(30ull * 1000 * 1000 * 1000)
+#define RETRY_NS		(1000ull * 1000 * 1000)
+#define SETTLE_WAIT_NS		(20ull * 1000 * 1000 * 1000)
+#define BATCH			1024
+
+static struct {
+	pthread_mutex_t mu;	/* the fields below but the atomics */
+	pthread_t tid;
+	bool running, have;
+	atomic_bool stop;
+	struct xtx_cluster c;
+	unsigned int self;
+	uint16_t port;
+	uint64_t start_ns;
+	_Atomic uint64_t keys;		/* received and installed (or older than what is here) */
+	atomic_bool done;
+	_Atomic uint32_t ms;		/* how long it took, once done */
+} K = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void nap(uint64_t ns)
+{
+	uint64_t until = xtx_now_ns() + ns;
+	const struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+	while (!atomic_load(&K.stop) && xtx_now_ns() < until)
+		nanosleep(&tick, NULL);
+}
+
+/* One key as the resolver installs a decided write: only over an older version. */
+static int install(struct xtxd_live *l, const struct xtx_kv_item *k)
+{
+	struct xtx_log_entry e;
+	int err, tries = 0;
+
+	memset(&e, 0, sizeof(e));
+	e.key = k->key;
+	e.version = k->version;
+	e.table = k->table;
+	e.vlen = k->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : k->vlen;
+	memcpy(e.value, k->value, e.vlen);
+	do
+		err = xtxd_live_install(l, &e);
+	while (err == -ETIMEDOUT && ++tries < 5 && !atomic_load(&K.stop));
+	return err < 0 ? err : 0;
+}
+
+static int recv_some(int fd, void *buf, size_t len, size_t *got)
+{
+	uint64_t idle_from = xtx_now_ns();
+	ssize_t n;
+
+	for (;;) {
+		if (atomic_load(&K.stop))
+			return -ECANCELED;
+		n = recv(fd, buf, len, 0);
+		if (n > 0) {
+			*got = (size_t)n;
+			return 0;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (xtx_now_ns() - idle_from > IDLE_LIMIT_NS)
+			return -ETIMEDOUT;
+	}
+}
+
+static int recv_exact(int fd, void *buf, size_t len)
+{
+	size_t got;
+	int err;
+
+	while (len) {
+		err = recv_some(fd, buf, len, &got);
+		if (err)
+			return err;
+		buf = (char *)buf + got;
+		len -= got;
+	}
+	return 0;
+}
+
+/* The shards of rq from server src, installed here; 0 or a negative errno. */
+static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_req *rq)
+{
+	static struct xtx_kv_item buf[BATCH];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(K.port + 1)),
+				 .sin_addr = K.c.server[src] };
+	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
+	struct xtxd_copy_hdr h;
+	size_t have = 0, got, i, n;
+	uint64_t count = 0;
+	int fd, err;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
+	err = connect(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
+	if (!err && send(fd, rq, sizeof(*rq), MSG_NOSIGNAL) != (ssize_t)sizeof(*rq))
+		err = -EPIPE;
+	if (!err)
+		err = recv_exact(fd, &h, sizeof(h));
+	if (!err && h.magic != XTXD_COPY_MAGIC)
+		err = -EPROTO;
+	if (!err && h.status)
+		err = h.status < 0 ? h.status : -EPROTO;
+	while (!err) {
+		err = recv_some(fd, (char *)buf + have, sizeof(buf) - have, &got);
+		if (err)
+			break;
+		have += got;
+		n = have / sizeof(buf[0]);
+		for (i = 0; i < n && !err; i++) {
+			if (!(buf[i].flags & XTX_KVF_VALID)) {
+				/* the end: every key sent arrived */
+				err = buf[i].key == count ? 1 : -EPROTO;
+				break;
+			}
+			err = install(l, &buf[i]);
+			count++;
+			atomic_fetch_add(&K.keys, 1);
+		}
+		if (err)
+			break;
+		have -= n * sizeof(buf[0]);
+		memmove(buf, (char *)buf + n * sizeof(buf[0]), have);
+	}
+	close(fd);
+	if (err == -ENOSPC)
+		pr_warn("copy: the overflow store is full (xtxd --overflow-max): the copy cannot "
+			"finish here\n");
+	return err == 1 ? 0 : err;
+}
+
+/* Every shard this server copies from src, as one request; false when there is none. */
+static bool request_for(unsigned int src, struct xtxd_copy_req *rq)
+{
+	unsigned int s;
+	bool any = false;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->magic = XTXD_COPY_MAGIC;
+	rq->epoch = K.c.epoch;
+	rq->from = K.self;
+	rq->nshards = K.c.nshards;
+	for (s = 0; s < K.c.nshards; s++) {
+		if (!K.c.copying[s] || K.c.rep[s][K.c.nrep[s] - 1] != K.self ||
+		    K.c.rep[s][0] != src)
+			continue;
+		rq->shards[s / 64] |= 1ull << (s % 64);
+		any = true;
+	}
+	return any;
+}
+
+/* One whole copy: every source, then everything logged here settled. */
+static int copy_once(struct xtxd_live *l)
+{
+	struct xtxd_copy_req rq;
+	unsigned int src;
+	size_t left;
+	int err;
+
+	for (src = 0; src < K.c.nservers; src++) {
+		if (!request_for(src, &rq))
+			continue;
+		err = pull(l, src, &rq);
+		if (err) {
+			if (err != -ECANCELED)
+				pr_warn("copy: from server %u (%s): %s; starting over\n", src,
+					inet_ntoa(K.c.server[src]), strerror(-err));
+			return err;
+		}
+	}
+	/* a transaction that deleted a key before its older copy arrived is applied again */
+	do
+		err = xtxd_resolve_settle(SETTLE_WAIT_NS, &left);
+	while (err == -ETIMEDOUT && !atomic_load(&K.stop));
+	return err;
+}
+
+static void *copy_main(void *arg)
+{
+	struct xtxd_live *l = xtxd_resolve_live();
+	uint64_t t;
+
+	(void)arg;
+	rcu_register_thread();
+	xtxd_resolve_hold_deletes(true);
+	pr_info("copy: epoch %u: copying %u shards\n", K.c.epoch,
+		xtx_cluster_copying(&K.c, K.self));
+	while (!atomic_load(&K.stop)) {
+		if (!l) {
+			pr_warn("Error: copy: no resolver runs here: nothing to install with\n");
+			break;
+		}
+		atomic_store(&K.keys, 0);
+		if (!copy_once(l)) {
+			t = xtx_now_ns() - K.start_ns;
+			atomic_store(&K.ms, (uint32_t)(t / 1000000));
+			atomic_store(&K.done, true);
+			pr_info("copy: epoch %u: %u shards whole here: %llu keys in %llu ms "
+				"(%.0f keys/s)\n", K.c.epoch, xtx_cluster_copying(&K.c, K.self),
+				(unsigned long long)atomic_load(&K.keys),
+				(unsigned long long)(t / 1000000),
+				t ? (double)atomic_load(&K.keys) * 1e9 / (double)t : 0.0);
+			break;
+		}
+		nap(RETRY_NS);
+	}
+	xtxd_resolve_hold_deletes(false);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+void xtxd_copy_stop(void)
+{
+	pthread_mutex_lock(&K.mu);
+	if (K.running) {
+		atomic_store(&K.stop, true);
+		pthread_join(K.tid, NULL);
+		K.running = false;
+	}
+	pthread_mutex_unlock(&K.mu);
+}
+
+void xtxd_copy_begin(const struct xtx_cluster *c, unsigned int self, uint16_t port)
+{
+	bool same;
+	int err;
+
+	pthread_mutex_lock(&K.mu);
+	same = K.have && K.c.epoch == c->epoch;
+	pthread_mutex_unlock(&K.mu);
+	if (same)
+		return;
+	xtxd_copy_stop();
+	if (!xtx_cluster_copying(c, self))
+		return;
+	pthread_mutex_lock(&K.mu);
+	K.c = *c;
+	K.self = self;
+	K.port = port;
+	K.have = true;
+	K.start_ns = xtx_now_ns();
+	atomic_store(&K.keys, 0);
+	atomic_store(&K.done, false);
+	atomic_store(&K.stop, false);
+	err = pthread_create(&K.tid, NULL, copy_main, NULL);
+	if (err)
+		pr_warn("Error: copy: starting its thread: %s\n", strerror(err));
+	K.running = !err;
+	pthread_mutex_unlock(&K.mu);
+}
+
+bool xtxd_copy_progress(struct xtx_zk_copy *p)
+{
+	bool have;
+
+	pthread_mutex_lock(&K.mu);
+	have = K.have;
+	p->epoch = K.c.epoch;
+	pthread_mutex_unlock(&K.mu);
+	p->keys = atomic_load(&K.keys);
+	p->done = atomic_load(&K.done);
+	p->ms = p->done ? atomic_load(&K.ms) :
+		(uint32_t)((xtx_now_ns() - K.start_ns) / 1000000);
+	return have;
+}

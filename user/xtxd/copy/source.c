@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Serving copies of shards to the servers copying them (copy.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <urcu.h>
+#include <xtx/hash.h>
+#include "clock.h"
+#include "log.h"
+#include "resolve/resolve.h"
+#include "resolve/resolve_apply.h"
+#include "store/overflow.h"
+#include "copy.h"
+#include "copy_wire.h"
+
+/* How long a copier may wait for this server to serve its epoch. */
+#define EPOCH_WAIT_NS		(5ull * 1000 * 1000 * 1000)
+/* Transactions logged here settle within the resolver's after_ns and a decision. */
+#define SETTLE_WAIT_NS		(20ull * 1000 * 1000 * 1000)
+#define IO_TIMEOUT_S		10
+#define BATCH			1024	/* items per send */
+
+static struct {
+	int sock, stop_fd;
+	pthread_t tid;
+	bool running;
+	xtxd_copy_config_fn config;
+} S = { .sock = -1, .stop_fd = -1 };
+
+/* A batch of items on its way to the copier. */
+struct out {
+	int fd;
+	struct xtx_kv_item b[BATCH];
+	unsigned int n;
+	uint64_t sent;
+	struct xtxd_live *l;
+	const struct xtx_cluster *c;
+	const struct xtxd_copy_req *rq;
+};
+
+static int send_all(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, c, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		c += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int flush(struct out *o)
+{
+	int err = o->n ? send_all(o->fd, o->b, o->n * sizeof(o->b[0])) : 0;
+
+	o->n = 0;
+	return err;
+}
+
+static int emit(struct out *o, const struct xtxd_ovf_item *it)
+{
+	struct xtx_kv_item *k = &o->b[o->n++];
+
+	memset(k, 0, sizeof(*k));
+	k->key = it->key;
+	k->version = it->version;
+	k->table = it->table;
+	k->flags = XTX_KVF_VALID;
+	k->vlen = it->vlen;
+	memcpy(k->value, it->value, it->vlen);
+	o->sent++;
+	return o->n == BATCH ? flush(o) : 0;
+}
+
+static bool wanted(const struct out *o, uint8_t table, uint64_t key)
+{
+	return xtxd_copy_wants(o->rq, xtx_cluster_shard(o->c, table, key));
+}
+
+/*
+ * The kernel's keys, bucket by bucket under its locks.  A bucket seen
+ * empty without them is skipped: a key arriving after that is either new
+ * (a write the copier takes live) or filled from the store, which still
+ * holds it for the second pass.
+ */
+static int kernel_pass(struct out *o)
+{
+	struct xtxd_ovf_item it[XTX_KV_WAYS];
+	uint32_t bi;
+	int err, w, n;
+
+	for (bi = 0; bi < o->l->nbuckets; bi++) {
+		const struct xtx_kv_bucket *b = &o->l->kv[bi];
+
+		for (w = 0; w < XTX_KV_WAYS && !(b->flags[w] & XTX_KVF_VALID); w++)
+			;
+		if (w == XTX_KV_WAYS)
+			continue;
+		err = xtxd_live_bucket_lock(o->l, bi);
+		if (err)
+			return err;
+		for (w = n = 0; w < XTX_KV_WAYS; w++)
+			if ((b->flags[w] & XTX_KVF_VALID) && wanted(o, b->table[w], b->key[w]))
+				n += xtxd_live_get_locked(o->l, bi, b->table[w], b->key[w], &it[n]);
+		xtxd_live_bucket_unlock(o->l, bi);
+		for (w = 0; w < n; w++) {
+			err = emit(o, &it[w]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+struct keys {
+	struct xtxd_ovf_item *v;	/* only table and key are used */
+	size_t n, cap;
+	const struct out *o;
+};
+
+static int list_key(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct keys *k = arg;
+
+	if (!wanted(k->o, it->table, it->key))
+		return 0;
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 4096;
+		struct xtxd_ovf_item *v = realloc(k->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = cap;
+	}
+	k->v[k->n].table = it->table;
+	k->v[k->n++].key = it->key;
+	return 0;
+}
+
+/*
+ * The overflow store's keys: listed first (the walk must not block), then
+ * each read under its bucket's locks.  A key of the store never leaves it
+ * but by a delete, so none alive is missed between the two passes.
+ */
+static int store_pass(struct out *o)
+{
+	struct keys k = { .o = o };
+	struct xtxd_ovf_item it;
+	size_t i;
+	int err;
+
+	err = xtxd_ovf_foreach(o->l->store, list_key, &k);
+	for (i = 0; !err && i < k.n; i++) {
+		uint32_t bi = xtx_bucket_of(xtx_hash(k.v[i].table, k.v[i].key), o->l->nbuckets);
+		int got;
+
+		err = xtxd_live_bucket_lock(o->l, bi);
+		if (err)
+			break;
+		got = xtxd_live_get_locked(o->l, bi, k.v[i].table, k.v[i].key, &it);
+		xtxd_live_bucket_unlock(o->l, bi);
+		if (got)
+			err = emit(o, &it);
+	}
+	free(k.v);
+	return err;
+}
+
+/* The configuration of the copier's epoch, once this server serves it; 0 or -errno. */
+static int await_epoch(uint32_t epoch, struct xtx_cluster *c, unsigned int *self)
+{
+	uint64_t until = xtx_now_ns() + EPOCH_WAIT_NS;
+	const struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+	for (;;) {
+		if (S.config(c, self) && c->epoch >= epoch)
+			return c->epoch == epoch ? 0 : -ESTALE;
+		if (xtx_now_ns() > until)
+			return -EAGAIN;
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* Whether the request is the copier's own, for shards it copies and this server holds whole. */
+static int check(const struct xtxd_copy_req *rq, const struct sockaddr_in *peer,
+		 const struct xtx_cluster *c, unsigned int self)
+{
+	unsigned int s, last;
+	bool whole;
+	int i;
+
+	if (rq->from >= c->nservers || c->server[rq->from].s_addr != peer->sin_addr.s_addr ||
+	    rq->nshards != c->nshards)
+		return -EPERM;
+	for (s = 0; s < XTX_CLUSTER_MAX_SHARDS; s++) {
+		if (!xtxd_copy_wants(rq, s))
+			continue;
+		if (s >= c->nshards || !c->copying[s])
+			return -EINVAL;
+		last = c->nrep[s] - 1u;
+		whole = false;
+		for (i = 0; i < (int)last; i++)
+			whole |= c->rep[s][i] == self;
+		if (c->rep[s][last] != rq->from || !whole)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static void serve_one(int fd, const struct sockaddr_in *peer)
+{
+	static struct xtx_cluster c;
+	static struct out o;
+	struct xtxd_copy_req rq;
+	struct xtxd_copy_hdr h = { .magic = XTXD_COPY_MAGIC };
+	struct xtx_kv_item end;
+	unsigned int self = 0;
+	uint64_t t0 = xtx_now_ns(), t1;
+	size_t left = 0;
+	ssize_t n;
+	int err;
+
+	n = recv(fd, &rq, sizeof(rq), MSG_WAITALL);
+	if (n != (ssize_t)sizeof(rq) || rq.magic != XTXD_COPY_MAGIC) {
+		pr_warn("copy: a malformed request from %s: ignored\n", inet_ntoa(peer->sin_addr));
+		return;
+	}
+	err = await_epoch(rq.epoch, &c, &self);
+	if (!err)
+		err = check(&rq, peer, &c, self);
+	/* what began under the old placement commits here, never there: it must be in the copy */
+	if (!err) {
+		err = xtxd_resolve_settle(SETTLE_WAIT_NS, &left);
+		if (err == -ETIMEDOUT)
+			pr_warn("copy: %zu transactions logged here still unsettled after %llu s\n",
+				left, SETTLE_WAIT_NS / 1000000000ull);
+	}
+	o.l = xtxd_resolve_live();
+	if (!err && !o.l)
+		err = -ENOTCONN;
+	h.status = err;
+	if (send_all(fd, &h, sizeof(h)) || err) {
+		pr_warn("copy: server %u (%s) asked for a copy for epoch %u: refused: %s\n",
+			rq.from, inet_ntoa(peer->sin_addr), rq.epoch, strerror(-err));
+		return;
+	}
+	t1 = xtx_now_ns();
+	o.fd = fd;
+	o.n = 0;
+	o.sent = 0;
+	o.c = &c;
+	o.rq = &rq;
+	err = kernel_pass(&o);
+	if (!err)
+		err = store_pass(&o);
+	if (!err)
+		err = flush(&o);
+	memset(&end, 0, sizeof(end));
+	end.key = o.sent;
+	if (!err)
+		err = send_all(fd, &end, sizeof(end));
+	if (err)
+		pr_warn("copy: to server %u (%s): %s after %llu keys\n", rq.from,
+			inet_ntoa(peer->sin_addr), strerror(-err), (unsigned long long)o.sent);
+	else
+		pr_info("copy: sent server %u (%s) %llu keys for epoch %u in %llu ms (%.0f keys/s), "
+			"after %llu ms waiting for this server's epoch and transactions\n", rq.from,
+			inet_ntoa(peer->sin_addr), (unsigned long long)o.sent, rq.epoch,
+			(unsigned long long)((xtx_now_ns() - t1) / 1000000),
+			(double)o.sent * 1e9 / (double)(xtx_now_ns() - t1 + 1),
+			(unsigned long long)((t1 - t0) / 1000000));
+}
+
+static void *serve_main(void *arg)
+{
+	struct pollfd p[2] = { { .fd = S.sock, .events = POLLIN },
+			       { .fd = S.stop_fd, .events = POLLIN } };
+	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
+
+	(void)arg;
+	rcu_register_thread();
+	for (;;) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept(S.sock, (struct sockaddr *)&peer, &len);
+		if (fd < 0)
+			continue;
+		/* one copier at a time: a dead one must not hold the next up for long */
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
+		serve_one(fd, &peer);
+		close(fd);
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int xtxd_copy_serve_start(uint16_t port, xtxd_copy_config_fn config)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port + 1)) };
+	int one = 1, err;
+
+	S.config = config;
+	S.sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (S.sock < 0 || setsockopt(S.sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(S.sock, (struct sockaddr *)&a, sizeof(a)) || listen(S.sock, 8)) {
+		err = -errno;
+		pr_warn("Error: copy: listening on TCP port %u: %s\n", port + 1, strerror(-err));
+		xtxd_copy_serve_stop();
+		return err;
+	}
+	S.stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (S.stop_fd < 0) {
+		err = -errno;
+		xtxd_copy_serve_stop();
+		return err;
+	}
+	err = pthread_create(&S.tid, NULL, serve_main, NULL);
+	if (err) {
+		pr_warn("Error: copy: starting its thread: %s\n", strerror(err));
+		xtxd_copy_serve_stop();
+		return -err;
+	}
+	S.running = true;
+	return 0;
+}
+
+void xtxd_copy_serve_stop(void)
+{
+	uint64_t one = 1;
+
+	if (S.running) {
+		if (write(S.stop_fd, &one, sizeof(one)) != sizeof(one))
+			pr_warn("copy: stopping its thread: %s\n", strerror(errno));
+		pthread_join(S.tid, NULL);
+		S.running = false;
+	}
+	if (S.sock >= 0)
+		close(S.sock);
+	if (S.stop_fd >= 0)
+		close(S.stop_fd);
+	S.sock = S.stop_fd = -1;
+}
