@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# make bench, failover: SmallBank on 4 servers (NSERVERS; R = 3, 12 shards, a private
-# ZooKeeper, 2 s sessions) while one server dies (xtxd SIGKILL, its link down).  Writes the committed rate
-# per 100 ms through the failure, the promotion and the recovery as a table and a PNG, and
-# the unavailability window: from the kill to the first 100 ms back at half the rate before.
+# make bench, failover: SmallBank on 3 servers and a spare (NSERVERS in all; R = 3, 12
+# shards, a private ZooKeeper, 2 s sessions) while one server dies (xtxd SIGKILL, its link
+# down).  Writes the committed rate per 100 ms through the failure, the promotion, the
+# recovery and the spare's copy as a table and a PNG; the unavailability window (from the
+# kill to the first 100 ms back at half the rate before) and the re-replication rate.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,8 @@ timeline=$OUT/failover_timeline.txt
 
 server_ns() { echo "$PREFIX-s$1"; }
 server_dev() { echo "${PREFIX}s$1"; }
-server_ips() { local i ips=; for ((i = 0; i < NSERVERS; i++)); do ips+="${ips:+,}10.77.$i.2"; done; echo "$ips"; }
+server_ips() { local i ips=; for ((i = 0; i < NSERVERS - 1; i++)); do ips+="${ips:+,}10.77.$i.2"; done; echo "$ips"; }
+SPARE=$((NSERVERS - 1))
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }
 client() { ip netns exec "$PREFIX-c" "$@"; }
 ZK_CLIENT=127.0.0.1:$ZK_PORT
@@ -45,7 +47,7 @@ trap cleanup EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null
 "$ROOT/scripts/zk.sh" start -d "$ZK_DIR" -P "$ZK_PORT" -n "$PREFIX-c" >/dev/null
 client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(server_ips)" \
-	--shards 12 >/dev/null
+	--spares "10.77.$SPARE.2" --shards 12 >/dev/null
 ctls=
 for ((i = 0; i < NSERVERS; i++)); do
 	make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
@@ -56,7 +58,7 @@ sb() {
 	client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" \
 		--accounts "$ACCOUNTS" --ctl "$ctls" --threads 2 "$@"
 }
-echo "failover: populating $ACCOUNTS SmallBank accounts on $NSERVERS servers (R = 3)..."
+echo "failover: populating $ACCOUNTS SmallBank accounts on $((NSERVERS - 1)) servers (R = 3) and a spare..."
 sb --populate --duration 0 >/dev/null 2>&1
 
 sb --duration "${DURATION}s" --warmup 0 --verify --timeline "$timeline" --json \
@@ -73,6 +75,16 @@ set -e
 # the kill on the run's own clock (the timeline's third column is the wall clock)
 KILL_AT=$(awk -v w="$killed" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline")
 recovered=$(grep -ho "recovered in [0-9]* ms" /run/xtx/"$PREFIX"-s*.log | head -n 1 || true)
+# the run's clock of a log line's wall-clock stamp
+on_run_clock() { awk -v w="$1" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline"; }
+spare_log=/run/xtx/$(server_ns "$SPARE")-$(server_dev "$SPARE").log
+copy_from=$(grep -h "is a replica of no shard: epoch" /run/xtx/"$PREFIX"-s*.log | head -n 1 | cut -d' ' -f1)
+copy_done=$(grep -h "counts it whole" /run/xtx/"$PREFIX"-s*.log | head -n 1 | cut -d' ' -f1)
+whole=$(grep -ho "whole here: [0-9]* keys in [0-9]* ms" "$spare_log" | head -n 1 || true)
+# the streams alone: keys and ms summed over the primaries the spare copied from
+stream=$(grep -h "copy: sent server $SPARE " /run/xtx/"$PREFIX"-s*.log |
+	sed 's/.* \([0-9]*\) keys for epoch [0-9]* in \([0-9]*\) ms.*/\1 \2/' |
+	awk '{ k += $1; ms += $2 } END { printf "%d keys in %d ms: %.0f keys/s", k, ms, ms ? k * 1000 / ms : 0 }')
 violations=$(grep -o '"violations":[0-9]*' "$OUT/failover_run.json" | cut -d: -f2)
 
 # The window: the kill to the first sample back at half the mean rate before it, after the dip.
@@ -86,8 +98,9 @@ after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n
 {
 	echo "## Failover: SmallBank while a server dies ($(date -u +%F))"
 	echo
-	echo "$NSERVERS servers, R = 3, 12 shards, ZooKeeper sessions of 2 s; $ACCOUNTS accounts, 2 client"
-	echo "threads (2PL); server $VICTIM killed (xtxd SIGKILL, link down) ${KILL_AT} s into a ${DURATION} s run."
+	echo "$((NSERVERS - 1)) servers and a spare, R = 3, 12 shards, ZooKeeper sessions of 2 s; $ACCOUNTS"
+	echo "accounts, 2 client threads (2PL); server $VICTIM killed (xtxd SIGKILL, link down) ${KILL_AT} s into a"
+	echo "${DURATION} s run."
 	echo
 	echo "| before (committed/s) | unavailability window | after (committed/s) | promoted server's recovery | --verify |"
 	echo "|---:|---:|---:|---:|---|"
@@ -96,12 +109,18 @@ after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n
 	echo "The window runs from the kill to the first 100 ms back at half the rate before:"
 	echo "the lease (2/3 of the session) and the session run out, the manager waits half a"
 	echo "session more, writes epoch 2, and the promoted servers recover before serving."
-	echo "Re-replication to a spare is not built yet, so the run ends under-replicated."
+	echo "The next epoch makes the spare a copier of every shard left short of R; it takes new"
+	echo "writes at once and the rest from the primaries, and counts as a replica once whole."
+	echo
+	echo "Re-replication: the spare copied from $([ -n "$copy_from" ] && on_run_clock "$copy_from") s and"
+	echo "counted as a replica from $([ -n "$copy_done" ] && on_run_clock "$copy_done") s on the run's clock."
+	echo "The copy streams: $stream (goal: 500,000 keys/s); the whole copy, waits"
+	echo "included: ${whole#whole here: }."
 	echo
 	echo "What the servers logged:"
 	echo
-	grep -h "manager: server $VICTIM .* failed\|epoch 2: recovered\|moved out: deciding\|manages the configuration" \
-		/run/xtx/"$PREFIX"-s*.log | sed 's/^[0-9.]* /    /'
+	grep -h "manager: \|recovered in\|moved out: deciding\|copy: " \
+		/run/xtx/"$PREFIX"-s*.log | sort | sed 's/^[0-9.]* /    /'
 	echo
 	echo "Committed/s through the run, per 500 ms:"
 	echo
@@ -117,6 +136,9 @@ gnuplot <<-EOF
 	set ylabel "committed transactions/s (per 100 ms)"
 	set arrow from $KILL_AT, graph 0 to $KILL_AT, graph 1 nohead dt 2
 	set label "kill" at $KILL_AT, graph 0.95 offset 0.5,0
+	$([ -n "$copy_done" ] && c=$(on_run_clock "$copy_done") &&
+	  echo "set arrow from $c, graph 0 to $c, graph 1 nohead dt 3" &&
+	  echo "set label \"spare whole\" at $c, graph 0.88 offset 0.5,0")
 	plot "$timeline" using 1:2 with lines title "committed/s"
 EOF
 [ "${violations:-1}" = 0 ]

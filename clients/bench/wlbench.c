@@ -1017,7 +1017,7 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
  * version mark, so replicas agree on it whatever each one's history (its
  * bucket floors differ with what it evicted), and no key's version goes back.
  */
-static int load_version(const struct wl_opts *o, uint64_t *version)
+static int load_version(const struct wl_opts *o, uint64_t skip, uint64_t *version)
 {
 	unsigned long long mark;
 	unsigned int s;
@@ -1029,6 +1029,8 @@ static int load_version(const struct wl_opts *o, uint64_t *version)
 	for (s = 0; s < o->nservers; s++) {
 		bool got = false;
 
+		if (s < 64 && (skip >> s & 1))
+			continue;	/* a replica of nothing: it gets no rows */
 		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' version-mark",
 			 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
 		f = popen(cmd, "r");
@@ -1056,11 +1058,11 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
 	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-	uint64_t t0 = xtx_now_ns(), version;
+	uint64_t t0 = xtx_now_ns(), version, gone = xtx_servers_moved_out(c);
 	unsigned int s;
 	int rc;
 
-	if (load_version(o, &version))
+	if (load_version(o, gone, &version))
 		return -1;
 	p.f = calloc(o->nservers, sizeof(*p.f));
 	if (!p.f)
@@ -1069,6 +1071,8 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	for (s = 0; s < o->nservers && !rc; s++) {
 		char cmd[1024];
 
+		if (s < 64 && (gone >> s & 1))
+			continue;
 		/* its report goes to stderr: stdout may be carrying JSON */
 		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - "
 			 "--version %llu >&2", o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s],

@@ -10,7 +10,7 @@
 # committed write lost.  A second failure is then survived too, and the first server,
 # back, starts empty and copies its way in.  Last, a partition: a server cut off past its
 # session never serves again.
-# checks: 36 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 37 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=f$$
@@ -188,13 +188,31 @@ check "a second server stopping is survived: epoch 5 moves server $second out" \
 	grep -q "\"epoch\":5,.*\"index\":$second,[^}]*\"live\":false,[^}]*\"replica_of\":0" <<<"$s"
 verify_all "... and SmallBank runs on the two left, --verify passing"
 
-# ---- the first server comes back: it starts empty and copies its way in ----
+# ---- the first server comes back: it starts empty and copies its way in, under TATP ----
+tatp() {
+	client "$BUILD/xtxbench" tatp --zk "$ZK_CLIENT" --zk-name "$NAME" --subscribers 2000 \
+		--ctl "$(all_server_ctls)" --warmup 0 --threads 2 --client-base 70 --json "$@"
+}
+tatp --populate --duration 0 >"$tmp/tatp-pop.out" 2>&1
+rc=$?
+check "TATP populated on the two whole replicas, the servers of no shard skipped (exit $rc)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || tail -n 5 "$tmp/tatp-pop.out" | sed 's/^/    /'
+# TATP deletes and re-inserts call forwardings: deletes racing the copy of their keys
+tatp --duration 8s --verify >"$tmp/tatp.out" 2>&1 &
+pt=$!
+sleep 1
 link_up "$victim"
 load_member "$victim" >"$tmp/load-back.out" 2>&1 || { fail "load server $victim again"; cat "$tmp/load-back.out"; }
 check "back, server $victim starts empty" grep -q "replica of no shard: it starts empty" "$(log_of "$victim")"
 s=$(whole_again 5)
 check "... copies, and counts as a replica: no shard short of R ($(field epoch "$s"))" \
 	grep -q '"epoch":7,"replication":3,"shards":12,"under_replicated":0' <<<"$s"
+grep -h "whole here" "$(log_of "$victim")" | sed 's/^/    /'
+wait "$pt"
+rc=$?
+check "TATP through the copy: --verify passes, the returning server's copy included (exit $rc)" \
+	test "$rc" -eq 0 -a -n "$(grep -o '"violations":0' "$tmp/tatp.out")"
+[ "$rc" -eq 0 ] || grep -v '^{' "$tmp/tatp.out" | tail -n 10 | sed 's/^/    /'
 verify_all "... its copy equal to the others'"
 
 # ---- a partition, on a fresh cluster of the 4: cut off past its session, never again ----

@@ -616,10 +616,17 @@ int main(int argc, char **argv)
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
-	if (o.member.zk && xtxd_member_holds_nothing() && !o.fresh) {
+	if (o.member.zk && xtxd_member_holds_nothing()) {
+		/*
+		 * What it holds (even in a program left attached by an xtxd
+		 * killed here) is older than the shards' replicas: a key
+		 * deleted since would come back
+		 */
 		pr_info("xtxd: this server is a replica of no shard: it starts empty and joins by "
 			"copying\n");
 		o.fresh = true;
+		xtx_detach(&t);
+		xtx_unpin(&t);
 	}
 
 	/* held from before the attach until the store is whole again */
