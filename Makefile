@@ -221,9 +221,11 @@ bench: deps
 	$(Q)scripts/bench_failover.sh
 
 # Every workload and protocol under every fault kind; ends "nemesis: N runs, N anomalies".
+# Then repeated failovers of a cluster held in ZooKeeper, each ending whole again.
 nemesis: deps
 	$(Q)$(MAKE) all
 	$(Q)NEMESIS_FULL=1 bash tests/nemesis.sh
+	$(Q)bash tests/nemesis_failover.sh
 
 bench-kv: deps
 	$(Q)$(MAKE) all

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "maps.h"
 #include "parse.h"
+#include "placement.h"
 #include "stats.h"
 #include "pktctx.h"
 #include "kv.h"
@@ -439,6 +440,16 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 		return XTX_ST_SQUASHED;
 	if (xtx_hades_state(r.ctl) != XTX_HS_ACTIVE)
 		return XTX_ST_BAD_ARG;	/* its last intend already ran */
+	if (!nowrite && !xtx_placement_covered(op->table, op->key, op->token)) {
+		/*
+		 * Placed by an older configuration: nothing staged, and no Ack
+		 * here ever (its LAST finds the slot squashed), so no resolver
+		 * can validate it without this write
+		 */
+		__sync_val_compare_and_swap(&r.s->ctl, r.ctl,
+					    xtx_hades_ctl(xtx_hades_gen(r.ctl), XTX_HS_SQUASHED));
+		return XTX_ST_MOVED;
+	}
 	r.s->touched_ns = xtx_now(pc);
 	primary = (r.s->flags & XTX_HSLF_PRIMARY) || (!nowrite && !replica);
 	if (last && primary) {

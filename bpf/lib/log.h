@@ -11,6 +11,7 @@
 #include "config.h"
 #include "maps.h"
 #include "locks.h"
+#include "placement.h"
 
 /*
  * An append that proves no grant (HADES, a backup, or an older client at
@@ -64,26 +65,13 @@ static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
 	return XTX_ST_RETRY;
 }
 
-/*
- * Whether op names its key's replica set under the served configuration.
- * xtxd closes the server (epoch fenced) while it rewrites the shards, so
- * the count and the sets are never read half changed.
- */
+/* Whether op names its key's replica set under the served configuration. */
 static __always_inline bool xtx_log_placed_here(const struct xtx_op *op)
 {
-	__u32 zero = 0, n, shard, *want;
-	struct xtx_epoch_lease *el = bpf_map_lookup_elem(&xtx_epoch, &zero);
+	__u32 set = 0;
+	int r = xtx_placement(op->table, op->key, &set);
 
-	if (!el)
-		return false;
-	n = *(volatile __u32 *)&el->nshards;
-	if (!n)
-		return true;	/* a static cluster: placement is the clients' */
-	if (n > XTX_SHARDS_MAX)
-		return false;
-	shard = xtx_shard_of(xtx_hash(op->table, op->key), n);
-	want = bpf_map_lookup_elem(&xtx_shards, &shard);
-	return want && *want == (__u32)op->token;
+	return r == 0 || (r > 0 && set == (__u32)op->token);
 }
 
 static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,

@@ -191,7 +191,7 @@ after=$(replicas_of "$mgr" "$s")
 # server 2's going left 9 shards at two replicas, some of them server $mgr's
 check "... and leaves server $mgr in: a shard of it would keep one replica (epoch 2, in ${before:-?} -> ${after:-?})" \
 	test -n "$(grep -o '"epoch":2,' <<<"$s")" -a "${after:-0}" = "${before:-1}"
-check "... saying so in its log" grep -q "server $mgr (.*) failed: a shard of it would keep one replica" \
+check "... saying so in its log" grep -q "server $mgr (.*) failed: a shard of it would keep one whole replica" \
 	/run/xtx/"$PREFIX"-s[0-3]-*.log
 out=$(load_member "$mgr" 2>&1)
 check "server $mgr joins again ($out)" test "$(live "$mgr")" = true

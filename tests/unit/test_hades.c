@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* HADES: Bloom filter properties and BPF_PROG_TEST_RUN tables for every op and state change. */
-/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -574,6 +574,45 @@ static void test_replica(void)
 	H(XTX_OP_HABORT, 0, TXN(60), 0, 0, 0);
 }
 
+/*
+ * In a cluster, a write's HINTEND must name every replica of its key's
+ * shard among the participants: one placed before a copier joined the
+ * shard is refused MOVED, nothing staged, and its slot never Acks.
+ */
+static void test_intend_placement(void)
+{
+	static const __u16 three[3] = { 0, 1, 3 };
+	int efd = bpf_map__fd(skel->maps.xtx_epoch), sfd = bpf_map__fd(skel->maps.xtx_shards);
+	struct xtx_epoch_lease el = { .nshards = 4 }, none = {};
+	__u32 zero = 0, shard = xtx_shard_of(xtx_hash(0, 720), 4), set;
+	struct hop h = { .opcode = XTX_OP_HINTEND, .key = 720, .txn = TXN(170), .flags = BEGIN,
+			 .version = 1, .fill = 0x72, .token = 0x7 };	/* servers 0, 1, 2 */
+	struct xtx_hades_slot sl;
+	struct xtx_op o;
+
+	bpf_map_update_elem(efd, &zero, &el, 0);
+	set = (__u32)xtx_log_replicas_pack(three, 3);
+	bpf_map_update_elem(sfd, &shard, &set, 0);
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_MOVED, "a write not naming copier 3 is refused MOVED: %u",
+	      o.status);
+	CHECK(slot_of(TXN(170), &sl, NULL) && sl.nstaged == 0 && state_of(TXN(170)) ==
+	      XTX_HS_SQUASHED, "nothing staged, the slot squashed (state %u)", state_of(TXN(170)));
+	h.flags = LAST | NOWR;
+	h.key = 0;
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_SQUASHED, "its LAST gets no Ack: %u", o.status);
+	H(XTX_OP_HABORT, 0, TXN(170), 0, 0, 0);
+	h = (struct hop){ .opcode = XTX_OP_HINTEND, .key = 720, .txn = TXN(171),
+			  .flags = BEGIN | LAST, .version = 1, .fill = 0x72, .token = 0xb };
+	o = hop_req(&h, next_req++);
+	CHECK(o.status == XTX_ST_OK, "one naming 0, 1 and 3 stages and Acks: %u", o.status);
+	H(XTX_OP_HABORT, 0, TXN(171), 0, 0, 0);
+	bpf_map_update_elem(efd, &zero, &none, 0);
+	set = 0;
+	bpf_map_update_elem(sfd, &shard, &set, 0);
+}
+
 static void test_too_many_writes(void)
 {
 	struct xtx_hades_slot s;
@@ -1039,6 +1078,7 @@ int main(void)
 	RUN_CASE(test_validate_redoes_lost_install);
 	RUN_CASE(test_abort_discards);
 	RUN_CASE(test_replica);
+	RUN_CASE(test_intend_placement);
 	RUN_CASE(test_too_many_writes);
 	RUN_CASE(test_bad_input);
 	RUN_CASE(test_occupancy_bookkeeping);

@@ -118,9 +118,11 @@ static int cluster_init(const struct cluster_opts *o)
 	}
 	if (rc)
 		return 1;
-	printf("cluster '%s' created at %s: epoch %u, %u servers (%u spare), replication %u, "
-	       "%u shards\n", o->name, o->zk, c.epoch, c.nservers, all - n, c.replication,
-	       c.nshards);
+	printf("cluster '%s' created at %s: epoch %u, %u servers", o->name, o->zk, c.epoch,
+	       c.nservers);
+	if (all > n)
+		printf(" (%u spare)", all - n);
+	printf(", replication %u, %u shards\n", c.replication, c.nshards);
 	return 0;
 }
 

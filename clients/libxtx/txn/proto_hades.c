@@ -89,6 +89,10 @@ static void abort_cause_of(struct xtx_txn *t, const struct xtx_op *op)
 	case XTX_ST_TOO_MANY:
 		txn_abort_for(t, XTX_CAUSE_FULL);
 		break;
+	case XTX_ST_MOVED:
+		/* placed by an older configuration: nothing staged there, never an Ack */
+		txn_abort_for(t, XTX_CAUSE_MOVED);
+		break;
 	default:
 		txn_refused(t, op);
 		break;

@@ -226,6 +226,14 @@ void txn_on_lost(struct txn_opref *ref)
 		goto keep_trying;
 	case TOP_HVALIDATE:
 	case TOP_HABORT:
+		/*
+		 * Moved out: every participant acked (validate) and the ones
+		 * left validate without it, or its slot went with it (abort)
+		 */
+		if (moved) {
+			t->waiting--;
+			break;
+		}
 keep_trying:
 		/*
 		 * Once a LOG_APPEND is out (or every HADES participant acked)

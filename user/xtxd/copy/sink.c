@@ -25,26 +25,50 @@
 #define SETTLE_WAIT_NS		(20ull * 1000 * 1000 * 1000)
 #define BATCH			1024
 
+/*
+ * One worker thread, started with the first copy and kept: the member
+ * thread only hands it work (xtxd_copy_begin() never waits: the member
+ * thread renews the lease), and a newer epoch cancels the copy under way.
+ */
 static struct {
-	pthread_mutex_t mu;	/* the fields below but the atomics */
+	pthread_mutex_t mu;	/* everything below but the atomics */
+	pthread_cond_t cv;	/* work handed over, or quit */
 	pthread_t tid;
-	bool running, have;
-	atomic_bool stop;
+	bool running, quit;
+	unsigned int gen;		/* bumped by every hand-over */
+	atomic_uint current;		/* the gen the worker is copying for */
+	bool have;			/* a copy was ever started */
+	struct xtx_cluster want;	/* the latest configuration handed over */
+	unsigned int want_self;
+	uint16_t port;
+	/* the copy under way, the worker's own */
 	struct xtx_cluster c;
 	unsigned int self;
-	uint16_t port;
+	uint16_t cport;
 	uint64_t start_ns;
 	_Atomic uint64_t keys;		/* received and installed (or older than what is here) */
 	atomic_bool done;
 	_Atomic uint32_t ms;		/* how long it took, once done */
-} K = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	_Atomic uint32_t epoch;		/* the epoch it copies for */
+} K = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* The copy under way was replaced by a newer one, or xtxd stops. */
+static bool cancelled(void)
+{
+	bool c;
+
+	pthread_mutex_lock(&K.mu);
+	c = K.quit || K.gen != atomic_load(&K.current);
+	pthread_mutex_unlock(&K.mu);
+	return c;
+}
 
 static void nap(uint64_t ns)
 {
 	uint64_t until = xtx_now_ns() + ns;
 	const struct timespec tick = { 0, 20 * 1000 * 1000 };
 
-	while (!atomic_load(&K.stop) && xtx_now_ns() < until)
+	while (!cancelled() && xtx_now_ns() < until)
 		nanosleep(&tick, NULL);
 }
 
@@ -62,7 +86,7 @@ static int install(struct xtxd_live *l, const struct xtx_kv_item *k)
 	memcpy(e.value, k->value, e.vlen);
 	do
 		err = xtxd_live_install(l, &e);
-	while (err == -ETIMEDOUT && ++tries < 5 && !atomic_load(&K.stop));
+	while (err == -ETIMEDOUT && ++tries < 5 && !cancelled());
 	return err < 0 ? err : 0;
 }
 
@@ -72,7 +96,7 @@ static int recv_some(int fd, void *buf, size_t len, size_t *got)
 	ssize_t n;
 
 	for (;;) {
-		if (atomic_load(&K.stop))
+		if (cancelled())
 			return -ECANCELED;
 		n = recv(fd, buf, len, 0);
 		if (n > 0) {
@@ -107,7 +131,7 @@ static int recv_exact(int fd, void *buf, size_t len)
 static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_req *rq)
 {
 	static struct xtx_kv_item buf[BATCH];
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(K.port + 1)),
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(K.cport + 1)),
 				 .sin_addr = K.c.server[src] };
 	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
 	struct xtxd_copy_hdr h;
@@ -199,26 +223,21 @@ static int copy_once(struct xtxd_live *l)
 	}
 	/* a transaction that deleted a key before its older copy arrived is applied again */
 	do
-		err = xtxd_resolve_settle(SETTLE_WAIT_NS, &left);
-	while (err == -ETIMEDOUT && !atomic_load(&K.stop));
+		err = xtxd_resolve_settle(SETTLE_WAIT_NS, cancelled, &left);
+	while (err == -ETIMEDOUT);
+	if (!err)
+		err = xtxd_resolve_replay_deletes(&left);
 	return err;
 }
 
-static void *copy_main(void *arg)
+/* One configuration's copy, until done or cancelled. */
+static void copy_for(struct xtxd_live *l)
 {
-	struct xtxd_live *l = xtxd_resolve_live();
 	uint64_t t;
 
-	(void)arg;
-	rcu_register_thread();
-	xtxd_resolve_hold_deletes(true);
 	pr_info("copy: epoch %u: copying %u shards\n", K.c.epoch,
 		xtx_cluster_copying(&K.c, K.self));
-	while (!atomic_load(&K.stop)) {
-		if (!l) {
-			pr_warn("Error: copy: no resolver runs here: nothing to install with\n");
-			break;
-		}
+	while (!cancelled()) {
 		atomic_store(&K.keys, 0);
 		if (!copy_once(l)) {
 			t = xtx_now_ns() - K.start_ns;
@@ -229,11 +248,53 @@ static void *copy_main(void *arg)
 				(unsigned long long)atomic_load(&K.keys),
 				(unsigned long long)(t / 1000000),
 				t ? (double)atomic_load(&K.keys) * 1e9 / (double)t : 0.0);
-			break;
+			return;
 		}
 		nap(RETRY_NS);
 	}
-	xtxd_resolve_hold_deletes(false);
+}
+
+static void *copy_main(void *arg)
+{
+	struct xtxd_live *l = xtxd_resolve_live();
+	unsigned int seen = 0;
+
+	(void)arg;
+	rcu_register_thread();
+	pthread_mutex_lock(&K.mu);
+	for (;;) {
+		while (!K.quit && K.gen == seen)
+			pthread_cond_wait(&K.cv, &K.mu);
+		if (K.quit)
+			break;
+		seen = K.gen;
+		atomic_store(&K.current, seen);
+		K.c = K.want;
+		K.self = K.want_self;
+		K.cport = K.port;
+		pthread_mutex_unlock(&K.mu);
+		if (!xtx_cluster_copying(&K.c, K.self)) {
+			pthread_mutex_lock(&K.mu);
+			continue;
+		}
+		K.start_ns = xtx_now_ns();
+		atomic_store(&K.keys, 0);
+		atomic_store(&K.done, false);
+		atomic_store(&K.epoch, K.c.epoch);
+		pthread_mutex_lock(&K.mu);
+		K.have = true;
+		pthread_mutex_unlock(&K.mu);
+		if (!l) {
+			pr_warn("Error: copy: no resolver runs here: nothing to install with\n");
+		} else {
+			/* from before the first key: a delete may race any of them */
+			xtxd_resolve_hold_deletes(true);
+			copy_for(l);
+			xtxd_resolve_hold_deletes(false);
+		}
+		pthread_mutex_lock(&K.mu);
+	}
+	pthread_mutex_unlock(&K.mu);
 	rcu_unregister_thread();
 	return NULL;
 }
@@ -241,40 +302,35 @@ static void *copy_main(void *arg)
 void xtxd_copy_stop(void)
 {
 	pthread_mutex_lock(&K.mu);
-	if (K.running) {
-		atomic_store(&K.stop, true);
-		pthread_join(K.tid, NULL);
-		K.running = false;
-	}
+	K.quit = true;
+	pthread_cond_broadcast(&K.cv);
 	pthread_mutex_unlock(&K.mu);
+	if (K.running)
+		pthread_join(K.tid, NULL);
+	K.running = false;
 }
 
 void xtxd_copy_begin(const struct xtx_cluster *c, unsigned int self, uint16_t port)
 {
-	bool same;
 	int err;
 
 	pthread_mutex_lock(&K.mu);
-	same = K.have && K.c.epoch == c->epoch;
-	pthread_mutex_unlock(&K.mu);
-	if (same)
+	/* the same configuration again (a restart of the member's look): nothing new */
+	if (K.gen && K.want.epoch == c->epoch) {
+		pthread_mutex_unlock(&K.mu);
 		return;
-	xtxd_copy_stop();
-	if (!xtx_cluster_copying(c, self))
-		return;
-	pthread_mutex_lock(&K.mu);
-	K.c = *c;
-	K.self = self;
+	}
+	K.want = *c;
+	K.want_self = self;
 	K.port = port;
-	K.have = true;
-	K.start_ns = xtx_now_ns();
-	atomic_store(&K.keys, 0);
-	atomic_store(&K.done, false);
-	atomic_store(&K.stop, false);
-	err = pthread_create(&K.tid, NULL, copy_main, NULL);
-	if (err)
-		pr_warn("Error: copy: starting its thread: %s\n", strerror(err));
-	K.running = !err;
+	K.gen++;
+	pthread_cond_broadcast(&K.cv);
+	if (!K.running && !K.quit && xtx_cluster_copying(c, self)) {
+		err = pthread_create(&K.tid, NULL, copy_main, NULL);
+		if (err)
+			pr_warn("Error: copy: starting its thread: %s\n", strerror(err));
+		K.running = !err;
+	}
 	pthread_mutex_unlock(&K.mu);
 }
 
@@ -284,8 +340,8 @@ bool xtxd_copy_progress(struct xtx_zk_copy *p)
 
 	pthread_mutex_lock(&K.mu);
 	have = K.have;
-	p->epoch = K.c.epoch;
 	pthread_mutex_unlock(&K.mu);
+	p->epoch = atomic_load(&K.epoch);
 	p->keys = atomic_load(&K.keys);
 	p->done = atomic_load(&K.done);
 	p->ms = p->done ? atomic_load(&K.ms) :

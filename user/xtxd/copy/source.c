@@ -34,8 +34,14 @@ static struct {
 	int sock, stop_fd;
 	pthread_t tid;
 	bool running;
+	atomic_bool quit;
 	xtxd_copy_config_fn config;
 } S = { .sock = -1, .stop_fd = -1 };
+
+static bool stopping(void)
+{
+	return atomic_load(&S.quit);
+}
 
 /* A batch of items on its way to the copier. */
 struct out {
@@ -75,8 +81,11 @@ static int flush(struct out *o)
 
 static int emit(struct out *o, const struct xtxd_ovf_item *it)
 {
-	struct xtx_kv_item *k = &o->b[o->n++];
+	struct xtx_kv_item *k;
 
+	if (stopping())
+		return -ECANCELED;
+	k = &o->b[o->n++];
 	memset(k, 0, sizeof(*k));
 	k->key = it->key;
 	k->version = it->version;
@@ -247,7 +256,7 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 		err = check(&rq, peer, &c, self);
 	/* what began under the old placement commits here, never there: it must be in the copy */
 	if (!err) {
-		err = xtxd_resolve_settle(SETTLE_WAIT_NS, &left);
+		err = xtxd_resolve_settle(SETTLE_WAIT_NS, stopping, &left);
 		if (err == -ETIMEDOUT)
 			pr_warn("copy: %zu transactions logged here still unsettled after %llu s\n",
 				left, SETTLE_WAIT_NS / 1000000000ull);
@@ -326,6 +335,7 @@ int xtxd_copy_serve_start(uint16_t port, xtxd_copy_config_fn config)
 	int one = 1, err;
 
 	S.config = config;
+	atomic_store(&S.quit, false);
 	S.sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (S.sock < 0 || setsockopt(S.sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(S.sock, (struct sockaddr *)&a, sizeof(a)) || listen(S.sock, 8)) {
@@ -354,6 +364,7 @@ void xtxd_copy_serve_stop(void)
 {
 	uint64_t one = 1;
 
+	atomic_store(&S.quit, true);
 	if (S.running) {
 		if (write(S.stop_fd, &one, sizeof(one)) != sizeof(one))
 			pr_warn("copy: stopping its thread: %s\n", strerror(errno));

@@ -74,6 +74,9 @@ static struct {
 	bool rc_short;			/* the current one could not list them all */
 	/* A copy into this server is under way: keep finished deletes (xtxd_resolve_hold_deletes) */
 	bool hold_deletes;
+	/* ... and the decided (HADES) deletes logged meanwhile, to apply again after it (under mu) */
+	struct xtx_log_entry *late_del;
+	size_t nlate, late_cap;
 	/* Whether this server may speak for itself now (xtxd_resolve_set_gate). */
 	bool (*serving)(void);
 	uint64_t silenced;		/* messages ignored while it may not */
@@ -86,6 +89,26 @@ static const char *outcome_name(int o)
 	return o == XTXD_OUT_COMMIT ? "commit" : o == XTXD_OUT_ABORT ? "abort" : "none";
 }
 
+/* A decided delete logged while a copy comes in: applied again once it is in. */
+static void note_late_delete(const struct xtx_log_entry *e)
+{
+	pthread_mutex_lock(&R.mu);
+	if (R.nlate == R.late_cap) {
+		size_t cap = R.late_cap ? R.late_cap * 2 : 256;
+		struct xtx_log_entry *v = realloc(R.late_del, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&R.mu);
+			pr_warn("resolve: out of memory noting a delete during a copy\n");
+			return;
+		}
+		R.late_del = v;
+		R.late_cap = cap;
+	}
+	R.late_del[R.nlate++] = *e;
+	pthread_mutex_unlock(&R.mu);
+}
+
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 {
 	uint64_t now = 0;
@@ -94,6 +117,10 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 	for (i = 0; i < n; i++) {
 		struct xtxd_txn *x;
 
+		if ((e[i].flags & (XTX_LOGF_DECIDED | XTX_LOGF_DELETE)) ==
+		    (XTX_LOGF_DECIDED | XTX_LOGF_DELETE) &&
+		    __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE))
+			note_late_delete(&e[i]);
 		/* one replica, or logged once decided: nobody to ask */
 		if (e[i].nreplicas < 2 || (e[i].flags & XTX_LOGF_DECIDED) ||
 		    !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
@@ -150,6 +177,11 @@ static int pos_of(const struct xtxd_txn *x, int idx)
 		if (x->rep[i] == idx)
 			return i;
 	return -1;
+}
+
+static uint64_t gone_mask(void)
+{
+	return __atomic_load_n(&R.gone, __ATOMIC_ACQUIRE);
 }
 
 static bool is_gone(int idx)
@@ -1009,7 +1041,7 @@ static void list_all(struct xtxd_txn *x, void *arg)
 	idset_add(arg, x->txn);
 }
 
-int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left)
+int xtxd_resolve_settle(uint64_t timeout_ns, bool (*cancelled)(void), size_t *left)
 {
 	uint64_t deadline = xtx_now_ns() + timeout_ns;
 	const struct timespec tick = { 0, 5 * 1000 * 1000 };
@@ -1023,11 +1055,21 @@ int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left)
 	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
 	if (err)
 		return err;
+	uint64_t *hades = NULL;
+	size_t nh;
+
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, list_all, &all);
 	pthread_mutex_unlock(&R.mu);
+	/* HADES transactions past their Acks here validate (install) or abort */
+	nh = xtxd_hres_committing(NULL, 0);
+	if (nh) {
+		hades = malloc(nh * sizeof(*hades));
+		nh = hades ? xtxd_hres_committing(hades, nh) : 0;
+	}
 	if (all.oom) {
 		free(all.v);
+		free(hades);
 		return -ENOMEM;
 	}
 	for (;;) {
@@ -1035,18 +1077,51 @@ int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left)
 			if (!settled(all.v[i]))
 				all.v[n++] = all.v[i];
 		all.n = n;
-		*left = n;
-		if (!n || xtx_now_ns() > deadline)
+		for (i = n = 0; hades && i < nh; i++)
+			if (xtxd_hres_still_committing(hades[i]))
+				hades[n++] = hades[i];
+		nh = n;
+		*left = all.n + nh;
+		if (!*left || xtx_now_ns() > deadline || cancelled())
 			break;
 		nanosleep(&tick, NULL);
 	}
 	free(all.v);
-	return *left ? -ETIMEDOUT : 0;
+	free(hades);
+	return !*left ? 0 : cancelled() ? -ECANCELED : -ETIMEDOUT;
 }
 
 void xtxd_resolve_hold_deletes(bool on)
 {
 	__atomic_store_n(&R.hold_deletes, on, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&R.mu);
+	free(R.late_del);
+	R.late_del = NULL;
+	R.nlate = R.late_cap = 0;
+	pthread_mutex_unlock(&R.mu);
+}
+
+int xtxd_resolve_replay_deletes(size_t *n)
+{
+	struct xtx_log_entry *v;
+	size_t i;
+	int err;
+
+	*n = 0;
+	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
+	if (err)
+		return err;
+	pthread_mutex_lock(&R.mu);
+	v = R.late_del;
+	*n = R.nlate;
+	R.late_del = NULL;
+	R.nlate = R.late_cap = 0;
+	pthread_mutex_unlock(&R.mu);
+	/* decided, so true: a copy older than the delete goes, a newer write stays */
+	for (i = 0; i < *n && !err; i++)
+		err = xtxd_live_install(&R.live, &v[i]) < 0 ? -EIO : 0;
+	free(v);
+	return err;
 }
 
 struct xtxd_live *xtxd_resolve_live(void)
@@ -1237,6 +1312,9 @@ static int open_socket(uint16_t port)
 static void cleanup(void)
 {
 	xtxd_hres_stop();
+	free(R.late_del);
+	R.late_del = NULL;
+	R.nlate = R.late_cap = 0;
 	if (R.sock >= 0)
 		close(R.sock);
 	if (R.stop_fd >= 0)
@@ -1332,7 +1410,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	err = xtxd_hres_start(t, &(struct xtxd_hres_opts){
 		.peers = &R.peers, .sock = R.sock, .peer_port = R.peer_port,
 		.fence_fd = R.fence_fd, .after_ns = R.after_ns, .live = &R.live,
-		.dirfd = R.dirfd, .grace_ns = FENCE_GRACE_NS });
+		.dirfd = R.dirfd, .grace_ns = FENCE_GRACE_NS, .gone = gone_mask });
 	if (err)
 		goto fail;
 	__atomic_store_n(&R.running, true, __ATOMIC_RELEASE);

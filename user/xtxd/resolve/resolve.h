@@ -105,18 +105,26 @@ void xtxd_resolve_set_gate(bool (*serving)(void));
 /*
  * For a copy of shards (user/xtxd/copy/): waits until every transaction
  * logged here so far (the drain shown the ring's tail first) is done with
- * here: decided and applied, or every write of it installed.  So a copy
- * read afterwards holds whatever they committed.  Up to timeout_ns; 0, or
- * -ETIMEDOUT (*left: how many were not), or the drain's failure.  The
- * caller is a registered RCU thread.
+ * here: decided and applied, or every write of it installed (HADES: its
+ * committing slot validated or aborted).  So a copy read afterwards holds
+ * whatever they committed.  Up to timeout_ns, or until cancelled() says
+ * so; 0, -ETIMEDOUT or -ECANCELED (*left: how many were not settled), or
+ * the drain's failure.  The caller is a registered RCU thread.
  */
-int xtxd_resolve_settle(uint64_t timeout_ns, size_t *left);
+int xtxd_resolve_settle(uint64_t timeout_ns, bool (*cancelled)(void), size_t *left);
 /*
  * While on, a finished transaction that deleted a key stays in the table:
  * a copy arriving late may put back an older value of that key, and the
  * transaction, unfinished again, is then decided and applied once more.
  */
 void xtxd_resolve_hold_deletes(bool on);
+/*
+ * After the copy is in: applies again every decided delete (HADES
+ * validation logs them decided) logged here since hold_deletes went on,
+ * over whatever older copy of the key arrived after it.  0 or a negative
+ * errno; *n: how many.  The caller is a registered RCU thread.
+ */
+int xtxd_resolve_replay_deletes(size_t *n);
 struct xtxd_live;
 /* The live store the resolver installs into, or NULL when it does not run. */
 struct xtxd_live *xtxd_resolve_live(void);

@@ -98,6 +98,11 @@ static void del_at(size_t i)
 
 /* ---- the slot table, shared with XDP: the same atomics XDP uses ---- */
 
+static uint64_t gone(void)
+{
+	return H.o.gone ? H.o.gone() : 0;
+}
+
 static uint64_t load64(const __u64 *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -510,6 +515,8 @@ static void on_decide(uint64_t txn, uint32_t outcome, int from, const struct soc
 /* Decides x once the answers allow it. */
 static void evaluate(struct hres_txn *x)
 {
+	uint64_t left = x->participants & ~gone();
+
 	if (!x->deciding || x->outcome != XTXD_HOUT_NONE)
 		return;
 	/* HVALIDATE follows every Ack: one validated means all acked */
@@ -517,8 +524,9 @@ static void evaluate(struct hres_txn *x)
 		decide(x, XTXD_HOUT_VALIDATE, "a participant validated it");
 	else if (x->answered & ~x->held)
 		decide(x, XTXD_HOUT_ABORT, "a participant does not hold it");
-	else if ((x->held & x->participants) == x->participants)
-		decide(x, XTXD_HOUT_VALIDATE, "every participant holds it");
+	else if ((x->held & left) == left)
+		decide(x, XTXD_HOUT_VALIDATE, left == x->participants ?
+		       "every participant holds it" : "every participant left holds it");
 }
 
 static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
@@ -584,8 +592,9 @@ static void begin(uint64_t txn, uint64_t participants, uint64_t age_ns)
 	x->deciding = true;
 	x->sent_ns = 0;
 	pr_info("resolve: hades txn %#llx committing here for %llu ms; asking participants "
-		"%#llx\n", (unsigned long long)txn, (unsigned long long)(age_ns / 1000000),
-		(unsigned long long)x->participants);
+		"%#llx (moved out: %#llx)\n", (unsigned long long)txn,
+		(unsigned long long)(age_ns / 1000000), (unsigned long long)x->participants,
+		(unsigned long long)(x->participants & gone()));
 	evaluate(x);
 }
 
@@ -678,10 +687,47 @@ static void find_stuck(uint64_t now)
 					free_reader(idx, owner, ctl, now - touched);
 				continue;
 			}
-			if (now - touched >= H.o.after_ns && hold_slot(owner))
+			/* a participant moved out: its coordinator may be waiting on it for ever */
+			if ((now - touched >= H.o.after_ns || (load64(&s->participants) & gone())) &&
+			    hold_slot(owner))
 				begin(owner, load64(&s->participants), now - touched);
 		}
 	}
+}
+
+size_t xtxd_hres_committing(uint64_t *ids, size_t cap)
+{
+	uint32_t w, b, idx;
+	size_t n = 0;
+
+	for (w = 0; H.slots && w < (H.nslots + 63) / 64; w++) {
+		uint64_t word = load64(&H.reg->used[w]);
+
+		for (b = 0; word >> b; b++) {
+			struct xtx_hades_slot *s;
+			uint64_t owner;
+
+			idx = w * 64 + b;
+			if (!((word >> b) & 1) || idx >= H.nslots)
+				continue;
+			s = &H.slots[idx];
+			owner = load64(&s->owner);
+			if (!owner || state_of(load64(&s->ctl)) != XTX_HS_COMMITTING ||
+			    !__atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE))
+				continue;
+			if (n < cap)
+				ids[n] = owner;
+			n++;
+		}
+	}
+	return n;
+}
+
+bool xtxd_hres_still_committing(uint64_t txn)
+{
+	uint64_t ctl;
+
+	return H.slots && find_slot(txn, &ctl) >= 0 && state_of(ctl) == XTX_HS_COMMITTING;
 }
 
 static void resend(struct hres_txn *x, uint64_t now)

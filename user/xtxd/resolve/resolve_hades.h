@@ -23,7 +23,8 @@
  *   answers HOLD (it has the transaction COMMITTING, or it was a reader
  *   whose committing slot the scan saw linger, so its Ack is remembered
  *   after the lease took the slot); otherwise aborted everywhere once one
- *   answers NOT_HELD or ABORTED.
+ *   answers NOT_HELD or ABORTED.  A participant the configuration moved
+ *   out is not waited for: every one left holding it validates.
  *
  * A participant asked about a transaction it does not hold fences it
  * first (the xtx_fence map, which HINTEND consults: NACK from then on),
@@ -83,11 +84,24 @@ struct xtxd_hres_opts {
 	struct xtxd_live *live;		/* where validated writes go */
 	int dirfd;			/* the data directory: the log, searched before NOT_HELD */
 	uint64_t grace_ns;		/* longer than any XDP run */
+	/*
+	 * Servers the configuration moved out (a bit per index): not waited
+	 * for, and a slot naming one is decided at once with the
+	 * participants left (Xenic's rule, as for logged transactions).
+	 */
+	uint64_t (*gone)(void);
 };
 
 /* Maps the slot table; 0 or a negative errno after printing why. */
 int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o);
 void xtxd_hres_stop(void);
+/*
+ * For a copy (xtxd_resolve_settle()), from any thread: the transactions
+ * holding a committing slot with staged writes here now (up to cap of them
+ * into ids; returns how many there are), and whether one still does.
+ */
+size_t xtxd_hres_committing(uint64_t *ids, size_t cap);
+bool xtxd_hres_still_committing(uint64_t txn);
 /* Transactions validated, aborted and fenced here so far; safe from any thread. */
 void xtxd_hres_get_stats(uint64_t *validated, uint64_t *aborted, uint64_t *fenced);
 /* Finds slots left committing, decides, resends what is unanswered. */
