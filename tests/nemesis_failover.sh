@@ -6,12 +6,13 @@
 # spare copies the shards left short of R, and the killed server comes back empty as the
 # next spare.  Every round must show its failover and copy happened, and ends with money
 # conserved, --verify on every replica, and the exact history check of every transaction.
-# NEMESIS_FAILOVERS rounds (default 4).
-# checks: 27 with 4 rounds
+# Bank runs OCC, 2PL and HADES in turn (HADES in its own table), SmallBank OCC and 2PL.
+# NEMESIS_FAILOVERS rounds (default 6).
+# checks: 39 with 6 rounds
 source "$(dirname "$0")/integration/lib.sh"
 NSERVERS=4
 NAME=nf$$
-ROUNDS=${NEMESIS_FAILOVERS:-4}
+ROUNDS=${NEMESIS_FAILOVERS:-6}
 WORK=$(mktemp -d /tmp/xtx-nemesis-failover.XXXXXX)
 ANOMALIES=0
 CHECKED=0
@@ -58,7 +59,15 @@ client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --account
 check "a cluster of 3 servers and a spare, SmallBank populated (exit $?)" test $? -eq 0
 
 for ((round = 1; round <= ROUNDS; round++)); do
-	case $((round % 2)) in 1) bp=occ sp=2pl ;; *) bp=2pl sp=occ ;; esac
+	case $((round % 3)) in 1) bp=occ sp=2pl ;; 2) bp=2pl sp=occ ;; *) bp=hades sp=2pl ;; esac
+	# HADES keeps its own table: a table serves one protocol family at a time
+	if [ "$bp" = hades ]; then
+		btable=14
+		[ "$round" -gt 3 ] && bsetup=--no-setup || bsetup=
+	else
+		btable=15
+		[ "$round" -gt 1 ] && bsetup=--no-setup || bsetup=
+	fi
 	s=$(status_json)
 	epoch=$(field epoch "$s")
 	# a whole server, chosen at random, the manager included
@@ -68,7 +77,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	echo "# round $round: bank $bp, SmallBank $sp; server $victim dies (manager: $(field manager "$s"))"
 	client "$BUILD/xtxbench" bank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 64 \
 		--client-base 10 --threads 2 --check --json --duration 11s --protocol "$bp" \
-		$([ "$round" -gt 1 ] && echo --no-setup) --history "$WORK/bank$round" \
+		--table "$btable" $bsetup --history "$WORK/bank$round" \
 		>"$WORK/bank$round.out" 2>&1 &
 	pb=$!
 	client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 5000 \
