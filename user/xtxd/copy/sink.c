@@ -258,6 +258,12 @@ static void *copy_main(void *arg)
 {
 	struct xtxd_live *l = xtxd_resolve_live();
 	unsigned int seen = 0;
+	/*
+	 * Deletes are held from the first key of a copy until one is done: a
+	 * copy cancelled for a newer epoch may have put back keys the next one
+	 * no longer sends, which only the held deletes undo.
+	 */
+	bool holding = false;
 
 	(void)arg;
 	rcu_register_thread();
@@ -274,6 +280,9 @@ static void *copy_main(void *arg)
 		K.cport = K.port;
 		pthread_mutex_unlock(&K.mu);
 		if (!xtx_cluster_copying(&K.c, K.self)) {
+			if (holding)
+				xtxd_resolve_hold_deletes(false);
+			holding = false;
 			pthread_mutex_lock(&K.mu);
 			continue;
 		}
@@ -287,14 +296,20 @@ static void *copy_main(void *arg)
 		if (!l) {
 			pr_warn("Error: copy: no resolver runs here: nothing to install with\n");
 		} else {
-			/* from before the first key: a delete may race any of them */
-			xtxd_resolve_hold_deletes(true);
+			if (!holding)
+				xtxd_resolve_hold_deletes(true);
+			holding = true;
 			copy_for(l);
-			xtxd_resolve_hold_deletes(false);
+			if (atomic_load(&K.done)) {
+				xtxd_resolve_hold_deletes(false);
+				holding = false;
+			}
 		}
 		pthread_mutex_lock(&K.mu);
 	}
 	pthread_mutex_unlock(&K.mu);
+	if (holding)
+		xtxd_resolve_hold_deletes(false);
 	rcu_unregister_thread();
 	return NULL;
 }
