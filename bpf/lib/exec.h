@@ -62,6 +62,11 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	case XTX_OP_LOG_APPEND:
 		if (op->vlen > xtx_value_size || !op->txn || xtx_txn_client(op->txn) != client_id)
 			return op->vlen > xtx_value_size ? XTX_ST_BAD_ARG : XTX_ST_BAD_TXN;
+		/* a participant list carries no write: never the last, a delete or a grant */
+		if ((op->flags & XTX_OPF_LOG_META) &&
+		    ((op->flags & (XTX_OPF_LOG_LAST | XTX_OPF_LOG_PRIMARY | XTX_OPF_DELETE)) ||
+		     op->vlen || op->key))
+			return XTX_ST_BAD_ARG;
 		return XTX_ST_OK | mutates;
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:

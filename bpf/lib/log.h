@@ -100,7 +100,8 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	 * with a failed server, and the replicas recovery asks are others.
 	 * HADES's decided writes are placed by their validation.
 	 */
-	if (!(extra & XTX_LOGF_DECIDED) && !xtx_log_placed_here(op))
+	if (!(extra & XTX_LOGF_DECIDED) && !(op->flags & XTX_OPF_LOG_META) &&
+	    !xtx_log_placed_here(op))
 		return XTX_ST_MOVED;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */
@@ -126,7 +127,8 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	e->table = op->table;
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
-		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) | extra;
+		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
+		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) | extra;
 	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
 	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
 		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
@@ -137,7 +139,7 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	/* publish: the entry's stores are ordered before the tail that exposes it */
 	__sync_lock_test_and_set(&c->tail, tail + 1);
 	c->appended++;
-	if (!(op->flags & XTX_OPF_LOG_PRIMARY))
+	if (!(op->flags & (XTX_OPF_LOG_PRIMARY | XTX_OPF_LOG_META)))
 		xtx_log_mark_lock(op);
 	op->version = tail;
 	return XTX_ST_OK;

@@ -65,7 +65,8 @@ static void usage(FILE *out)
 		"  -j, --json              one JSON object\n"
 		"\n"
 		"Fields: value=HEX version=N token=N txn=SEQ flags=FLAG[,FLAG...]\n"
-		"        FLAG: delete, no-value, last; HADES ops also begin, replica, no-write\n"
+		"        FLAG: delete, no-value, last, meta (log-append: the participants,\n"
+		"        a bitmap in version); HADES ops also begin, replica, no-write\n"
 		"        replicas=A[,B[,C]] (log-append: the replica set, packed into token)\n"
 		"        participants=A[,B...] (hintend: the server indices, a bitmap in token)\n"
 		"OP:",
@@ -141,6 +142,8 @@ static int parse_flags(const char *s, struct op_opts *o)
 			flags |= XTX_OPF_NO_VALUE;
 		else if (n == 4 && !strncmp(p, "last", n))
 			flags |= hades ? XTX_HOPF_LAST : XTX_OPF_LOG_LAST;
+		else if (!hades && n == 4 && !strncmp(p, "meta", n))
+			flags |= XTX_OPF_LOG_META;
 		else if (hades && n == 5 && !strncmp(p, "begin", n))
 			flags |= XTX_HOPF_BEGIN;
 		else if (hades && n == 7 && !strncmp(p, "replica", n))
@@ -148,8 +151,8 @@ static int parse_flags(const char *s, struct op_opts *o)
 		else if (hades && n == 8 && !strncmp(p, "no-write", n))
 			flags |= XTX_HOPF_NO_WRITE;
 		else {
-			fprintf(stderr, "Error: flags: '%s' is not a list of delete, no-value, last "
-				"(and for HADES ops begin, replica, no-write)\n", s);
+			fprintf(stderr, "Error: flags: '%s' is not a list of delete, no-value, last, "
+				"meta (and for HADES ops begin, replica, no-write)\n", s);
 			return -1;
 		}
 		p += n;

@@ -31,6 +31,16 @@
  * replayed as it is, never asked about (xtx_log_append_decided()).
  */
 #define XTX_LOGF_DECIDED	0x04
+/*
+ * Not a write: the transaction's participants (every server any write of
+ * it is logged at), a bitmap of server indices in version; key 0, no
+ * value.  Sent to a server whose own writes' replica sets do not name
+ * them all, before its LAST write (which counts it among nwrites), so the
+ * resolver there asks every participant, not only the replicas of the
+ * keys it holds: two groups of servers sharing no server could otherwise
+ * each decide the transaction on its own, differently.
+ */
+#define XTX_LOGF_META		0x08
 
 /*
  * One logged write.  The replica set (server indices of the coordinator's
@@ -50,8 +60,9 @@ struct xtx_log_entry {
 	__u16 replicas[3];
 	/*
 	 * On the LAST entry: how many writes the transaction logs at this
-	 * server, so a record missing one is never taken as complete (0: not
-	 * told, as from HADES validation, which logs decided writes).
+	 * server (its META entry counted), so a record missing one is never
+	 * taken as complete (0: not told, as from HADES validation, which
+	 * logs decided writes).
 	 */
 	__u16 nwrites;
 	__u8 value[XTX_VALUE_MAX];

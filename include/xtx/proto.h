@@ -299,6 +299,8 @@ enum xtx_status {
 #define XTX_OPF_DELETE		0x2000	/* commits, log: delete the key at the new version */
 #define XTX_OPF_LOG_LAST	0x4000	/* log: the transaction's last write on this server */
 #define XTX_OPF_LOG_PRIMARY	0x8000	/* log: at the key's primary: prove the grant (log.h) */
+/* log: no write: the transaction's participants, a bitmap in version (xtx/log.h) */
+#define XTX_OPF_LOG_META	0x0800
 /* log, with XTX_OPF_LOG_LAST: bits 16-23 count the transaction's writes at this server */
 #define XTX_OPF_LOG_COUNT_SHIFT	16
 #define XTX_OPF_LOG_COUNT_MASK	0xff0000u

@@ -7,7 +7,7 @@
 # session can expire, and for good once it did; the manager moving a failed server out of
 # every shard (a backup promoted where it led), a new manager taking over, and a failure
 # that would leave a shard one replica changing nothing.
-# checks: 48 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 52 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=t$$
@@ -197,6 +197,66 @@ out=$(load_member "$mgr" 2>&1)
 check "server $mgr joins again ($out)" test "$(live "$mgr")" = true
 out=$(op "$mgr" 2 read 3 77)
 check "... serving epoch 2 ($out)" grep -q "op=read status=" <<<"$out"
+
+# ---- the participant list: shards that share no server decide a transaction alike ----
+for i in 0 1 2 3; do
+	ctl "$i" unload --force >/dev/null 2>&1
+	# the servers talk among themselves here: the route a link going down took goes back
+	ip -n "$(server_ns "$i")" route replace 10.77.0.0/16 via "10.77.$i.1" dev "$(server_dev "$i")"
+done
+NAME=${NAME}m
+zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" --replication 2 \
+	--shards 4 >/dev/null 2>&1
+for i in 0 1 2 3; do
+	load_member "$i" --resolve-after 1s --fresh >"$tmp/m$i.out" 2>&1 || { fail "load server $i"; cat "$tmp/m$i.out"; }
+done
+opfield() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+# a key of table 3 in the shard replicated on A,B: the first append naming A,B it takes
+# (a probe of client 50, never completed, so decided aborted)
+find_key() {	# find_key SERVER A,B
+	local k
+	for k in $(seq 1 64); do
+		[ "$(opfield "$(op "$1" 1 --client-id 50 log-append 3 "$k" txn="$k" version=1 \
+			replicas="$2")" status)" = ok ] && { echo "$k"; return; }
+	done
+}
+a=$(find_key 0 0,1)
+b=$(find_key 2 2,3)
+check "R = 2 on 4 servers: key ${a:-none} on servers 0,1 and key ${b:-none} on 2,3, no server shared" \
+	test -n "$a" -a -n "$b"
+app() {	# app SERVER KEY TXN REPLICAS [FIELD...]: a write of client 60's transaction
+	op "$1" 1 --client-id 60 log-append 3 "$2" txn="$3" version=9 value=77 replicas="$4" "${@:5}"
+}
+meta() { op "$1" 1 --client-id 60 log-append 3 0 txn="$2" version=15 flags=meta; }	# servers 0-3
+# txn 500 as a coordinator without the list logs it: complete on 0 and 1, on 2 only of 2,3
+app 0 "$a" 500 0,1 flags=last >/dev/null
+app 1 "$a" 500 0,1 flags=last >/dev/null
+app 2 "$b" 500 2,3 flags=last >/dev/null
+# txn 501 the same, each server told the participants before its last write
+for s in 0 1; do meta "$s" 501 >/dev/null; app "$s" "$a" 501 0,1 flags=last >/dev/null; done
+meta 2 501 >/dev/null
+app 2 "$b" 501 2,3 flags=last >/dev/null
+sleep 2.5	# past --resolve-after: the servers decide
+told() { opfield "$(op "$1" 1 --client-id 60 --port 7371 -t 100ms txn-status 0 0 txn="$2")" flags; }
+s0=$(told 0 500)
+s2=$(told 2 500)
+check "without the list, each group decides alone: server 0 says ${s0:-nothing}, server 2 ${s2:-nothing} (2 committed, 3 aborted)" \
+	test "$s0" = 0x2 -a "$s2" = 0x3
+s0=$(told 0 501)
+s2=$(told 2 501)
+check "with it, every server asks all four: both say aborted (server 0 ${s0:-nothing}, server 2 ${s2:-nothing})" \
+	test "$s0" = 0x3 -a "$s2" = 0x3
+out=$(client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 500 \
+	--ctl "$(all_server_ctls)" --populate --duration 2s --warmup 0 --verify --json 2>&1)
+rc=$?
+n=0
+for i in 0 1 2 3; do
+	m=$(ctl "$i" log dump 2>/dev/null | grep -c "meta")
+	n=$((n + m))
+done
+check "libxtx sends it: SmallBank over these shards passes --verify (exit $rc) with $n participant lists logged" \
+	test "$rc" -eq 0 -a "$n" -gt 0
+[ "$rc" -eq 0 ] || grep -v '^{' <<<"$out" | tail -n 12 | sed 's/^/    /'
 
 # ---- teardown leaves no ZooKeeper behind ----
 for i in 0 1 2 3; do ctl "$i" unload --force >/dev/null 2>&1; done

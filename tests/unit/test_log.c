@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
-/* checks: 12 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 13 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -318,6 +318,60 @@ static void test_append_placement(void)
 	bpf_map_update_elem(sfd, &shard, &set, 0);
 }
 
+/*
+ * A transaction over shards whose replica sets differ tells each server
+ * its participants (META): logged as no write, never placement-checked,
+ * and the resolver's record asks them all and counts it for completeness.
+ */
+static void test_meta_participants(void)
+{
+	int efd = bpf_map__fd(skel->maps.xtx_epoch);
+	struct xtx_epoch_lease el = { .nshards = 4 }, none = {};
+	struct xtx_log_cursor before;
+	struct xtx_log_entry e, w = { .txn = 0, .key = 5, .nreplicas = 3,
+				      .replicas = { 0, 1, 2 } };
+	struct xtxd_txns t = {};
+	struct xtxd_txn *x;
+	__u32 zero = 0;
+	struct run r;
+
+	/* in a cluster, and no shard map entry for key 0: no MOVED for a META */
+	bpf_map_update_elem(efd, &zero, &el, 0);
+	before = cursor();
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOG_APPEND);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, 90);
+	in_op(&r, 0)->flags = XTX_OPF_LOG_META;
+	in_op(&r, 0)->version = 0x3f;	/* servers 0-5 */
+	run(&r);
+	e = entry_at(before.tail);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK && cursor().tail == before.tail + 1 &&
+	      (e.flags & XTX_LOGF_META) && e.version == 0x3f && !e.key,
+	      "a META is logged as the participants: %u", out_op(&r, 0)->status);
+	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOG_APPEND);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, 91);
+	in_op(&r, 0)->flags = XTX_OPF_LOG_META | XTX_OPF_LOG_LAST;
+	in_op(&r, 0)->version = 0x3f;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_BAD_ARG && cursor().tail == before.tail + 1,
+	      "a META that claims to be LAST is refused, nothing logged: %u",
+	      out_op(&r, 0)->status);
+	bpf_map_update_elem(efd, &zero, &none, 0);
+
+	/* the record: its participants asked, the META counted among the LAST's */
+	w.txn = e.txn;
+	CHECK(!xtxd_txns_add(&t, &w, 1) && !xtxd_txns_add(&t, &e, 1), "added");
+	w.key = 6;
+	w.flags = XTX_LOGF_LAST;
+	w.nwrites = 3;
+	CHECK(!xtxd_txns_add(&t, &w, 1), "added the LAST");
+	x = xtxd_txns_get(&t, e.txn, false, 0);
+	CHECK(x && x->nw == 2 && x->meta && x->nrep == 6 && xtxd_txn_complete(x),
+	      "two writes and the participants: 6 servers to ask, complete");
+	x->meta = false;
+	CHECK(!xtxd_txn_complete(x), "without its META the record is not complete");
+	xtxd_txns_free(&t);
+}
+
 /* FaRM's rule: commit only when every replica holds the record; one "not held" aborts. */
 static void test_decide_rule(void)
 {
@@ -534,6 +588,7 @@ int main(void)
 	RUN_CASE(test_append_needs_own_txn);
 	RUN_CASE(test_fenced_txn_refused);
 	RUN_CASE(test_append_placement);
+	RUN_CASE(test_meta_participants);
 	RUN_CASE(test_decide_rule);
 	RUN_CASE(test_txn_table);
 	RUN_CASE(test_resolver_frees_logged_lock);

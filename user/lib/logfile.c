@@ -639,9 +639,11 @@ void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%sdelete", fl ? "," : "");
 	if (e->flags & XTX_LOGF_LAST)
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%slast", fl ? "," : "");
-	if (e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST))
+	if (e->flags & XTX_LOGF_META)
+		fl += snprintf(flags + fl, sizeof(flags) - fl, "%smeta", fl ? "," : "");
+	if (e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META))
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%s%#x", fl ? "," : "",
-			       e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST));
+			       e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META));
 	for (i = 0; i < nrep; i++)
 		rl += snprintf(reps + rl, sizeof(reps) - rl, "%s%u", i ? "," : "", e->replicas[i]);
 	if (json)

@@ -82,7 +82,8 @@ uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t clie
 	e->table = op->table;
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
-		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0);
+		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
+		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0);
 	e->nreplicas = xtx_log_replicas_unpack(packed, e->replicas);
 	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
 		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;

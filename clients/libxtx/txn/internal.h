@@ -49,6 +49,7 @@ enum txn_op_kind {
 	TOP_VALIDATE,		/* OCC_VALIDATE of a key that existed */
 	TOP_VALIDATE_ABSENT,	/* a READ that must still find nothing, unlocked */
 	TOP_LOG,		/* LOG_APPEND to one replica */
+	TOP_LOG_META,		/* LOG_APPEND of the participants, before a server's writes */
 	TOP_COMMIT_BACKUP,
 	TOP_COMMIT_PRIMARY,
 	TOP_UNLOCK_EXCL,	/* OCC_UNLOCK or UNLOCK_EXCL */
@@ -256,6 +257,12 @@ unsigned int txn_replica_index(const struct xtx_txn *t, const struct txn_key *k,
 /* Writes of t that server srv holds a copy of. */
 unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv);
 /*
+ * Whether srv must be told t's participants (XTX_LOGF_META): its own
+ * writes' replica sets do not name every server t logs at, and one has
+ * more than one replica (the resolver tracks no other).
+ */
+bool txn_needs_meta(const struct xtx_txn *t, unsigned int srv);
+/*
  * Queues kind for every write of t that srv holds, in key order, the last
  * marked OPR_LAST and those at a backup OPR_REPLICA.  A server takes the
  * LAST one as the end of the transaction's writes there, so it must not
@@ -265,5 +272,7 @@ unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv);
  */
 unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
 				 bool last_only);
+/* How many entries t logs at srv: its writes there and its META entry. */
+unsigned int txn_log_count(const struct xtx_txn *t, unsigned int srv);
 
 #endif /* XTX_TXN_INTERNAL_H */

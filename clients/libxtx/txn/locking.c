@@ -44,12 +44,19 @@ void lk_fill_op(const struct txn_opref *ref, struct xtx_op *op, const struct lk_
 		if (ref->oflags & OPR_LAST)
 			/* the count makes a record missing a write incomplete (xtx/log.h) */
 			op->flags |= XTX_OPF_LOG_LAST |
-				     txn_writes_at(t, ref->server) << XTX_OPF_LOG_COUNT_SHIFT;
+				     txn_log_count(t, ref->server) << XTX_OPF_LOG_COUNT_SHIFT;
 		if (!(ref->oflags & OPR_REPLICA)) {
 			/* the primary holds the lock: the append proves the grant (xtx/log.h) */
 			op->flags |= XTX_OPF_LOG_PRIMARY;
 			op->token |= (uint64_t)(uint32_t)k->token << 32;
 		}
+		break;
+	case TOP_LOG_META:
+		/* no write: the servers the resolver must ask (xtx/log.h) */
+		op->opcode = XTX_OP_LOG_APPEND;
+		op->key = 0;
+		op->flags = XTX_OPF_LOG_META;
+		op->version = txn_write_replicas(t);
 		break;
 	case TOP_COMMIT_BACKUP:
 		op->opcode = XTX_OP_COMMIT_BACKUP;
@@ -141,6 +148,7 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 			txn_refused(t, op);
 		break;
 	case TOP_LOG:
+	case TOP_LOG_META:
 		if (st == XTX_ST_LOG_FULL)
 			txn_abort_for(t, XTX_CAUSE_FULL);
 		else if (st == XTX_ST_MOVED)

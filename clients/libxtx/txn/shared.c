@@ -172,11 +172,60 @@ unsigned int txn_writes_at(const struct xtx_txn *t, unsigned int srv)
 	return n;
 }
 
+/* The servers holding k: a bit each. */
+static uint64_t replicas_of(const struct txn_key *k)
+{
+	uint64_t m = 0;
+	unsigned int r;
+
+	for (r = 0; r < k->nrep; r++)
+		m |= 1ull << k->replica[r];
+	return m;
+}
+
+bool txn_needs_meta(const struct xtx_txn *t, unsigned int srv)
+{
+	uint64_t all = 0, here = 0;
+	bool multi = false;
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct txn_key *k = &t->keys[i];
+
+		if (!(k->flags & KF_WRITE))
+			continue;
+		all |= replicas_of(k);
+		if (txn_replica_index(t, k, srv)) {
+			here |= replicas_of(k);
+			multi |= k->nrep > 1;
+		}
+	}
+	return multi && (all & ~here);
+}
+
+unsigned int txn_log_count(const struct xtx_txn *t, unsigned int srv)
+{
+	return txn_writes_at(t, srv) + (txn_needs_meta(t, srv) ? 1 : 0);
+}
+
 unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
 				 bool last_only)
 {
-	unsigned int i, k = 0, n = 0, total = txn_writes_at(t, srv);
+	bool meta = kind == TOP_LOG && txn_needs_meta(t, srv);
+	unsigned int i, k = 0, n = 0, total = txn_writes_at(t, srv) + (meta ? 1 : 0);
 	bool split = total > t->c->cfg.ops_per_packet;
+
+	/* the participants first: never the last entry, so the LAST one counts it */
+	if (meta) {
+		k = 1;
+		for (i = 0; !last_only && i < t->nkeys; i++) {
+			if ((t->keys[i].flags & KF_WRITE) && txn_replica_index(t, &t->keys[i], srv)) {
+				txn_queue_flags(t, i, TOP_LOG_META, srv, 0);
+				n++;
+				break;
+			}
+		}
+	}
 
 	for (i = 0; i < t->nkeys; i++) {
 		unsigned int ri = txn_replica_index(t, &t->keys[i], srv);
@@ -214,6 +263,7 @@ void txn_on_lost(struct txn_opref *ref)
 		}
 		goto keep_trying;
 	case TOP_LOG:
+	case TOP_LOG_META:
 		/*
 		 * Its vote may never come: the servers left decide without
 		 * it, and only they can say what became of the transaction.

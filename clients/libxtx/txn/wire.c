@@ -151,7 +151,8 @@ static bool drop_late_log(struct xtx_client *c, const struct txn_opref *ref, uin
 {
 	struct xtx_txn *t = ref->t;
 
-	if (ref->kind != TOP_LOG || (ref->oflags & OPR_RESENT) || !txn_lease_passed(t, now))
+	if ((ref->kind != TOP_LOG && ref->kind != TOP_LOG_META) || (ref->oflags & OPR_RESENT) ||
+	    !txn_lease_passed(t, now))
 		return false;
 	txn_abort_for(t, XTX_CAUSE_LEASE);
 	if (--t->waiting == 0)

@@ -412,8 +412,12 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 			n->covered++;
 			continue;
 		}
-		/* several replicas: applied only once decided (xtxd_decided_apply) */
-		if (e.nreplicas > 1 && !(e.flags & XTX_LOGF_DECIDED)) {
+		/*
+		 * several replicas: applied only once decided (xtxd_decided_apply);
+		 * a participant list is no write, only part of its record
+		 */
+		if ((e.nreplicas > 1 || (e.flags & XTX_LOGF_META)) &&
+		    !(e.flags & XTX_LOGF_DECIDED)) {
 			err = xtxd_txns_add(&pending, &e, 0);
 			if (err < 0)
 				goto out;

@@ -59,6 +59,16 @@ struct xtxd_txn *xtxd_txns_get(struct xtxd_txns *t, uint64_t txn, bool create, u
 	return x;
 }
 
+static void add_replica(struct xtxd_txn *x, uint16_t r)
+{
+	unsigned int j;
+
+	for (j = 0; j < x->nrep && x->rep[j] != r; j++)
+		;
+	if (j == x->nrep && x->nrep < XTXD_TXN_MAX_REPLICAS)
+		x->rep[x->nrep++] = r;
+}
+
 int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
 {
 	struct xtxd_txn *x = xtxd_txns_get(t, e->txn, true, now);
@@ -66,6 +76,13 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 
 	if (!x)
 		return -ENOMEM;
+	if (e->flags & XTX_LOGF_META) {
+		for (i = 0; i < 64; i++)
+			if (e->version >> i & 1)
+				add_replica(x, (uint16_t)i);
+		x->meta = true;
+		return 0;
+	}
 	if (x->nw == x->cap) {
 		uint32_t cap = x->cap ? x->cap * 2 : 4;
 		struct xtx_log_entry *w = realloc(x->w, cap * sizeof(*w));
@@ -76,14 +93,8 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 		x->cap = cap;
 	}
 	x->w[x->nw++] = *e;
-	for (i = 0; i < e->nreplicas && i < 3; i++) {
-		unsigned int j;
-
-		for (j = 0; j < x->nrep && x->rep[j] != e->replicas[i]; j++)
-			;
-		if (j == x->nrep && x->nrep < XTXD_TXN_MAX_REPLICAS)
-			x->rep[x->nrep++] = e->replicas[i];
-	}
+	for (i = 0; i < e->nreplicas && i < 3; i++)
+		add_replica(x, e->replicas[i]);
 	if (e->flags & XTX_LOGF_LAST) {
 		x->last = true;
 		x->last_count = e->nwrites;
@@ -93,7 +104,7 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 
 bool xtxd_txn_complete(const struct xtxd_txn *x)
 {
-	uint32_t i, j, distinct = 0;
+	uint32_t i, j, distinct = x->meta ? 1 : 0;
 
 	if (!x->last)
 		return false;

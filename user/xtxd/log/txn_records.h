@@ -32,10 +32,11 @@ enum xtxd_answer {
 
 /*
  * Servers a transaction's record here names: the union of its writes'
- * replica sets (a write names its key's), so the resolver asks every
- * server that holds a shard it wrote here, not only one key's.
+ * replica sets (a write names its key's) and of its participants when a
+ * META entry lists them (XTX_LOGF_META), so the resolver asks every server
+ * the transaction logged at.  Every server of a cluster fits.
  */
-#define XTXD_TXN_MAX_REPLICAS	16
+#define XTXD_TXN_MAX_REPLICAS	64
 
 /*
  * One transaction as this server's log holds it.  last: the write the
@@ -48,7 +49,8 @@ struct xtxd_txn {
 	uint8_t nrep;
 	uint16_t rep[XTXD_TXN_MAX_REPLICAS];	/* the union, in the order first seen */
 	bool last;
-	uint16_t last_count;		/* the LAST entry's nwrites: 0 when not told */
+	bool meta;			/* its participant list (META entry) arrived */
+	uint16_t last_count;		/* the LAST entry's nwrites (META counted): 0 when not told */
 	uint8_t outcome;		/* enum xtxd_outcome */
 	bool resolving;
 	bool apply_pending;		/* decided, not yet wholly applied here */
@@ -75,7 +77,10 @@ struct xtxd_txn *xtxd_txns_get(struct xtxd_txns *t, uint64_t txn, bool create, u
  * logged twice after a retransmission counts once).
  */
 bool xtxd_txn_complete(const struct xtxd_txn *x);
-/* Adds one logged write (replica set and LAST from it); 0 or -ENOMEM. */
+/*
+ * Adds one logged write (replica set and LAST from it), or a META entry's
+ * participants (not a write: never among w); 0 or -ENOMEM.
+ */
 int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now);
 void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn);
 void xtxd_txns_free(struct xtxd_txns *t);

@@ -122,7 +122,8 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 		    __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE))
 			note_late_delete(&e[i]);
 		/* one replica, or logged once decided: nobody to ask */
-		if (e[i].nreplicas < 2 || (e[i].flags & XTX_LOGF_DECIDED) ||
+		if ((e[i].nreplicas < 2 && !(e[i].flags & XTX_LOGF_META)) ||
+		    (e[i].flags & XTX_LOGF_DECIDED) ||
 		    !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
 			continue;
 		if (!now)
@@ -432,7 +433,8 @@ static int load_from_disk(void)
 			break;
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			if (e.nreplicas < 2 || (e.flags & XTX_LOGF_DECIDED) || !idset_has(&want, e.txn))
+			if ((e.nreplicas < 2 && !(e.flags & XTX_LOGF_META)) ||
+			    (e.flags & XTX_LOGF_DECIDED) || !idset_has(&want, e.txn))
 				continue;
 			pthread_mutex_lock(&R.mu);
 			err = xtxd_txns_add(&R.txns, &e, xtx_now_ns());
