@@ -284,10 +284,24 @@ static void fence(const char *why)
  * shards change under XDP.  Shards this server now leads are recovered
  * first (member_main waits for it): 0, or -1 to try again.
  */
+/* Empties the store of a server about to copy, while XDP serves nobody (copy.h). */
+static void empty_for_copy(uint32_t epoch)
+{
+	long n = xtxd_copy_wipe();
+
+	if (n < 0)
+		pr_warn("cluster: epoch %u: emptying the store before the copy: %s\n", epoch,
+			strerror((int)-n));
+	else
+		pr_info("cluster: epoch %u: copying shards: the store emptied first (%ld keys)\n",
+			epoch, n);
+}
+
 static int adopt(const struct xtx_cluster *c)
 {
 	unsigned int taken = xtx_cluster_takes_over(&M.cfg, c, (unsigned int)M.self);
 	uint64_t gone = xtx_cluster_gone(c);
+	bool was_out = xtx_cluster_gone(&M.cfg) >> M.self & 1;
 	const struct timespec grace = { 0, 5 * 1000 * 1000 };
 	int err;
 
@@ -302,6 +316,8 @@ static int adopt(const struct xtx_cluster *c)
 	}
 	pr_info("cluster: epoch %u -> %u%s\n", M.cfg.epoch, c->epoch,
 		taken ? ": taking shards over, closed until recovered" : "");
+	if (was_out && xtx_cluster_copying(c, (unsigned int)M.self))
+		empty_for_copy(c->epoch);
 	set_config(c);
 	xtxd_copy_begin(c, (unsigned int)M.self, M.port);
 	/* every server decides what the moved-out ones replicated, at once */
@@ -440,6 +456,10 @@ int xtxd_member_start(const struct xtx_target *t)
 	xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), 0);
 	if (xtxd_copy_serve_start(M.port, serving_config))
 		return -1;
+	xtxd_copy_set_target(t);
+	/* restarted while copying: what it held, a snapshot's included, is copied again */
+	if (xtx_cluster_copying(&M.cfg, (unsigned int)M.self))
+		empty_for_copy(M.cfg.epoch);
 	xtxd_copy_begin(&M.cfg, (unsigned int)M.self, M.port);
 	if (atomic_load(&M.fenced))
 		fprintf(stderr, "Warning: cluster: this server starts fenced\n");

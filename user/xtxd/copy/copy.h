@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "cluster.h"
+#include "target.h"
 #include "zk.h"
 
 /*
@@ -48,6 +49,20 @@ void xtxd_copy_serve_stop(void);
  */
 void xtxd_copy_begin(const struct xtx_cluster *c, unsigned int self, uint16_t port);
 void xtxd_copy_stop(void);
+/*
+ * Once a copy is whole, the copier takes a snapshot (log/snapshot.h) before
+ * it says so: what it copied is in no log of its own, and a restart must
+ * not lose it.  Set before the first copy.
+ */
+void xtxd_copy_set_target(const struct xtx_target *t);
+/*
+ * Empties this server's store, for a server about to copy shards: before
+ * XDP serves the epoch that makes it a copier (a write taken live must not
+ * be wiped, since the copy may not bring it back).  What it held was
+ * older than the copy and could bring deleted keys back.  The keys
+ * removed, or a negative errno.
+ */
+long xtxd_copy_wipe(void);
 /* The copy under way or last done; false when there is none. */
 bool xtxd_copy_progress(struct xtx_zk_copy *p);
 

@@ -19,8 +19,10 @@ struct xtxd_copy_req {
 
 /*
  * The reply: this header, then (status 0) one struct xtx_kv_item per key
- * (flags XTX_KVF_VALID), ended by one whose flags are 0 and whose key is
- * the number of keys sent.
+ * (flags XTX_KVF_VALID), ended by one whose flags are 0, whose key is the
+ * number of keys sent and whose version is the source's highest version
+ * floor: the copier raises its floors to it, so a key deleted before the
+ * copy and created again never reuses a version.
  */
 struct xtxd_copy_hdr {
 	uint32_t magic;

@@ -13,6 +13,8 @@
 #include <urcu.h>
 #include "clock.h"
 #include "log.h"
+#include "ctl_out.h"
+#include "log/snapshot.h"
 #include "resolve/resolve.h"
 #include "resolve/resolve_apply.h"
 #include "copy.h"
@@ -49,6 +51,8 @@ static struct {
 	_Atomic uint64_t keys;		/* received and installed (or older than what is here) */
 	atomic_bool done;
 	_Atomic uint32_t ms;		/* how long it took, once done */
+	struct xtx_target t;		/* for the snapshot that makes a copy durable */
+	bool has_target;
 	_Atomic uint32_t epoch;		/* the epoch it copies for */
 } K = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
@@ -161,8 +165,9 @@ static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_re
 		n = have / sizeof(buf[0]);
 		for (i = 0; i < n && !err; i++) {
 			if (!(buf[i].flags & XTX_KVF_VALID)) {
-				/* the end: every key sent arrived */
-				err = buf[i].key == count ? 1 : -EPROTO;
+				/* the end: every key sent arrived; no version below the source's floor */
+				err = buf[i].key != count ? -EPROTO :
+				      xtxd_live_raise_floors(l, buf[i].version) ? -ETIMEDOUT : 1;
 				break;
 			}
 			err = install(l, &buf[i]);
@@ -202,6 +207,22 @@ static bool request_for(unsigned int src, struct xtxd_copy_req *rq)
 	return any;
 }
 
+/* The copy into a snapshot: nothing but it holds the keys copied. */
+static int persist(struct xtxd_live *l)
+{
+	struct xtxd_out out;
+	int err;
+
+	if (!K.has_target)
+		return -ENOTCONN;
+	xtxd_out_init(&out, -1);
+	err = xtxd_snapshot_save(&K.t, l->store, &out);
+	if (err)
+		pr_warn("copy: the snapshot that keeps the copy failed: %s; trying again\n",
+			strerror(-err));
+	return err;
+}
+
 /* One whole copy: every source, then everything logged here settled. */
 static int copy_once(struct xtxd_live *l)
 {
@@ -227,6 +248,8 @@ static int copy_once(struct xtxd_live *l)
 	while (err == -ETIMEDOUT);
 	if (!err)
 		err = xtxd_resolve_replay_deletes(&left);
+	if (!err)
+		err = persist(l);
 	return err;
 }
 
@@ -347,6 +370,38 @@ void xtxd_copy_begin(const struct xtx_cluster *c, unsigned int self, uint16_t po
 		K.running = !err;
 	}
 	pthread_mutex_unlock(&K.mu);
+}
+
+void xtxd_copy_set_target(const struct xtx_target *t)
+{
+	pthread_mutex_lock(&K.mu);
+	K.t = *t;
+	K.has_target = true;
+	pthread_mutex_unlock(&K.mu);
+}
+
+/* The wipe on a thread of its own: the store wants a registered RCU thread. */
+static void *wipe_main(void *arg)
+{
+	struct xtxd_live *l = xtxd_resolve_live();
+	long *n = arg;
+
+	rcu_register_thread();
+	*n = l ? xtxd_live_wipe(l) : -ENOTCONN;
+	rcu_unregister_thread();
+	return NULL;
+}
+
+long xtxd_copy_wipe(void)
+{
+	pthread_t tid;
+	long n = 0;
+	int err = pthread_create(&tid, NULL, wipe_main, &n);
+
+	if (err)
+		return -err;
+	pthread_join(tid, NULL);
+	return n;
 }
 
 bool xtxd_copy_progress(struct xtx_zk_copy *p)

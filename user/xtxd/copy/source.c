@@ -283,6 +283,7 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 		err = flush(&o);
 	memset(&end, 0, sizeof(end));
 	end.key = o.sent;
+	end.version = xtxd_live_max_floor(o.l);
 	if (!err)
 		err = send_all(fd, &end, sizeof(end));
 	if (err)
@@ -301,7 +302,7 @@ static void *serve_main(void *arg)
 {
 	struct pollfd p[2] = { { .fd = S.sock, .events = POLLIN },
 			       { .fd = S.stop_fd, .events = POLLIN } };
-	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
+	const struct timeval tmo = { IO_TIMEOUT_S, 0 }, req_tmo = { 1, 0 };
 
 	(void)arg;
 	rcu_register_thread();
@@ -319,8 +320,11 @@ static void *serve_main(void *arg)
 		fd = accept(S.sock, (struct sockaddr *)&peer, &len);
 		if (fd < 0)
 			continue;
-		/* one copier at a time: a dead one must not hold the next up for long */
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+		/*
+		 * one copier at a time: a silent one (or a stranger) must not hold
+		 * the next up for long; the request comes at once
+		 */
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &req_tmo, sizeof(req_tmo));
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
 		serve_one(fd, &peer);
 		close(fd);

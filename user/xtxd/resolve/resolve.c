@@ -1016,18 +1016,26 @@ static bool settled(uint64_t txn)
 	bool done;
 	uint64_t v;
 
+	bool recheck;
+
 	pthread_mutex_lock(&R.mu);
 	x = xtxd_txns_get(&R.txns, txn, false, 0);
 	done = !x || x->outcome == XTXD_OUT_ABORT ||
 	       (x->outcome == XTXD_OUT_COMMIT && !x->apply_pending);
-	if (!done && x->outcome == XTXD_OUT_NONE && x->nw) {
+	/*
+	 * A copy coming in may have put back a key a committed delete had
+	 * already removed here: that delete is applied again
+	 */
+	recheck = done && x && x->outcome == XTXD_OUT_COMMIT &&
+		  __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE) && deletes(x);
+	if (((!done && x->outcome == XTXD_OUT_NONE) || recheck) && x->nw) {
 		n = x->nw;
 		w = malloc(n * sizeof(*w));
 		if (w)
 			memcpy(w, x->w, n * sizeof(*w));
 	}
 	pthread_mutex_unlock(&R.mu);
-	if (done || !w)
+	if (!w)
 		return done;
 	for (i = 0; i < n; i++) {
 		xtxd_live_version(&R.live, w[i].table, w[i].key, &v);
@@ -1035,6 +1043,14 @@ static bool settled(uint64_t txn)
 			break;
 	}
 	free(w);
+	if (recheck && i < n) {
+		pthread_mutex_lock(&R.mu);
+		x = xtxd_txns_get(&R.txns, txn, false, 0);
+		if (x)
+			x->apply_pending = true;	/* the scan applies it again */
+		pthread_mutex_unlock(&R.mu);
+		return false;
+	}
 	return i == n;
 }
 
@@ -1095,12 +1111,13 @@ int xtxd_resolve_settle(uint64_t timeout_ns, bool (*cancelled)(void), size_t *le
 
 void xtxd_resolve_hold_deletes(bool on)
 {
-	__atomic_store_n(&R.hold_deletes, on, __ATOMIC_RELEASE);
+	/* the list first: a delete noted once the flag is on must stay */
 	pthread_mutex_lock(&R.mu);
 	free(R.late_del);
 	R.late_del = NULL;
 	R.nlate = R.late_cap = 0;
 	pthread_mutex_unlock(&R.mu);
+	__atomic_store_n(&R.hold_deletes, on, __ATOMIC_RELEASE);
 }
 
 int xtxd_resolve_replay_deletes(size_t *n)
@@ -1122,6 +1139,11 @@ int xtxd_resolve_replay_deletes(size_t *n)
 	/* decided, so true: a copy older than the delete goes, a newer write stays */
 	for (i = 0; i < *n && !err; i++)
 		err = xtxd_live_install(&R.live, &v[i]) < 0 ? -EIO : 0;
+	if (err) {
+		/* the rest stays noted for the next try */
+		for (i--; i < *n; i++)
+			note_late_delete(&v[i]);
+	}
 	free(v);
 	return err;
 }

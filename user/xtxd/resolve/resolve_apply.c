@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The resolver's changes to the live store and lock table (resolve_apply.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
@@ -177,6 +178,95 @@ int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64
 		return 0;
 	*it = st;
 	return 1;
+}
+
+struct key_list {
+	struct xtxd_ovf_item *v;	/* table and key only */
+	size_t n, cap;
+};
+
+static int list_store_key(const struct xtxd_ovf_item *it, void *arg)
+{
+	struct key_list *k = arg;
+
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 1024;
+		struct xtxd_ovf_item *v = realloc(k->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->v = v;
+		k->cap = cap;
+	}
+	k->v[k->n].table = it->table;
+	k->v[k->n++].key = it->key;
+	return 0;
+}
+
+long xtxd_live_wipe(struct xtxd_live *l)
+{
+	struct key_list k = {};
+	long removed = 0;
+	uint32_t bi;
+	size_t i;
+	int err, w;
+
+	/* the store first: the kernel filters are then cleared to match it */
+	err = xtxd_ovf_foreach(l->store, list_store_key, &k);
+	for (i = 0; !err && i < k.n; i++) {
+		bi = xtx_bucket_of(xtx_hash(k.v[i].table, k.v[i].key), l->nbuckets);
+		err = xtxd_live_bucket_lock(l, bi);
+		if (err)
+			break;
+		removed += xtxd_ovf_del(l->store, k.v[i].table, k.v[i].key, UINT64_MAX, NULL) > 0;
+		xtxd_live_bucket_unlock(l, bi);
+	}
+	free(k.v);
+	for (bi = 0; !err && bi < l->nbuckets; bi++) {
+		struct xtx_kv_bucket *b = &l->kv[bi];
+
+		err = xtxd_live_bucket_lock(l, bi);
+		if (err)
+			break;
+		for (w = 0; w < XTX_KV_WAYS; w++) {
+			removed += (b->flags[w] & XTX_KVF_VALID) != 0;
+			b->flags[w] = 0;
+		}
+		b->bloom = xtxd_ovf_bloom(l->store, bi);
+		xtxd_live_bucket_unlock(l, bi);
+	}
+	return err ? err : removed;
+}
+
+uint64_t xtxd_live_max_floor(struct xtxd_live *l)
+{
+	uint64_t m = 0, f;
+	uint32_t bi;
+
+	for (bi = 0; bi < l->nbuckets; bi++) {
+		f = __atomic_load_n(&l->kv[bi].vfloor, __ATOMIC_RELAXED);
+		m = f > m ? f : m;
+		xtxd_ovf_lock(l->store, bi);
+		f = xtxd_ovf_floor(l->store, bi);
+		xtxd_ovf_unlock(l->store, bi);
+		m = f > m ? f : m;
+	}
+	return m;
+}
+
+int xtxd_live_raise_floors(struct xtxd_live *l, uint64_t v)
+{
+	uint32_t bi;
+	int err;
+
+	for (bi = 0; bi < l->nbuckets; bi++) {
+		err = xtxd_live_bucket_lock(l, bi);
+		if (err)
+			return err;
+		raise_floor(l, &l->kv[bi], bi, v);
+		xtxd_live_bucket_unlock(l, bi);
+	}
+	return 0;
 }
 
 int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e)

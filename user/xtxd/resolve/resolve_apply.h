@@ -52,6 +52,19 @@ struct xtxd_ovf_item;
 int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64_t key,
 			 struct xtxd_ovf_item *it);
 
+/*
+ * Empties the store (kernel cache and overflow store) of every key, each
+ * bucket under its locks; the version floors stay.  For a server about to
+ * copy shards whole (user/xtxd/copy/): what it held is older than its
+ * sources' copy, and a key deleted since would come back.  Returns the
+ * keys removed, or a negative errno.  The caller is a registered RCU thread.
+ */
+long xtxd_live_wipe(struct xtxd_live *l);
+/* The highest version floor of any bucket, kernel or store: a bound no key reuses below. */
+uint64_t xtxd_live_max_floor(struct xtxd_live *l);
+/* Raises every bucket's floor (kernel and store) to at least v, under its locks; 0 or -errno. */
+int xtxd_live_raise_floors(struct xtxd_live *l, uint64_t v);
+
 /* True when txn holds the lock slot of (table, key). */
 bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
 
