@@ -106,9 +106,9 @@ check "a server manages the configuration (server ${victim:-none})" \
 led=$(server_json "$victim" "$s" | grep -o '"primary_of":[0-9]*' | cut -d: -f2)
 declare -a rec0
 for i in 0 1 2 3; do rec0[$i]=$(metric "$i" xtx_recoveries_total); done
-bank --duration 12s --protocol occ --history "$tmp/bank" >"$tmp/bank.out" 2>&1 &
+bank --duration 10s --protocol occ --history "$tmp/bank" >"$tmp/bank.out" 2>&1 &
 pb=$!
-smallbank --duration 12s --protocol 2pl --verify --history "$tmp/sb" --client-base 40 >"$tmp/sb.out" 2>&1 &
+smallbank --duration 10s --protocol 2pl --verify --history "$tmp/sb" --client-base 40 >"$tmp/sb.out" 2>&1 &
 ps=$!
 sleep 2.5
 kill -KILL "$(cat "/run/xtx/$(server_ns "$victim")-$(server_dev "$victim").pid")"
@@ -179,7 +179,7 @@ for i in 0 1 2; do
 	[ "$i" = "$victim" ] || [ "$i" = "$mgr" ] || { second=$i; break; }
 done
 # HADES this time: its committing slots naming the stopped server are decided without it
-bank --duration 7s --protocol hades --table 14 --client-base 20 --history "$tmp/hbank" \
+bank --duration 6s --protocol hades --table 14 --client-base 20 --history "$tmp/hbank" \
 	>"$tmp/hbank.out" 2>&1 &
 ph=$!
 sleep 2
@@ -211,7 +211,7 @@ rc=$?
 check "TATP populated on the two whole replicas, the servers of no shard skipped (exit $rc)" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || tail -n 5 "$tmp/tatp-pop.out" | sed 's/^/    /'
 # TATP deletes and re-inserts call forwardings: deletes racing the copy of their keys
-tatp --duration 8s --verify >"$tmp/tatp.out" 2>&1 &
+tatp --duration 6s --verify >"$tmp/tatp.out" 2>&1 &
 pt=$!
 sleep 1
 link_up "$victim"
