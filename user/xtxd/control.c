@@ -22,6 +22,7 @@
 #include "names.h"
 #include "rare/rare.h"
 #include "log/snapshot.h"
+#include "member.h"
 
 #define CTL_LINE_MAX	256
 #define CTL_MAX_ARGS	8
@@ -249,6 +250,12 @@ static void cmd_load(struct xtxd_out *out, char **argv, int argc)
 	};
 	uint64_t table, first, count, vsize, seed;
 
+	/* bulk loads are neither logged nor settled: a copier would miss rows loaded now */
+	if (xtxd_member_copy_under_way()) {
+		xtxd_out_printf(out, "ERR load: a shard is being copied to a new replica; load once "
+				"'xtxctl cluster status' shows no copy under way\n");
+		return;
+	}
 	if (load_version(out, argv, &argc, &env.version))
 		return;
 	if (argc == 2 && !strcmp(argv[1], "file")) {

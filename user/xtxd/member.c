@@ -17,6 +17,7 @@
 #include "cluster.h"
 #include "copy/copy.h"
 #include "log.h"
+#include "log/snapshot.h"
 #include "manager.h"
 #include "member.h"
 #include "resolve/resolve.h"
@@ -121,6 +122,19 @@ static bool serving_config(struct xtx_cluster *c, unsigned int *self)
 	return ok;
 }
 
+/* A shard of the cluster is being copied: the logs stay (xtxd_snapshot_set_keep_logs). */
+static bool copy_under_way(void)
+{
+	bool any = false;
+	unsigned int s;
+
+	pthread_mutex_lock(&M.cfg_mu);
+	for (s = 0; s < M.cfg.nshards && !any; s++)
+		any = M.cfg.copying[s];
+	pthread_mutex_unlock(&M.cfg_mu);
+	return any;
+}
+
 static void set_config(const struct xtx_cluster *c)
 {
 	pthread_mutex_lock(&M.cfg_mu);
@@ -163,6 +177,7 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 	if (M.self < 0)
 		goto fail;
 	M.port = o->port;
+	xtxd_snapshot_set_keep_logs(copy_under_way);
 	inet_ntop(AF_INET, &M.cfg.server[M.self], M.self_addr, sizeof(M.self_addr));
 	xtxd_resolve_set_gate(speaks);
 	/* the peers are the configuration's servers, in its order */
@@ -512,6 +527,11 @@ void xtxd_member_leave(void)
 	M.shards_fd = -1;
 	xtx_zk_close(M.z);
 	M.z = NULL;
+}
+
+bool xtxd_member_copy_under_way(void)
+{
+	return copy_under_way();
 }
 
 unsigned int xtxd_member_epoch(bool *fenced)

@@ -53,6 +53,8 @@ int xtxd_member_static(const struct xtx_target *t);
 void xtxd_member_fence(void);
 /* Ends the session (the live node goes at once): last of a stop, once nothing acts here. */
 void xtxd_member_leave(void);
+/* A shard of the cluster is being copied (re-replication); false in a static cluster. */
+bool xtxd_member_copy_under_way(void);
 /* For xtxctl info and metrics: the epoch served now, and whether fenced. */
 unsigned int xtxd_member_epoch(bool *fenced);
 

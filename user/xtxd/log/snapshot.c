@@ -25,6 +25,12 @@
 static char snap_dir[PATH_MAX];
 
 static void (*after_snapshot)(void);
+static bool (*keep_logs)(void);
+
+void xtxd_snapshot_set_keep_logs(bool (*fn)(void))
+{
+	keep_logs = fn;
+}
 
 void xtxd_snapshot_set_after(void (*fn)(void))
 {
@@ -286,6 +292,9 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 		goto fail;
 	}
 	remove_old_snapshots(dirfd, h.num);
+	/* a copy under way may have a transaction of them asked about again (copy.h) */
+	if (keep_logs && keep_logs())
+		nsegs = 0;
 	for (i = 0; i < nsegs; i++) {
 		if (segs[i].cpu == XTXD_USERLOG_CPU ? segs[i].seg >= user_from :
 		    segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)

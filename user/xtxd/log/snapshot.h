@@ -76,6 +76,12 @@ void xtxd_snapshot_set_dir(const char *dir);
  * resolver's decisions).  Must not block.  Set before any snapshot.
  */
 void xtxd_snapshot_set_after(void (*fn)(void));
+/*
+ * While fn() says so, a snapshot removes no log segment: a copier (user/
+ * xtxd/copy/copy.h) may have a delete of theirs decided again, and peers
+ * answer from their logs.  Set before any snapshot.
+ */
+void xtxd_snapshot_set_keep_logs(bool (*fn)(void));
 
 /*
  * The control channel's "snapshot": writes the snapshot, then removes the
