@@ -664,7 +664,7 @@ static void find_stuck(uint64_t now)
 	for (w = 0; w < (H.nslots + 63) / 64; w++) {
 		uint64_t word = load64(&H.reg->used[w]);
 
-		for (b = 0; word >> b; b++) {
+		for (b = 0; b < 64 && word >> b; b++) {
 			struct xtx_hades_slot *s;
 			uint64_t owner, ctl, touched;
 
@@ -703,7 +703,7 @@ size_t xtxd_hres_committing(uint64_t *ids, size_t cap)
 	for (w = 0; H.slots && w < (H.nslots + 63) / 64; w++) {
 		uint64_t word = load64(&H.reg->used[w]);
 
-		for (b = 0; word >> b; b++) {
+		for (b = 0; b < 64 && word >> b; b++) {
 			struct xtx_hades_slot *s;
 			uint64_t owner;
 
