@@ -23,11 +23,25 @@ struct sb_ctx {
 /* In-doubt transactions left unanswered whose deltas the conservation check tries in every combination. */
 #define SB_DOUBT_MAX		16
 
-/* A transaction that ended in doubt: its delta counts once the servers say it committed. */
+/*
+ * A transaction that ended in doubt: its delta counts once the servers say
+ * it committed, and so does the overdraft it may have left.
+ */
 struct sb_doubt {
 	uint64_t txn_id;
 	int64_t delta;
+	int64_t debited;	/* the account it may have overdrawn, or -1 */
 };
+
+/* The account a committed x may have left below zero (WriteCheck, Amalgamate's debt), or -1. */
+static int64_t sb_debited(const struct sb_txn *x)
+{
+	if (x->type == SB_WC)
+		return x->a0;
+	if (x->type == SB_AMG && x->moved_debt)
+		return x->a1;
+	return -1;
+}
 
 struct sb_thread {
 	bool verify;
@@ -214,8 +228,11 @@ static void sb_settled(void *vctx, void *wt, uint64_t txn_id, enum xtx_outcome o
 		;
 	if (i == t->ndoubt)
 		return;
-	if (o == XTX_COMMITTED)
+	if (o == XTX_COMMITTED) {
 		t->delta += t->doubt[i].delta;
+		if (t->debited && t->doubt[i].debited >= 0)
+			t->debited[t->doubt[i].debited] = 1;
+	}
 	t->doubt[i] = t->doubt[--t->ndoubt];
 }
 
@@ -253,13 +270,10 @@ static enum wl_verdict sb_end(void *vctx, void *wt, void *txn, const struct xtx_
 		/* every acknowledged commit's delta, for the conservation identity */
 		t->delta += x->delta;
 		t->committed[x->type]++;
-		if (x->type == SB_WC) {
+		if (x->type == SB_WC)
 			xc[SB_X_WC_PENALTY] += x->penalty;
-			if (t->debited)
-				t->debited[x->a0] = 1;
-		}
-		if (x->type == SB_AMG && x->moved_debt && t->debited)
-			t->debited[x->a1] = 1;
+		if (t->debited && sb_debited(x) >= 0)
+			t->debited[sb_debited(x)] = 1;
 		return WL_COMMITTED;
 	case XTX_FAILED:
 		return WL_FAILED;
@@ -276,7 +290,8 @@ static enum wl_verdict sb_end(void *vctx, void *wt, void *txn, const struct xtx_
 			t->doubt = d;
 			t->doubt_cap = cap;
 		}
-		t->doubt[t->ndoubt++] = (struct sb_doubt){ .txn_id = res->txn_id, .delta = x->delta };
+		t->doubt[t->ndoubt++] = (struct sb_doubt){ .txn_id = res->txn_id, .delta = x->delta,
+							    .debited = sb_debited(x) };
 		return WL_IN_DOUBT;
 	default:
 		break;
