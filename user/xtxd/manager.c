@@ -15,6 +15,12 @@
 #define TICK_US			(100 * 1000)
 /* Not managing: how often to try for the role. */
 #define CAMPAIGN_EVERY_NS	(500ull * 1000 * 1000)
+/*
+ * A copier is added this long after a failure's epoch at the soonest: the
+ * servers taking shards over recover, and the clients move, undisturbed
+ * by another epoch change.
+ */
+#define COPY_AFTER_NS		(1000ull * 1000 * 1000)
 
 static struct {
 	struct xtx_zk *z;
@@ -24,6 +30,7 @@ static struct {
 	atomic_bool stop, leads;
 	bool running;
 	uint64_t missing_since[XTX_CLUSTER_MAX_SERVERS];	/* 0: live, or not joined */
+	uint64_t evicted_ns;		/* when this manager last moved a failed server out */
 } G;
 
 /*
@@ -69,6 +76,7 @@ static int evict(unsigned int x)
 	err = xtx_zk_write_config(G.z, &c, ver);
 	if (err)
 		return err;
+	G.evicted_ns = xtx_now_ns();
 	pr_warn("manager: server %u (%s) failed: epoch %u without it in %u shards, a backup "
 		"promoted in the %u it led; %u shards under-replicated\n", x,
 		inet_ntoa(c.server[x]), c.epoch, changed, led, xtx_cluster_under_replicated(&c));
@@ -112,7 +120,7 @@ static void rereplicate(uint64_t live)
 				c.epoch, xtx_cluster_under_replicated(&c));
 		return;		/* one change per tick, each on the latest */
 	}
-	if (!xtx_cluster_under_replicated(&c))
+	if (!xtx_cluster_under_replicated(&c) || xtx_now_ns() - G.evicted_ns < COPY_AFTER_NS)
 		return;
 	gone = xtx_cluster_gone(&c);
 	for (x = 0; x < c.nservers; x++) {
