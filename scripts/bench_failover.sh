@@ -131,14 +131,14 @@ after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n
 gnuplot <<-EOF
 	set terminal png size 900,500
 	set output "$OUT/failover.png"
-	set title "SmallBank, $NSERVERS servers x R=3: server $VICTIM killed at ${KILL_AT} s"
+	set title "SmallBank, $((NSERVERS - 1)) servers and a spare, R = 3: server $VICTIM killed at ${KILL_AT} s"
 	set xlabel "seconds"
 	set ylabel "committed transactions/s (per 100 ms)"
 	set arrow from $KILL_AT, graph 0 to $KILL_AT, graph 1 nohead dt 2
 	set label "kill" at $KILL_AT, graph 0.95 offset 0.5,0
 	$([ -n "$copy_done" ] && c=$(on_run_clock "$copy_done") &&
 	  echo "set arrow from $c, graph 0 to $c, graph 1 nohead dt 3" &&
-	  echo "set label \"spare whole\" at $c, graph 0.88 offset 0.5,0")
+	  echo "set label \"spare whole\" at $c, graph 0.88 right offset -0.5,0")
 	plot "$timeline" using 1:2 with lines title "committed/s"
 EOF
 [ "${violations:-1}" = 0 ]
