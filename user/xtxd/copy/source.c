@@ -137,30 +137,9 @@ static int kernel_pass(struct out *o)
 	return 0;
 }
 
-struct keys {
-	struct xtxd_ovf_item *v;	/* only table and key are used */
-	size_t n, cap;
-	const struct out *o;
-};
-
-static int list_key(const struct xtxd_ovf_item *it, void *arg)
+static bool wanted_key(uint8_t table, uint64_t key, void *arg)
 {
-	struct keys *k = arg;
-
-	if (!wanted(k->o, it->table, it->key))
-		return 0;
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 4096;
-		struct xtxd_ovf_item *v = realloc(k->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		k->v = v;
-		k->cap = cap;
-	}
-	k->v[k->n].table = it->table;
-	k->v[k->n++].key = it->key;
-	return 0;
+	return wanted(arg, table, key);
 }
 
 /*
@@ -170,25 +149,24 @@ static int list_key(const struct xtxd_ovf_item *it, void *arg)
  */
 static int store_pass(struct out *o)
 {
-	struct keys k = { .o = o };
-	struct xtxd_ovf_item it;
-	size_t i;
+	struct xtxd_ovf_item it, *keys;
+	size_t i, n;
 	int err;
 
-	err = xtxd_ovf_foreach(o->l->store, list_key, &k);
-	for (i = 0; !err && i < k.n; i++) {
-		uint32_t bi = xtx_bucket_of(xtx_hash(k.v[i].table, k.v[i].key), o->l->nbuckets);
+	err = xtxd_live_store_keys(o->l, wanted_key, o, &keys, &n);
+	for (i = 0; !err && i < n; i++) {
+		uint32_t bi = xtx_bucket_of(xtx_hash(keys[i].table, keys[i].key), o->l->nbuckets);
 		int got;
 
 		err = xtxd_live_bucket_lock(o->l, bi);
 		if (err)
 			break;
-		got = xtxd_live_get_locked(o->l, bi, k.v[i].table, k.v[i].key, &it);
+		got = xtxd_live_get_locked(o->l, bi, keys[i].table, keys[i].key, &it);
 		xtxd_live_bucket_unlock(o->l, bi);
 		if (got)
 			err = emit(o, &it);
 	}
-	free(k.v);
+	free(keys);
 	return err;
 }
 

@@ -183,12 +183,16 @@ int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64
 struct key_list {
 	struct xtxd_ovf_item *v;	/* table and key only */
 	size_t n, cap;
+	bool (*keep)(uint8_t table, uint64_t key, void *arg);
+	void *arg;
 };
 
 static int list_store_key(const struct xtxd_ovf_item *it, void *arg)
 {
 	struct key_list *k = arg;
 
+	if (k->keep && !k->keep(it->table, it->key, k->arg))
+		return 0;
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? k->cap * 2 : 1024;
 		struct xtxd_ovf_item *v = realloc(k->v, cap * sizeof(*v));
@@ -203,25 +207,41 @@ static int list_store_key(const struct xtxd_ovf_item *it, void *arg)
 	return 0;
 }
 
+int xtxd_live_store_keys(struct xtxd_live *l, bool (*keep)(uint8_t table, uint64_t key, void *arg),
+			 void *arg, struct xtxd_ovf_item **keys, size_t *n)
+{
+	struct key_list k = { .keep = keep, .arg = arg };
+	int err = xtxd_ovf_foreach(l->store, list_store_key, &k);
+
+	if (err) {
+		free(k.v);
+		k.v = NULL;
+		k.n = 0;
+	}
+	*keys = k.v;
+	*n = k.n;
+	return err;
+}
+
 long xtxd_live_wipe(struct xtxd_live *l)
 {
-	struct key_list k = {};
+	struct xtxd_ovf_item *keys;
 	long removed = 0;
 	uint32_t bi;
-	size_t i;
+	size_t i, n;
 	int err, w;
 
 	/* the store first: the kernel filters are then cleared to match it */
-	err = xtxd_ovf_foreach(l->store, list_store_key, &k);
-	for (i = 0; !err && i < k.n; i++) {
-		bi = xtx_bucket_of(xtx_hash(k.v[i].table, k.v[i].key), l->nbuckets);
+	err = xtxd_live_store_keys(l, NULL, NULL, &keys, &n);
+	for (i = 0; !err && i < n; i++) {
+		bi = xtx_bucket_of(xtx_hash(keys[i].table, keys[i].key), l->nbuckets);
 		err = xtxd_live_bucket_lock(l, bi);
 		if (err)
 			break;
-		removed += xtxd_ovf_del(l->store, k.v[i].table, k.v[i].key, UINT64_MAX, NULL) > 0;
+		removed += xtxd_ovf_del(l->store, keys[i].table, keys[i].key, UINT64_MAX, NULL) > 0;
 		xtxd_live_bucket_unlock(l, bi);
 	}
-	free(k.v);
+	free(keys);
 	for (bi = 0; !err && bi < l->nbuckets; bi++) {
 		struct xtx_kv_bucket *b = &l->kv[bi];
 

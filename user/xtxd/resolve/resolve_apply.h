@@ -60,6 +60,13 @@ int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64
  * keys removed, or a negative errno.  The caller is a registered RCU thread.
  */
 long xtxd_live_wipe(struct xtxd_live *l);
+/*
+ * The overflow store's keys (table and key of each) that keep() accepts
+ * (NULL: all), listed in one walk that does not block: *keys (malloc'd,
+ * the caller frees) and *n.  0 or -ENOMEM.  A registered RCU thread.
+ */
+int xtxd_live_store_keys(struct xtxd_live *l, bool (*keep)(uint8_t table, uint64_t key, void *arg),
+			 void *arg, struct xtxd_ovf_item **keys, size_t *n);
 /* The highest version floor of any bucket, kernel or store: a bound no key reuses below. */
 uint64_t xtxd_live_max_floor(struct xtxd_live *l);
 /* Raises every bucket's floor (kernel and store) to at least v, under its locks; 0 or -errno. */
