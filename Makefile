@@ -58,9 +58,9 @@ $(OBJ_OUT)/clients/examples/%.o: ROOM_INC = $(call room_inc,examples)
 $(OBJ_OUT)/tests/%.o: ROOM_INC = $(call room_inc,tests)
 
 BPF_HDRS := $(wildcard bpf/lib/*.h) $(wildcard include/xtx/*.h)
-BPF_PROGS := xtx_xdp xtx_tc xdp_pass
+BPF_PROGS := xtx_xdp xtx_tc xdp_pass xtx_xsk
 BPF_OBJS := $(patsubst %,$(BPF_OUT)/%.bpf.o,$(BPF_PROGS))
-SKELS := $(SKEL_OUT)/xtx_xdp.skel.h $(SKEL_OUT)/xtx_tc.skel.h
+SKELS := $(SKEL_OUT)/xtx_xdp.skel.h $(SKEL_OUT)/xtx_tc.skel.h $(SKEL_OUT)/xtx_xsk.skel.h
 
 objs = $(patsubst %.c,$(OBJ_OUT)/%.o,$(1))
 COMMON_OBJS := $(call objs,$(wildcard common/*.c))
@@ -69,7 +69,8 @@ XTXD_SRCS := $(wildcard user/xtxd/*.c user/xtxd/*/*.c)
 # Everything of xtxd but its main(), for unit tests of its parts.
 XTXD_LIB_OBJS := $(call objs,$(filter-out user/xtxd/main.c,$(XTXD_SRCS)))
 XTXCTL_OBJS := $(call objs,$(wildcard user/xtxctl/*.c))
-LIBXTX_OBJS := $(call objs,$(wildcard clients/libxtx/*.c clients/libxtx/txn/*.c))
+LIBXTX_OBJS := $(call objs,$(wildcard clients/libxtx/*.c clients/libxtx/txn/*.c \
+	clients/libxtx/afxdp/*.c))
 WORKLOAD_OBJS := $(call objs,$(wildcard clients/workloads/*.c))
 # The history recorder and checker, without the stand-alone checker's main().
 HISTORY_OBJS := $(call objs,$(filter-out clients/history/main.c,$(wildcard clients/history/*.c)))
@@ -79,7 +80,7 @@ BENCH_SRCS := $(wildcard clients/bench/*.c)
 BENCH_LIB_OBJS := $(call objs,$(filter-out clients/bench/xtxbench.c clients/bench/bench_%.c,\
 	$(BENCH_SRCS)))
 USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
-	clients/*/*.h clients/libxtx/txn/*.h tests/unit/*.h)
+	clients/*/*.h clients/libxtx/txn/*.h clients/libxtx/afxdp/*.h tests/unit/*.h)
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/xtx-history-check

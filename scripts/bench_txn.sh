@@ -18,85 +18,7 @@ mkdir -p "$OUT"
 report=$OUT/report_txn.md
 : >"$OUT/txn_runs.jsonl"
 
-server_ns() { echo "$PREFIX-s$1"; }
-server_dev() { echo "${PREFIX}s$1"; }
-server_ips() { echo 10.77.0.2,10.77.1.2,10.77.2.2; }
-topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }
-
-SERVER_KIND=none
-stop_servers() {
-	local i
-	case $SERVER_KIND in
-	xtx | echo)
-		for ((i = 0; i < NSERVERS; i++)); do
-			make -s -C "$ROOT" unload FORCE=1 IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-				>/dev/null 2>&1 || true
-		done
-		;;
-	udpd)
-		for ((i = 0; i < NSERVERS; i++)); do
-			[ -f "$OUT/udpd$i.pid" ] && kill "$(cat "$OUT/udpd$i.pid")" 2>/dev/null || true
-			rm -f "$OUT/udpd$i.pid"
-		done
-		sleep 0.3
-		;;
-	esac
-	SERVER_KIND=none
-	rm -rf /var/lib/xtx/"$PREFIX"-*
-}
-stats_was=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-	sysctl -qw kernel.bpf_stats_enabled="$stats_was"
-	stop_servers
-	topo down >/dev/null 2>&1 || true
-}
-trap cleanup EXIT INT TERM
-
-# start_servers xtx|echo|udpd [XTXD-ARGS]: the same three addresses, served three ways.
-start_servers() {
-	local i
-	stop_servers
-	for ((i = 0; i < NSERVERS; i++)); do
-		case $1 in
-		xtx) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus $CLIENT_CPU ${2:-}" >/dev/null ;;
-		echo) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus $CLIENT_CPU --echo" >/dev/null ;;
-		udpd) taskset -c "$SERVER_CPU" "$BUILD/xtx-udpd" --netns "$(server_ns "$i")" \
-			--daemon --pidfile "$OUT/udpd$i.pid" >/dev/null ;;
-		esac
-	done
-	SERVER_KIND=$1
-}
-
-# CPU time (ns) of this run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
-server_pids() {
-	local f comm i pid
-	for f in /proc/[0-9]*/comm; do
-		{ read -r comm <"$f"; } 2>/dev/null || continue
-		# kernel thread names are cut at 15 characters: the prefix is enough
-		[[ $comm == "napi/${PREFIX}s"* ]] || continue
-		pid=${f#/proc/}
-		echo "${pid%/comm}"
-	done
-	for ((i = 0; i < NSERVERS; i++)); do
-		for f in "/run/xtx/$(server_ns "$i")-$(server_dev "$i").pid" "$OUT/udpd$i.pid"; do
-			[ -f "$f" ] && cat "$f"
-		done
-	done
-}
-server_cpu_ns() {
-	local pid t sum=0 ns
-	for pid in $(server_pids); do
-		for t in /proc/"$pid"/task/*/schedstat; do
-			{ read -r ns _ <"$t"; } 2>/dev/null || continue
-			sum=$((sum + ns))
-		done
-	done
-	echo "$sum"
-}
-
-client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" "$@"; }
+source "$ROOT/scripts/bench_lib.sh"
 
 # bank_row LABEL ARGS...: one transfer run; prints a table row and keeps the JSON.
 bank_row() {
@@ -181,34 +103,6 @@ for inflight in 1 16; do
 done
 
 # ---- TATP and SmallBank: ceiling, xtx, xtx-udpd ----
-TATP_P=${TATP_P:-10000}
-# enough in flight that a server or the client, not latency, limits the rate
-WL_INFLIGHT=${WL_INFLIGHT:-64}
-SB_ACCOUNTS=${SB_ACCOUNTS:-10000}
-ctl_list() {
-	local i l=""
-	for ((i = 0; i < NSERVERS; i++)); do l+="${l:+,}$(server_ns "$i"):$(server_dev "$i")"; done
-	echo "$l"
-}
-wl_args() {
-	case $1 in
-	tatp) echo "--subscribers $TATP_P" ;;
-	smallbank) echo "--accounts $SB_ACCOUNTS" ;;
-	esac
-}
-# populate WORKLOAD ctl|txn
-populate() {
-	local how=$1 w
-	for w in tatp smallbank; do
-		if [ "$how" = ctl ]; then
-			client "$w" --servers "$(server_ips)" $(wl_args "$w") --ctl "$(ctl_list)" \
-				--populate --duration 0 >/dev/null 2>&1
-		else
-			client "$w" --servers "$(server_ips)" $(wl_args "$w") --populate \
-				--populate-via txn --duration 0 >/dev/null 2>&1
-		fi || echo "populating $w ($how) failed" >&2
-	done
-}
 prog_ids() {
 	local i
 	for ((i = 0; i < NSERVERS; i++)); do

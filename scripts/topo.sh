@@ -11,6 +11,7 @@ nservers=3
 nservers_given=0
 xdp_obj=
 cpu=
+queues=1
 
 usage() {
 	cat <<EOF
@@ -38,6 +39,8 @@ Options:
                   native mode to every client-side end
   -t CPU          up: threaded NAPI on every veth end, server-side NAPI
                   kthreads pinned to CPU
+  -q QUEUES       up: receive and transmit queues of every veth end, 1-8
+                  (default 1); AF_XDP clients bind a socket to each
   -h              show this help
 
 Example:
@@ -151,7 +154,10 @@ create_link() {
 	sns=$(server_ns "$i")
 	cdev=$(client_dev "$i")
 	sdev=$(server_dev "$i")
-	ip -n "$cns" link add "$cdev" type veth peer name "$sdev"
+	# Both ends get the same queue count: a frame sent on queue q reaches
+	# the peer's XDP program only if the peer has a receive queue q.
+	ip -n "$cns" link add "$cdev" numtxqueues "$queues" numrxqueues "$queues" type veth \
+		peer name "$sdev" numtxqueues "$queues" numrxqueues "$queues"
 	ip -n "$cns" link set "$sdev" netns "$sns"
 	ip -n "$cns" addr add "$(client_ip "$i")/24" dev "$cdev"
 	ip -n "$sns" addr add "$(server_ip "$i")/24" dev "$sdev"
@@ -340,12 +346,13 @@ cmd_addr() {
 parse_options() {
 	local opt
 
-	while getopts ":p:n:x:t:h" opt; do
+	while getopts ":p:n:x:t:q:h" opt; do
 		case $opt in
 		p) prefix=$OPTARG ;;
 		n) nservers=$OPTARG; nservers_given=1 ;;
 		x) xdp_obj=$OPTARG ;;
 		t) cpu=$OPTARG ;;
+		q) queues=$OPTARG ;;
 		h) usage; exit 0 ;;
 		:) die "option -$OPTARG needs a value (see -h)" ;;
 		*) die "unknown option -$OPTARG (see -h)" ;;
@@ -355,6 +362,7 @@ parse_options() {
 		die "prefix '$prefix' must be 1-8 characters of [a-z0-9]"
 	[[ $nservers =~ ^[1-8]$ ]] ||
 		die "number of servers '$nservers' must be 1..8"
+	[[ $queues =~ ^[1-8]$ ]] || die "queues '$queues' must be 1..8"
 	[ -z "$cpu" ] || [[ $cpu =~ ^[0-9]+$ ]] ||
 		die "CPU '$cpu' must be a CPU number"
 }

@@ -31,6 +31,7 @@
 #include "secret.h"
 #include "runner.h"
 #include "servers.h"
+#include "transport.h"
 #include "zk.h"
 #include "zkcluster.h"
 
@@ -48,6 +49,7 @@ struct bank_opts {
 	struct bench_zk_source zk;	/* --zk: where to read it again */
 	uint16_t port;
 	enum xtx_protocol protocol;
+	enum xtx_transport_kind transport;
 	uint32_t replication;
 	uint32_t threads;
 	uint32_t inflight;
@@ -81,6 +83,7 @@ struct bank_counts {
 	uint64_t missing;	/* transactions that found an account missing */
 	uint64_t packets, ops, retransmits, rw_packets, rw_ops, rw_rounds;
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
+	uint64_t frames_malformed, udp_fallback;	/* AF_XDP */
 	uint64_t reconfigurations;	/* newer cluster configurations taken on (--zk) */
 };
 #define BANK_NCOUNTS (sizeof(struct bank_counts) / sizeof(uint64_t))
@@ -275,6 +278,8 @@ static void snapshot_stats(struct bank_thread *th)
 	th->cnt.rw_rounds = s->rounds_rw_committed;
 	th->cnt.duplicated = s->duplicated;
 	th->cnt.reordered = s->reordered;
+	th->cnt.frames_malformed = s->frames_malformed;
+	th->cnt.udp_fallback = s->udp_fallback;
 	th->cnt.reconfigurations = s->reconfigurations;
 }
 
@@ -328,6 +333,7 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.refresh_arg = (void *)&o->zk,
 		.fault_dup_ppm = o->dup_ppm,
 		.fault_reorder_ppm = o->reorder_ppm,
+		.transport = o->transport,
 	};
 
 	return xtx_client_open(&cfg);
@@ -468,6 +474,8 @@ static void usage(FILE *out)
 		"  -p, --port N             server UDP port (default %u)\n"
 		"  -P, --protocol NAME      occ, 2pl or hades (default occ)\n"
 		"  -R, --replication N      replicas per key (default min(3, servers))\n"
+		"      --transport T        udp (default) or afxdp: AF_XDP sockets on the\n"
+		"                           interfaces the routes use (root, native XDP)\n"
 		"  -t, --threads N          client threads (default 1)\n"
 		"  -i, --inflight N         transactions in flight per thread (default 16)\n"
 		"  -k, --ops-per-packet N   1..16; 1 turns aggregation off (default 16)\n"
@@ -495,7 +503,8 @@ static void usage(FILE *out)
 }
 
 enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
-       OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER, OPT_ZK, OPT_ZK_NAME };
+       OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER, OPT_ZK, OPT_ZK_NAME,
+       OPT_TRANSPORT };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
@@ -506,6 +515,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "port", required_argument, NULL, 'p' },
 		{ "protocol", required_argument, NULL, 'P' },
 		{ "replication", required_argument, NULL, 'R' },
+		{ "transport", required_argument, NULL, OPT_TRANSPORT },
 		{ "threads", required_argument, NULL, 't' },
 		{ "inflight", required_argument, NULL, 'i' },
 		{ "ops-per-packet", required_argument, NULL, 'k' },
@@ -552,6 +562,11 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 			}
 			break;
 		case 'R': err = xtx_parse_u32("--replication", optarg, 1, 3, &o->replication); break;
+		case OPT_TRANSPORT:
+			err = xtx_transport_parse(optarg, &o->transport);
+			if (err)
+				fprintf(stderr, "Error: --transport: '%s' is not udp or afxdp\n", optarg);
+			break;
 		case 't':
 			err = xtx_parse_u32("--threads", optarg, 1, BANK_MAX_THREADS, &o->threads);
 			break;
@@ -686,7 +701,8 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       "\"packets_per_committed\":%.2f,\"packets_per_committed_rw\":%.2f,"
 		       "\"ops_per_committed_rw\":%.2f,\"rounds_per_committed_rw\":%.2f,"
 		       "\"retransmits\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"reordered\":%" PRIu64
-		       ",\"reconfigurations\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
+		       ",\"reconfigurations\":%" PRIu64 ",\"transport\":\"%s\",\"frames_malformed\":%"
+		       PRIu64 ",\"udp_fallback\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
 		       "\"p99_us\":%.1f,\"aborts\":{",
 		       xtx_protocol_name(o->protocol), o->ops_per_packet, o->threads, o->inflight,
 		       run_s, committed, committed / run_s, c->transfers, c->audits, ab, c->failed,
@@ -694,6 +710,7 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 		       c->transfers ? (double)c->rw_rounds / c->transfers : 0,
 		       c->retransmits, c->duplicated, c->reordered, c->reconfigurations,
+		       xtx_transport_name(o->transport), c->frames_malformed, c->udp_fallback,
 		       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 		       xtx_hist_percentile(h, 99) / 1e3);
 		for (i = 1; i < XTX_CAUSE__COUNT; i++)
@@ -720,6 +737,9 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 	printf("  packets     %" PRIu64 " (%.2f ops/packet, %.2f per committed txn, %.2f per "
 	       "committed transfer), %" PRIu64 " retransmitted\n", c->packets, ops_pkt, pkt_txn,
 	       rw_pkt_txn, c->retransmits);
+	if (o->transport == XTX_TRANSPORT_AFXDP)
+		printf("  transport   afxdp: %" PRIu64 " malformed frames, %" PRIu64 " replies the "
+		       "kernel's way\n", c->frames_malformed, c->udp_fallback);
 	printf("  per transfer %.2f ops, %.2f round trips\n",
 	       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 	       c->transfers ? (double)c->rw_rounds / c->transfers : 0);

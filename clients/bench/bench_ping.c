@@ -43,6 +43,7 @@ static void usage(FILE *out)
 		"                            from the pid, below %u)\n"
 		"  -T, --timeout DUR         retransmit after this long without a reply\n"
 		"                            (default 20ms)\n"
+		"      --transport T         udp (default) or afxdp (AF_XDP: root, native XDP)\n"
 		"  -j, --json                one JSON object on stdout instead of text\n"
 		"  -v, --verbose             more output\n"
 		"  -h, --help                this text\n"

@@ -168,6 +168,7 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 		{ "inflight", required_argument, NULL, 'w' },
 	};
 	static const struct option tail[] = {
+		{ "transport", required_argument, NULL, WB_OPT_TRANSPORT },
 		{ "client-id", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
@@ -233,6 +234,13 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 		case 'T':
 			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
 				return -1;
+			break;
+		case WB_OPT_TRANSPORT:
+			if (xtx_transport_parse(optarg, &o->transport)) {
+				fprintf(stderr, "Error: --transport: '%s' is not udp or afxdp\n",
+					optarg);
+				return -1;
+			}
 			break;
 		case 'j':
 			o->json = true;
@@ -354,7 +362,7 @@ static struct wb_thread *setup_threads(const struct wb_bench *b, const struct wb
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
 		}
-		if (xtx_transport_open(&t->tr, o->servers, o->nservers))
+		if (xtx_transport_open_kind(&t->tr, o->servers, o->nservers, o->transport))
 			goto fail;
 	}
 	return th;

@@ -40,8 +40,12 @@ struct wb_opts {
 	uint32_t inflight;
 	uint32_t client_base;
 	uint64_t timeout_ns;
+	enum xtx_transport_kind transport;	/* --transport */
 	bool json;
 };
+
+/* Above every subcommand's own option codes. */
+#define WB_OPT_TRANSPORT	0x7000
 
 struct wb_thread;
 

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xtx/hash.h>
@@ -23,6 +24,7 @@
 #include "secret.h"
 #include "runner.h"
 #include "servers.h"
+#include "transport.h"
 #include "wlbench.h"
 #include "wlload.h"
 #include "zipf.h"
@@ -61,6 +63,7 @@ struct wl_opts {
 	uint16_t port;
 	uint32_t replication;
 	enum xtx_protocol protocol;
+	enum xtx_transport_kind transport;
 	uint32_t threads;
 	uint32_t inflight;
 	uint32_t ops_per_packet;
@@ -370,6 +373,9 @@ struct wl_result {
 	struct xtx_hist lat;
 	struct xtx_hist type_lat[WL_MAX_TYPES];
 	struct xtx_client_stats cs;
+	char transport[96];	/* how thread 0's client reached the servers */
+	double cpu_s;		/* this process's CPU time over the run, warmup included */
+	double run_s;		/* the run, warmup included */
 	double secs;		/* the measured window */
 	bool ran;
 	bool verified;
@@ -437,6 +443,10 @@ static void print_json(const struct wl_workload *w, const struct wl_opts *o,
 	       (unsigned long long)r->cs.retransmits, (unsigned long long)r->cs.op_retries,
 	       ratio(r->cs.ops, r->cs.packets), ratio(r->cs.packets, r->cs.committed),
 	       ratio(r->cs.packets_rw_committed, r->cs.committed_rw));
+	printf("\"transport\":\"%s\",\"frames_malformed\":%llu,\"udp_fallback\":%llu,"
+	       "\"client_cpu_s\":%.4f,\"run_s\":%.4f,",
+	       xtx_transport_name(o->transport), (unsigned long long)r->cs.frames_malformed,
+	       (unsigned long long)r->cs.udp_fallback, r->cpu_s, r->run_s);
 	printf("\"verify\":%s,\"violations\":%lu}\n", r->verified ? "true" : "false",
 	       r->violations);
 }
@@ -495,6 +505,8 @@ static void print_text(const struct wl_workload *w, const struct wl_opts *o,
 	       ratio(r->cs.ops, r->cs.packets), ratio(r->cs.packets, r->cs.committed),
 	       ratio(r->cs.packets_rw_committed, r->cs.committed_rw),
 	       (unsigned long long)r->cs.retransmits, (unsigned long long)r->cs.op_retries);
+	printf("transport: %s  frames_malformed=%llu  udp_fallback=%llu\n", r->transport,
+	       (unsigned long long)r->cs.frames_malformed, (unsigned long long)r->cs.udp_fallback);
 	if (r->verified)
 		printf("verify: %s (%lu violations)\n", r->violations ? "FAILED" : "OK",
 		       r->violations);
@@ -523,6 +535,7 @@ enum {
 	OPT_TIMELINE,
 	OPT_ZK,
 	OPT_ZK_NAME,
+	OPT_TRANSPORT,
 };
 
 static const struct option common_opts[] = {
@@ -532,6 +545,7 @@ static const struct option common_opts[] = {
 	{ "port", required_argument, NULL, 'p' },
 	{ "replication", required_argument, NULL, OPT_REPLICATION },
 	{ "protocol", required_argument, NULL, OPT_PROTOCOL },
+	{ "transport", required_argument, NULL, OPT_TRANSPORT },
 	{ "threads", required_argument, NULL, 't' },
 	{ "inflight", required_argument, NULL, 'w' },
 	{ "ops-per-packet", required_argument, NULL, OPT_OPS },
@@ -570,6 +584,8 @@ static void common_usage(FILE *out)
 		"  -p, --port N              server UDP port (default %u)\n"
 		"      --replication R       replicas per key, 1..min(3, servers) (default: that)\n"
 		"      --protocol P          occ, 2pl or hades\n"
+		"      --transport T         udp (default) or afxdp: AF_XDP sockets on the\n"
+		"                            interfaces the routes use (root, native XDP)\n"
 		"  -t, --threads N           client threads, each its own libxtx client (1..%u,\n"
 		"                            default 1)\n"
 		"  -w, --inflight N          transactions each thread keeps going (default 16)\n"
@@ -760,6 +776,13 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		case OPT_PROTOCOL:
 			if (xtx_protocol_parse(optarg, &o->protocol)) {
 				fprintf(stderr, "Error: --protocol: '%s' is not occ, 2pl or hades\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_TRANSPORT:
+			if (xtx_transport_parse(optarg, &o->transport)) {
+				fprintf(stderr, "Error: --transport: '%s' is not udp or afxdp\n",
 					optarg);
 				return -1;
 			}
@@ -958,6 +981,7 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		/* a newer epoch: the manager moved shards; read where they are now */
 		.refresh = o->cluster ? bench_zk_refresh : NULL,
 		.refresh_arg = (void *)&o->zk,
+		.transport = o->transport,
 	};
 
 	return xtx_client_open(&cfg);
@@ -1306,6 +1330,17 @@ fail:
 	return NULL;
 }
 
+/* User and system CPU time of every thread of this process so far. */
+static double process_cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_thread *th,
 	       struct wl_result *r)
 {
@@ -1321,6 +1356,7 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 	};
 	uint64_t start, stop;
 	unsigned int i, j;
+	double cpu0;
 	int rc = 0;
 
 	if (o->timeline) {
@@ -1333,7 +1369,10 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		rr.sample_ns = WL_TIMELINE_NS;
 	}
 	wl_measure_from = xtx_now_ns() + o->warmup_ns;
+	cpu0 = process_cpu_s();
 	rc = xtx_run_threads(&rr, &start, &stop);
+	r->cpu_s = process_cpu_s() - cpu0;
+	r->run_s = (stop - start) / 1e9;
 	if (prog.timeline && fclose(prog.timeline)) {
 		fprintf(stderr, "Error: --timeline: %s: %s\n", o->timeline, strerror(errno));
 		rc = -1;
@@ -1359,6 +1398,10 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		r->cs.committed += s->committed;
 		r->cs.committed_rw += s->committed_rw;
 		r->cs.packets_rw_committed += s->packets_rw_committed;
+		r->cs.frames_malformed += s->frames_malformed;
+		r->cs.udp_fallback += s->udp_fallback;
+		if (!i)
+			xtx_client_transport(t->cl, r->transport, sizeof(r->transport));
 		if (t->poll_err) {
 			fprintf(stderr, "Error: thread %u (client %u): %s\n", i, t->bt.client_id,
 				strerror(-t->poll_err));

@@ -46,6 +46,7 @@
 #define XTX_LIBXTX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
 #include <xtx/mac.h>
@@ -122,6 +123,17 @@ struct xtx_txn_result {
 	uint64_t servers;
 };
 
+/* How a client reaches the servers. */
+enum xtx_transport_kind {
+	XTX_TRANSPORT_UDP,	/* a UDP socket per thread: works anywhere */
+	/*
+	 * AF_XDP sockets on the interfaces the routes use, frames built by the
+	 * client: far less CPU per request.  Needs root, native XDP on those
+	 * interfaces, and one such client process per interface.
+	 */
+	XTX_TRANSPORT_AFXDP,
+};
+
 typedef void (*xtx_done_fn)(struct xtx_txn *t, const struct xtx_txn_result *res, void *arg);
 
 struct xtx_client_cfg {
@@ -168,6 +180,7 @@ struct xtx_client_cfg {
 	 * may duplicate and reorder them.  0: none.
 	 */
 	uint32_t fault_dup_ppm, fault_reorder_ppm;
+	enum xtx_transport_kind transport;	/* 0: UDP */
 };
 
 /* Counters of one client since it was opened. */
@@ -181,6 +194,8 @@ struct xtx_client_stats {
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
 	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
+	/* AF_XDP: frames with broken headers (dropped); replies that came the kernel's way */
+	uint64_t frames_malformed, udp_fallback;
 	/*
 	 * Committed read-write transactions, and summed over them: the
 	 * requests that carried their ops, their ops, their round trips.
@@ -218,6 +233,8 @@ enum xtx_outcome xtx_run(struct xtx_client *c, xtx_step_fn step, void *arg,
 			 struct xtx_txn_result *res);
 
 const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c);
+/* One line on the client's transport: "udp: ..." or "afxdp: N socket(s) ..., copy mode". */
+void xtx_client_transport(const struct xtx_client *c, char *buf, size_t len);
 
 /*
  * Asks the servers what became of a transaction that ended XTX_IN_DOUBT

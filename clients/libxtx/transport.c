@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xtx/kv.h>
+#include "afxdp/xsk.h"
 #include "transport.h"
 
 /* How long a send waits for socket buffer space before giving the rest back. */
@@ -34,6 +35,55 @@ static int set_buf(int fd, int opt, int force_opt, const char *name)
 
 int xtx_transport_open(struct xtx_transport *t, const struct sockaddr_in *servers,
 		       unsigned int nservers)
+{
+	return xtx_transport_open_kind(t, servers, nservers, XTX_TRANSPORT_UDP);
+}
+
+int xtx_transport_parse(const char *name, enum xtx_transport_kind *kind)
+{
+	if (!strcmp(name, "udp"))
+		*kind = XTX_TRANSPORT_UDP;
+	else if (!strcmp(name, "afxdp"))
+		*kind = XTX_TRANSPORT_AFXDP;
+	else
+		return -1;
+	return 0;
+}
+
+const char *xtx_transport_name(enum xtx_transport_kind kind)
+{
+	return kind == XTX_TRANSPORT_AFXDP ? "afxdp" : "udp";
+}
+
+void xtx_transport_describe(const struct xtx_transport *t, char *buf, size_t len)
+{
+	unsigned int socks, ifaces;
+
+	if (!t->xdp) {
+		snprintf(buf, len, "udp: one socket");
+		return;
+	}
+	xtx_afxdp_shape(t->xdp, &socks, &ifaces);
+	snprintf(buf, len, "afxdp: %u socket(s) on %u interface(s), %s mode", socks, ifaces,
+		 xtx_afxdp_zerocopy(t->xdp) ? "zero-copy" : "copy");
+}
+
+/* With AF_XDP: the sockets for the port the UDP socket holds. */
+static int open_afxdp(struct xtx_transport *t)
+{
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+
+	if (getsockname(t->fd, (struct sockaddr *)&me, &len)) {
+		fprintf(stderr, "Error: reading the UDP socket's port: %s\n", strerror(errno));
+		return -errno;
+	}
+	t->xdp = xtx_afxdp_open(t->servers, t->nservers, me.sin_port, t->fd);
+	return t->xdp ? 0 : -EINVAL;
+}
+
+int xtx_transport_open_kind(struct xtx_transport *t, const struct sockaddr_in *servers,
+			    unsigned int nservers, enum xtx_transport_kind kind)
 {
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	int err;
@@ -65,6 +115,12 @@ int xtx_transport_open(struct xtx_transport *t, const struct sockaddr_in *server
 		fprintf(stderr, "Error: binding a UDP socket: %s\n", strerror(-err));
 		goto fail;
 	}
+	t->kind = kind;
+	if (kind == XTX_TRANSPORT_AFXDP) {
+		err = open_afxdp(t);
+		if (err)
+			goto fail;
+	}
 	return 0;
 fail:
 	xtx_transport_close(t);
@@ -73,6 +129,8 @@ fail:
 
 void xtx_transport_close(struct xtx_transport *t)
 {
+	xtx_afxdp_close(t->xdp);
+	t->xdp = NULL;
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
@@ -169,7 +227,16 @@ int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsig
 	return send_plain(t, d, n);
 }
 
+static int send_udp(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n);
+
 static int send_plain(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
+{
+	if (t->xdp)
+		return xtx_afxdp_send(t->xdp, d, n);
+	return send_udp(t, d, n);
+}
+
+static int send_udp(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
 {
 	struct mmsghdr msgs[XTX_RECV_BATCH];
 	struct iovec iov[XTX_RECV_BATCH];
@@ -211,7 +278,7 @@ static int send_plain(struct xtx_transport *t, const struct xtx_dgram *d, unsign
 	return done;
 }
 
-static int server_index(const struct xtx_transport *t, const struct sockaddr_in *from)
+int xtx_transport_server_index(const struct xtx_transport *t, const struct sockaddr_in *from)
 {
 	unsigned int i;
 
@@ -223,8 +290,8 @@ static int server_index(const struct xtx_transport *t, const struct sockaddr_in 
 	return -1;
 }
 
-int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
-		       uint64_t timeout_ns)
+static int recv_udp(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
+		    uint64_t timeout_ns)
 {
 	struct sockaddr_in from[XTX_RECV_BATCH];
 	struct mmsghdr msgs[XTX_RECV_BATCH];
@@ -232,9 +299,6 @@ int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned in
 	unsigned int i, kept = 0;
 	int got, idx;
 
-	if (n > XTX_RECV_BATCH)
-		n = XTX_RECV_BATCH;
-	send_held(t);
 	for (i = 0; i < n; i++) {
 		iov[i].iov_base = d[i].buf;
 		iov[i].iov_len = d[i].cap;
@@ -259,7 +323,7 @@ int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned in
 			t->truncated++;
 			continue;
 		}
-		idx = server_index(t, &from[i]);
+		idx = xtx_transport_server_index(t, &from[i]);
 		if (idx < 0) {
 			t->stray++;
 			continue;
@@ -276,4 +340,44 @@ int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned in
 		kept++;
 	}
 	return kept;
+}
+
+/*
+ * The rings first; the UDP socket when asked (a wait saw it readable) and
+ * every so often regardless, so a stray reply there is not stranded.
+ */
+static int recv_afxdp_once(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
+			   bool udp_ready)
+{
+	unsigned int got = xtx_afxdp_recv(t->xdp, t, d, n);
+	int more;
+
+	if (got < n && (udp_ready || !(++t->tick % 64))) {
+		more = recv_udp(t, d + got, n - got, 0);
+		if (more < 0)
+			return got ? (int)got : more;
+		t->fallback += more;
+		got += more;
+	}
+	return got;
+}
+
+int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned int n,
+		       uint64_t timeout_ns)
+{
+	bool udp_ready = false;
+	int got;
+
+	if (n > XTX_RECV_BATCH)
+		n = XTX_RECV_BATCH;
+	send_held(t);
+	if (!t->xdp)
+		return recv_udp(t, d, n, timeout_ns);
+	got = recv_afxdp_once(t, d, n, false);
+	if (got || !timeout_ns)
+		return got;
+	got = xtx_afxdp_wait(t->xdp, timeout_ns, &udp_ready);
+	if (got <= 0)
+		return got;
+	return recv_afxdp_once(t, d, n, udp_ready);
 }

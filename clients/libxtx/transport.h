@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* A per-thread UDP endpoint: one socket, batched send and receive to a set of servers. */
+/*
+ * A per-thread endpoint to a set of servers, batched send and receive: a
+ * UDP socket, or AF_XDP sockets (afxdp/xsk.h) that build the frames
+ * themselves and leave the kernel's socket layer out, same datagrams.
+ */
 #ifndef XTX_TRANSPORT_H
 #define XTX_TRANSPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include "libxtx.h"
 
 /* Most datagrams one recvmmsg() call fills. */
 #define XTX_RECV_BATCH		64
@@ -33,8 +38,20 @@ struct xtx_netfault {
 	uint32_t reorder_ppm;
 };
 
+struct xtx_afxdp;
+
 struct xtx_transport {
+	enum xtx_transport_kind kind;
+	/*
+	 * The UDP socket.  With AF_XDP it holds the port, so nothing else on
+	 * the host takes it, and receives what the steering program could not
+	 * hand to an AF_XDP socket (a queue beyond XTX_XSK_MAX_QUEUES).
+	 */
 	int fd;
+	struct xtx_afxdp *xdp;		/* AF_XDP only */
+	uint64_t fallback;		/* AF_XDP: replies that came through the UDP socket */
+	uint64_t malformed;		/* AF_XDP: frames with broken headers, dropped */
+	unsigned int tick;
 	unsigned int nservers;
 	struct sockaddr_in *servers;	/* owned copy */
 	uint64_t stray;			/* datagrams from no server of ours: dropped */
@@ -54,6 +71,16 @@ struct xtx_transport {
  */
 int xtx_transport_open(struct xtx_transport *t, const struct sockaddr_in *servers,
 		       unsigned int nservers);
+/* The same with the given kind: AF_XDP needs root and native XDP on the routes' interfaces. */
+int xtx_transport_open_kind(struct xtx_transport *t, const struct sockaddr_in *servers,
+			    unsigned int nservers, enum xtx_transport_kind kind);
+/* "udp" or "afxdp" into *kind; -1 for anything else. */
+int xtx_transport_parse(const char *name, enum xtx_transport_kind *kind);
+const char *xtx_transport_name(enum xtx_transport_kind kind);
+/* One line on how the transport runs (kind, sockets, copy or zero-copy mode). */
+void xtx_transport_describe(const struct xtx_transport *t, char *buf, size_t len);
+/* The index of the server a datagram came from, or -1. */
+int xtx_transport_server_index(const struct xtx_transport *t, const struct sockaddr_in *from);
 void xtx_transport_close(struct xtx_transport *t);
 
 /*

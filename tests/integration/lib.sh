@@ -70,7 +70,8 @@ cleanup() {
 # Brings up the topology and loads a server on each link with make load.
 setup_servers() {
 	trap cleanup EXIT INT TERM
-	topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
+	topo -x "$BUILD/bpf/xdp_pass.bpf.o" ${TOPO_QUEUES:+-q "$TOPO_QUEUES"} up >/dev/null ||
+		{ fail "topology up"; exit 1; }
 	local i
 	for ((i = 0; i < NSERVERS; i++)); do
 		make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \

@@ -184,7 +184,7 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 		c->w.secret = *c->cfg.secret;
 		c->cfg.secret = NULL;	/* the caller's copy may go away */
 	}
-	if (xtx_transport_open(&c->tr, c->cfg.servers, c->cfg.nservers))
+	if (xtx_transport_open_kind(&c->tr, c->cfg.servers, c->cfg.nservers, c->cfg.transport))
 		goto fail;
 	if (c->cfg.fault_dup_ppm || c->cfg.fault_reorder_ppm) {
 		struct xtx_netfault f = { .dup_ppm = c->cfg.fault_dup_ppm,
@@ -435,6 +435,11 @@ failed:
 	if (res)
 		*res = (struct xtx_txn_result){ .outcome = XTX_FAILED };
 	return XTX_FAILED;
+}
+
+void xtx_client_transport(const struct xtx_client *c, char *buf, size_t len)
+{
+	xtx_transport_describe(&c->tr, buf, len);
 }
 
 const struct xtx_client_stats *xtx_client_stats(const struct xtx_client *c)

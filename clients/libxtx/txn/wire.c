@@ -353,6 +353,8 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
 	c->st.duplicated = c->tr.duplicated;
 	c->st.reordered = c->tr.reordered;
+	c->st.frames_malformed = c->tr.malformed;
+	c->st.udp_fallback = c->tr.fallback;
 	if (err)
 		return err;
 	if (c->nready)
