@@ -219,6 +219,7 @@ bench: deps
 	$(Q)$(MAKE) -j$(JOBS) all
 	$(Q)scripts/bench.sh
 	$(Q)scripts/bench_txn.sh
+	$(Q)scripts/bench_transport.sh
 	$(Q)scripts/bench_failover.sh
 
 # Every workload and protocol under every fault kind; ends "nemesis: N runs, N anomalies".

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Sourced by the transaction benchmarks (bench_txn.sh, bench_transport.sh): one topology of
 # NSERVERS servers served three ways (xtx, its XDP echo, xtx-udpd), their CPU time, populate.
-# The caller sets ROOT, BUILD, OUT, NSERVERS, PREFIX, SERVER_CPU and CLIENT_CPU first.
+# The caller sets ROOT, BUILD, OUT, NSERVERS, PREFIX, SERVER_CPU and CLIENT_CPU first, and may
+# set XTXD_CPUS (where xtxd's threads run; default the client's CPU).
 
 server_ns() { echo "$PREFIX-s$1"; }
 server_dev() { echo "${PREFIX}s$1"; }
@@ -45,9 +46,9 @@ start_servers() {
 	for ((i = 0; i < NSERVERS; i++)); do
 		case $1 in
 		xtx) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus $CLIENT_CPU ${2:-}" >/dev/null ;;
+			ARGS="--cpus ${XTXD_CPUS:-$CLIENT_CPU} ${2:-}" >/dev/null ;;
 		echo) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus $CLIENT_CPU --echo" >/dev/null ;;
+			ARGS="--cpus ${XTXD_CPUS:-$CLIENT_CPU} --echo" >/dev/null ;;
 		udpd) taskset -c "$SERVER_CPU" "$BUILD/xtx-udpd" --netns "$(server_ns "$i")" \
 			--daemon --pidfile "$OUT/udpd$i.pid" >/dev/null ;;
 		esac
