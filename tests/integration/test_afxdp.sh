@@ -5,7 +5,7 @@
 # the place of the topology's XDP_PASS program and UDP clients keep working beside it. Bad input:
 # an interface without native XDP, an unknown neighbour, a queue another process holds, and a
 # foreign XDP program, each a clear error within seconds.
-# checks: 49 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 52 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 TOPO_QUEUES=2
@@ -56,6 +56,23 @@ rc=$?
 check "bank udp beside the steering program: exit 0 ($rc)" test "$rc" -eq 0
 check "bank udp: ran over udp" test "$(str_field "$out" transport)" = udp
 check "bank udp: the total held" grep -q "bank check: total [0-9]* conserved" <<<"$out"
+
+# ---- the steering program replaced mid-run: replies go the kernel's way, and still arrive ----
+client "$BUILD/xtxbench" bank --servers "$SERVERS" --transport afxdp --accounts 200 \
+	--duration 3s --check --json >"$BUILD/afxdp_swap.$PREFIX" 2>&1 &
+swapper=$!
+sleep 1
+for i in 0 1 2; do
+	client ip -force link set dev "${PREFIX}c$i" xdpdrv obj "$BUILD/bpf/xdp_pass.bpf.o" sec xdp
+done
+wait "$swapper"
+rc=$?
+out=$(cat "$BUILD/afxdp_swap.$PREFIX")
+rm -f "$BUILD/afxdp_swap.$PREFIX"
+check "steering gone mid-run: exit 0 ($rc)" test "$rc" -eq 0
+check "steering gone mid-run: the total held" grep -q "bank check: total [0-9]* conserved" <<<"$out"
+f=$(num_field "$out" udp_fallback)
+check "steering gone mid-run: replies came through the UDP socket (${f:-0})" test "${f:-0}" -gt 1000
 
 # ---- under loss: 3 % of requests and replies dropped at the servers ----
 drops() {
