@@ -84,6 +84,7 @@ USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/xtx-history-check
+BINS += $(OUT)/tests/afxdp_churn
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
@@ -196,6 +197,12 @@ $(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMO
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
+# AF_XDP transports opened and closed by many threads at once; test_afxdp.sh runs it.
+$(OUT)/tests/afxdp_churn: $(OBJ_OUT)/tests/integration/afxdp_churn.o $(LIBXTX_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 $(BPF_OUT) $(SKEL_OUT):
 	$(Q)mkdir -p $@
 
@@ -256,7 +263,7 @@ MANPAGES := xtxd:8:load-the-xtx-transaction-server-onto-an-interface \
 	xtx-udpd:8:the-xtx-protocol-served-from-kernel-UDP-sockets-(baseline) \
 	xtxbench:1:load-generators-and-end-to-end-checks-for-xtx-servers
 INSTALLED := $(SBINDIR)/xtxd $(SBINDIR)/xtxctl $(SBINDIR)/xtx-udpd $(BINDIR)/xtxbench \
-	$(LIBDIR)/xtx_xdp.bpf.o $(LIBDIR)/xtx_tc.bpf.o $(LIBDIR)/xdp_pass.bpf.o \
+	$(LIBDIR)/xtx_xdp.bpf.o $(LIBDIR)/xtx_tc.bpf.o $(LIBDIR)/xdp_pass.bpf.o $(LIBDIR)/xtx_xsk.bpf.o \
 	$(PREFIX)/lib/libxtx.a $(INCDIR)/libxtx.h $(INCDIR)/cluster.h $(INCDIR)/xtx/proto.h \
 	$(INCDIR)/xtx/mac.h $(UNITDIR)/xtxd@.service \
 	$(SYSCONFDIR)/xtx/example.conf \

@@ -6,7 +6,7 @@
 /*
  * Receive queues per interface a client can be steered on.  Replies on a
  * higher queue reach the client's reserving UDP socket instead (slower,
- * still correct).  Eight queues of every port cost the map 4 MiB.
+ * still correct).  Eight queues of every port cost the maps 6 MiB.
  */
 #define XTX_XSK_MAX_QUEUES	8
 #define XTX_XSK_MAP_ENTRIES	(65536 * XTX_XSK_MAX_QUEUES)

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The AF_XDP client transport on 3 servers with R = 3 over 2-queue veths: bank with --check under
 # OCC, 2PL and HADES, under loss too; TATP and SmallBank with --verify; the steering program takes
-# the place of the topology's XDP_PASS program and UDP clients keep working beside it. Bad input:
-# an interface without native XDP, an unknown neighbour, a queue another process holds, and a
-# foreign XDP program, each a clear error within seconds.
-# checks: 52 (tests/run.sh fails the suite when fewer verdicts come out)
+# the place of the topology's XDP_PASS program, UDP clients keep working beside it, and replies
+# come through the port's UDP socket once it is gone; 8 threads open and close clients at once.
+# Bad input: an interface without native XDP, an unknown neighbour, a queue another process
+# holds, and a foreign XDP program, each a clear error within seconds.
+# checks: 55 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 TOPO_QUEUES=2
@@ -32,7 +33,7 @@ check "client end runs the topology's XDP_PASS program" \
 # ---- bank over AF_XDP: OCC, 2PL, HADES, each checked ----
 for proto in occ 2pl hades; do
 	out=$(bank --transport afxdp --protocol "$proto" --accounts 200 --threads 2 --inflight 16 \
-		--duration 2s --check --json 2>&1)
+		--duration 1s --check --json 2>&1)
 	rc=$?
 	check "bank $proto afxdp: exit 0 ($rc)" test "$rc" -eq 0
 	[ "$rc" -eq 0 ] || grep -E "Error|FAIL" <<<"$out" | head -n 5 | sed 's/^/    /'
@@ -59,9 +60,9 @@ check "bank udp: the total held" grep -q "bank check: total [0-9]* conserved" <<
 
 # ---- the steering program replaced mid-run: replies go the kernel's way, and still arrive ----
 client "$BUILD/xtxbench" bank --servers "$SERVERS" --transport afxdp --accounts 200 \
-	--duration 3s --check --json >"$BUILD/afxdp_swap.$PREFIX" 2>&1 &
+	--duration 2s --check --json >"$BUILD/afxdp_swap.$PREFIX" 2>&1 &
 swapper=$!
-sleep 1
+sleep 0.7
 for i in 0 1 2; do
 	client ip -force link set dev "${PREFIX}c$i" xdpdrv obj "$BUILD/bpf/xdp_pass.bpf.o" sec xdp
 done
@@ -85,7 +86,7 @@ drops() {
 }
 d0=$(drops)
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
-out=$(bank --transport afxdp --accounts 200 --threads 2 --duration 2s --check --json 2>&1)
+out=$(bank --transport afxdp --accounts 200 --threads 2 --duration 1s --check --json 2>&1)
 rc=$?
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
 check "bank afxdp under loss: exit 0 ($rc)" test "$rc" -eq 0
@@ -110,12 +111,21 @@ verified() {
 	check "$name: transactions committed (${committed:-0})" test "${committed:-0}" -gt 1000
 	check "$name: over afxdp" test "$(str_field "$out" transport)" = afxdp
 }
-out=$(wl tatp --subscribers 2000 --populate --duration 2 --warmup 500ms --threads 2 --json \
+out=$(wl tatp --subscribers 2000 --populate --duration 1 --warmup 200ms --threads 2 --json \
 	--verify 2>&1)
 verified "tatp afxdp" "$out" $?
-out=$(wl smallbank --accounts 1000 --populate --duration 2 --warmup 500ms --threads 2 --json \
+out=$(wl smallbank --accounts 1000 --populate --duration 1 --warmup 200ms --threads 2 --json \
 	--verify 2>&1)
 verified "smallbank afxdp" "$out" $?
+
+# ---- clients of one process opened and closed by 8 threads at once, one staying throughout ----
+out=$(client timeout 60 "$BUILD/tests/afxdp_churn" "$SERVERS" 8 6 2>&1)
+rc=$?
+check "8 threads opening and closing AF_XDP clients: exit 0 ($rc)" test "$rc" -eq 0
+check "... every open worked and every ping came back" \
+	grep -q "opened=48 open_failed=0 unanswered=0" <<<"$out"
+check "... and the client that stayed still hears every server" grep -q "survivor=50/50" <<<"$out"
+[ "$rc" -eq 0 ] || sed 's/^/    /' <<<"$out" | head -n 5
 
 # ---- bad input: each a clear error, in seconds, nothing left behind ----
 # errcase NAME PATTERN ARGS...: exits non-zero within 20 s, saying PATTERN
@@ -143,9 +153,9 @@ errcase "unknown neighbour" "10.77.0.9.*ARP\|neighbour.*10.77.0.9" --servers 10.
 
 # a queue held by another client process
 client "$BUILD/xtxbench" bank --servers "$SERVERS" --transport afxdp --accounts 200 \
-	--duration 4s --check >"$BUILD/afxdp_first.$PREFIX" 2>&1 &
+	--duration 3s --check >"$BUILD/afxdp_first.$PREFIX" 2>&1 &
 first=$!
-sleep 1.5
+sleep 1
 errcase "queue taken" "taken by another process" --servers "$SERVERS"
 wait "$first"
 rc=$?

@@ -34,69 +34,82 @@ void xtx_frame_tmpl_init(struct xtx_frame_tmpl *t, const uint8_t src_mac[6],
 			 const uint8_t dst_mac[6], struct in_addr src, uint16_t src_port_be,
 			 const struct sockaddr_in *dst)
 {
-	struct ethhdr *eth = (struct ethhdr *)t->hdr;
-	struct iphdr *ip = (struct iphdr *)(t->hdr + IP_OFF);
-	struct udphdr *udp = (struct udphdr *)(t->hdr + UDP_OFF);
+	struct ethhdr eth = { .h_proto = htons(ETH_P_IP) };
+	struct iphdr ip = {
+		.version = 4,
+		.ihl = 5,
+		.ttl = 64,
+		.protocol = IPPROTO_UDP,
+		/* Not fragmented, and not to be: replies fit one frame. */
+		.frag_off = htons(0x4000),
+		.saddr = src.s_addr,
+		.daddr = dst->sin_addr.s_addr,
+	};
+	struct udphdr udp = { .source = src_port_be, .dest = dst->sin_port };
 
 	memset(t, 0, sizeof(*t));
-	memcpy(eth->h_dest, dst_mac, ETH_ALEN);
-	memcpy(eth->h_source, src_mac, ETH_ALEN);
-	eth->h_proto = htons(ETH_P_IP);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	/* Not fragmented, and not to be: replies fit one frame. */
-	ip->frag_off = htons(0x4000);
-	ip->saddr = src.s_addr;
-	ip->daddr = dst->sin_addr.s_addr;
-	udp->source = src_port_be;
-	udp->dest = dst->sin_port;
+	memcpy(eth.h_dest, dst_mac, ETH_ALEN);
+	memcpy(eth.h_source, src_mac, ETH_ALEN);
+	memcpy(t->hdr, &eth, sizeof(eth));
+	memcpy(t->hdr + IP_OFF, &ip, sizeof(ip));
+	memcpy(t->hdr + UDP_OFF, &udp, sizeof(udp));
 	/* tot_len, id and check are 0 here: the sum covers the rest. */
-	t->ip_csum_base = sum16(ip, sizeof(*ip));
+	t->ip_csum_base = sum16(&ip, sizeof(ip));
 }
 
 void xtx_frame_build(const struct xtx_frame_tmpl *t, void *frame, size_t len, uint16_t ip_id)
 {
-	uint8_t *f = frame;
-	struct iphdr *ip = (struct iphdr *)(f + IP_OFF);
-	struct udphdr *udp = (struct udphdr *)(f + UDP_OFF);
-	uint16_t tot = (uint16_t)(len + sizeof(*ip) + sizeof(*udp));
+	/*
+	 * The headers are put together here and copied out whole: in a UMEM
+	 * frame the IP header sits 14 bytes in, not 4-aligned.
+	 */
+	uint8_t hdr[XTX_FRAME_HDR_LEN] __attribute__((aligned(4)));
+	struct iphdr ip;
+	struct udphdr udp;
+	uint16_t tot = (uint16_t)(len + sizeof(ip) + sizeof(udp));
 
-	memcpy(f, t->hdr, XTX_FRAME_HDR_LEN);
-	ip->tot_len = htons(tot);
-	ip->id = htons(ip_id);
-	ip->check = htons((uint16_t)~fold(t->ip_csum_base + tot + ip_id));
-	udp->len = htons((uint16_t)(len + sizeof(*udp)));
+	memcpy(hdr, t->hdr, sizeof(hdr));
+	memcpy(&ip, hdr + IP_OFF, sizeof(ip));
+	memcpy(&udp, hdr + UDP_OFF, sizeof(udp));
+	ip.tot_len = htons(tot);
+	ip.id = htons(ip_id);
+	ip.check = htons((uint16_t)~fold(t->ip_csum_base + tot + ip_id));
+	udp.len = htons((uint16_t)(len + sizeof(udp)));
+	memcpy(hdr + IP_OFF, &ip, sizeof(ip));
+	memcpy(hdr + UDP_OFF, &udp, sizeof(udp));
+	memcpy(frame, hdr, sizeof(hdr));
 }
 
 enum xtx_frame_verdict xtx_frame_parse(const void *frame, size_t len, struct in_addr local,
 				       uint16_t port_be, struct xtx_frame_view *v)
 {
 	const uint8_t *f = frame;
-	const struct ethhdr *eth = frame;
-	const struct iphdr *ip = (const void *)(f + IP_OFF);
-	const struct udphdr *udp;
+	struct ethhdr eth;
+	struct iphdr ip;
+	struct udphdr udp;
 	size_t ihl, tot, ulen;
 
-	if (len < ETH_HLEN + sizeof(*ip))
+	/* Copies, not casts: the headers of a frame need not be aligned. */
+	if (len < ETH_HLEN + sizeof(ip))
 		return XTX_FRAME_MALFORMED;
-	if (eth->h_proto != htons(ETH_P_IP) || ip->version != 4 || ip->protocol != IPPROTO_UDP)
+	memcpy(&eth, f, sizeof(eth));
+	memcpy(&ip, f + IP_OFF, sizeof(ip));
+	if (eth.h_proto != htons(ETH_P_IP) || ip.version != 4 || ip.protocol != IPPROTO_UDP)
 		return XTX_FRAME_NOT_OURS;
-	ihl = (size_t)ip->ihl * 4;
-	tot = ntohs(ip->tot_len);
+	ihl = (size_t)ip.ihl * 4;
+	tot = ntohs(ip.tot_len);
 	/* A frame may carry padding after the datagram, never less than it. */
-	if (ihl < sizeof(*ip) || tot < ihl + sizeof(*udp) || ETH_HLEN + tot > len)
+	if (ihl < sizeof(ip) || tot < ihl + sizeof(udp) || ETH_HLEN + tot > len)
 		return XTX_FRAME_MALFORMED;
-	if (fold(sum16(ip, ihl)) != 0xffff)
+	if (fold(sum16(f + IP_OFF, ihl)) != 0xffff)
 		return XTX_FRAME_MALFORMED;
-	if (ntohs(ip->frag_off) & (IP_MF | IP_OFFMASK))
+	if (ntohs(ip.frag_off) & (IP_MF | IP_OFFMASK))
 		return XTX_FRAME_MALFORMED;
-	udp = (const void *)(f + IP_OFF + ihl);
-	ulen = ntohs(udp->len);
-	if (ulen < sizeof(*udp) || ulen != tot - ihl)
+	memcpy(&udp, f + IP_OFF + ihl, sizeof(udp));
+	ulen = ntohs(udp.len);
+	if (ulen < sizeof(udp) || ulen != tot - ihl)
 		return XTX_FRAME_MALFORMED;
-	if (ip->daddr != local.s_addr || udp->dest != port_be)
+	if (ip.daddr != local.s_addr || udp.dest != port_be)
 		return XTX_FRAME_NOT_OURS;
 	/*
 	 * The UDP checksum is not checked: a veth hands over frames whose
@@ -105,9 +118,9 @@ enum xtx_frame_verdict xtx_frame_parse(const void *frame, size_t len, struct in_
 	 */
 	memset(&v->from, 0, sizeof(v->from));
 	v->from.sin_family = AF_INET;
-	v->from.sin_addr.s_addr = ip->saddr;
-	v->from.sin_port = udp->source;
-	v->payload = (const uint8_t *)udp + sizeof(*udp);
-	v->len = ulen - sizeof(*udp);
+	v->from.sin_addr.s_addr = ip.saddr;
+	v->from.sin_port = udp.source;
+	v->payload = f + IP_OFF + ihl + sizeof(udp);
+	v->len = ulen - sizeof(udp);
 	return XTX_FRAME_OK;
 }

@@ -15,19 +15,22 @@
 #include "steer.h"
 
 #define STEER_PROG_NAME	"xtx_xsk_steer"
-#define STEER_MAP_NAME	"xtx_xsks"
+#define STEER_XSK_MAP	"xtx_xsks"
+#define STEER_ADDR_MAP	"xtx_xsk_addrs"
 /* Interfaces one client process steers on (one per server link at most). */
 #define STEER_MAX_IFACES	64
 
 static pthread_mutex_t steer_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What this process found on each interface, while that program stays attached. */
 static struct {
 	int ifindex;
-	int map_fd;
+	__u32 prog_id;
+	struct xtx_steer maps;
 } steered[STEER_MAX_IFACES];
 static unsigned int nsteered;
 
-/* The map named name of program prog_fd, or a negative errno. */
-static int prog_map(int prog_fd, const char *name)
+/* The map of program prog_fd named name, of this build's type and size, or a negative errno. */
+static int prog_map(int prog_fd, const char *name, __u32 type)
 {
 	struct bpf_prog_info info = { 0 };
 	__u32 len = sizeof(info), ids[8], i;
@@ -46,7 +49,7 @@ static int prog_map(int prog_fd, const char *name)
 			continue;
 		/* the layout this build indexes by, not an older program's */
 		if (!bpf_obj_get_info_by_fd(fd, &mi, &mlen) && !strcmp(mi.name, name) &&
-		    mi.type == BPF_MAP_TYPE_XSKMAP && mi.max_entries == XTX_XSK_MAP_ENTRIES)
+		    mi.type == type && mi.max_entries == XTX_XSK_MAP_ENTRIES)
 			return fd;
 		close(fd);
 	}
@@ -81,8 +84,23 @@ static struct xtx_xsk *load_steer(char *err, size_t errlen)
 	return skel;
 }
 
-/* One look at the interface: 0 with *map_fd, -EAGAIN to look again, or an error. */
-static int steer_once(int ifindex, const char *ifname, int *map_fd, char *err, size_t errlen)
+/* Both maps of the steering program prog_fd; 0 or a negative errno (none left open). */
+static int both_maps(int prog_fd, struct xtx_steer *st)
+{
+	st->xsk_fd = prog_map(prog_fd, STEER_XSK_MAP, BPF_MAP_TYPE_XSKMAP);
+	st->addr_fd = prog_map(prog_fd, STEER_ADDR_MAP, BPF_MAP_TYPE_ARRAY);
+	if (st->xsk_fd >= 0 && st->addr_fd >= 0)
+		return 0;
+	if (st->xsk_fd >= 0)
+		close(st->xsk_fd);
+	if (st->addr_fd >= 0)
+		close(st->addr_fd);
+	return -ENOENT;
+}
+
+/* One look at the interface: 0 with *st and *prog_id, -EAGAIN to look again, or an error. */
+static int steer_once(int ifindex, const char *ifname, struct xtx_steer *st, __u32 *prog_id,
+		      char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	LIBBPF_OPTS(bpf_xdp_attach_opts, a);
@@ -111,16 +129,16 @@ static int steer_once(int ifindex, const char *ifname, int *map_fd, char *err, s
 			return -EAGAIN;
 		}
 		if (!strcmp(info.name, STEER_PROG_NAME)) {
-			ret = prog_map(prog_fd, STEER_MAP_NAME);
+			ret = both_maps(prog_fd, st);
 			close(prog_fd);
+			*prog_id = q.drv_prog_id;
 			if (ret < 0) {
 				snprintf(err, errlen, "the steering program on %s is another "
 					 "version's (its %s map differs): detach it with `ip link "
 					 "set dev %s xdpdrv off` once no client uses it", ifname,
-					 STEER_MAP_NAME, ifname);
+					 STEER_XSK_MAP, ifname);
 				return ret;
 			}
-			*map_fd = ret;
 			return 0;
 		}
 		if (!passes_only(prog_fd, &info)) {
@@ -164,39 +182,62 @@ static int steer_once(int ifindex, const char *ifname, int *map_fd, char *err, s
 	 * Attached through netlink, it stays after this process: it passes
 	 * whatever no socket claims, as the program it replaced did.
 	 */
-	*map_fd = dup(bpf_map__fd(skel->maps.xtx_xsks));
+	ret = both_maps(bpf_program__fd(skel->progs.xtx_xsk_steer), st);
+	if (!ret) {
+		struct bpf_prog_info pi = { 0 };
+		__u32 plen = sizeof(pi);
+
+		bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.xtx_xsk_steer), &pi, &plen);
+		*prog_id = pi.id;
+	}
 	xtx_xsk__destroy(skel);
-	return *map_fd < 0 ? -errno : 0;
+	return ret;
 }
 
-int xtx_steer_map(int ifindex, const char *ifname, char *err, size_t errlen)
+/* The program attached to ifindex in native mode now (0: none). */
+static __u32 attached_id(int ifindex)
 {
-	int ret = -EAGAIN, fd = -1, tries;
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	return bpf_xdp_query(ifindex, 0, &q) ? 0 : q.drv_prog_id;
+}
+
+int xtx_steer_maps(int ifindex, const char *ifname, struct xtx_steer *st, char *err,
+		   size_t errlen)
+{
+	int ret = -EAGAIN, tries;
 	unsigned int i;
+	__u32 id = 0;
 
 	pthread_mutex_lock(&steer_lock);
 	for (i = 0; i < nsteered; i++) {
-		if (steered[i].ifindex == ifindex) {
-			fd = steered[i].map_fd;
+		if (steered[i].ifindex != ifindex)
+			continue;
+		/* still the program whose maps these are: sockets entered there are steered */
+		if (attached_id(ifindex) == steered[i].prog_id) {
+			*st = steered[i].maps;
+			ret = 0;
 			goto out;
 		}
+		/* replaced meanwhile: look again; sockets in the old maps get what the UDP socket does */
+		steered[i] = steered[--nsteered];
+		break;
 	}
 	if (nsteered == STEER_MAX_IFACES) {
 		snprintf(err, errlen, "more than %d interfaces to steer on", STEER_MAX_IFACES);
-		fd = -E2BIG;
+		ret = -E2BIG;
 		goto out;
 	}
 	for (tries = 0; tries < 5 && ret == -EAGAIN; tries++)
-		ret = steer_once(ifindex, ifname, &fd, err, errlen);
+		ret = steer_once(ifindex, ifname, st, &id, err, errlen);
 	if (ret == -EAGAIN)
 		snprintf(err, errlen, "the XDP program of %s keeps changing", ifname);
-	if (ret) {
-		fd = ret;
+	if (ret)
 		goto out;
-	}
 	steered[nsteered].ifindex = ifindex;
-	steered[nsteered++].map_fd = fd;
+	steered[nsteered].prog_id = id;
+	steered[nsteered++].maps = *st;
 out:
 	pthread_mutex_unlock(&steer_lock);
-	return fd;
+	return ret;
 }

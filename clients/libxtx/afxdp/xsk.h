@@ -31,8 +31,14 @@ struct xtx_afxdp *xtx_afxdp_open(const struct sockaddr_in *servers, unsigned int
 				 uint16_t port, int udp_fd);
 void xtx_afxdp_close(struct xtx_afxdp *x);
 
-/* Sends the first datagrams of d; returns how many went (at least 1) or a negative errno. */
+/*
+ * Sends the first datagrams of d; returns how many went (0 when the rings
+ * stayed full for a while) or a negative errno.  A datagram for a link
+ * that is down counts as sent, and lost, as the network would lose it.
+ */
 int xtx_afxdp_send(struct xtx_afxdp *x, const struct xtx_dgram *d, unsigned int n);
+/* Has the kernel send what the sockets still hold (copy mode sends in batches). */
+void xtx_afxdp_flush(struct xtx_afxdp *x);
 
 /*
  * Takes up to n replies off the receive rings without waiting; counts in
