@@ -40,8 +40,8 @@ row() {
 	t1=$(server_cpu_ns)
 	n1=$(client_napi_ns)
 	if ! jq -e .bench <<<"$js" >/dev/null 2>&1; then
-		echo "| $w | $kind | $tr | | (run failed) | | | | | |" | tee -a "$report" >&2
-		echo "0 0 0 0"
+		echo "| $w | $kind | $tr | | (run failed) | | | | | | |" | tee -a "$report" >&2
+		echo "0 0 0 0 0"
 		return
 	fi
 	echo "$js" | jq -c --arg k "$kind" '. + {"label": "transport", "server": $k}' \
@@ -52,15 +52,17 @@ row() {
 		def r(x): (x * 10 | round) / 10;
 		(.total.committed + .total.logical) as $n |
 		(if $n > 0 then r((.client_cpu_s * 1e6 + $napi) / $n) else "-" end) as $c |
+		(if $n > 0 then r($napi / $n) else "-" end) as $k |
 		(if $n > 0 then r($srv / $n) else "-" end) as $s |
 		"| \(.bench) | \($kind) | \($tr) | \(.threads) | \(.attempts_per_s | round) | " +
-		"\(.committed_per_s | round) | \(.packets / .duration_s | round) | \($c) | \($s) | " +
-		"\(r(.latency_us.p50)) |"' <<<"$js" | tee -a "$report" >&2
+		"\(.committed_per_s | round) | \(.packets / .duration_s | round) | \($c) | \($k) | " +
+		"\($s) | \(r(.latency_us.p50)) |"' <<<"$js" | tee -a "$report" >&2
 	jq -r --argjson napi $(((n1 - n0) / 1000)) --argjson srv $(((t1 - t0) / 1000)) '
 		(.total.committed + .total.logical) as $n |
 		"\(.committed_per_s) \(.packets / .duration_s) " +
 		"\(if $n > 0 then (.client_cpu_s * 1e6 + $napi) / $n else 0 end) " +
-		"\(if $n > 0 then $srv / $n else 0 end)"' <<<"$js"
+		"\(if $n > 0 then $srv / $n else 0 end) " +
+		"\(if $n > 0 then .client_cpu_s * 1e6 / $n else 0 end)"' <<<"$js"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
@@ -84,8 +86,8 @@ ping_row() {
 	js=$(grep '^{' <<<"$out" || true)
 	cpu=$(grep -E '^[0-9]+m' <<<"$out" | children_cpu_s)
 	if ! jq -e .round_trips_per_s <<<"$js" >/dev/null 2>&1; then
-		echo "| ping | echo | $tr | (run failed) | | | |" | tee -a "$report" >&2
-		echo "0 0"
+		echo "| ping | echo | $tr | (run failed) | | | | |" | tee -a "$report" >&2
+		echo "0 0 0"
 		return
 	fi
 	jq -r --arg tr "$tr" --argjson cpu "$cpu" --argjson napi $(((n1 - n0) / 1000)) \
@@ -94,11 +96,13 @@ ping_row() {
 		(.round_trips_per_s * .duration_s) as $n |
 		"| ping | echo | \($tr) | \(.round_trips_per_s | round) | " +
 		"\(if $n > 0 then r(($cpu * 1e6 + $napi) / $n) else "-" end) | " +
+		"\(if $n > 0 then r($napi / $n) else "-" end) | " +
 		"\(if $n > 0 then r($srv / $n) else "-" end) | \(r(.latency_us.p50)) |"' <<<"$js" |
 		tee -a "$report" >&2
 	jq -r --argjson cpu "$cpu" --argjson napi $(((n1 - n0) / 1000)) '
 		(.round_trips_per_s * .duration_s) as $n |
-		"\(.round_trips_per_s) \(if $n > 0 then ($cpu * 1e6 + $napi) / $n else 0 end)"' <<<"$js"
+		"\(.round_trips_per_s) \(if $n > 0 then ($cpu * 1e6 + $napi) / $n else 0 end) " +
+		"\(if $n > 0 then $cpu * 1e6 / $n else 0 end)"' <<<"$js"
 }
 
 {
@@ -128,9 +132,9 @@ declare -A RES
 	echo "1 op per request, 15 requests in flight to each of the 3 servers. Client CPU counts"
 	echo "xtxbench's whole process (setup included) and the client-side NAPI threads."
 	echo
-	echo "| bench | server | transport | round trips/s | client CPU µs/rt | server CPU µs/rt |" \
-		"p50 µs |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| bench | server | transport | round trips/s | client CPU µs/rt | of which NAPI |" \
+		"server CPU µs/rt | p50 µs |"
+	echo "|---|---|---|---|---|---|---|---|"
 } | tee -a "$report"
 start_servers echo
 for tr in udp afxdp; do
@@ -142,8 +146,8 @@ done
 	echo "## TATP and SmallBank: echo, xtx, xtx-udpd over each transport"
 	echo
 	echo "| workload | server | transport | threads | attempts/s | committed/s | packets/s |" \
-		"client CPU µs/txn | server CPU µs/txn | p50 µs |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+		"client CPU µs/txn | of which NAPI | server CPU µs/txn | p50 µs |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } | tee -a "$report"
 for kind in echo xtx udpd; do
 	start_servers "$kind"
@@ -164,17 +168,18 @@ done
 
 {
 	echo
-	read -r pu pucl <<<"${RES[ping,udp]}"
-	read -r pa pacl <<<"${RES[ping,afxdp]}"
+	read -r pu pucl pupr <<<"${RES[ping,udp]}"
+	read -r pa pacl papr <<<"${RES[ping,afxdp]}"
 	echo "- ceiling: round trips/s afxdp/udp $(ratio "$pa" "$pu"); client CPU per round trip" \
-		"afxdp/udp $(ratio "$pacl" "$pucl")"
+		"afxdp/udp $(ratio "$pacl" "$pucl") (the process alone: $(ratio "$papr" "$pupr"))"
 	for w in tatp smallbank; do
-		read -r xuc xup xucl _ <<<"${RES[xtx,$w,udp]}"
-		read -r xac xap xacl _ <<<"${RES[xtx,$w,afxdp]}"
-		read -r dac _ _ _ <<<"${RES[udpd,$w,afxdp]}"
-		read -r _ eup _ _ <<<"${RES[echo,$w,udp]}"
-		read -r _ eap _ _ <<<"${RES[echo,$w,afxdp]}"
-		echo "- $w: client CPU per transaction afxdp/udp $(ratio "$xacl" "$xucl") (xtx);" \
+		read -r xuc xup xucl _ xupr <<<"${RES[xtx,$w,udp]}"
+		read -r xac xap xacl _ xapr <<<"${RES[xtx,$w,afxdp]}"
+		read -r dac _ _ _ _ <<<"${RES[udpd,$w,afxdp]}"
+		read -r _ eup _ _ _ <<<"${RES[echo,$w,udp]}"
+		read -r _ eap _ _ _ <<<"${RES[echo,$w,afxdp]}"
+		echo "- $w: client CPU per transaction afxdp/udp $(ratio "$xacl" "$xucl") (xtx;" \
+			"the process alone $(ratio "$xapr" "$xupr"));" \
 			"committed/s afxdp/udp $(ratio "$xac" "$xuc") (xtx);" \
 			"xtx/xtx-udpd committed/s over afxdp $(ratio "$xac" "$dac");" \
 			"echo packets/s with $w's transactions afxdp/udp $(ratio "$eap" "$eup")"
@@ -190,8 +195,8 @@ done
 	echo "runs the servers' XDP."
 	echo
 	echo "| workload | server | transport | threads | attempts/s | committed/s | packets/s |" \
-		"client CPU µs/txn | server CPU µs/txn | p50 µs |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+		"client CPU µs/txn | of which NAPI | server CPU µs/txn | p50 µs |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } | tee -a "$report"
 start_servers xtx
 populate ctl
