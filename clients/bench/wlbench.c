@@ -1153,6 +1153,7 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 		.lock_lease_ns = o->lock_lease_ns,
 		.secret = o->has_secret ? &o->secret : NULL,
 		.cluster = o->cluster,
+		.transport = o->transport,
 	};
 	uint64_t t0 = xtx_now_ns();
 	int rc;

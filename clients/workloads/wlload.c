@@ -225,6 +225,7 @@ int wl_load_rows(const struct wl_load_cfg *cfg, const struct wl_rows *rows,
 			.lock_lease_ns = cfg->lock_lease_ns,
 			.secret = cfg->secret,
 			.cluster = cfg->cluster,
+			.transport = cfg->transport,
 		};
 
 		l[i].cfg = cfg;

@@ -54,6 +54,7 @@ struct wl_load_cfg {
 	uint64_t lock_lease_ns;
 	const struct xtx_secret *secret;	/* the cluster's, or NULL */
 	const struct xtx_cluster *cluster;	/* held in ZooKeeper, or NULL: static */
+	enum xtx_transport_kind transport;	/* the run's */
 };
 
 /* What a load did, summed over the loaders. */

@@ -6,7 +6,7 @@
 # come through the port's UDP socket once it is gone; 8 threads open and close clients at once.
 # Bad input: an interface without native XDP, an unknown neighbour, a queue another process
 # holds, and a foreign XDP program, each a clear error within seconds.
-# checks: 55 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 56 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 TOPO_QUEUES=2
@@ -114,9 +114,13 @@ verified() {
 out=$(wl tatp --subscribers 2000 --populate --duration 1 --warmup 200ms --threads 2 --json \
 	--verify 2>&1)
 verified "tatp afxdp" "$out" $?
-out=$(wl smallbank --accounts 1000 --populate --duration 1 --warmup 200ms --threads 2 --json \
+# loaded through transactions, over AF_XDP too
+out=$(wl smallbank --accounts 1000 --populate --populate-via txn -v --duration 1 --warmup 200ms \
+	--threads 2 --json \
 	--verify 2>&1)
 verified "smallbank afxdp" "$out" $?
+check "smallbank afxdp: loaded through transactions" \
+	grep -q "populated [0-9]* rows in [0-9]* transactions" <<<"$out"
 
 # ---- clients of one process opened and closed by 8 threads at once, one staying throughout ----
 out=$(client timeout 60 "$BUILD/tests/afxdp_churn" "$SERVERS" 8 6 2>&1)
