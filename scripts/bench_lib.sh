@@ -56,25 +56,21 @@ start_servers() {
 	SERVER_KIND=$1
 }
 
-# CPU time (ns) of this run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
-server_pids() {
-	local f comm i pid
+# The NAPI threads of this run's server ends (s) or client ends (c).
+napi_pids() {
+	local f comm
 	for f in /proc/[0-9]*/comm; do
 		{ read -r comm <"$f"; } 2>/dev/null || continue
 		# kernel thread names are cut at 15 characters: the prefix is enough
-		[[ $comm == "napi/${PREFIX}s"* ]] || continue
-		pid=${f#/proc/}
-		echo "${pid%/comm}"
-	done
-	for ((i = 0; i < NSERVERS; i++)); do
-		for f in "/run/xtx/$(server_ns "$i")-$(server_dev "$i").pid" "$OUT/udpd$i.pid"; do
-			[ -f "$f" ] && cat "$f"
-		done
+		[[ $comm == "napi/${PREFIX}$1"* ]] || continue
+		f=${f#/proc/}
+		echo "${f%/comm}"
 	done
 }
-server_cpu_ns() {
-	local pid t sum=0 ns
-	for pid in $(server_pids); do
+# CPU time (ns) of these processes, every thread summed.
+cpu_ns() {
+	local pid t ns sum=0
+	for pid in "$@"; do
 		for t in /proc/"$pid"/task/*/schedstat; do
 			{ read -r ns _ <"$t"; } 2>/dev/null || continue
 			sum=$((sum + ns))
@@ -83,6 +79,18 @@ server_cpu_ns() {
 	echo "$sum"
 }
 
+# This run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
+server_pids() {
+	local f i
+	napi_pids s
+	for ((i = 0; i < NSERVERS; i++)); do
+		for f in "/run/xtx/$(server_ns "$i")-$(server_dev "$i").pid" "$OUT/udpd$i.pid"; do
+			[ -f "$f" ] && cat "$f"
+		done
+	done
+}
+# shellcheck disable=SC2046 # one pid per word
+server_cpu_ns() { cpu_ns $(server_pids); }
 
 client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" "$@"; }
 
@@ -117,17 +125,5 @@ populate() {
 
 # CPU time (ns) of the client side's NAPI threads: where a client's replies are received
 # (the UDP stack for sockets, the copy into the UMEM for AF_XDP).
-client_napi_ns() {
-	local f comm pid t ns sum=0
-	for f in /proc/[0-9]*/comm; do
-		{ read -r comm <"$f"; } 2>/dev/null || continue
-		[[ $comm == "napi/${PREFIX}c"* ]] || continue
-		pid=${f#/proc/}
-		pid=${pid%/comm}
-		for t in /proc/"$pid"/task/*/schedstat; do
-			{ read -r ns _ <"$t"; } 2>/dev/null || continue
-			sum=$((sum + ns))
-		done
-	done
-	echo "$sum"
-}
+# shellcheck disable=SC2046 # one pid per word
+client_napi_ns() { cpu_ns $(napi_pids c); }

@@ -79,6 +79,16 @@ setup_servers() {
 	done
 }
 
+# Requests and replies the servers' fault knobs dropped, summed over the servers.
+fault_drops() {
+	local i n t=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		n=$(json_field "$(ctl "$i" stats --json)" fault_drop)
+		t=$((t + ${n:-0}))
+	done
+	echo "$t"
+}
+
 finish() {
 	exit "$TEST_FAILED"
 }

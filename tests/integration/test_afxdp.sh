@@ -76,15 +76,7 @@ f=$(num_field "$out" udp_fallback)
 check "steering gone mid-run: replies came through the UDP socket (${f:-0})" test "${f:-0}" -gt 1000
 
 # ---- under loss: 3 % of requests and replies dropped at the servers ----
-drops() {
-	local i n s=0
-	for i in 0 1 2; do
-		n=$(json_field "$(ctl "$i" stats --json)" fault_drop)
-		s=$((s + ${n:-0}))
-	done
-	echo "$s"
-}
-d0=$(drops)
+d0=$(fault_drops)
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
 out=$(bank --transport afxdp --accounts 200 --threads 2 --duration 1s --check --json 2>&1)
 rc=$?
@@ -93,8 +85,8 @@ check "bank afxdp under loss: exit 0 ($rc)" test "$rc" -eq 0
 check "bank afxdp under loss: the total held" grep -q "bank check: total [0-9]* conserved" <<<"$out"
 r=$(num_field "$out" retransmits)
 check "bank afxdp under loss: lost requests were sent again (${r:-0})" test "${r:-0}" -gt 0
-check "bank afxdp under loss: the servers dropped packets ($(($(drops) - d0)))" \
-	test "$(($(drops) - d0))" -gt 0
+check "bank afxdp under loss: the servers dropped packets ($(($(fault_drops) - d0)))" \
+	test "$(($(fault_drops) - d0))" -gt 0
 
 # ---- TATP and SmallBank, verified ----
 wl() {

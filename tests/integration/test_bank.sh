@@ -75,15 +75,7 @@ run "occ without aggregation" --protocol occ --inflight 8 --accounts 16 --durati
 
 # 3% of requests and replies lost in every server's XDP: retransmissions and given-up
 # requests, yet every transaction resolves and money is conserved.
-drops() {	# drops the fault knobs made, summed over the servers
-	local i n t=0
-	for ((i = 0; i < NSERVERS; i++)); do
-		n=$(json_field "$(ctl "$i" stats --json)" fault_drop)
-		t=$((t + ${n:-0}))
-	done
-	echo "$t"
-}
-drops0=$(drops)
+drops0=$(fault_drops)
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
 run "occ with loss" --protocol occ --threads 2 --inflight 16 --accounts 16 --duration 3s \
 	--no-setup --timeout 1ms
@@ -92,7 +84,7 @@ run "2pl with loss" --protocol 2pl --threads 2 --inflight 16 --accounts 16 --dur
 run "hades with loss" --protocol hades --threads 2 --inflight 8 --accounts 16 --duration 3s \
 	--no-setup --timeout 1ms
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
-check "the loss runs lost packets ($(($(drops) - drops0)) dropped)" test "$(($(drops) - drops0))" -gt 0
+check "the loss runs lost packets ($(($(fault_drops) - drops0)) dropped)" test "$(($(fault_drops) - drops0))" -gt 0
 # locks whose grants were lost with their replies go by lease
 sleep 1
 check "after the lease no lock is left held ($(locks_held))" test "$(locks_held)" -eq 0

@@ -12,6 +12,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
+#include "clock.h"
 #include "route.h"
 
 /* Room for any one reply (link messages come without stats), so none arrives cut short. */
@@ -225,10 +226,7 @@ static int kick_neigh(struct nl *nl, const struct xtx_route *out)
 
 static long long ms_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)(xtx_now_ns() / 1000000);
 }
 
 /* Waits up to resolve_ms for a usable entry, asking again whenever the kernel has given up. */

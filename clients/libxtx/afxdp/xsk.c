@@ -20,6 +20,7 @@
 #include <xdp/xsk.h>
 #include <xtx/kv.h>
 #include <xtx/xsk.h>
+#include "clock.h"
 #include "frame.h"
 #include "route.h"
 #include "steer.h"
@@ -73,6 +74,7 @@ struct xtx_afxdp {
 	bool zerocopy;
 	uint64_t dropped;		/* datagrams for links that were down */
 	uint64_t refresh_at;		/* when to read the next server's route again */
+	unsigned int sends;		/* calls, so the clock is read for that every 256th */
 	unsigned int refresh_next;
 	int epfd;			/* every socket, and the UDP socket */
 	unsigned int nsocks;
@@ -81,14 +83,6 @@ struct xtx_afxdp {
 
 /* Threads of one process spread their sends over the queues. */
 static unsigned int next_txq;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /*
  * Queues of an interface, from ETHTOOL_GCHANNELS (1 each when it says
@@ -128,7 +122,7 @@ static int sock_open(struct xsk_sock *s, struct xsk_link *l, unsigned int queue,
 	};
 	struct xdp_options opts;
 	socklen_t optlen = sizeof(opts);
-	uint64_t give_up = now_ns() + BIND_RETRY_NS;
+	uint64_t give_up = xtx_now_ns() + BIND_RETRY_NS;
 	int err;
 
 	s->fd = -1;
@@ -142,7 +136,7 @@ static int sock_open(struct xsk_sock *s, struct xsk_link *l, unsigned int queue,
 	for (;;) {
 		err = xsk_socket__create_shared(&s->xsk, l->ifname, queue, s->u->umem, &s->rx,
 						&s->tx, &s->u->fill, &s->u->comp, &cfg);
-		if (err != -EBUSY || now_ns() >= give_up)
+		if (err != -EBUSY || xtx_now_ns() >= give_up)
 			break;
 		usleep(20 * 1000);
 	}
@@ -360,7 +354,7 @@ struct xtx_afxdp *xtx_afxdp_open(const struct sockaddr_in *servers, unsigned int
 		x->link_of[s] = l - x->links;
 		xtx_frame_tmpl_init(&x->tmpl[s], r.src_mac, r.dst_mac, r.src, port, &servers[s]);
 	}
-	x->refresh_at = now_ns() + REFRESH_NS;
+	x->refresh_at = xtx_now_ns() + REFRESH_NS;
 	x->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (x->epfd < 0 || watch(x->epfd, udp_fd, UDP_TAG)) {
 		fprintf(stderr, "Error: AF_XDP: epoll: %s\n", strerror(errno));
@@ -441,11 +435,11 @@ static void refresh_one(struct xtx_afxdp *x)
 
 int xtx_afxdp_send(struct xtx_afxdp *x, const struct xtx_dgram *d, unsigned int n)
 {
-	uint64_t deadline = 0, addr, now = now_ns();
+	uint64_t deadline = 0, addr, now;
 	unsigned int i;
 	uint32_t idx = 0;
 
-	if (now >= x->refresh_at) {
+	if (!(++x->sends % 256) && (now = xtx_now_ns()) >= x->refresh_at) {
 		refresh_one(x);
 		x->refresh_at = now + REFRESH_NS / x->nservers;
 	}
@@ -475,8 +469,8 @@ int xtx_afxdp_send(struct xtx_afxdp *x, const struct xtx_dgram *d, unsigned int 
 			if (link_dead(s))
 				break;
 			if (!deadline)
-				deadline = now_ns() + SEND_WAIT_NS;
-			else if (now_ns() >= deadline)
+				deadline = xtx_now_ns() + SEND_WAIT_NS;
+			else if (xtx_now_ns() >= deadline)
 				goto out;
 			sched_yield();
 		}
