@@ -134,9 +134,10 @@ static int steer_once(int ifindex, const char *ifname, struct xtx_steer *st, __u
 			*prog_id = q.drv_prog_id;
 			if (ret < 0) {
 				snprintf(err, errlen, "the steering program on %s is another "
-					 "version's (its %s map differs): detach it with `ip link "
-					 "set dev %s xdpdrv off` once no client uses it", ifname,
-					 STEER_XSK_MAP, ifname);
+					 "version's (its %s and %s maps differ from this build's): "
+					 "detach it with `ip link set dev %s xdpdrv off` once no "
+					 "client uses it", ifname, STEER_XSK_MAP, STEER_ADDR_MAP,
+					 ifname);
 				return ret;
 			}
 			return 0;

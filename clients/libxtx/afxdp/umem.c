@@ -95,7 +95,8 @@ void xtx_umem_refill_locked(struct xtx_umem *u, const uint64_t *addrs, unsigned 
 	uint32_t idx = 0;
 
 	/* Frames never outnumber the ring, so pending always has room for them. */
-	memcpy(u->pending + u->npending, addrs, n * sizeof(*addrs));
+	if (n)
+		memcpy(u->pending + u->npending, addrs, n * sizeof(*addrs));
 	u->npending += n;
 	room = xsk_prod_nb_free(&u->fill, u->npending);
 	if (room > u->npending)

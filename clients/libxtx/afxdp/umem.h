@@ -42,7 +42,10 @@ struct xtx_umem *xtx_umem_get(int ifindex, unsigned int queue, const char *ifnam
 /* Drops a user; the last one frees the group.  Under xtx_umem_lock. */
 void xtx_umem_put(struct xtx_umem *u);
 
-/* Received frames back to the fill ring (those it has no room for wait their turn); under u->lock. */
+/*
+ * Received frames back to the fill ring (those it has no room for wait
+ * their turn; n = 0 only retries those); under u->lock.
+ */
 void xtx_umem_refill_locked(struct xtx_umem *u, const uint64_t *addrs, unsigned int n);
 /* Completed sends back to the free frames; under u->lock. */
 void xtx_umem_reap_locked(struct xtx_umem *u);

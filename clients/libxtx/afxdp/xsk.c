@@ -46,6 +46,7 @@ struct xsk_sock {
 	int fd;
 	uint32_t key;			/* its XSKMAP index */
 	int map_fd;			/* the steering program's XSKMAP; -1: not entered */
+	bool zerocopy;			/* the driver reads its rings on its own */
 	bool kick;			/* tx descriptors the kernel may not have taken yet */
 	int kick_err;			/* what the last kick failed with (0: it did not) */
 	unsigned int nstash;
@@ -142,6 +143,9 @@ static int sock_open(struct xsk_sock *s, struct xsk_link *l, unsigned int queue,
 	}
 	if (err) {
 		s->xsk = NULL;
+		/* now, under the lock: libxdp may already have let the UMEM's rings go */
+		xtx_umem_put(s->u);
+		s->u = NULL;
 		if (err == -EBUSY)
 			fprintf(stderr, "Error: AF_XDP: queue %u of %s is taken by another process's "
 				"AF_XDP socket (one client process per interface may use AF_XDP; "
@@ -152,8 +156,9 @@ static int sock_open(struct xsk_sock *s, struct xsk_link *l, unsigned int queue,
 		return err;
 	}
 	s->fd = xsk_socket__fd(s->xsk);
-	if (!getsockopt(s->fd, SOL_XDP, XDP_OPTIONS, &opts, &optlen) &&
-	    !(opts.flags & XDP_OPTIONS_ZEROCOPY))
+	s->zerocopy = !getsockopt(s->fd, SOL_XDP, XDP_OPTIONS, &opts, &optlen) &&
+		      (opts.flags & XDP_OPTIONS_ZEROCOPY);
+	if (!s->zerocopy)
 		*zerocopy = false;
 	/* The address first: the program steers only frames addressed to it. */
 	if (bpf_map_update_elem(st->addr_fd, &s->key, &l->src.s_addr, BPF_ANY) ||
@@ -244,12 +249,14 @@ static void sock_close(struct xsk_sock *s)
 			unsent[n++] = xsk_ring_prod__tx_desc(&s->tx, cons)->addr;
 		pthread_mutex_unlock(&s->u->lock);
 		/*
-		 * libxdp keeps the UMEM's own socket open until the UMEM goes:
-		 * a driver might still send what its ring holds, so those
-		 * frames stay out of use.  Any other socket is gone with its
-		 * ring, and the kernel never reads that ring again.
+		 * libxdp keeps the UMEM's own socket open until the UMEM goes,
+		 * and a zero-copy driver reads every socket's ring on its own
+		 * until the socket is unbound: then what the ring holds may
+		 * still be sent (and completed), so those frames stay out of
+		 * use.  A copy-mode socket sends only when kicked, and once it
+		 * is gone the kernel never reads its ring again.
 		 */
-		kernel_keeps = s->fd == xsk_umem__fd(s->u->umem);
+		kernel_keeps = s->fd == xsk_umem__fd(s->u->umem) || s->zerocopy;
 		xsk_socket__delete(s->xsk);
 		if (kernel_keeps)
 			n = 0;
@@ -501,8 +508,17 @@ static unsigned int recv_sock(struct xtx_afxdp *x, struct xsk_link *l, struct xs
 	uint32_t idx = 0, got;
 
 	got = xsk_ring_cons__peek(&s->rx, n, &idx);
-	if (!got)
+	if (!got) {
+		/* frames still waiting for fill room, and a driver waiting for fill frames */
+		if (s->u->npending) {
+			pthread_mutex_lock(&s->u->lock);
+			xtx_umem_refill_locked(s->u, NULL, 0);
+			pthread_mutex_unlock(&s->u->lock);
+		}
+		if (s->zerocopy && xsk_ring_prod__needs_wakeup(&s->u->fill))
+			recvfrom(s->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 		return 0;
+	}
 	for (j = 0; j < got; j++) {
 		const struct xdp_desc *desc = xsk_ring_cons__rx_desc(&s->rx, idx + j);
 		struct xtx_frame_view v;
@@ -539,7 +555,7 @@ static unsigned int recv_sock(struct xtx_afxdp *x, struct xsk_link *l, struct xs
 	xtx_umem_refill_locked(s->u, addrs, got);
 	pthread_mutex_unlock(&s->u->lock);
 	/* a zero-copy driver that ran out of fill frames waits to be told there are more */
-	if (xsk_ring_prod__needs_wakeup(&s->u->fill))
+	if (s->zerocopy && xsk_ring_prod__needs_wakeup(&s->u->fill))
 		recvfrom(s->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	return kept;
 }
