@@ -16,6 +16,7 @@
 #include "lib/kv.h"
 #include "lib/defer.h"
 #include "lib/pktctx.h"
+#include "lib/warm.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -179,6 +180,9 @@ int xtx_xdp(struct xdp_md *ctx)
 	st = xtx_validate_all(ctx, nops, hdr->client_id, &mutates);
 	if (st != XTX_ST_OK)
 		return xtx_refuse(ctx, rt, 0, st, XTX_CTR_BAD_OP);
+	/* the tables' misses overlap here instead of queueing op by op below */
+	if (!xtx_no_warm)
+		xtx_warm_ops(ctx, nops);
 
 	/* Only packets that change state pay for the dedupe record. */
 	hdr = xtx_hdr_of(ctx);

@@ -62,8 +62,11 @@ run_row() {
 	"$BUILD/bench/xdp_cost"
 	echo '```'
 	echo
-	echo "The pass-through row is the test harness's fixed cost per run; subtract it for the"
-	echo "program's own time."
+	echo "The empty-program row is the harness's fixed cost per run (an XDP program that only"
+	echo "returns XDP_PASS); subtract it for the program's own time. The pass-through row is"
+	echo "xtx's own cost for a frame that is not xtx's. The cold rows run on tables of the"
+	echo "default size (120 MB), every op on a new random key, with and without the warm pass"
+	echo "(bpf/lib/warm.h; xtxd --no-warm): what an op costs when its lines are not cached."
 	echo
 	echo "## End to end on veth (1 server, NAPI thread on CPU $SERVER_CPU, client on CPU $CLIENT_CPU, ${DURATION}s per row)"
 	echo

@@ -29,6 +29,8 @@ const volatile __u8 xtx_value_size = XTX_VALUE_MAX;
  */
 const volatile __u8 xtx_kv_write_through = 0;
 const volatile __u8 xtx_kv_no_bloom = 0;
+/* Ablation: run a packet's ops without first loading their lines (lib/warm.h). */
+const volatile __u8 xtx_no_warm = 0;
 /* Log entries per CPU, a power of two; xtxd sizes xtx_log to match. */
 const volatile __u32 xtx_log_ring = XTX_LOG_RING_DEFAULT;
 /*

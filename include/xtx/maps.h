@@ -175,6 +175,7 @@ struct xtx_info {
 
 #define XTX_INFO_KV_WRITE_THROUGH	0x1
 #define XTX_INFO_KV_NO_BLOOM		0x2
+#define XTX_INFO_NO_WARM		0x4	/* ablation: no warm pass (bpf/lib/warm.h) */
 
 /* ---- lock table (DINT §3.1): an ARRAY indexed by xtx_lock_slot_of() ----
  *

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Nanoseconds per packet and per op inside the XDP program, via BPF_PROG_TEST_RUN. */
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/if_ether.h>
@@ -13,6 +16,7 @@
 #include <xtx/hash.h>
 #include <xtx/log.h>
 #include <xtx/mac.h>
+#include <xtx/kv.h>
 #include "check.h"
 #include "harness.h"
 #include "log.h"
@@ -25,7 +29,7 @@
 #define ITERS 200000
 
 enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
-	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY };
+	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY, K_READ_COLD, K_VALIDATE_COLD, K_EMPTY };
 
 struct bench_case {
 	const char *name;
@@ -34,7 +38,28 @@ struct bench_case {
 	int secret;		/* with a shared secret: every request carries its MAC */
 	int allowlist;		/* 1: on, the sender among ALLOW_PREFIXES prefixes; 2: and two
 				 * senders taking turns, so each packet misses the CPU's cache */
+	int server;		/* enum server: which loaded program runs it */
 };
+
+/*
+ * The hot cases run on small tables that stay in the caches.  The cold ones
+ * run on tables of the default size (2^18 buckets, 2^20 lock slots: 120 MB,
+ * as a spec-scale server's), every op on a random key, so each op's bucket
+ * and lock slot miss the caches and the TLB as under load; once with the
+ * warm pass (bpf/lib/warm.h) and once without, side by side.
+ */
+enum server { HOT, COLD, COLD_NO_WARM, EMPTY, NSERVERS };
+
+static struct xtx_xdp *servers[NSERVERS];
+static int empty_prog_fd = -1;
+
+/* A key nobody asked for before: splitmix64 of a counter. */
+static __u64 cold_key(void)
+{
+	static __u64 n;
+
+	return xtx_mix64(++n) >> 16;
+}
 
 #define ALLOW_PREFIXES	64
 
@@ -63,7 +88,7 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 	__u64 txn = xtx_txn_make(1, 7);
 	int i;
 
-	if (c->kind == K_PASS) {
+	if (c->kind == K_PASS || c->kind == K_EMPTY) {
 		make_req(r, 1, 1, 1, XTX_OP_PING);
 		((struct ethhdr *)r->in)->h_proto = htons(ETH_P_ARP);
 		return;
@@ -90,6 +115,12 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			break;
 		case K_GET_BLOOM_MISS:
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
+			break;
+		case K_READ_COLD:
+			xtx_msg_add(payload, XTX_OP_READ, 0, cold_key())->txn = txn;
+			break;
+		case K_VALIDATE_COLD:
+			xtx_msg_add(payload, XTX_OP_OCC_VALIDATE, 0, cold_key())->txn = txn;
 			break;
 		case K_LOG_APPEND:
 		case K_LOG_PRIMARY:
@@ -155,6 +186,10 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 	__u64 gen0[XTX_MAX_OPS], total = 0, iter;
 	int i, bad = 0;
 
+	int fd;
+
+	skel = servers[c->server == EMPTY ? HOT : c->server];
+	fd = c->server == EMPTY ? empty_prog_fd : bpf_program__fd(skel->progs.xtx_xdp);
 	for (i = 0; i < XTX_MAX_OPS; i++)
 		gen0[i] = slot_gen(bench_key(i));
 	for (iter = 0; iter < ITERS; iter++) {
@@ -165,7 +200,7 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 		opts.data_size_in = r.in_len;
 		opts.data_out = r.out;
 		opts.data_size_out = sizeof(r.out);
-		if (bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xtx_xdp), &opts))
+		if (bpf_prog_test_run_opts(fd, &opts))
 			return -errno;
 		total += opts.duration;
 		if (c->kind == K_LOCK_PAIRS || c->kind == K_SHARED_PAIRS)
@@ -180,10 +215,15 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 				for (i = 0; i < c->ops; i++)
 					bad += out_op(&r, i)->status != XTX_ST_OK;
 		}
-		if (c->kind == K_GET_HIT || c->kind == K_UPDATE_HIT || c->kind == K_GET_BLOOM_MISS)
+		if (c->kind == K_GET_HIT || c->kind == K_UPDATE_HIT || c->kind == K_GET_BLOOM_MISS ||
+		    c->kind == K_READ_COLD)
 			for (i = 0; i < c->ops; i++)
-				bad += out_op(&r, i)->status != (c->kind == K_GET_BLOOM_MISS ?
+				bad += out_op(&r, i)->status != (c->kind == K_GET_BLOOM_MISS ||
+								 c->kind == K_READ_COLD ?
 								 XTX_ST_NOT_FOUND : XTX_ST_OK);
+		if (c->kind == K_VALIDATE_COLD)
+			for (i = 0; i < c->ops; i++)
+				bad += out_op(&r, i)->status != XTX_ST_OK;
 	}
 	if (bad) {
 		fprintf(stderr, "Error: %s: %d ops did not answer as expected\n", c->name, bad);
@@ -274,47 +314,103 @@ static int populate(void)
 	return 0;
 }
 
+static void unload_servers(void)
+{
+	int i;
+
+	for (i = 0; i < NSERVERS; i++)
+		xtx_xdp__destroy(servers[i]);
+	if (empty_prog_fd >= 0)
+		close(empty_prog_fd);
+}
+
+/* The program that returns XDP_PASS and nothing else, built beside this binary's. */
+static int load_empty(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	struct bpf_program *prog;
+	struct bpf_object *obj;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	snprintf(path, sizeof(path), "%s/../bpf/xdp_pass.bpf.o", dirname(exe));
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj || bpf_object__load(obj)) {
+		fprintf(stderr, "Error: loading %s: %s\n", path, strerror(errno));
+		bpf_object__close(obj);
+		return -1;
+	}
+	prog = bpf_object__next_program(obj, NULL);
+	/* the fd outlives the object: the program stays loaded until it is closed */
+	empty_prog_fd = prog ? dup(bpf_program__fd(prog)) : -1;
+	bpf_object__close(obj);
+	return empty_prog_fd >= 0 ? 0 : -1;
+}
+
+static int load_servers(void)
+{
+	servers[HOT] = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
+	test_kv_buckets = XTX_KV_BUCKETS_DEFAULT;
+	servers[COLD] = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
+	test_no_warm = true;
+	servers[COLD_NO_WARM] = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
+	if (!servers[HOT] || !servers[COLD] || !servers[COLD_NO_WARM]) {
+		fprintf(stderr, "Error: loading the server: %s\n", strerror(errno));
+		return -1;
+	}
+	return load_empty();
+}
+
 int main(void)
 {
 	static const struct bench_case cases[] = {
-		/* name, kind, ops per packet, shared secret, allowlist */
-		{ "pass-through (not xtx)", K_PASS, 0, 0, 0 },
-		{ "ping", K_PING, 1, 0, 0 },
-		{ "ping", K_PING, 16, 0, 0 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2, 0, 0 },
-		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16, 0, 0 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2, 0, 0 },
-		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16, 0, 0 },
-		{ "occ_validate", K_VALIDATE, 1, 0, 0 },
-		{ "occ_validate", K_VALIDATE, 16, 0, 0 },
-		{ "get (kernel hit)", K_GET_HIT, 1, 0, 0 },
-		{ "get (kernel hit)", K_GET_HIT, 16, 0, 0 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 1, 0, 0 },
-		{ "update (kernel hit)", K_UPDATE_HIT, 16, 0, 0 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, 0, 0 },
-		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, 0, 0 },
-		{ "log_append", K_LOG_APPEND, 1, 0, 0 },
-		{ "log_append", K_LOG_APPEND, 16, 0, 0 },
-		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0, 0 },
-		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, 0, 0 },
-		{ "ping, allowlist of 64 on", K_PING, 1, 0, 1 },
-		{ "ping, allowlist of 64 on", K_PING, 16, 0, 1 },
-		{ "ping, allowlist, new sender", K_PING, 1, 0, 2 },
-		{ "ping, allowlist, new sender", K_PING, 16, 0, 2 },
-		{ "ping, shared secret", K_PING, 1, 1, 0 },
-		{ "ping, shared secret", K_PING, 16, 1, 0 },
+		/* name, kind, ops per packet, shared secret, allowlist, server */
+		{ "pass-through (not xtx)", K_PASS, 0, 0, 0, HOT },
+		{ "ping", K_PING, 1, 0, 0, HOT },
+		{ "ping", K_PING, 16, 0, 0, HOT },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 2, 0, 0, HOT },
+		{ "lock_excl+unlock_excl", K_LOCK_PAIRS, 16, 0, 0, HOT },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 2, 0, 0, HOT },
+		{ "lock_shared+unlock_shared", K_SHARED_PAIRS, 16, 0, 0, HOT },
+		{ "occ_validate", K_VALIDATE, 1, 0, 0, HOT },
+		{ "occ_validate", K_VALIDATE, 16, 0, 0, HOT },
+		{ "get (kernel hit)", K_GET_HIT, 1, 0, 0, HOT },
+		{ "get (kernel hit)", K_GET_HIT, 16, 0, 0, HOT },
+		{ "update (kernel hit)", K_UPDATE_HIT, 1, 0, 0, HOT },
+		{ "update (kernel hit)", K_UPDATE_HIT, 16, 0, 0, HOT },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, 0, 0, HOT },
+		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, 0, 0, HOT },
+		{ "log_append", K_LOG_APPEND, 1, 0, 0, HOT },
+		{ "log_append", K_LOG_APPEND, 16, 0, 0, HOT },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0, 0, HOT },
+		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, 0, 0, HOT },
+		{ "ping, allowlist of 64 on", K_PING, 1, 0, 1, HOT },
+		{ "ping, allowlist of 64 on", K_PING, 16, 0, 1, HOT },
+		{ "ping, allowlist, new sender", K_PING, 1, 0, 2, HOT },
+		{ "ping, allowlist, new sender", K_PING, 16, 0, 2, HOT },
+		{ "ping, shared secret", K_PING, 1, 1, 0, HOT },
+		{ "ping, shared secret", K_PING, 16, 1, 0, HOT },
+		{ "empty XDP program (floor)", K_EMPTY, 0, 0, 0, EMPTY },
+		{ "read, cold, warm pass", K_READ_COLD, 16, 0, 0, COLD },
+		{ "read, cold, no warm pass", K_READ_COLD, 16, 0, 0, COLD_NO_WARM },
+		{ "occ_validate, cold, warm pass", K_VALIDATE_COLD, 16, 0, 0, COLD },
+		{ "occ_validate, cold, no warm", K_VALIDATE_COLD, 16, 0, 0, COLD_NO_WARM },
+		{ "read, cold, warm pass", K_READ_COLD, 1, 0, 0, COLD },
+		{ "read, cold, no warm pass", K_READ_COLD, 1, 0, 0, COLD_NO_WARM },
 	};
 	unsigned int i;
 	double ns;
 
 	xtx_log_libbpf();
-	skel = load_server(TEST_MAX_CLIENTS, XTX_LOCK_SLOTS_DEFAULT, false);
-	if (!skel) {
-		fprintf(stderr, "Error: loading the server: %s\n", strerror(errno));
+	if (load_servers()) {
+		unload_servers();
 		return 1;
 	}
+	skel = servers[HOT];
 	if (populate()) {
-		xtx_xdp__destroy(skel);
+		unload_servers();
 		return 1;
 	}
 	printf("%-28s %8s %12s %10s\n", "case", "ops/pkt", "ns/packet", "ns/op");
@@ -322,13 +418,13 @@ int main(void)
 		if (cases[i].kind == K_LOG_PRIMARY && i && cases[i - 1].kind != K_LOG_PRIMARY &&
 		    lock_for_log()) {
 			fprintf(stderr, "Error: locking the keys the primary appends prove\n");
-			xtx_xdp__destroy(skel);
+			unload_servers();
 			return 1;
 		}
 		set_allowlist(cases[i].allowlist, ALLOW_PREFIXES);
 		set_secret(cases[i].secret);
 		if (measure(&cases[i], &ns)) {
-			xtx_xdp__destroy(skel);
+			unload_servers();
 			return 1;
 		}
 		if (cases[i].ops)
@@ -337,6 +433,6 @@ int main(void)
 		else
 			printf("%-28s %8s %12.1f %10s\n", cases[i].name, "-", ns, "-");
 	}
-	xtx_xdp__destroy(skel);
+	unload_servers();
 	return 0;
 }

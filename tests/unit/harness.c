@@ -20,6 +20,7 @@ int check_failed, cases_passed, cases_failed;
 struct xtx_xdp *skel;
 __u32 test_kv_buckets = 1024;
 __u32 test_log_ring = 64;
+bool test_no_warm;
 
 struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 {
@@ -33,6 +34,7 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	s->rodata->xtx_lock_slots = lock_slots;
 	s->rodata->xtx_kv_buckets = test_kv_buckets;
 	s->rodata->xtx_log_ring = test_log_ring;
+	s->rodata->xtx_no_warm = test_no_warm;
 	if (bpf_map__set_max_entries(s->maps.xtx_dedupe, max_clients * XTX_DEDUPE_WINDOW) ||
 	    bpf_map__set_max_entries(s->maps.xtx_locks, lock_slots) ||
 	    bpf_map__set_max_entries(s->maps.xtx_kv, test_kv_buckets) ||

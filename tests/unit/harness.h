@@ -20,6 +20,8 @@ extern struct xtx_xdp *skel;
 extern __u32 test_kv_buckets;
 /* Log entries per CPU of servers load_server() creates (a power of two). */
 extern __u32 test_log_ring;
+/* Servers load_server() creates from now on skip the warm pass (xtxd --no-warm). */
+extern bool test_no_warm;
 
 /*
  * in and out start 6 bytes past an 8-byte boundary, as a NIC's receive

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the XDP server: replies, pass-through, refusals, dedupe, fuzz. */
-/* checks: 15 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -393,6 +393,77 @@ static void test_mixed_packet_duplicate(void)
 	CHECK(out_op(&r, 2)->status == XTX_ST_OK, "third op");
 }
 
+/* Runs the same packet on both servers: same verdict, same reply, byte for byte. */
+static void run_both(struct xtx_xdp *a, struct xtx_xdp *b, uint8_t *payload, int nops,
+		     struct run *ra)
+{
+	static struct run rb;
+
+	ra->in_len = pkt_build(ra->in, &pkt_default_addrs, payload, xtx_msg_len(nops));
+	rb.in_len = pkt_build(rb.in, &pkt_default_addrs, payload, xtx_msg_len(nops));
+	CHECK(run_on(a, ra) == 0 && run_on(b, &rb) == 0, "test runs");
+	CHECK(ra->retval == rb.retval && ra->out_len == rb.out_len &&
+	      !memcmp(ra->out, rb.out, ra->out_len), "warm and unwarmed replies differ");
+}
+
+/*
+ * The warm pass (bpf/lib/warm.h) only loads lines: a server with it and
+ * one without answer a transaction's packets identically.
+ */
+static void test_warm_pass_changes_nothing(void)
+{
+	__u64 txn = xtx_txn_make(3, 1), tok_x, tok_s;
+	struct xtx_xdp *warm, *cold;
+	uint8_t payload[PKT_MAX];
+	struct xtx_op *op;
+	static struct run r;
+	int i;
+
+	warm = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
+	test_no_warm = true;
+	cold = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
+	test_no_warm = false;
+	CHECK(warm && cold, "both programs load");
+	if (!warm || !cold)
+		goto out;
+	xtx_msg_init(payload, 3, 1);
+	for (i = 1; i <= 6; i++) {
+		op = xtx_msg_add(payload, XTX_OP_INSERT, 0, 500 + i);
+		op->vlen = 8;
+		memcpy(op->value, &i, sizeof(i));
+	}
+	run_both(warm, cold, payload, 6, &r);
+	CHECK(out_op(&r, 5)->status == XTX_ST_OK, "inserted");
+
+	xtx_msg_init(payload, 3, 2);
+	xtx_msg_add(payload, XTX_OP_LOCK_EXCL, 0, 501)->txn = txn;
+	xtx_msg_add(payload, XTX_OP_LOCK_SHARED, 0, 502)->txn = txn;
+	xtx_msg_add(payload, XTX_OP_READ, 0, 503)->txn = txn;
+	xtx_msg_add(payload, XTX_OP_OCC_VALIDATE, 0, 504)->txn = txn;
+	xtx_msg_add(payload, XTX_OP_GET, 0, 505);
+	xtx_msg_add(payload, XTX_OP_READ, 0, 599)->txn = txn;
+	run_both(warm, cold, payload, 6, &r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 1)->status == XTX_ST_OK &&
+	      out_op(&r, 2)->status == XTX_ST_OK && out_op(&r, 5)->status == XTX_ST_NOT_FOUND,
+	      "the transaction's ops answered");
+	tok_x = out_op(&r, 0)->token;
+	tok_s = out_op(&r, 1)->token;
+
+	xtx_msg_init(payload, 3, 3);
+	op = xtx_msg_add(payload, XTX_OP_UNLOCK_EXCL, 0, 501);
+	op->txn = txn;
+	op->token = tok_x;
+	op = xtx_msg_add(payload, XTX_OP_UNLOCK_SHARED, 0, 502);
+	op->txn = txn;
+	op->token = tok_s;
+	run_both(warm, cold, payload, 2, &r);
+	CHECK(!(out_op(&r, 0)->flags & XTX_LOCKF_STALE) && !(out_op(&r, 1)->flags & XTX_LOCKF_STALE),
+	      "released with the grants' tokens");
+out:
+	xtx_xdp__destroy(warm);
+	xtx_xdp__destroy(cold);
+}
+
 static void test_echo_mode(void)
 {
 	struct xtx_xdp *echo = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, true);
@@ -667,6 +738,7 @@ int main(void)
 	RUN_CASE(test_lost_reply_then_retransmit);
 	RUN_CASE(test_mixed_packet_duplicate);
 	RUN_CASE(test_echo_mode);
+	RUN_CASE(test_warm_pass_changes_nothing);
 	RUN_CASE(test_verifier_at_limits);
 	RUN_CASE(test_fuzz);
 	RUN_CASE(test_allowlist);

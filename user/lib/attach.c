@@ -193,6 +193,7 @@ static void report_attachment(const struct xtx_target *t)
 		(skel)->rodata->xtx_kv_write_through =                            \
 			!!((o)->kv_flags & XTX_INFO_KV_WRITE_THROUGH);            \
 		(skel)->rodata->xtx_kv_no_bloom = !!((o)->kv_flags & XTX_INFO_KV_NO_BLOOM); \
+		(skel)->rodata->xtx_no_warm = !!((o)->kv_flags & XTX_INFO_NO_WARM);  \
 		(skel)->rodata->xtx_value_size = (o)->value_size;                 \
 		(skel)->rodata->xtx_log_ring = (o)->log_ring;                     \
 		(skel)->rodata->xtx_hades_slots = (o)->hades_slots;               \

@@ -115,6 +115,8 @@ static void usage(FILE *out)
 		"                           false-positive squashes (debug; costs memory)\n"
 		"      --kv-write-through   ablation: every write goes to xtxd's store first\n"
 		"      --kv-no-bloom        ablation: no Bloom filter, every miss asks xtxd\n"
+		"      --no-warm            ablation: ops run without first loading the lines\n"
+		"                           of every bucket and lock slot of their packet\n"
 		"      --overflow-max N     keys the overflow store may hold (default %u); more\n"
 		"                           answer FULL\n"
 		"      --rare-threads N     threads serving the rare path (default 2)\n"
@@ -159,7 +161,7 @@ static void usage(FILE *out)
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
+       OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE };
@@ -177,6 +179,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "kv-lease", required_argument, NULL, OPT_KV_LEASE },
 		{ "kv-write-through", no_argument, NULL, OPT_WRITE_THROUGH },
 		{ "kv-no-bloom", no_argument, NULL, OPT_NO_BLOOM },
+		{ "no-warm", no_argument, NULL, OPT_NO_WARM },
 		{ "value-size", required_argument, NULL, OPT_VALUE_SIZE },
 		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
@@ -349,6 +352,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			break;
 		case OPT_WRITE_THROUGH: o->load.kv_flags |= XTX_INFO_KV_WRITE_THROUGH; break;
 		case OPT_NO_BLOOM: o->load.kv_flags |= XTX_INFO_KV_NO_BLOOM; break;
+		case OPT_NO_WARM: o->load.kv_flags |= XTX_INFO_NO_WARM; break;
 		case OPT_LOG_ENTRIES:
 			if (xtx_parse_u32("--log-entries", optarg, 2, XTX_LOG_RING_MAX, &v))
 				return -1;

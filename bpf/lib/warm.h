@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Loads every bucket and lock slot a packet will use before its ops run, so the misses overlap. */
+#ifndef XTX_BPF_WARM_H
+#define XTX_BPF_WARM_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <xtx/proto.h>
+#include <xtx/hash.h>
+#include "config.h"
+#include "maps.h"
+#include "parse.h"
+
+/*
+ * At spec scale the KV and lock tables are far larger than the caches, so
+ * an op's first touch of its bucket and of its lock slot each miss (and
+ * miss the TLB).  Run op by op, a packet of 11-16 ops takes those misses
+ * one after another: the lock slot's CAS waits for its line, the op's
+ * reply waits for the CAS, and only then does the next op's address get
+ * computed.  This pass computes every address first and only loads a word
+ * of each line, with nothing depending on the result, so the core keeps
+ * many misses in flight at once (the batched lookups of MICA and cuckoo
+ * hashing; a packet is exactly such a batch).  It takes no lock and
+ * writes nothing: what a racing CPU changes meanwhile only costs a miss.
+ */
+
+#define XTX_WARM_KV	1u	/* the op reads or writes its key's bucket */
+#define XTX_WARM_LOCK	2u	/* the op takes, checks or releases its key's lock slot */
+
+static __always_inline __u32 xtx_warm_kind(const struct xtx_op *op)
+{
+	switch (op->opcode) {
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		return (op->flags & XTX_OPF_NO_VALUE) ? XTX_WARM_LOCK : XTX_WARM_KV | XTX_WARM_LOCK;
+	case XTX_OP_UNLOCK_SHARED:
+	case XTX_OP_UNLOCK_EXCL:
+	case XTX_OP_OCC_UNLOCK:
+		return XTX_WARM_LOCK;
+	case XTX_OP_OCC_VALIDATE:
+	case XTX_OP_READ:
+	case XTX_OP_COMMIT_PRIMARY:
+		return XTX_WARM_KV | XTX_WARM_LOCK;
+	case XTX_OP_GET ... XTX_OP_DELETE:
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_HREAD:
+	case XTX_OP_HWRITE:
+		return XTX_WARM_KV;
+	case XTX_OP_LOG_APPEND:
+		return (op->flags & XTX_OPF_LOG_META) ? 0 : XTX_WARM_LOCK;
+	default:
+		return 0;
+	}
+}
+
+/* A load the compiler must keep and nothing waits for: the line of byte p. */
+static __always_inline void xtx_warm_line(const void *p)
+{
+	(void)*(const volatile __u8 *)p;
+}
+
+/*
+ * The bucket's header (lock, Bloom bits, keys, versions, flags) spans its
+ * first 96 bytes, on two or three lines depending on where the bucket
+ * starts: its first byte, a key in the middle and its last flag reach them
+ * all.  A lock slot's 48 bytes lie on one or two lines: its first and last
+ * byte.  The values are left alone: which way holds the key is not known
+ * yet.
+ */
+__noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
+{
+	__u32 i, kind, idx;
+
+	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
+		struct xtx_op *op = xtx_op_at(ctx, i);
+		struct xtx_kv_bucket *b;
+		struct xtx_lock_slot *s;
+		__u64 h;
+
+		if (!op)
+			break;
+		kind = xtx_warm_kind(op);
+		if (!kind)
+			continue;
+		h = xtx_hash(op->table, op->key);
+		if (kind & XTX_WARM_KV) {
+			idx = xtx_bucket_of(h, xtx_kv_buckets);
+			b = bpf_map_lookup_elem(&xtx_kv, &idx);
+			if (b) {
+				xtx_warm_line(&b->lock);
+				xtx_warm_line(&b->key[3]);
+				xtx_warm_line(&b->flags[XTX_KV_WAYS - 1]);
+			}
+		}
+		if (kind & XTX_WARM_LOCK) {
+			idx = xtx_lock_slot_of(h, xtx_lock_slots);
+			s = bpf_map_lookup_elem(&xtx_locks, &idx);
+			if (s) {
+				xtx_warm_line(&s->spin);
+				xtx_warm_line((const __u8 *)(s + 1) - 1);
+			}
+		}
+	}
+	return 0;
+}
+
+#endif /* XTX_BPF_WARM_H */
