@@ -26,6 +26,7 @@
 
 #define XTX_WARM_KV	1u	/* the op reads or writes its key's bucket */
 #define XTX_WARM_LOCK	2u	/* the op takes, checks or releases its key's lock slot */
+#define XTX_WARM_VALUE	4u	/* the op reads or replaces its key's value */
 
 static __always_inline __u32 xtx_warm_kind(const struct xtx_op *op)
 {
@@ -33,20 +34,26 @@ static __always_inline __u32 xtx_warm_kind(const struct xtx_op *op)
 	case XTX_OP_LOCK_SHARED:
 	case XTX_OP_LOCK_EXCL:
 	case XTX_OP_OCC_LOCK:
-		return (op->flags & XTX_OPF_NO_VALUE) ? XTX_WARM_LOCK : XTX_WARM_KV | XTX_WARM_LOCK;
+		return (op->flags & XTX_OPF_NO_VALUE) ? XTX_WARM_LOCK :
+		       XTX_WARM_KV | XTX_WARM_LOCK | XTX_WARM_VALUE;
 	case XTX_OP_UNLOCK_SHARED:
 	case XTX_OP_UNLOCK_EXCL:
 	case XTX_OP_OCC_UNLOCK:
 		return XTX_WARM_LOCK;
 	case XTX_OP_OCC_VALIDATE:
+		return XTX_WARM_KV | XTX_WARM_LOCK;
 	case XTX_OP_READ:
 	case XTX_OP_COMMIT_PRIMARY:
-		return XTX_WARM_KV | XTX_WARM_LOCK;
-	case XTX_OP_GET ... XTX_OP_DELETE:
+		return XTX_WARM_KV | XTX_WARM_LOCK | XTX_WARM_VALUE;
+	case XTX_OP_INSERT:
+	case XTX_OP_DELETE:
+		return XTX_WARM_KV;
+	case XTX_OP_GET:
+	case XTX_OP_UPDATE:
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_HREAD:
 	case XTX_OP_HWRITE:
-		return XTX_WARM_KV;
+		return XTX_WARM_KV | XTX_WARM_VALUE;
 	case XTX_OP_LOG_APPEND:
 		return (op->flags & XTX_OPF_LOG_META) ? 0 : XTX_WARM_LOCK;
 	default:
@@ -65,8 +72,9 @@ static __always_inline void xtx_warm_line(const void *p)
  * first 96 bytes, on two or three lines depending on where the bucket
  * starts: its first byte, a key in the middle and its last flag reach them
  * all.  A lock slot's 48 bytes lie on one or two lines: its first and last
- * byte.  The values are left alone: which way holds the key is not known
- * yet.
+ * byte.  The values wait for a second pass: which way holds the key is
+ * known only once the bucket's keys have arrived, and by then every
+ * packet's header lines are on their way together.
  */
 __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 {
@@ -99,6 +107,28 @@ __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 			if (s) {
 				xtx_warm_line(&s->spin);
 				xtx_warm_line((const __u8 *)(s + 1) - 1);
+			}
+		}
+	}
+	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
+		struct xtx_op *op = xtx_op_at(ctx, i);
+		struct xtx_kv_bucket *b;
+		__u32 w;
+
+		if (!op)
+			break;
+		if (!(xtx_warm_kind(op) & XTX_WARM_VALUE))
+			continue;
+		idx = xtx_bucket_of(xtx_hash(op->table, op->key), xtx_kv_buckets);
+		b = bpf_map_lookup_elem(&xtx_kv, &idx);
+		if (!b)
+			continue;
+		/* unlocked reads: a way that changes meanwhile only warms a line for nothing */
+		for (w = 0; w < XTX_KV_WAYS; w++) {
+			if (b->key[w] == op->key) {
+				xtx_warm_line(b->value[w]);
+				xtx_warm_line(&b->value[w][XTX_VALUE_MAX - 1]);
+				break;
 			}
 		}
 	}
