@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The closed-loop transaction engine of xtxbench tatp and smallbank: run, report, verify. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -1007,7 +1008,156 @@ struct pop_state {
 	unsigned int replication;
 	FILE **f;
 	uint64_t rows, lines;
+	_Atomic uint64_t sent;	/* lines handed to the servers, for the progress thread */
 };
+
+/* ---- what a populate asks of each server ---- */
+
+/* About once a second on stderr, for a populate that lasts longer than one. */
+#define POP_PROGRESS_NS		(1000ull * 1000 * 1000)
+
+struct pop_count {
+	struct xtx_client *c;
+	uint64_t *per_server;	/* keys each server is a replica of */
+	uint64_t rows, lines;
+};
+
+static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+{
+	struct pop_count *pc = arg;
+	unsigned int i, n = xtx_replica_count(pc->c, table, key);
+
+	(void)value;
+	(void)vlen;
+	for (i = 0; i < n; i++)
+		pc->per_server[xtx_replica_of(pc->c, table, key, i)]++;
+	pc->rows++;
+	pc->lines += n;
+	return 0;
+}
+
+/* The server's answer to `xtxctl info --json`, or -1 when it has none (an older xtxd). */
+struct srv_room {
+	unsigned long long kv_slots, store_max, capacity;
+};
+
+static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room *r)
+{
+	char cmd[1024], buf[4096];
+	const char *p;
+	size_t len;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' info --json", o->ctl.xtxctl,
+		 o->ctl.netns[s], o->ctl.iface[s]);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[len] = '\0';
+	st = pclose(f);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	memset(r, 0, sizeof(*r));
+	p = strstr(buf, "\"kv_slots\":");
+	if (!p || sscanf(p, "\"kv_slots\":%llu", &r->kv_slots) != 1)
+		return -1;
+	p = strstr(buf, "\"store_max\":");
+	if (!p || sscanf(p, "\"store_max\":%llu", &r->store_max) != 1)
+		return -1;
+	p = strstr(buf, "\"capacity\":");
+	if (p)
+		sscanf(p, "\"capacity\":%llu", &r->capacity);
+	return 0;
+}
+
+/*
+ * Before anything is loaded: every server can take the keys it is a
+ * replica of (its kernel cache's slots plus what its overflow store may
+ * hold), or the populate stops here naming the --capacity that fits.  A
+ * server that cannot say (an older xtxd) is not checked.  0 or -1.
+ */
+static int populate_fits(const struct wl_workload *w, const struct wl_opts *o,
+			 struct xtx_client *c, uint64_t gone, uint64_t *lines)
+{
+	struct pop_count pc = { .c = c };
+	uint64_t most = 0;
+	unsigned int s, bad = 0;
+	int rc;
+
+	pc.per_server = calloc(o->nservers, sizeof(*pc.per_server));
+	if (!pc.per_server)
+		return -1;
+	rc = w->populate(w->ctx, count_emit, &pc);
+	*lines = pc.lines;
+	for (s = 0; s < o->nservers && !rc; s++)
+		if (pc.per_server[s] > most)
+			most = pc.per_server[s];
+	for (s = 0; s < o->nservers && !rc; s++) {
+		struct srv_room r;
+		char ip[INET_ADDRSTRLEN];
+
+		if ((s < 64 && (gone >> s & 1)) || server_room(o, s, &r))
+			continue;
+		if (pc.per_server[s] <= r.kv_slots + r.store_max)
+			continue;
+		inet_ntop(AF_INET, &o->servers[s].sin_addr, ip, sizeof(ip));
+		fprintf(stderr, "Error: --populate: %s's %llu rows with R = %u need %llu keys on "
+			"server %s; it holds at most %llu in all (kernel cache %llu slots + "
+			"overflow store %llu keys); restart its xtxd with --capacity %llu or more. "
+			"Nothing was loaded\n", w->name, (unsigned long long)pc.rows,
+			o->replication, (unsigned long long)pc.per_server[s], ip,
+			r.kv_slots + r.store_max, r.kv_slots, r.store_max,
+			(unsigned long long)most);
+		bad++;
+	}
+	free(pc.per_server);
+	return rc || bad ? -1 : 0;
+}
+
+/* The progress of a populate through xtxctl: keys sent, rate, ETA, then the servers' wait. */
+struct pop_progress {
+	struct pop_state *p;
+	uint64_t total, t0;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+};
+
+static void *pop_progress_main(void *arg)
+{
+	struct pop_progress *pp = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&pp->mu);
+	while (!pp->stop) {
+		uint64_t sent, now;
+		double secs, rate;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pp->cv, &pp->mu, &ts);
+		if (pp->stop)
+			break;
+		now = xtx_now_ns();
+		if (now - pp->t0 < POP_PROGRESS_NS)
+			continue;
+		sent = atomic_load_explicit(&pp->p->sent, memory_order_relaxed);
+		secs = (now - pp->t0) / 1e9;
+		rate = sent / secs;
+		if (sent < pp->total)
+			fprintf(stderr, "populate: %llu of %llu keys sent (%.0f%%), %.0f keys/s, "
+				"ETA %.0f s\n", (unsigned long long)sent,
+				(unsigned long long)pp->total, 100.0 * sent / pp->total, rate,
+				rate > 0 ? (pp->total - sent) / rate : 0.0);
+		else
+			fprintf(stderr, "populate: all %llu keys sent; the servers are inserting "
+				"and snapshotting them (%.0f s)\n", (unsigned long long)sent, secs);
+	}
+	pthread_mutex_unlock(&pp->mu);
+	return NULL;
+}
 
 static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
 {
@@ -1032,6 +1182,8 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 		p->lines++;
 	}
 	p->rows++;
+	if (!(p->rows & 1023))
+		atomic_store_explicit(&p->sent, p->lines, memory_order_relaxed);
 	return 0;
 }
 
@@ -1081,13 +1233,20 @@ static int load_version(const struct wl_opts *o, uint64_t skip, uint64_t *versio
 static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
-	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+	struct pop_progress pp = { .p = &p, .mu = PTHREAD_MUTEX_INITIALIZER,
+				   .cv = PTHREAD_COND_INITIALIZER };
+	void (*old)(int);
 	uint64_t t0 = xtx_now_ns(), version, gone = xtx_servers_moved_out(c);
+	pthread_t ptid;
+	bool ticking;
 	unsigned int s;
 	int rc;
 
-	if (load_version(o, gone, &version))
+	if (populate_fits(w, o, c, gone, &pp.total) || load_version(o, gone, &version))
 		return -1;
+	old = signal(SIGPIPE, SIG_IGN);
+	pp.t0 = xtx_now_ns();
+	ticking = !pthread_create(&ptid, NULL, pop_progress_main, &pp);
 	p.f = calloc(o->nservers, sizeof(*p.f));
 	if (!p.f)
 		return -1;
@@ -1109,6 +1268,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	}
 	if (!rc)
 		rc = w->populate(w->ctx, pop_emit, &p);
+	atomic_store_explicit(&p.sent, p.lines, memory_order_relaxed);
 	for (s = 0; s < o->nservers; s++) {
 		int st;
 
@@ -1121,12 +1281,20 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 			rc = -1;
 		}
 	}
+	if (ticking) {
+		pthread_mutex_lock(&pp.mu);
+		pp.stop = true;
+		pthread_cond_signal(&pp.cv);
+		pthread_mutex_unlock(&pp.mu);
+		pthread_join(ptid, NULL);
+	}
 	free(p.f);
 	signal(SIGPIPE, old);
 	if (!rc)
-		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs at version %llu\n",
-			w->name, (unsigned long long)p.rows, (unsigned long long)p.lines,
-			(xtx_now_ns() - t0) / 1e9, (unsigned long long)version);
+		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs (%.0f keys/s) at "
+			"version %llu\n", w->name, (unsigned long long)p.rows,
+			(unsigned long long)p.lines, (xtx_now_ns() - t0) / 1e9,
+			p.lines / ((xtx_now_ns() - t0) / 1e9), (unsigned long long)version);
 	return rc;
 }
 
