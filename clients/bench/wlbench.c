@@ -2,6 +2,7 @@
 /* The closed-loop transaction engine of xtxbench tatp and smallbank: run, report, verify. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xtx/hash.h>
+#include <xtx/kv.h>
 #include <xtx/maps.h>
 #include "bench.h"
 #include "benchthread.h"
@@ -1036,21 +1038,35 @@ static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *val
 	return 0;
 }
 
-/* The server's answer to `xtxctl info --json`, or -1 when it has none (an older xtxd). */
+/*
+ * What the server can hold, from `xtxctl rare-stats --json` (xtxd's control
+ * socket: xtxbench may run in a namespace that does not see the pinned
+ * maps), or -1 when it does not say (an older xtxd).
+ */
 struct srv_room {
 	unsigned long long kv_slots, store_max, capacity;
 };
 
+static bool json_ull(const char *json, const char *name, unsigned long long *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	p = strstr(json, pat);
+	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
+}
+
 static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room *r)
 {
-	char cmd[1024], buf[4096];
-	const char *p;
+	char cmd[1024], buf[16384];
+	unsigned long long buckets;
 	size_t len;
 	FILE *f;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' info --json", o->ctl.xtxctl,
-		 o->ctl.netns[s], o->ctl.iface[s]);
+	snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' rare-stats --json 2>/dev/null",
+		 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -1060,15 +1076,10 @@ static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room 
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	memset(r, 0, sizeof(*r));
-	p = strstr(buf, "\"kv_slots\":");
-	if (!p || sscanf(p, "\"kv_slots\":%llu", &r->kv_slots) != 1)
+	if (!json_ull(buf, "kv_buckets", &buckets) || !json_ull(buf, "store_max", &r->store_max))
 		return -1;
-	p = strstr(buf, "\"store_max\":");
-	if (!p || sscanf(p, "\"store_max\":%llu", &r->store_max) != 1)
-		return -1;
-	p = strstr(buf, "\"capacity\":");
-	if (p)
-		sscanf(p, "\"capacity\":%llu", &r->capacity);
+	r->kv_slots = buckets * XTX_KV_WAYS;
+	json_ull(buf, "capacity", &r->capacity);
 	return 0;
 }
 
@@ -1230,6 +1241,40 @@ static int load_version(const struct wl_opts *o, uint64_t skip, uint64_t *versio
 	return 0;
 }
 
+/*
+ * `sh -c cmd` reading what we write: as popen(cmd, "w"), but closing is
+ * apart from waiting, so every server sees the end of its rows at once
+ * (pclose one by one left the others without their last buffered lines
+ * while the first one loaded, and xtxd gives up on a silent stream).
+ */
+static FILE *spawn_writer(const char *cmd, pid_t *pid)
+{
+	int fd[2];
+	FILE *f;
+
+	if (pipe2(fd, O_CLOEXEC))
+		return NULL;
+	*pid = fork();
+	if (*pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return NULL;
+	}
+	if (!*pid) {
+		if (dup2(fd[0], STDIN_FILENO) < 0)
+			_exit(127);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[0]);
+	f = fdopen(fd[1], "w");
+	if (!f) {
+		close(fd[1]);
+		waitpid(*pid, NULL, 0);
+	}
+	return f;
+}
+
 static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
@@ -1239,17 +1284,22 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	uint64_t t0 = xtx_now_ns(), version, gone = xtx_servers_moved_out(c);
 	pthread_t ptid;
 	bool ticking;
+	pid_t *pid;
 	unsigned int s;
 	int rc;
 
 	if (populate_fits(w, o, c, gone, &pp.total) || load_version(o, gone, &version))
 		return -1;
+	p.f = calloc(o->nservers, sizeof(*p.f));
+	pid = calloc(o->nservers, sizeof(*pid));
+	if (!p.f || !pid) {
+		free(p.f);
+		free(pid);
+		return -1;
+	}
 	old = signal(SIGPIPE, SIG_IGN);
 	pp.t0 = xtx_now_ns();
 	ticking = !pthread_create(&ptid, NULL, pop_progress_main, &pp);
-	p.f = calloc(o->nservers, sizeof(*p.f));
-	if (!p.f)
-		return -1;
 	rc = 0;
 	for (s = 0; s < o->nservers && !rc; s++) {
 		char cmd[1024];
@@ -1260,7 +1310,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - "
 			 "--version %llu >&2", o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s],
 			 (unsigned long long)version);
-		p.f[s] = popen(cmd, "w");
+		p.f[s] = spawn_writer(cmd, &pid[s]);
 		if (!p.f[s]) {
 			fprintf(stderr, "Error: --populate: running %s: %s\n", cmd, strerror(errno));
 			rc = -1;
@@ -1269,13 +1319,22 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	if (!rc)
 		rc = w->populate(w->ctx, pop_emit, &p);
 	atomic_store_explicit(&p.sent, p.lines, memory_order_relaxed);
+	/* every stream ends before any is waited for */
+	for (s = 0; s < o->nservers; s++)
+		if (p.f[s] && fclose(p.f[s]) && !rc) {
+			fprintf(stderr, "Error: --populate: sending %s:%s its rows: %s\n",
+				o->ctl.netns[s], o->ctl.iface[s], strerror(errno));
+			rc = -1;
+		}
 	for (s = 0; s < o->nservers; s++) {
-		int st;
+		pid_t r;
+		int st = 0;
 
 		if (!p.f[s])
 			continue;
-		st = pclose(p.f[s]);
-		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		while ((r = waitpid(pid[s], &st, 0)) < 0 && errno == EINTR)
+			;
+		if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
 			fprintf(stderr, "Error: --populate: xtxctl load on %s:%s failed\n",
 				o->ctl.netns[s], o->ctl.iface[s]);
 			rc = -1;
@@ -1289,6 +1348,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		pthread_join(ptid, NULL);
 	}
 	free(p.f);
+	free(pid);
 	signal(SIGPIPE, old);
 	if (!rc)
 		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs (%.0f keys/s) at "
