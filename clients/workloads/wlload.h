@@ -8,6 +8,7 @@
 #ifndef XTX_WLLOAD_H
 #define XTX_WLLOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
 #include <xtx/proto.h>
@@ -60,6 +61,7 @@ struct wl_load_cfg {
 /* What a load did, summed over the loaders. */
 struct wl_load_stats {
 	uint64_t rows, txns, retries, retransmits;
+	bool full;	/* a server's store was full (XTX_CAUSE_FULL), or maybe (in doubt) */
 };
 
 /*
