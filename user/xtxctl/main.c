@@ -312,8 +312,12 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 		memset(&a, 0, sizeof(a));
 	pid = xtx_pidfile_alive(t->pidfile);
 	read_fill(t, &f);
-	/* a key the overflow store holds a copy of is counted once */
-	keys = f.kv.keys - f.kv.in_user + f.store_keys;
+	/*
+	 * A key the overflow store holds a copy of is counted once, and one
+	 * deleted in the kernel whose tombstone is not yet written back (the
+	 * store still holds it) not at all.
+	 */
+	keys = f.kv.keys - f.kv.in_user + f.store_keys - f.kv.tombs;
 	if (o->json) {
 		printf("{\"iface\":\"%s\",\"netns\":\"%s\",\"port\":%u,\"max_clients\":%u,"
 		       "\"echo\":%u,\"lock_slots\":%u,\"kv_buckets\":%u,\"kv_flags\":%u,"
