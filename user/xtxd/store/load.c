@@ -291,7 +291,6 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* Strict: all of [s, s+len) in base 10, or 16 after 0x; no sign, no overflow. */
 /* A hex digit's value, or -1: a branch-light xtx_hex_digit for millions of lines. */
 static inline int hex_val(unsigned char c)
 {
@@ -299,6 +298,8 @@ static inline int hex_val(unsigned char c)
 
 	return d < 10 ? (int)d : a < 6 ? (int)a + 10 : -1;
 }
+
+/* Strict: all of [s, s+len) in base 10, or 16 after 0x; no sign, no overflow. */
 
 static bool parse_u64(const char *s, size_t len, uint64_t *out)
 {
