@@ -241,7 +241,7 @@ SPEC_CAPACITY=${SPEC_CAPACITY:-11500000}
 	echo
 	echo "## TATP and SmallBank at spec scale: xtx (xtxd --capacity $SPEC_CAPACITY) and xtx-udpd"
 	echo
-	echo "TATP: $SPEC_TATP_P subscribers (10.7M rows), OCC; SmallBank: $SPEC_SB_ACCOUNTS accounts,"
+	echo "TATP: $SPEC_TATP_P subscribers (about 10.75 rows each), OCC; SmallBank: $SPEC_SB_ACCOUNTS accounts,"
 	echo "2PL; each server holds every row (R = 3 on 3 servers). xtx is populated through xtxctl"
 	echo "load, xtx-udpd through transactions; populated once per server kind. Columns as above."
 	echo
