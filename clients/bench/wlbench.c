@@ -1130,13 +1130,20 @@ static int populate_fits(const struct wl_workload *w, const struct wl_opts *o,
 	return rc || bad ? -1 : 0;
 }
 
-/* The progress of a populate through xtxctl: keys sent, rate, ETA, then the servers' wait. */
+/*
+ * A populate's progress: keys sent (through xtxctl) or rows written
+ * (through transactions), rate, ETA; then, through xtxctl, the servers' wait.
+ */
 struct pop_progress {
-	struct pop_state *p;
+	_Atomic uint64_t *done;
+	const char *what;	/* "keys sent", "rows written" */
+	bool servers_finish;	/* done == total still leaves the servers work */
 	uint64_t total, t0;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
+	pthread_t tid;
+	bool running;
 };
 
 static void *pop_progress_main(void *arg)
@@ -1146,7 +1153,7 @@ static void *pop_progress_main(void *arg)
 
 	pthread_mutex_lock(&pp->mu);
 	while (!pp->stop) {
-		uint64_t sent, now;
+		uint64_t done, now;
 		double secs, rate;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -1157,20 +1164,41 @@ static void *pop_progress_main(void *arg)
 		now = xtx_now_ns();
 		if (now - pp->t0 < POP_PROGRESS_NS)
 			continue;
-		sent = atomic_load_explicit(&pp->p->sent, memory_order_relaxed);
+		done = atomic_load_explicit(pp->done, memory_order_relaxed);
 		secs = (now - pp->t0) / 1e9;
-		rate = sent / secs;
-		if (sent < pp->total)
-			fprintf(stderr, "populate: %llu of %llu keys sent (%.0f%%), %.0f keys/s, "
-				"ETA %.0f s\n", (unsigned long long)sent,
-				(unsigned long long)pp->total, 100.0 * sent / pp->total, rate,
-				rate > 0 ? (pp->total - sent) / rate : 0.0);
+		rate = done / secs;
+		if (done < pp->total || !pp->servers_finish)
+			fprintf(stderr, "populate: %llu of %llu %s (%.0f%%), %.0f/s, ETA %.0f s\n",
+				(unsigned long long)done, (unsigned long long)pp->total, pp->what,
+				pp->total ? 100.0 * done / pp->total : 0.0, rate,
+				rate > 0 && done < pp->total ? (pp->total - done) / rate : 0.0);
 		else
 			fprintf(stderr, "populate: all %llu keys sent; the servers are inserting "
-				"and snapshotting them (%.0f s)\n", (unsigned long long)sent, secs);
+				"and snapshotting them (%.0f s)\n", (unsigned long long)done, secs);
 	}
 	pthread_mutex_unlock(&pp->mu);
 	return NULL;
+}
+
+static void pop_progress_start(struct pop_progress *pp)
+{
+	pthread_mutex_init(&pp->mu, NULL);
+	pthread_cond_init(&pp->cv, NULL);
+	pp->t0 = xtx_now_ns();
+	pp->running = !pthread_create(&pp->tid, NULL, pop_progress_main, pp);
+}
+
+static void pop_progress_stop(struct pop_progress *pp)
+{
+	if (pp->running) {
+		pthread_mutex_lock(&pp->mu);
+		pp->stop = true;
+		pthread_cond_signal(&pp->cv);
+		pthread_mutex_unlock(&pp->mu);
+		pthread_join(pp->tid, NULL);
+	}
+	pthread_mutex_destroy(&pp->mu);
+	pthread_cond_destroy(&pp->cv);
 }
 
 /* Decimal digits of v ending at end (exclusive); returns where they start. */
@@ -1306,12 +1334,10 @@ static FILE *spawn_writer(const char *cmd, pid_t *pid)
 static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
-	struct pop_progress pp = { .p = &p, .mu = PTHREAD_MUTEX_INITIALIZER,
-				   .cv = PTHREAD_COND_INITIALIZER };
+	struct pop_progress pp = { .done = &p.sent, .what = "keys sent",
+				   .servers_finish = true };
 	void (*old)(int);
 	uint64_t t0 = xtx_now_ns(), version, gone = xtx_servers_moved_out(c);
-	pthread_t ptid;
-	bool ticking;
 	pid_t *pid;
 	unsigned int s;
 	int rc;
@@ -1326,8 +1352,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		return -1;
 	}
 	old = signal(SIGPIPE, SIG_IGN);
-	pp.t0 = xtx_now_ns();
-	ticking = !pthread_create(&ptid, NULL, pop_progress_main, &pp);
+	pop_progress_start(&pp);
 	rc = 0;
 	for (s = 0; s < o->nservers && !rc; s++) {
 		char cmd[1024];
@@ -1368,13 +1393,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 			rc = -1;
 		}
 	}
-	if (ticking) {
-		pthread_mutex_lock(&pp.mu);
-		pp.stop = true;
-		pthread_cond_signal(&pp.cv);
-		pthread_mutex_unlock(&pp.mu);
-		pthread_join(ptid, NULL);
-	}
+	pop_progress_stop(&pp);
 	free(p.f);
 	free(pid);
 	signal(SIGPIPE, old);
@@ -1442,11 +1461,19 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o,
 		.transport = o->transport,
 	};
 	uint64_t t0 = xtx_now_ns();
+	_Atomic uint64_t written = 0;
 	int rc;
 
 	rc = w->populate(w->ctx, row_emit, &rows);
-	if (!rc)
+	if (!rc) {
+		struct pop_progress pp = { .done = &written, .what = "rows written",
+					   .total = rows.n };
+
+		cfg.written = &written;
+		pop_progress_start(&pp);
 		rc = wl_load_rows(&cfg, &rows, &st);
+		pop_progress_stop(&pp);
+	}
 	if (rc && st.full)
 		full_hint(w, o, c, &rows);
 	if (!rc)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Loading a workload's rows through libxtx: batches of blind writes, many in flight. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -101,6 +102,8 @@ static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 	(void)t;
 	if (res->outcome == XTX_COMMITTED) {
 		l->st.rows += s->count;
+		if (l->cfg->written)
+			atomic_fetch_add_explicit(l->cfg->written, s->count, memory_order_relaxed);
 		l->st.txns++;
 		s->state = LSLOT_FREE;
 		return;

@@ -56,6 +56,7 @@ struct wl_load_cfg {
 	const struct xtx_secret *secret;	/* the cluster's, or NULL */
 	const struct xtx_cluster *cluster;	/* held in ZooKeeper, or NULL: static */
 	enum xtx_transport_kind transport;	/* the run's */
+	_Atomic uint64_t *written;		/* rows committed so far, for progress; or NULL */
 };
 
 /* What a load did, summed over the loaders. */
