@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The closed-loop transaction engine of xtxbench tatp and smallbank: run, report, verify. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xtx/hash.h>
+#include <xtx/kv.h>
 #include <xtx/maps.h>
 #include "bench.h"
 #include "benchthread.h"
@@ -610,7 +613,10 @@ static void common_usage(FILE *out)
 		"                            libxtx transactions of %u puts, %u in flight on each\n"
 		"                            thread, under the run's protocol,\n"
 		"                            so any server works, xtx-udpd too (default without\n"
-		"                            --ctl)\n"
+		"                            --ctl). Under ctl each server is first asked what it\n"
+		"                            can hold, and a data set too big stops before\n"
+		"                            loading, naming the xtxd --capacity that fits;\n"
+		"                            progress goes to stderr once a second\n"
 		"      --verify              after the run, dump every server and check the\n"
 		"                            workload's invariants against a dump taken before\n"
 		"                            it, and that replicas agree (needs --ctl or\n"
@@ -1007,24 +1013,235 @@ struct pop_state {
 	unsigned int replication;
 	FILE **f;
 	uint64_t rows, lines;
+	_Atomic uint64_t sent;	/* lines handed to the servers, for the progress thread */
 };
 
+/* ---- what a populate asks of each server ---- */
+
+/* About once a second on stderr, for a populate that lasts longer than one. */
+#define POP_PROGRESS_NS		(1000ull * 1000 * 1000)
+
+struct pop_count {
+	struct xtx_client *c;
+	uint64_t *per_server;	/* keys each server is a replica of */
+	uint64_t rows, lines;
+};
+
+static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+{
+	struct pop_count *pc = arg;
+	unsigned int i, n = xtx_replica_count(pc->c, table, key);
+
+	(void)value;
+	(void)vlen;
+	for (i = 0; i < n; i++)
+		pc->per_server[xtx_replica_of(pc->c, table, key, i)]++;
+	pc->rows++;
+	pc->lines += n;
+	return 0;
+}
+
+/*
+ * What the server can hold, from `xtxctl rare-stats --json` (xtxd's control
+ * socket: xtxbench may run in a namespace that does not see the pinned
+ * maps), or -1 when it does not say (an older xtxd).
+ */
+struct srv_room {
+	unsigned long long kv_slots, store_max, capacity;
+};
+
+static bool json_ull(const char *json, const char *name, unsigned long long *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	p = strstr(json, pat);
+	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
+}
+
+static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room *r)
+{
+	char cmd[1024], buf[16384];
+	unsigned long long buckets;
+	size_t len;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' rare-stats --json 2>/dev/null",
+		 o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s]);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[len] = '\0';
+	st = pclose(f);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -1;
+	memset(r, 0, sizeof(*r));
+	if (!json_ull(buf, "kv_buckets", &buckets) || !json_ull(buf, "store_max", &r->store_max))
+		return -1;
+	r->kv_slots = buckets * XTX_KV_WAYS;
+	json_ull(buf, "capacity", &r->capacity);
+	return 0;
+}
+
+/*
+ * Before anything is loaded: every server can take the keys it is a
+ * replica of (its kernel cache's slots plus what its overflow store may
+ * hold), or the populate stops here naming the --capacity that fits.  A
+ * server that cannot say (an older xtxd) is not checked.  0 or -1.
+ */
+static int populate_fits(const struct wl_workload *w, const struct wl_opts *o,
+			 struct xtx_client *c, uint64_t gone, uint64_t *lines)
+{
+	struct pop_count pc = { .c = c };
+	uint64_t most = 0;
+	unsigned int s, bad = 0;
+	int rc;
+
+	pc.per_server = calloc(o->nservers, sizeof(*pc.per_server));
+	if (!pc.per_server)
+		return -1;
+	rc = w->populate(w->ctx, count_emit, &pc);
+	*lines = pc.lines;
+	for (s = 0; s < o->nservers && !rc; s++)
+		if (pc.per_server[s] > most)
+			most = pc.per_server[s];
+	for (s = 0; s < o->nservers && !rc; s++) {
+		struct srv_room r;
+		char ip[INET_ADDRSTRLEN];
+
+		if ((s < 64 && (gone >> s & 1)) || server_room(o, s, &r))
+			continue;
+		if (pc.per_server[s] <= r.kv_slots + r.store_max)
+			continue;
+		inet_ntop(AF_INET, &o->servers[s].sin_addr, ip, sizeof(ip));
+		fprintf(stderr, "Error: --populate: %s's %llu rows with R = %u need %llu keys on "
+			"server %s; it holds at most %llu in all (kernel cache %llu slots + "
+			"overflow store %llu keys); restart its xtxd with --capacity %llu or more. "
+			"Nothing was loaded\n", w->name, (unsigned long long)pc.rows,
+			o->replication, (unsigned long long)pc.per_server[s], ip,
+			r.kv_slots + r.store_max, r.kv_slots, r.store_max,
+			(unsigned long long)most);
+		bad++;
+	}
+	free(pc.per_server);
+	return rc || bad ? -1 : 0;
+}
+
+/*
+ * A populate's progress: keys sent (through xtxctl) or rows written
+ * (through transactions), rate, ETA; then, through xtxctl, the servers' wait.
+ */
+struct pop_progress {
+	_Atomic uint64_t *done;
+	const char *what;	/* "keys sent", "rows written" */
+	bool servers_finish;	/* done == total still leaves the servers work */
+	uint64_t total, t0;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	pthread_t tid;
+	bool running;
+};
+
+static void *pop_progress_main(void *arg)
+{
+	struct pop_progress *pp = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&pp->mu);
+	while (!pp->stop) {
+		uint64_t done, now;
+		double secs, rate;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&pp->cv, &pp->mu, &ts);
+		if (pp->stop)
+			break;
+		now = xtx_now_ns();
+		if (now - pp->t0 < POP_PROGRESS_NS)
+			continue;
+		done = atomic_load_explicit(pp->done, memory_order_relaxed);
+		secs = (now - pp->t0) / 1e9;
+		rate = done / secs;
+		if (done < pp->total || !pp->servers_finish)
+			fprintf(stderr, "populate: %llu of %llu %s (%.0f%%), %.0f/s, ETA %.0f s\n",
+				(unsigned long long)done, (unsigned long long)pp->total, pp->what,
+				pp->total ? 100.0 * done / pp->total : 0.0, rate,
+				rate > 0 && done < pp->total ? (pp->total - done) / rate : 0.0);
+		else
+			fprintf(stderr, "populate: all %llu keys sent; the servers are inserting "
+				"and snapshotting them (%.0f s)\n", (unsigned long long)done, secs);
+	}
+	pthread_mutex_unlock(&pp->mu);
+	return NULL;
+}
+
+static void pop_progress_start(struct pop_progress *pp)
+{
+	pthread_mutex_init(&pp->mu, NULL);
+	pthread_cond_init(&pp->cv, NULL);
+	pp->t0 = xtx_now_ns();
+	pp->running = !pthread_create(&pp->tid, NULL, pop_progress_main, pp);
+}
+
+static void pop_progress_stop(struct pop_progress *pp)
+{
+	if (pp->running) {
+		pthread_mutex_lock(&pp->mu);
+		pp->stop = true;
+		pthread_cond_signal(&pp->cv);
+		pthread_mutex_unlock(&pp->mu);
+		pthread_join(pp->tid, NULL);
+	}
+	pthread_mutex_destroy(&pp->mu);
+	pthread_cond_destroy(&pp->cv);
+}
+
+/* Decimal digits of v ending at end (exclusive); returns where they start. */
+static char *put_dec(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+/*
+ * One "table key hex" line, formatted by hand: at 32M lines (TATP's
+ * 10.7M rows on 3 replicas) fprintf was most of this process's time.
+ */
 static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
 {
 	static const char digits[] = "0123456789abcdef";
 	struct pop_state *p = arg;
-	char hex[2 * XTX_VALUE_MAX + 1];
-	unsigned int i;
+	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_MAX + 1], num[24], *d, *o = line;
+	unsigned int i, n;
+	size_t len;
 
+	d = put_dec(num + sizeof(num), table);
+	memcpy(o, d, num + sizeof(num) - d);
+	o += num + sizeof(num) - d;
+	*o++ = ' ';
+	d = put_dec(num + sizeof(num), key);
+	memcpy(o, d, num + sizeof(num) - d);
+	o += num + sizeof(num) - d;
+	*o++ = ' ';
 	for (i = 0; i < vlen; i++) {
-		hex[2 * i] = digits[value[i] >> 4];
-		hex[2 * i + 1] = digits[value[i] & 15];
+		*o++ = digits[value[i] >> 4];
+		*o++ = digits[value[i] & 15];
 	}
-	hex[2 * vlen] = '\0';
-	for (i = 0; i < xtx_replica_count(p->c, table, key); i++) {
+	*o++ = '\n';
+	len = (size_t)(o - line);
+	n = xtx_replica_count(p->c, table, key);
+	for (i = 0; i < n; i++) {
 		unsigned int s = xtx_replica_of(p->c, table, key, i);
 
-		if (fprintf(p->f[s], "%u %llu %s\n", table, (unsigned long long)key, hex) < 0) {
+		if (fwrite_unlocked(line, 1, len, p->f[s]) != len) {
 			fprintf(stderr, "Error: --populate: writing server %u's rows: %s\n", s,
 				strerror(errno));
 			return -1;
@@ -1032,6 +1249,8 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 		p->lines++;
 	}
 	p->rows++;
+	if (!(p->rows & 1023))
+		atomic_store_explicit(&p->sent, p->lines, memory_order_relaxed);
 	return 0;
 }
 
@@ -1078,19 +1297,62 @@ static int load_version(const struct wl_opts *o, uint64_t skip, uint64_t *versio
 	return 0;
 }
 
+/*
+ * `sh -c cmd` reading what we write: as popen(cmd, "w"), but closing is
+ * apart from waiting, so every server sees the end of its rows at once
+ * (pclose one by one left the others without their last buffered lines
+ * while the first one loaded, and xtxd gives up on a silent stream).
+ */
+static FILE *spawn_writer(const char *cmd, pid_t *pid)
+{
+	int fd[2];
+	FILE *f;
+
+	if (pipe2(fd, O_CLOEXEC))
+		return NULL;
+	*pid = fork();
+	if (*pid < 0) {
+		close(fd[0]);
+		close(fd[1]);
+		return NULL;
+	}
+	if (!*pid) {
+		if (dup2(fd[0], STDIN_FILENO) < 0)
+			_exit(127);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[0]);
+	f = fdopen(fd[1], "w");
+	if (!f) {
+		close(fd[1]);
+		waitpid(*pid, NULL, 0);
+	}
+	return f;
+}
+
 static int populate(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c)
 {
 	struct pop_state p = { .c = c, .replication = o->replication };
-	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+	struct pop_progress pp = { .done = &p.sent, .what = "keys sent",
+				   .servers_finish = true };
+	void (*old)(int);
 	uint64_t t0 = xtx_now_ns(), version, gone = xtx_servers_moved_out(c);
+	pid_t *pid;
 	unsigned int s;
 	int rc;
 
-	if (load_version(o, gone, &version))
+	if (populate_fits(w, o, c, gone, &pp.total) || load_version(o, gone, &version))
 		return -1;
 	p.f = calloc(o->nservers, sizeof(*p.f));
-	if (!p.f)
+	pid = calloc(o->nservers, sizeof(*pid));
+	if (!p.f || !pid) {
+		free(p.f);
+		free(pid);
 		return -1;
+	}
+	old = signal(SIGPIPE, SIG_IGN);
+	pop_progress_start(&pp);
 	rc = 0;
 	for (s = 0; s < o->nservers && !rc; s++) {
 		char cmd[1024];
@@ -1101,7 +1363,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 		snprintf(cmd, sizeof(cmd), "'%s' --netns '%s' --iface '%s' load --file - "
 			 "--version %llu >&2", o->ctl.xtxctl, o->ctl.netns[s], o->ctl.iface[s],
 			 (unsigned long long)version);
-		p.f[s] = popen(cmd, "w");
+		p.f[s] = spawn_writer(cmd, &pid[s]);
 		if (!p.f[s]) {
 			fprintf(stderr, "Error: --populate: running %s: %s\n", cmd, strerror(errno));
 			rc = -1;
@@ -1109,24 +1371,37 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	}
 	if (!rc)
 		rc = w->populate(w->ctx, pop_emit, &p);
+	atomic_store_explicit(&p.sent, p.lines, memory_order_relaxed);
+	/* every stream ends before any is waited for */
+	for (s = 0; s < o->nservers; s++)
+		if (p.f[s] && fclose(p.f[s]) && !rc) {
+			fprintf(stderr, "Error: --populate: sending %s:%s its rows: %s\n",
+				o->ctl.netns[s], o->ctl.iface[s], strerror(errno));
+			rc = -1;
+		}
 	for (s = 0; s < o->nservers; s++) {
-		int st;
+		pid_t r;
+		int st = 0;
 
 		if (!p.f[s])
 			continue;
-		st = pclose(p.f[s]);
-		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		while ((r = waitpid(pid[s], &st, 0)) < 0 && errno == EINTR)
+			;
+		if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
 			fprintf(stderr, "Error: --populate: xtxctl load on %s:%s failed\n",
 				o->ctl.netns[s], o->ctl.iface[s]);
 			rc = -1;
 		}
 	}
+	pop_progress_stop(&pp);
 	free(p.f);
+	free(pid);
 	signal(SIGPIPE, old);
 	if (!rc)
-		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs at version %llu\n",
-			w->name, (unsigned long long)p.rows, (unsigned long long)p.lines,
-			(xtx_now_ns() - t0) / 1e9, (unsigned long long)version);
+		pr_info("%s: populated %llu rows (%llu with replicas) in %.2fs (%.0f keys/s) at "
+			"version %llu\n", w->name, (unsigned long long)p.rows,
+			(unsigned long long)p.lines, (xtx_now_ns() - t0) / 1e9,
+			p.lines / ((xtx_now_ns() - t0) / 1e9), (unsigned long long)version);
 	return rc;
 }
 
@@ -1135,8 +1410,38 @@ static int row_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 	return wl_rows_add(arg, table, key, value, vlen);
 }
 
+/*
+ * A server answered FULL (or a commit ended in doubt, as one a full store
+ * refused does): no server says its capacity over the wire, so the check
+ * comes after the fact, naming what each server needs.
+ */
+static void full_hint(const struct wl_workload *w, const struct wl_opts *o, struct xtx_client *c,
+		      const struct wl_rows *rows)
+{
+	uint64_t most = 0, *per = calloc(o->nservers, sizeof(*per));
+	unsigned int i, n, s;
+	size_t r;
+
+	if (!per)
+		return;
+	for (r = 0; r < rows->n; r++) {
+		n = xtx_replica_count(c, rows->r[r].table, rows->r[r].key);
+		for (i = 0; i < n; i++)
+			per[xtx_replica_of(c, rows->r[r].table, rows->r[r].key, i)]++;
+	}
+	for (s = 0; s < o->nservers; s++)
+		if (per[s] > most)
+			most = per[s];
+	fprintf(stderr, "Error: --populate: if a server's store is full: %s's %zu rows with R = "
+		"%u need up to %llu keys per server; restart the servers with room for them (xtxd "
+		"--capacity %llu or more). The rows written stay\n", w->name, rows->n,
+		o->replication, (unsigned long long)most, (unsigned long long)most);
+	free(per);
+}
+
 /* Writes every row through libxtx on the run's threads' client ids, under the run's protocol. */
-static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
+static int populate_txn(const struct wl_workload *w, const struct wl_opts *o,
+			struct xtx_client *c)
 {
 	struct wl_rows rows = {};
 	struct wl_load_stats st;
@@ -1156,11 +1461,21 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o)
 		.transport = o->transport,
 	};
 	uint64_t t0 = xtx_now_ns();
+	_Atomic uint64_t written = 0;
 	int rc;
 
 	rc = w->populate(w->ctx, row_emit, &rows);
-	if (!rc)
+	if (!rc) {
+		struct pop_progress pp = { .done = &written, .what = "rows written",
+					   .total = rows.n };
+
+		cfg.written = &written;
+		pop_progress_start(&pp);
 		rc = wl_load_rows(&cfg, &rows, &st);
+		pop_progress_stop(&pp);
+	}
+	if (rc && st.full)
+		full_hint(w, o, c, &rows);
 	if (!rc)
 		pr_info("%s: populated %llu rows in %llu transactions (%s, %u threads, %llu "
 			"retried, %llu resends) in %.2fs\n", w->name,
@@ -1436,7 +1751,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 	setup = open_client(&o, o.client_base + o.threads);
 	if (!setup)
 		goto out;
-	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o) :
+	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o, setup) :
 			   populate(w, &o, setup)))
 		goto out;
 	if (o.verify && wl_snapshot(&o.ctl, not_whole(setup), table_mask(w),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Loading a workload's rows through libxtx: batches of blind writes, many in flight. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,6 +69,7 @@ struct wl_loader {
 	struct xtx_client *cl;
 	struct wl_load_stats st;
 	bool failed;
+	bool full;		/* it failed on a full store, or perhaps did (in doubt) */
 	char why[160];
 };
 
@@ -100,6 +102,8 @@ static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 	(void)t;
 	if (res->outcome == XTX_COMMITTED) {
 		l->st.rows += s->count;
+		if (l->cfg->written)
+			atomic_fetch_add_explicit(l->cfg->written, s->count, memory_order_relaxed);
 		l->st.txns++;
 		s->state = LSLOT_FREE;
 		return;
@@ -131,6 +135,9 @@ static void load_done(struct xtx_txn *t, const struct xtx_txn_result *res, void 
 	if (l->failed)
 		return;
 	l->failed = true;
+	/* a commit a full store refused is in doubt to libxtx (its log was written) */
+	l->full = (res->outcome == XTX_ABORTED && res->cause == XTX_CAUSE_FULL) ||
+		  res->outcome == XTX_IN_DOUBT;
 	if (res->outcome == XTX_ABORTED)
 		snprintf(l->why, sizeof(l->why), "a batch from table %u key %llu aborted: %s%s",
 			 s->first->table, (unsigned long long)s->first->key,
@@ -258,6 +265,7 @@ int wl_load_rows(const struct wl_load_cfg *cfg, const struct wl_rows *rows,
 		st->txns += l[i].st.txns;
 		st->retries += l[i].st.retries;
 		st->retransmits += l[i].st.retransmits;
+		st->full |= l[i].full;
 		if (l[i].failed) {
 			fprintf(stderr, "Error: --populate: loader %u (client %u): %s\n", i,
 				cfg->client_base + i, l[i].why);

@@ -8,6 +8,7 @@
 #ifndef XTX_WLLOAD_H
 #define XTX_WLLOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <netinet/in.h>
 #include <xtx/proto.h>
@@ -55,11 +56,13 @@ struct wl_load_cfg {
 	const struct xtx_secret *secret;	/* the cluster's, or NULL */
 	const struct xtx_cluster *cluster;	/* held in ZooKeeper, or NULL: static */
 	enum xtx_transport_kind transport;	/* the run's */
+	_Atomic uint64_t *written;		/* rows committed so far, for progress; or NULL */
 };
 
 /* What a load did, summed over the loaders. */
 struct wl_load_stats {
 	uint64_t rows, txns, retries, retransmits;
+	bool full;	/* a server's store was full (XTX_CAUSE_FULL), or maybe (in doubt) */
 };
 
 /*

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Bulk load: generated and file keys into a tiny cache, checked through dump and the data path.
-# checks: 28 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 42 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
@@ -164,4 +164,62 @@ read -r n k u d <<<"$(counts "$out")"
 check "the final line still counts them: $out" \
 	test "${u:-x}" = 100 -a $((${k:-0} + 100)) = "${n:-x}"
 check "dump holds the $n keys loaded" test "$(ctl 0 dump | wc -l)" = "${n:-x}"
+
+# ---- --capacity: one knob sizes the maps; info shows how full; a populate that cannot fit ----
+ctl 0 unload >/dev/null
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--fresh --capacity 5000 --rare-threads 1" >/dev/null ||
+	{ fail "reload with --capacity 5000"; finish; }
+info=$(ctl 0 info --json)
+# 1.5 x 5000 slots: 7500 lock slots, 1875 buckets of 4 ways; the store takes 5000 + 1/8
+check "--capacity 5000 sizes the maps: $info" test "$(json_field "$info" capacity)" = 5000 \
+	-a "$(json_field "$info" kv_buckets)" = 1875 -a "$(json_field "$info" kv_slots)" = 7500 \
+	-a "$(json_field "$info" lock_slots)" = 7500 -a "$(json_field "$info" store_max)" = 5625
+log=/run/xtx/$(server_ns 0)-$(server_dev 0).log
+sizes="xtxd: sizes for --capacity 5000 keys: kernel cache 1875 buckets x 4 ways \\(0 MiB\\), lock "
+sizes+="table 7500 slots \\(0 MiB\\), overflow store up to 5625 keys"
+check "xtxd printed those sizes and their memory" \
+	grep -Eq "$sizes \(~[0-9]+ MiB expected: ~[0-9]+ keys spill\); total ~[0-9]+ MiB, [0-9]+ B per key" "$log"
+check "an empty server: no keys anywhere" \
+	test "$(json_field "$info" keys).$(json_field "$info" kv_keys).$(json_field "$info" store_keys)" = 0.0.0
+out=$(ctl 0 load --count 3000 --table 2 2>&1)
+read -r n k u d <<<"$(counts "$out")"
+info=$(ctl 0 info --json)
+check "info counts the $n keys loaded: $k in the cache, $u in the store ($info)" \
+	test "$(json_field "$info" kv_keys)" = "${k:-x}" -a "$(json_field "$info" store_keys)" = "${u:-x}" \
+	-a "$(json_field "$info" keys)" = 3000
+check "and the fill levels: $(grep -o '"kv_fill_pct":[0-9.]*' <<<"$info")" \
+	grep -q "\"kv_fill_pct\":$(awk -v k="$k" 'BEGIN { printf "%.1f", 100 * k / 7500 }')" <<<"$info"
+check "info's text shows them too" \
+	grep -Eq "^store +$u of 5625 keys \([0-9.]+%\)$" <<<"$(ctl 0 info)"
+# a reload with the same --capacity adopts what runs (the same sizes)
+pid=$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")
+adopted=$(grep -c "adopting xtx program" "$log")
+kill -9 "$pid" 2>/dev/null
+sleep 0.2
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--capacity 5000 --rare-threads 1" >/dev/null 2>"$tmp/err"
+check "xtxd restarted with the same --capacity adopts the program ($(head -c 200 "$tmp/err"))" \
+	test "$(grep -c "adopting xtx program" "$log")" -gt "$adopted"
+check "... and still holds the 3000 keys" test "$(json_field "$(ctl 0 info --json)" keys)" = 3000
+# TATP with 2000 subscribers is 21,000+ rows, R = 1 on this one server: more than 7500 + 5625
+bench() {
+	client "$BUILD/xtxbench" tatp --servers "$SRV" --ctl "$(server_ns 0):$(server_dev 0)" \
+		--client-base 300 --duration 0 --populate "$@"
+}
+bench --subscribers 2000 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a populate too big for the capacity fails (exit $rc)" test $rc -ne 0
+want="need [0-9]+ keys on server $SRV; it holds at most 13125 in all \(kernel cache 7500 slots \+ "
+want+="overflow store 5625 keys\); restart its xtxd with --capacity [0-9]+ or more. Nothing was loaded"
+check "before loading, naming a capacity that fits: $(head -c 300 "$tmp/err")" grep -Eq "$want" "$tmp/err"
+need=$(grep -Eo "with --capacity [0-9]+" "$tmp/err" | grep -Eo "[0-9]+$")
+check "that capacity is the rows it needs (${need:-none})" test "${need:-0}" -gt 13125
+check "nothing was loaded: still 3000 keys" test "$(json_field "$(ctl 0 info --json)" keys)" = 3000
+# one that fits loads, and info counts its rows
+out=$(bench --subscribers 200 2>&1)
+rows=$(sed -n 's/^loaded \([0-9]*\) keys in .*/\1/p' <<<"$out")
+check "a populate that fits loads (${rows:-no} rows)" test "${rows:-0}" -gt 1000
+check "info counts them: 3000 + $rows keys" \
+	test "$(json_field "$(ctl 0 info --json)" keys)" = $((3000 + ${rows:-0}))
 finish

@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <xtx/hades.h>
+#include <xtx/kv.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "clock.h"
@@ -81,6 +83,38 @@ out:
 	free(vals);
 	close(fd);
 	return err;
+}
+
+int xtx_kv_occupancy(const struct xtx_target *t, struct xtx_kv_occupancy *occ)
+{
+	struct xtx_kv_bucket *kv;
+	struct xtx_info info;
+	size_t size;
+	__u32 i, w;
+	int err;
+
+	memset(occ, 0, sizeof(*occ));
+	err = xtx_target_info(t, &info);
+	if (!err)
+		err = xtx_target_map_kv(t, info.kv_buckets, &kv, &size);
+	if (err)
+		return err;
+	occ->slots = (__u64)info.kv_buckets * XTX_KV_WAYS;
+	/* racy by design: a snapshot of a live cache, as xtxctl dump's */
+	for (i = 0; i < info.kv_buckets; i++) {
+		for (w = 0; w < XTX_KV_WAYS; w++) {
+			__u8 f = __atomic_load_n(&kv[i].flags[w], __ATOMIC_RELAXED);
+
+			if (f & XTX_KVF_VALID) {
+				occ->keys++;
+				occ->in_user += !!(f & XTX_KVF_IN_USER);
+			} else if (f & XTX_KVF_TOMB) {
+				occ->tombs++;
+			}
+		}
+	}
+	munmap(kv, size);
+	return 0;
 }
 
 int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *occ)

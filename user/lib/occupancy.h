@@ -15,6 +15,13 @@ struct xtx_lock_occupancy {
 	__u64 reclaimable;
 };
 
+struct xtx_kv_occupancy {
+	__u64 slots;		/* buckets x ways */
+	__u64 keys;		/* live keys (VALID) */
+	__u64 in_user;		/* ... of which the overflow store holds a copy too */
+	__u64 tombs;		/* deletes not yet written back */
+};
+
 struct xtx_hades_occupancy {
 	__u64 in_use;		/* slots a transaction holds */
 	__u64 committing;	/* ... of which past intend-to-commit */
@@ -22,6 +29,8 @@ struct xtx_hades_occupancy {
 
 /* Walks the lock table (batched): 0 or a negative errno. */
 int xtx_lock_occupancy(const struct xtx_target *t, struct xtx_lock_occupancy *occ);
+/* Reads every bucket of the kernel cache through its mapping: 0 or a negative errno. */
+int xtx_kv_occupancy(const struct xtx_target *t, struct xtx_kv_occupancy *occ);
 /* From the HADES registry's bitmaps: 0 or a negative errno. */
 int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *occ);
 /*

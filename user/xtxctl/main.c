@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <bpf/bpf.h>
 #include <xtx/proto.h>
@@ -62,7 +63,7 @@ static void usage(FILE *out)
 		"  top [--interval MS] [--refreshes N]\n"
 		"                          live rates, rare-path share, busiest ops, lock and\n"
 		"                          HADES occupancy (default every 1000 ms until Ctrl-C)\n"
-		"  info [--json]           how the loaded program was configured\n"
+		"  info [--json]           how the loaded program was configured, and how full it is\n"
 		"  allow add|del CIDR[,...]  change the client allowlist (add switches it on)\n"
 		"  allow list|on|off       show it, or switch enforcement (the list is kept)\n"
 		"  fault [--drop-request-ppm N] [--drop-reply-ppm N] [--drop-rare-reply-ppm N]\n"
@@ -207,10 +208,94 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 	return 0;
 }
 
+/*
+ * Asks xtxd over its control socket and keeps the answer (its lines before
+ * "OK") in buf: 0, or a negative errno and nothing said (the caller decides
+ * whether an absent xtxd is an error).
+ */
+static int ctl_fetch(const struct xtx_target *t, const char *req, char *buf, size_t cap)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	size_t len = 0;
+	ssize_t n;
+	char *ok;
+	int fd, err = -EPROTO;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", t->ctl_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		err = -errno;
+		goto out;
+	}
+	while (len < cap - 1) {
+		n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+		buf[len] = '\0';
+		ok = strstr(buf, "\nOK\n");
+		if (ok || !strncmp(buf, "OK\n", 3)) {
+			*(ok ? ok + 1 : buf) = '\0';
+			err = 0;
+			break;
+		}
+		if (!strncmp(buf, "ERR", 3) && strchr(buf, '\n'))
+			break;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+/* A counter of a flat JSON object xtxd answered: "name":N. */
+static bool json_u64(const char *json, const char *name, unsigned long long *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	p = strstr(json, pat);
+	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
+}
+
+static double pct(unsigned long long part, unsigned long long whole)
+{
+	return whole ? 100.0 * part / whole : 0.0;
+}
+
+/* How full the server is: the kernel cache from its map, the overflow store from xtxd. */
+struct fill {
+	struct xtx_kv_occupancy kv;
+	bool kv_ok, store_ok;
+	unsigned long long store_keys, store_max, capacity;
+};
+
+static void read_fill(const struct xtx_target *t, struct fill *f)
+{
+	char buf[4096];
+
+	memset(f, 0, sizeof(*f));
+	f->kv_ok = !xtx_kv_occupancy(t, &f->kv);
+	f->store_ok = !ctl_fetch(t, "stats --json\n", buf, sizeof(buf)) &&
+		      json_u64(buf, "store_keys", &f->store_keys) &&
+		      json_u64(buf, "store_max", &f->store_max);
+	if (f->store_ok && !json_u64(buf, "capacity", &f->capacity))
+		f->capacity = 0;
+}
+
 static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 {
 	struct xtx_attached a;
 	struct xtx_info info;
+	struct fill f;
+	unsigned long long keys;
 	__u32 zero = 0;
 	int fd, pid;
 
@@ -226,14 +311,35 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	if (xtx_attached_query(t, &a))
 		memset(&a, 0, sizeof(a));
 	pid = xtx_pidfile_alive(t->pidfile);
+	read_fill(t, &f);
+	/*
+	 * A key the overflow store holds a copy of is counted once, and one
+	 * deleted in the kernel whose tombstone is not yet written back (the
+	 * store still holds it) not at all.
+	 */
+	keys = f.kv.keys - f.kv.in_user + f.store_keys - f.kv.tombs;
 	if (o->json) {
 		printf("{\"iface\":\"%s\",\"netns\":\"%s\",\"port\":%u,\"max_clients\":%u,"
 		       "\"echo\":%u,\"lock_slots\":%u,\"kv_buckets\":%u,\"kv_flags\":%u,"
 		       "\"value_size\":%u,\"prog_id\":%u,\"libxdp\":%s,\"xtxd_pid\":%d,"
-		       "\"pin_dir\":\"%s\"}\n",
+		       "\"pin_dir\":\"%s\"",
 		       t->iface, t->ns_tag, info.port, info.max_clients, info.echo_mode,
 		       info.lock_slots, info.kv_buckets, info.kv_flags, info.value_size,
 		       a.xtx_prog_id, a.xtx_via_libxdp ? "true" : "false", pid, t->pin_dir);
+		if (f.kv_ok)
+			printf(",\"kv_slots\":%llu,\"kv_keys\":%llu,\"kv_in_store\":%llu,"
+			       "\"kv_tombs\":%llu,\"kv_fill_pct\":%.1f",
+			       (unsigned long long)f.kv.slots, (unsigned long long)f.kv.keys,
+			       (unsigned long long)f.kv.in_user, (unsigned long long)f.kv.tombs,
+			       pct(f.kv.keys, f.kv.slots));
+		if (f.store_ok)
+			printf(",\"store_keys\":%llu,\"store_max\":%llu,\"store_fill_pct\":%.1f,"
+			       "\"capacity\":%llu,\"max_keys\":%llu",
+			       f.store_keys, f.store_max, pct(f.store_keys, f.store_max), f.capacity,
+			       (unsigned long long)f.kv.slots + f.store_max);
+		if (f.kv_ok && f.store_ok)
+			printf(",\"keys\":%llu", keys);
+		printf("}\n");
 		return 0;
 	}
 	printf("iface        %s\nnetns        %s\nport         %u\nmax_clients  %u\n"
@@ -244,6 +350,21 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	       a.xtx_prog_id ? (a.xtx_via_libxdp ? " (libxdp dispatcher)" : " (alone)") :
 			       " (not attached)",
 	       pid, t->pin_dir);
+	if (f.store_ok)
+		printf("capacity     %s%llu\n", f.capacity ? "" : "(not given) ", f.capacity);
+	if (f.kv_ok)
+		printf("kv_cache     %llu of %llu slots (%.1f%%), %llu also in the store, %llu "
+		       "tombstones\n", (unsigned long long)f.kv.keys,
+		       (unsigned long long)f.kv.slots, pct(f.kv.keys, f.kv.slots),
+		       (unsigned long long)f.kv.in_user, (unsigned long long)f.kv.tombs);
+	if (f.store_ok)
+		printf("store        %llu of %llu keys (%.1f%%)\n", f.store_keys, f.store_max,
+		       pct(f.store_keys, f.store_max));
+	else
+		printf("store        unknown (xtxd not answering)\n");
+	if (f.kv_ok && f.store_ok)
+		printf("keys         %llu (at most %llu: cache slots + store)\n", keys,
+		       (unsigned long long)f.kv.slots + f.store_max);
 	return 0;
 }
 

@@ -45,6 +45,7 @@ static struct {
 	bool rest_taken;
 	/* the highest version mark answered: a load "at V" must be above it */
 	uint64_t mark_issued;
+	struct xtxd_sizing sizing;
 } ctl = { .listen_fd = -1, .stop_fd = -1, .conn_lock = PTHREAD_MUTEX_INITIALIZER, .conn_fd = -1 };
 
 
@@ -64,6 +65,11 @@ struct named_ctr {
 	const char *name;
 	uint64_t val;
 };
+
+void xtxd_control_set_sizing(const struct xtxd_sizing *z)
+{
+	ctl.sizing = *z;
+}
 
 static void cmd_stats(struct xtxd_out *out, bool json)
 {
@@ -85,6 +91,8 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 		{ "store_keys", xtxd_ovf_count(store) },
 		{ "store_max", xtxd_ovf_max(store) },
 		{ "kv_buckets", xtxd_ovf_nbuckets(store) },
+		{ "capacity", ctl.sizing.capacity },
+		{ "lock_slots", ctl.sizing.lock_slots },
 	};
 	const char *sep = "";
 	unsigned int i, op, st;

@@ -27,6 +27,8 @@
 #include "logfile.h"
 #include "num.h"
 #include "rare/rare.h"
+#include "sizing.h"
+#include "store/overflow.h"
 #include "log/hades_carry.h"
 #include "log/recover.h"
 #include "log/userlog.h"
@@ -50,6 +52,8 @@ struct xtxd_opts {
 	struct xtxd_rare_opts rare;
 	struct xtxd_logdrain_opts drain;
 	struct xtxd_resolve_opts resolve;
+	struct xtxd_sizing sizing;	/* --capacity; capacity 0: not given */
+	bool kv_set, lock_set, ovf_set;	/* given on their own: --capacity leaves them */
 	const char *peers, *cluster;
 	struct xtxd_member_opts member;	/* --zk: a cluster held in ZooKeeper */
 	const char *metrics;		/* ADDR:PORT of the Prometheus endpoint, or NULL */
@@ -75,6 +79,12 @@ static void usage(FILE *out)
 		"  -n, --netns NAME         enter network namespace NAME first (bpffs stays the host's)\n"
 		"  -p, --port N             UDP port of the protocol (default %d)\n"
 		"  -c, --max-clients N      client ids served, 1..%u (default %u)\n"
+		"      --capacity KEYS      keys this server holds (all tables, replicas' copies\n"
+		"                           included): sizes the kernel cache and the lock table\n"
+		"                           at 1.5x KEYS (DINT) and lets the overflow store hold\n"
+		"                           KEYS and an eighth more (any key can be evicted to\n"
+		"                           it); --lock-slots, --kv-buckets, --overflow-max given\n"
+		"                           too override their part. Default: the sizes below\n"
 		"  -l, --lock-slots N       lock table slots, 1..%u (default %u); DINT provisions\n"
 		"                           1.5x the keys locked\n"
 		"      --lock-lease DUR     reclaim a lock not re-granted for DUR, unless its holder\n"
@@ -147,7 +157,9 @@ static void usage(FILE *out)
 		"The control channel (xtxctl) is a unix socket, %s/<netns>-<iface>.sock,\n"
 		"mode 0600: only root can use it.\n"
 		"\n"
-		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon --metrics :9370\n",
+		"Example: xtxd --netns xtx-s0 --iface xtxs0 --daemon --metrics :9370\n"
+		"         xtxd --iface eth1 --daemon --capacity 11000000   (TATP, 1M subscribers,\n"
+		"         3 servers, R = 3: 10.7M keys each)\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
 		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
@@ -164,7 +176,74 @@ enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE
        OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
-       OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE };
+       OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE, OPT_CAPACITY };
+
+/* --capacity sizes what was not given on its own. */
+static void apply_capacity(struct xtxd_opts *o)
+{
+	struct xtxd_sizing *z = &o->sizing;
+
+	if (z->capacity) {
+		xtxd_size_for(z->capacity, z);
+		if (!o->kv_set)
+			o->load.kv_buckets = z->kv_buckets;
+		if (!o->lock_set)
+			o->load.lock_slots = z->lock_slots;
+		if (!o->ovf_set)
+			o->rare.overflow_max = z->overflow_max;
+	}
+	/* what runs, whichever way it was chosen: for the report and xtxctl info */
+	z->kv_buckets = o->load.kv_buckets;
+	z->lock_slots = o->load.lock_slots;
+	z->overflow_max = o->rare.overflow_max;
+}
+
+static double mib(uint64_t bytes)
+{
+	return bytes / 1048576.0;
+}
+
+/* One line an operator can check the sizes by; warnings where a map's limit cut the rule short. */
+static void print_sizes(const struct xtxd_opts *o)
+{
+	const struct xtxd_sizing *z = &o->sizing;
+	struct xtxd_ovf_cost c;
+	struct xtxd_memory m;
+
+	xtxd_ovf_cost(&c.per_key, &c.per_spilling_bucket, &c.per_bucket);
+	xtxd_memory_estimate(z->capacity, z, &c, &m);
+	if (z->kv_capped && !o->kv_set)
+		pr_warn("xtxd: --capacity %llu: the kernel cache is capped at %u buckets "
+			"(XTX_KV_BUCKETS_MAX): about %llu keys live in the overflow store\n",
+			(unsigned long long)z->capacity, XTX_KV_BUCKETS_MAX,
+			(unsigned long long)m.spill_keys);
+	if (z->lock_capped && !o->lock_set)
+		pr_warn("xtxd: --capacity %llu: the lock table is capped at %u slots "
+			"(XTX_LOCK_SLOTS_MAX): more keys share a lock slot\n",
+			(unsigned long long)z->capacity, XTX_LOCK_SLOTS_MAX);
+	if (z->ovf_capped && !o->ovf_set)
+		pr_warn("xtxd: --capacity %llu: the overflow store is capped at %llu keys\n",
+			(unsigned long long)z->capacity,
+			(unsigned long long)XTXD_OVERFLOW_MAX_LIMIT);
+	if (z->capacity && z->overflow_max < z->capacity)
+		pr_warn("xtxd: --overflow-max %llu is below --capacity %llu: keys evicted from the "
+			"kernel cache may find the overflow store full\n",
+			(unsigned long long)z->overflow_max, (unsigned long long)z->capacity);
+	if (!z->capacity) {
+		pr_info("xtxd: sizes: kernel cache %u buckets x %u ways (%.0f MiB), lock table %u "
+			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each); "
+			"--capacity KEYS sizes them for the data\n", z->kv_buckets, XTX_KV_WAYS,
+			mib(m.kv_bytes), z->lock_slots, mib(m.lock_bytes),
+			(unsigned long long)z->overflow_max, c.per_key);
+		return;
+	}
+	pr_info("xtxd: sizes for --capacity %llu keys: kernel cache %u buckets x %u ways "
+		"(%.0f MiB), lock table %u slots (%.0f MiB), overflow store up to %llu keys "
+		"(~%.0f MiB expected: ~%llu keys spill); total ~%.0f MiB, %.0f B per key\n",
+		(unsigned long long)z->capacity, z->kv_buckets, XTX_KV_WAYS, mib(m.kv_bytes),
+		z->lock_slots, mib(m.lock_bytes), (unsigned long long)z->overflow_max,
+		mib(m.ovf_bytes), (unsigned long long)m.spill_keys, mib(m.total_bytes), m.per_key);
+}
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 {
@@ -173,6 +252,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "netns", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "max-clients", required_argument, NULL, 'c' },
+		{ "capacity", required_argument, NULL, OPT_CAPACITY },
 		{ "lock-slots", required_argument, NULL, 'l' },
 		{ "lock-lease", required_argument, NULL, OPT_LEASE },
 		{ "kv-buckets", required_argument, NULL, 'b' },
@@ -256,6 +336,12 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_u32("--lock-slots", optarg, 1, XTX_LOCK_SLOTS_MAX,
 					  &o->load.lock_slots))
 				return -1;
+			o->lock_set = true;
+			break;
+		case OPT_CAPACITY:
+			if (xtx_parse_u64("--capacity", optarg, 1, XTXD_CAPACITY_MAX,
+					  &o->sizing.capacity))
+				return -1;
 			break;
 		case OPT_LEASE:
 			if (xtx_parse_duration("--lock-lease", optarg, &ns))
@@ -266,6 +352,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_u32("--kv-buckets", optarg, 1, XTX_KV_BUCKETS_MAX,
 					  &o->load.kv_buckets))
 				return -1;
+			o->kv_set = true;
 			break;
 		case OPT_KV_LEASE:
 			if (xtx_parse_duration("--kv-lease", optarg, &ns))
@@ -344,6 +431,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_u64("--overflow-max", optarg, 1, XTXD_OVERFLOW_MAX_LIMIT,
 					  &o->rare.overflow_max))
 				return -1;
+			o->ovf_set = true;
 			break;
 		case OPT_RARE_THREADS:
 			if (xtx_parse_u32("--rare-threads", optarg, 1, XTXD_RARE_THREADS_MAX,
@@ -433,6 +521,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		return -1;
 	}
 	o->load.mode = o->generic_ok ? XTX_MODE_GENERIC : XTX_MODE_NATIVE;
+	apply_capacity(o);
 	return 0;
 }
 
@@ -673,6 +762,7 @@ int main(int argc, char **argv)
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
 	o.rare.log_writes = xtxd_userlog_append;
+	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
@@ -703,6 +793,7 @@ int main(int argc, char **argv)
 	xtxd_recover_release(&t);
 	if (!adopted)
 		xtxd_hades_carry_done(datadir);
+	print_sizes(&o);
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	xtx_daemon_ready(&ready_fd, 0);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <xtx/kv.h>
 #include <xtx/log.h>
@@ -79,25 +80,31 @@ static int write_rec(const struct xtxd_ovf_item *it, void *arg)
 /* The floor record (XTX_SNAP_FLOOR_TABLE): the highest floor of every bucket. */
 static int write_floor(const struct xtx_target *t, struct xtxd_ovf *store, struct snap_writer *w)
 {
-	struct xtx_kv_bucket b;
+	struct xtx_kv_bucket *kv;
 	struct xtxd_ovf_item it = { .table = XTX_SNAP_FLOOR_TABLE };
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info), i;
-	int fd = xtx_target_map_fd(t, XTX_MAP_KV);
+	size_t size;
+	int fd = xtx_target_map_fd(t, XTX_MAP_KV), err;
 
 	if (fd < 0)
 		return fd;
-	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
-		close(fd);
-		return -errno;
-	}
+	err = bpf_obj_get_info_by_fd(fd, &info, &len) ? -errno : 0;
+	close(fd);
+	/* through the mapping: a lookup per bucket cost seconds at millions of buckets */
+	if (!err)
+		err = xtx_target_map_kv(t, info.max_entries, &kv, &size);
+	if (err)
+		return err;
 	for (i = 0; i < info.max_entries; i++) {
-		if (!bpf_map_lookup_elem(fd, &i, &b) && b.vfloor > it.version)
-			it.version = b.vfloor;
+		uint64_t f = __atomic_load_n(&kv[i].vfloor, __ATOMIC_RELAXED);
+
+		if (f > it.version)
+			it.version = f;
 		if (store && xtxd_ovf_floor(store, i) > it.version)
 			it.version = xtxd_ovf_floor(store, i);
 	}
-	close(fd);
+	munmap(kv, size);
 	return write_rec(&it, w);
 }
 

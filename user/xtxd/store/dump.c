@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Dumps the KV store: kernel buckets and overflow store read, merged by (table, key), printed. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
+#include <sys/mman.h>
 #include <xtx/kv.h>
 #include <xtx/maps.h>
 #include "dump.h"
-
-#define KV_CHUNK	1024	/* buckets per batch lookup: 264 KiB */
+#include "target.h"
 
 enum { SRC_KERNEL, SRC_STORE };	/* sort order within a key: the kernel's slot first */
 
@@ -86,71 +86,46 @@ static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *b)
 	return 0;
 }
 
-/* For kernels without batch lookups on arrays: one bucket at a time. */
-static int read_buckets_one_by_one(int fd, uint32_t nbuckets, struct dump_vec *v)
+static int vec_reserve(struct dump_vec *v, size_t n)
 {
-	struct xtx_kv_bucket b;
-	uint32_t i;
-	int err;
+	struct dump_rec *r;
 
-	for (i = 0; i < nbuckets; i++) {
-		if (bpf_map_lookup_elem(fd, &i, &b))
-			return -errno;
-		err = push_bucket(v, &b);
-		if (err)
-			return err;
-	}
+	if (n <= v->cap)
+		return 0;
+	r = realloc(v->r, n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	v->r = r;
+	v->cap = n;
 	return 0;
 }
 
-static int read_kernel(const struct xtx_target *t, uint32_t nbuckets, struct dump_vec *v,
-		       const char **why)
+/*
+ * Through the map's mapping (BPF_F_MMAPABLE): no copy through the syscall
+ * layer, and room for every slot in use reserved first, so the records
+ * are never copied again as the vector grows (a snapshot of millions).
+ */
+static int read_kernel(const struct xtx_target *t, uint32_t nbuckets, size_t more,
+		       struct dump_vec *v, const char **why)
 {
-	struct xtx_kv_bucket *vals = NULL;
-	__u32 *keys = NULL, out_batch, n, i;
-	void *in = NULL;
-	int fd, err;
+	struct xtx_kv_bucket *kv;
+	size_t size, used = 0;
+	uint32_t i, w;
+	int err;
 
-	*why = "opening the kernel cache map " XTX_MAP_KV;
-	fd = xtx_target_map_fd(t, XTX_MAP_KV);
-	if (fd < 0)
-		return fd;
+	*why = "mapping the kernel cache map " XTX_MAP_KV;
+	err = xtx_target_map_kv(t, nbuckets, &kv, &size);
+	if (err)
+		return err;
 	*why = "reading the kernel cache";
-	keys = calloc(KV_CHUNK, sizeof(*keys));
-	vals = calloc(KV_CHUNK, sizeof(*vals));
-	if (!keys || !vals) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-
-		n = KV_CHUNK;
-		err = bpf_map_lookup_batch(fd, in, &out_batch, keys, vals, &n, &opts);
-		if (err && errno != ENOENT) {
-			err = -errno;
-			if (!in && (err == -EINVAL || err == -EOPNOTSUPP || err == -524))
-				err = read_buckets_one_by_one(fd, nbuckets, v);
-			break;
-		}
-		for (i = 0; i < n; i++) {
-			int e = push_bucket(v, &vals[i]);
-
-			if (e) {
-				err = e;
-				goto out;
-			}
-		}
-		if (err) {	/* ENOENT: that was the last batch */
-			err = 0;
-			break;
-		}
-		in = &out_batch;
-	}
-out:
-	free(keys);
-	free(vals);
-	close(fd);
+	for (i = 0; i < nbuckets; i++)
+		for (w = 0; w < XTX_KV_WAYS; w++)
+			used += !!(kv[i].flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB));
+	/* a few more: XDP may fill slots while we read */
+	err = vec_reserve(v, used + used / 64 + more + 1024);
+	for (i = 0; i < nbuckets && !err; i++)
+		err = push_bucket(v, &kv[i]);
+	munmap(kv, size);
 	return err;
 }
 
@@ -199,20 +174,99 @@ static const struct dump_rec *winner(const struct dump_rec *k, const struct dump
 	return s;
 }
 
+struct sort_ent {
+	uint64_t key;
+	uint32_t table;
+	uint32_t idx;
+};
+
+/* Digit `pass` of (table, key), least significant first: the key's 8 bytes, then the table. */
+static inline unsigned int digit(const struct sort_ent *e, unsigned int pass)
+{
+	return pass < 8 ? (uint8_t)(e->key >> (8 * pass)) : (uint8_t)e->table;
+}
+
+/*
+ * Sorts the records by (table, key), the kernel's slot before the store's
+ * copy of a key (they were read in that order, and the sort is stable).
+ * An LSD radix sort of 16-byte entries, skipping digits all entries share,
+ * then one gather: qsort of the 64-byte records spent more time than the
+ * rest of a snapshot of millions of keys.  -ENOMEM leaves v unsorted.
+ */
+static int sort_recs(struct dump_vec *v)
+{
+	size_t n = v->n, i, cnt[256], pos;
+	struct sort_ent *a, *b, *t;
+	struct dump_rec *out;
+	unsigned int pass, d;
+	bool all_same;
+
+	if (n < 2)
+		return 0;
+	if (n > UINT32_MAX)
+		return -ENOMEM;
+	a = malloc(n * sizeof(*a));
+	b = malloc(n * sizeof(*b));
+	if (!a || !b) {
+		free(a);
+		free(b);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		a[i] = (struct sort_ent){ .key = v->r[i].key, .table = v->r[i].table,
+					  .idx = (uint32_t)i };
+	for (pass = 0; pass < 9; pass++) {
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[digit(&a[i], pass)]++;
+		all_same = false;
+		for (d = 0; d < 256 && !all_same; d++)
+			all_same = cnt[d] == n;
+		if (all_same)
+			continue;
+		for (d = 0, pos = 0; d < 256; d++) {
+			size_t c = cnt[d];
+
+			cnt[d] = pos;
+			pos += c;
+		}
+		for (i = 0; i < n; i++)
+			b[cnt[digit(&a[i], pass)]++] = a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	free(b);
+	out = malloc(n * sizeof(*out));
+	if (!out) {
+		free(a);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		out[i] = v->r[a[i].idx];
+	free(a);
+	free(v->r);
+	v->r = out;
+	v->cap = n;
+	return 0;
+}
+
 /* Reads both sides and merges them, sorted: what dump prints and snapshot saves. */
 static int collect(const struct xtx_target *t, struct xtxd_ovf *s, struct dump_vec *v,
 		   const char **why)
 {
 	int err;
 
-	err = read_kernel(t, xtxd_ovf_nbuckets(s), v, why);
+	err = read_kernel(t, xtxd_ovf_nbuckets(s), xtxd_ovf_count(s), v, why);
 	if (err)
 		return err;
 	*why = "reading the overflow store";
 	err = xtxd_ovf_foreach(s, push_item, v);
 	if (err)
 		return err;
-	qsort(v->r, v->n, sizeof(*v->r), rec_cmp);
+	/* short of memory for the radix sort's scratch: qsort needs less */
+	if (sort_recs(v))
+		qsort(v->r, v->n, sizeof(*v->r), rec_cmp);
 	return 0;
 }
 

@@ -130,6 +130,17 @@ void xtxd_ovf_free(struct xtxd_ovf *s)
 	free(s);
 }
 
+/* glibc's malloc: a size word per chunk, chunks in 16-byte steps */
+#define OVF_MALLOC_OVERHEAD	16
+
+void xtxd_ovf_cost(size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket)
+{
+	/* the table grows to a bucket pointer per key (grow_at) */
+	*per_key = sizeof(struct ovf_node) + OVF_MALLOC_OVERHEAD + sizeof(void *);
+	*per_spilling_bucket = sizeof(struct ovf_filter) + OVF_MALLOC_OVERHEAD;
+	*per_bucket = sizeof(struct ovf_filter *) + sizeof(uint64_t);
+}
+
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s)
 {
 	return s->nbuckets;

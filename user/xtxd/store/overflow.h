@@ -3,6 +3,7 @@
 #ifndef XTXD_OVERFLOW_H
 #define XTXD_OVERFLOW_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <xtx/proto.h>
 
@@ -34,6 +35,13 @@ struct xtxd_ovf_item {
 struct xtxd_ovf *xtxd_ovf_new(uint32_t nbuckets, uint64_t max);
 /* The caller is a registered RCU thread and the only user left. */
 void xtxd_ovf_free(struct xtxd_ovf *s);
+
+/*
+ * What the store costs in memory (estimates for sizing): per key it holds
+ * (node, allocator header, its share of the hash table), per kernel bucket
+ * with keys here (the counting filter), and per kernel bucket.
+ */
+void xtxd_ovf_cost(size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket);
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s);
 uint64_t xtxd_ovf_max(const struct xtxd_ovf *s);
