@@ -26,6 +26,8 @@
 #define XTX_LOGFILE_VERSION	1
 #define XTX_LOGFILE_SEG_MAX	(64ull << 20)	/* rotate at this size */
 #define XTX_LOGFILE_DIR_ROOT	"/var/lib/xtx"
+/* fdatasync a log at most this often: xtxd's and xtx-udpd's --log-sync default */
+#define XTX_LOGFILE_SYNC_DEFAULT_NS	(2ull * 1000 * 1000)
 
 struct xtx_log_epoch {
 	uint8_t boot_id[16];	/* /proc/sys/kernel/random/boot_id */
