@@ -20,7 +20,7 @@
 #include "logfile.h"
 #include "logdrain.h"
 
-#define DRAIN_BATCH		1024		/* entries copied out of the ring per append */
+#define DRAIN_BATCH		1024		/* entries shown to the observer and appended at once */
 #define PERIOD_MIN_NS		(100ull * 1000)	/* between passes when syncing after each */
 #define STATS_EVERY_NS		(1000ull * 1000 * 1000)
 
@@ -46,7 +46,6 @@ static struct {
 	size_t cur_size;
 	uint32_t ncpu, ring;
 	struct drain_cpu *cpus;
-	struct xtx_log_entry *batch;
 	struct xtxd_logdrain_stats st;	/* written by the thread, read with relaxed loads */
 	xtxd_logdrain_observer observer;	/* set before start */
 	uint64_t passes;		/* drain passes completed (atomic) */
@@ -286,26 +285,32 @@ static uint64_t drain_cpu(uint32_t c)
 		return 0;
 	}
 	while (next < tail) {
-		n = tail - next < DRAIN_BATCH ? tail - next : DRAIN_BATCH;
-		for (i = 0; i < n; i++) {
-			uint64_t seq = next + i;
+		/*
+		 * The slots head..tail-1 stay put until head passes them, and a
+		 * slot is exactly a struct xtx_log_entry (checked at start): the
+		 * run up to the ring's end is appended straight from the mapping.
+		 */
+		const struct xtx_log_entry *run;
 
-			memcpy(&D.batch[i], base + (seq & (D.ring - 1)) * D.stride,
-			       sizeof(D.batch[i]));
-			if (D.batch[i].seq != seq) {
+		n = tail - next < DRAIN_BATCH ? tail - next : DRAIN_BATCH;
+		if (n > D.ring - (next & (D.ring - 1)))
+			n = D.ring - (next & (D.ring - 1));
+		run = (const struct xtx_log_entry *)(base + (next & (D.ring - 1)) * D.stride);
+		for (i = 0; i < n; i++) {
+			if (run[i].seq != next + i) {
 				if (!D.failed)
 					pr_warn("Error: log: CPU %u: slot of seq %llu holds "
 						"seq %llu; stopping the drain\n", c,
-						(unsigned long long)seq,
-						(unsigned long long)D.batch[i].seq);
+						(unsigned long long)(next + i),
+						(unsigned long long)run[i].seq);
 				D.failed = -EIO;
 				return moved;
 			}
 		}
 		/* the resolver learns each multi-replica write as it leaves the ring */
 		if (D.observer)
-			D.observer(D.batch, n);
-		err = xtx_logw_append(&dc->w, D.batch, n);
+			D.observer(run, n);
+		err = xtx_logw_append(&dc->w, run, n);
 		/* what did reach the file counts even when the rest failed */
 		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
 		moved += dc->w.next_seq - next;
@@ -463,7 +468,6 @@ static void cleanup(void)
 		for (c = 0; c < D.ncpu; c++)
 			xtx_logw_close(&D.cpus[c].w);
 	free(D.cpus);
-	free(D.batch);
 	if (D.log)
 		munmap((void *)D.log, D.log_size);
 	if (D.cur)
@@ -508,8 +512,7 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 	if (err)
 		goto fail;
 	D.cpus = calloc(D.ncpu, sizeof(*D.cpus));
-	D.batch = calloc(DRAIN_BATCH, sizeof(*D.batch));
-	if (!D.cpus || !D.batch) {
+	if (!D.cpus) {
 		err = -ENOMEM;
 		fprintf(stderr, "Error: log: %s\n", strerror(ENOMEM));
 		goto fail;
