@@ -88,7 +88,8 @@ BINS += $(OUT)/tests/afxdp_churn
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
-UDPD_OBJS := $(UDPD_OWN_OBJS) $(COMMON_OBJS) $(OBJ_OUT)/user/lib/daemon.o
+UDPD_OBJS := $(UDPD_OWN_OBJS) $(COMMON_OBJS) $(OBJ_OUT)/user/lib/daemon.o \
+	$(OBJ_OUT)/user/lib/logfile.o $(OBJ_OUT)/user/lib/target.o
 BINS += $(OUT)/xtx-udpd
 $(UDPD_OWN_OBJS): $(wildcard user/udpd/*.h)
 $(OUT)/xtx-udpd: $(UDPD_OBJS)

@@ -2,7 +2,8 @@
 # Sourced by the transaction benchmarks (bench_txn.sh, bench_transport.sh): one topology of
 # NSERVERS servers served three ways (xtx, its XDP echo, xtx-udpd), their CPU time, populate.
 # The caller sets ROOT, BUILD, OUT, NSERVERS, PREFIX, SERVER_CPU and CLIENT_CPU first, and may
-# set XTXD_CPUS (where xtxd's threads run; default the client's CPU).
+# set XTXD_CPUS (where the server processes run, xtxd and xtx-udpd alike; default the server's
+# CPU, where its NAPI thread runs).
 
 server_ns() { echo "$PREFIX-s$1"; }
 server_dev() { echo "${PREFIX}s$1"; }
@@ -39,18 +40,23 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 
+# Where the server processes run: the same cores for xtxd and xtx-udpd.
+server_proc_cpus() { echo "${XTXD_CPUS:-$SERVER_CPU}"; }
+
 # start_servers xtx|echo|udpd [XTXD-ARGS]: the same three addresses, served three ways.
+# xtx-udpd logs as xtxd does: segments on the same disk, fdatasync every 2 ms (both defaults).
 start_servers() {
 	local i
 	stop_servers
 	for ((i = 0; i < NSERVERS; i++)); do
 		case $1 in
 		xtx) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus ${XTXD_CPUS:-$CLIENT_CPU} ${2:-}" >/dev/null ;;
+			ARGS="--cpus $(server_proc_cpus) ${2:-}" >/dev/null ;;
 		echo) make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-			ARGS="--cpus ${XTXD_CPUS:-$CLIENT_CPU} --echo" >/dev/null ;;
-		udpd) taskset -c "$SERVER_CPU" "$BUILD/xtx-udpd" --netns "$(server_ns "$i")" \
-			--daemon --pidfile "$OUT/udpd$i.pid" >/dev/null ;;
+			ARGS="--cpus $(server_proc_cpus) --echo" >/dev/null ;;
+		udpd) taskset -c "$(server_proc_cpus)" "$BUILD/xtx-udpd" --netns "$(server_ns "$i")" \
+			--data-dir "/var/lib/xtx/$PREFIX-udpd$i" --daemon --pidfile "$OUT/udpd$i.pid" \
+			>/dev/null ;;
 		esac
 	done
 	SERVER_KIND=$1
@@ -79,18 +85,28 @@ cpu_ns() {
 	echo "$sum"
 }
 
-# This run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
-server_pids() {
+# This run's server processes: xtxd or xtx-udpd.
+daemon_pids() {
 	local f i
-	napi_pids s
 	for ((i = 0; i < NSERVERS; i++)); do
 		for f in "/run/xtx/$(server_ns "$i")-$(server_dev "$i").pid" "$OUT/udpd$i.pid"; do
 			[ -f "$f" ] && cat "$f"
 		done
 	done
 }
+# This run's servers: their NAPI threads (where XDP runs), xtxd or xtx-udpd.
+server_pids() {
+	napi_pids s
+	daemon_pids
+}
 # shellcheck disable=SC2046 # one pid per word
 server_cpu_ns() { cpu_ns $(server_pids); }
+# xtxbench options that report the servers' CPU time over its measured window alone (no
+# populate, no warmup): cpu_of.napi (NAPI threads: XDP, or the UDP stack under xtx-udpd)
+# and cpu_of.daemon (xtxd or xtx-udpd), in ns.
+cpu_of_args() {
+	echo "--cpu-of napi=$(napi_pids s | paste -sd,) --cpu-of daemon=$(daemon_pids | paste -sd,)"
+}
 
 client() { ip netns exec "$PREFIX-c" taskset -c "$CLIENT_CPU" "$BUILD/xtxbench" "$@"; }
 

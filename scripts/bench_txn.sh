@@ -46,8 +46,11 @@ bank_row() {
 		"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), ${DURATION}s per row"
 	echo
 	echo "3 servers, 3 replicas per key; client on CPU $CLIENT_CPU (1 thread), the servers'"
-	echo "NAPI threads (XDP) on CPU $SERVER_CPU. Server CPU µs/txn = NAPI threads + xtxd CPU time"
-	echo "over committed transactions."
+	echo "NAPI threads (XDP) on CPU $SERVER_CPU, xtxd and xtx-udpd on CPU $(server_proc_cpus)."
+	echo "Server CPU µs/txn = NAPI threads + xtxd (or xtx-udpd) CPU time over committed"
+	echo "transactions; in the workload tables over xtxbench's measured window alone (no"
+	echo "populate, no warmup), with xtx-udpd logging durably as xtxd does (segments with"
+	echo "CRCs, fdatasync every 2 ms)."
 } | tee "$report"
 
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" -t "$SERVER_CPU" up >/dev/null
@@ -139,18 +142,17 @@ cpu_util() {
 }
 
 # wl_row KIND WORKLOAD [ARGS]: one run; a table row, and its committed/s and attempts/s.
+# Server CPU comes from xtxbench (--cpu-of), read at the end of its warmup and at its stop.
 wl_row() {
-	local kind=$1 w=$2 js t0 t1 x0 x1 r0 r1 c0 c1 xdp rare
+	local kind=$1 w=$2 js x0 x1 r0 r1 c0 c1 xdp rare
 	shift 2
-	t0=$(server_cpu_ns)
 	c0=$(cpu_jiffies)
 	[ "$kind" = udpd ] || { x0=$(xdp_stats); r0=$(rare_stats); }
 	# the ceiling's transactions see no data and fail their checks: keep the numbers anyway
 	js=$(client "$w" --servers "$(server_ips)" $(wl_args "$w") --duration "$DURATION" \
-		--warmup 1 --inflight "$WL_INFLIGHT" --json "$@" 2>/dev/null) || true
+		--warmup 1 --inflight "$WL_INFLIGHT" $(cpu_of_args) --json "$@" 2>/dev/null) || true
 	jq -e .bench <<<"$js" >/dev/null 2>&1 || js=""
 	c1=$(cpu_jiffies)
-	t1=$(server_cpu_ns)
 	xdp="-"
 	rare="-"
 	if [ "$kind" != udpd ]; then
@@ -162,23 +164,30 @@ wl_row() {
 			if (q[1] > p[1]) printf "%.3f%%", 100 * (q[2] - p[2]) / (q[1] - p[1]); else print "-" }')
 	fi
 	if [ -z "$js" ]; then
-		echo "| $w | $kind | (run failed) | | | | | | | | |" | tee -a "$report" >&2
-		echo "0 0 0 0"
+		echo "| $w | $kind | (run failed) | | | | | | | | | | |" | tee -a "$report" >&2
+		echo "0 0 0 0 0 0"
 		return
 	fi
 	echo "$js" | jq -c --arg k "$kind" '. + {"label": "workloads", "server": $k}' \
 		>>"$OUT/txn_runs.jsonl"
+	# per transaction: committed and logically failed ones alike did their work
 	jq -r --arg kind "$kind" --arg xdp "$xdp" --arg rare "$rare" \
-		--arg cpu "$(cpu_util "$c0" "$c1")" --argjson us $(((t1 - t0) / 1000)) '
+		--arg cpu "$(cpu_util "$c0" "$c1")" '
 		def r(x): (x * 10 | round) / 10;
+		def r2(x): (x * 100 | round) / 100;
+		(.total.committed + .total.logical) as $n |
+		def per(x): if .total.committed > 0 then r2(x / 1000 / $n) else "-" end;
 		"| \(.bench) \(.protocol) | \($kind) | \(.attempts_per_s | round) | " +
 		"\(.committed_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
-		"\(if .total.committed > 0 then r($us / (.total.committed + .total.logical))
-		   else "-" end) | \($xdp) | \($rare) | \(r(.ops_per_packet_avg)) | \($cpu) |"' \
+		"\(per(.cpu_of.napi + .cpu_of.daemon)) | \(per(.cpu_of.napi)) | " +
+		"\(per(.cpu_of.daemon)) | \($xdp) | \($rare) | \(r(.ops_per_packet_avg)) | \($cpu) |"' \
 		<<<"$js" | tee -a "$report" >&2
-	jq -r --argjson us $(((t1 - t0) / 1000)) '"\(.committed_per_s) \(.attempts_per_s) " +
-		"\(.packets / .duration_s) \(if .total.committed > 0 then
-		$us / (.total.committed + .total.logical) else 0 end)"' <<<"$js"
+	# committed/s attempts/s packets/s server-µs/txn napi-µs/txn daemon-µs/txn
+	jq -r '(.total.committed + .total.logical) as $n |
+		def per(x): if .total.committed > 0 then x / 1000 / $n else 0 end;
+		"\(.committed_per_s) \(.attempts_per_s) \(.packets / .duration_s) " +
+		"\(per(.cpu_of.napi + .cpu_of.daemon)) \(per(.cpu_of.napi)) \(per(.cpu_of.daemon))"' \
+		<<<"$js"
 }
 
 {
@@ -193,8 +202,9 @@ wl_row() {
 	echo "µs/txn counts committed and logically failed transactions (both did their work)."
 	echo
 	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
-		"XDP ns/pkt | rare path | ops/pkt | CPU util (cpu0 / cpu1) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
+		"CPU util (cpu0 / cpu1) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } | tee -a "$report"
 declare -A RES
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -222,11 +232,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 	echo "client and link sustain, and xtx's share of that is the ratio below."
 	echo
 	for w in tatp smallbank; do
-		read -r xc xa xp xu <<<"${RES[xtx,$w]}"
-		read -r uc ua up uu <<<"${RES[udpd,$w]}"
-		read -r ec ea ep eu <<<"${RES[echo,$w]}"
+		read -r xc xa xp xu xn xd <<<"${RES[xtx,$w]}"
+		read -r uc ua up uu un ud <<<"${RES[udpd,$w]}"
+		read -r ec ea ep eu en ed <<<"${RES[echo,$w]}"
 		echo "- $w: xtx/udpd committed/s $(ratio "$xc" "$uc"); server CPU per transaction" \
-			"xtx/udpd $(ratio "$xu" "$uu"); xtx/ceiling packets/s $(ratio "$xp" "$ep")" \
+			"xtx/udpd $(ratio "$xu" "$uu") (xtx $(printf '%.2f' "$xu") µs: NAPI+XDP" \
+			"$(printf '%.2f' "$xn"), xtxd $(printf '%.2f' "$xd"); xtx-udpd $(printf '%.2f' "$uu")" \
+			"µs: NAPI $(printf '%.2f' "$un"), process $(printf '%.2f' "$ud"));" \
+			"xtx/ceiling packets/s $(ratio "$xp" "$ep")" \
 			"(xtx $(printf '%.0f' "$xp"), ceiling $(printf '%.0f' "$ep"))"
 	done
 } | tee -a "$report"
@@ -314,8 +327,9 @@ fi
 	echo "## OCC, 2PL and HADES on TATP and SmallBank (xtx)"
 	echo
 	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
-		"XDP ns/pkt | rare path | ops/pkt | CPU util (cpu0 / cpu1) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
+		"CPU util (cpu0 / cpu1) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } | tee -a "$report"
 start_servers xtx
 PROG_IDS=$(prog_ids)

@@ -235,12 +235,17 @@ pin_server_napi() {
 	done
 }
 
+# A veth hands a frame to its peer's NAPI only if the sender cannot build TSO frames (or
+# the peer has an XDP program, which turns its peer's TSO off). Otherwise the frame goes to
+# the sending CPU's backlog: a server without XDP (xtx-udpd) would have its receive path run
+# on the client's CPU, out of the server's NAPI kthread. Client ends send no TSO frames.
 setup_threaded_napi() {
 	local i
 
 	for ((i = 0; i < nservers; i++)); do
 		enable_threaded "$(server_ns "$i")" "$(server_dev "$i")"
 		enable_threaded "$(client_ns)" "$(client_dev "$i")"
+		ethtool_set "$(client_ns)" "$(client_dev "$i")" 0x1f 0	# ETHTOOL_STSO
 	done
 	pin_server_napi
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Per-core utilization from /proc/stat. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,4 +63,36 @@ void xtx_cpustat_print(FILE *out, const struct xtx_cpustat *a, const struct xtx_
 	}
 	if (json)
 		fputc(']', out);
+}
+
+uint64_t xtx_pids_cpu_ns(const int *pids, unsigned int n)
+{
+	unsigned long long ns;
+	uint64_t sum = 0;
+	struct dirent *de;
+	char path[96];
+	unsigned int i;
+	FILE *f;
+	DIR *d;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task", pids[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", pids[i],
+				 de->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fscanf(f, "%llu", &ns) == 1)
+				sum += ns;
+			fclose(f);
+		}
+		closedir(d);
+	}
+	return sum;
 }

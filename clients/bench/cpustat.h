@@ -25,4 +25,10 @@ double xtx_cpustat_util(const struct xtx_cpustat *a, const struct xtx_cpustat *b
 void xtx_cpustat_print(FILE *out, const struct xtx_cpustat *a, const struct xtx_cpustat *b,
 		       int json);
 
+/*
+ * CPU time (ns) these processes or threads have run so far, every thread of
+ * each summed (/proc/PID/task/TID/schedstat); a pid that is gone counts 0.
+ */
+uint64_t xtx_pids_cpu_ns(const int *pids, unsigned int n);
+
 #endif /* XTX_CPUSTAT_H */

@@ -24,12 +24,15 @@ static void run_ticks(const struct xtx_run *r, uint64_t start)
 {
 	uint64_t end = start + r->duration_ns, tick = start + 1000000000ull, prev_ns = start, now;
 	uint64_t sample = r->sample ? start + r->sample_ns : UINT64_MAX;
+	uint64_t mark = r->mark ? start + r->mark_ns : UINT64_MAX;
 	unsigned int sec = 0;
 
 	while (!run_interrupted) {
 		struct timespec ts;
 		uint64_t wake = tick < sample ? tick : sample;
 
+		if (mark < wake)
+			wake = mark;
 		if (wake > end)
 			wake = end;
 		ts.tv_sec = wake / 1000000000ull;
@@ -40,6 +43,10 @@ static void run_ticks(const struct xtx_run *r, uint64_t start)
 		if (run_interrupted || wake == end)
 			break;
 		now = xtx_now_ns();
+		if (wake == mark) {
+			r->mark(r->ctx);
+			mark = UINT64_MAX;
+		}
 		if (wake == sample) {
 			r->sample(r->ctx, now - start);
 			sample += r->sample_ns;

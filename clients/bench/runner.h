@@ -20,6 +20,9 @@ struct xtx_run {
 	/* Optional: called every sample_ns of the run with the time since its start. */
 	void (*sample)(void *ctx, uint64_t since_start_ns);
 	uint64_t sample_ns;
+	/* Optional: called once, mark_ns into the run (a warmup's end), if it lasts that long. */
+	void (*mark)(void *ctx);
+	uint64_t mark_ns;
 };
 
 /* Raised when the threads should stop issuing new work; they poll it. */

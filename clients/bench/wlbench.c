@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "benchthread.h"
 #include "clock.h"
+#include "cpustat.h"
 #include "hist.h"
 #include "doubts.h"
 #include "histrec.h"
@@ -58,6 +59,16 @@ enum wl_populate_via { WL_VIA_CTL, WL_VIA_TXN };
 /* Transactions each loader keeps in flight under --populate-via txn. */
 #define WL_LOAD_INFLIGHT	32
 
+#define WL_CPU_OF_MAX		4
+#define WL_CPU_OF_PIDS		64
+
+/* Processes whose CPU time over the measured window the summary reports. */
+struct wl_cpu_of {
+	char name[24];
+	int pids[WL_CPU_OF_PIDS];
+	unsigned int npids;
+};
+
 struct wl_opts {
 	struct sockaddr_in *servers;
 	unsigned int nservers;
@@ -90,6 +101,8 @@ struct wl_opts {
 	const char *dump_cmd;
 	const char *history;	/* --history BASE: BASE.<client id> per thread */
 	const char *timeline;	/* --timeline FILE: committed/s per 100 ms */
+	struct wl_cpu_of cpu_of[WL_CPU_OF_MAX];	/* --cpu-of NAME=PID,...: CPU time to report */
+	unsigned int ncpu_of;
 	struct wl_ctl ctl;
 	char xtxctl_path[PATH_MAX];
 };
@@ -297,6 +310,8 @@ struct wl_progress {
 	bool measuring;		/* a tick after the warmup has been printed */
 	struct wl_counts prev;
 	FILE *timeline;		/* --timeline, or NULL */
+	const struct wl_opts *o;
+	uint64_t cpu_of_ns0[WL_CPU_OF_MAX];	/* --cpu-of at the measured window's start */
 	uint64_t tl_committed, tl_ns;	/* at the previous sample */
 };
 
@@ -378,6 +393,7 @@ struct wl_result {
 	struct xtx_client_stats cs;
 	char transport[96];	/* how thread 0's client reached the servers */
 	double cpu_s;		/* this process's CPU time over the run, warmup included */
+	uint64_t cpu_of_ns[WL_CPU_OF_MAX];	/* --cpu-of over the measured window */
 	double run_s;		/* the run, warmup included */
 	double secs;		/* the measured window */
 	bool ran;
@@ -450,6 +466,11 @@ static void print_json(const struct wl_workload *w, const struct wl_opts *o,
 	       "\"client_cpu_s\":%.4f,\"run_s\":%.4f,",
 	       xtx_transport_name(o->transport), (unsigned long long)r->cs.frames_malformed,
 	       (unsigned long long)r->cs.udp_fallback, r->cpu_s, r->run_s);
+	printf("\"cpu_of\":{");
+	for (i = 0; i < o->ncpu_of; i++)
+		printf("%s\"%s\":%llu", i ? "," : "", o->cpu_of[i].name,
+		       (unsigned long long)r->cpu_of_ns[i]);
+	printf("},");
 	printf("\"verify\":%s,\"violations\":%lu}\n", r->verified ? "true" : "false",
 	       r->violations);
 }
@@ -536,6 +557,7 @@ enum {
 	OPT_ECHO,
 	OPT_HISTORY,
 	OPT_TIMELINE,
+	OPT_CPU_OF,
 	OPT_ZK,
 	OPT_ZK_NAME,
 	OPT_TRANSPORT,
@@ -563,6 +585,7 @@ static const struct option common_opts[] = {
 	{ "echo", no_argument, NULL, OPT_ECHO },
 	{ "history", required_argument, NULL, OPT_HISTORY },
 	{ "timeline", required_argument, NULL, OPT_TIMELINE },
+	{ "cpu-of", required_argument, NULL, OPT_CPU_OF },
 	{ "verify", no_argument, NULL, OPT_VERIFY },
 	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "xtxctl", required_argument, NULL, OPT_XTXCTL },
@@ -637,6 +660,11 @@ static void common_usage(FILE *out)
 		"      --timeline FILE       committed transactions per second over each 100 ms\n"
 		"                            of the run, one \"SECONDS RATE UNIX-TIME\" line each\n"
 		"                            (warmup included), for plotting an outage\n"
+		"      --cpu-of NAME=PID[,PID...]  report these processes' (or threads') CPU\n"
+		"                            time over the measured window alone, warmup and\n"
+		"                            populate left out, as cpu_of.NAME (ns) in --json;\n"
+		"                            up to 4 times (e.g. the servers' NAPI threads and\n"
+		"                            their daemons apart)\n"
 		"  -j, --json                the summary as one JSON object on stdout\n"
 		"  -v, --verbose             more output\n"
 		"  -h, --help                this text\n"
@@ -736,6 +764,47 @@ static void usage(const struct wl_workload *w, FILE *out)
 }
 
 /* 1 after -h, 0, or -1 after printing why. */
+/* NAME=PID[,PID...] */
+static int parse_cpu_of(struct wl_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '='), *p;
+	struct wl_cpu_of *g;
+	uint32_t pid;
+	char buf[16];
+	size_t len;
+
+	if (o->ncpu_of == WL_CPU_OF_MAX) {
+		fprintf(stderr, "Error: --cpu-of: at most %d groups\n", WL_CPU_OF_MAX);
+		return -1;
+	}
+	g = &o->cpu_of[o->ncpu_of];
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(g->name) ||
+	    strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789_-") != (size_t)(eq - arg)) {
+		fprintf(stderr, "Error: --cpu-of: '%s' is not NAME=PID[,PID...] (NAME of "
+			"[a-z0-9_-], under %zu characters)\n", arg, sizeof(g->name));
+		return -1;
+	}
+	memcpy(g->name, arg, eq - arg);
+	g->name[eq - arg] = '\0';
+	g->npids = 0;
+	/* an empty list is allowed: a group that has no process this time counts 0 */
+	for (p = eq + 1; *p; p += len + (p[len] == ',')) {
+		len = strcspn(p, ",");
+		if (!len || len >= sizeof(buf) || g->npids == WL_CPU_OF_PIDS) {
+			fprintf(stderr, "Error: --cpu-of %s: bad or too many pids (at most %d)\n",
+				g->name, WL_CPU_OF_PIDS);
+			return -1;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (xtx_parse_u32("--cpu-of", buf, 1, INT32_MAX, &pid))
+			return -1;
+		g->pids[g->npids++] = pid;
+	}
+	o->ncpu_of++;
+	return 0;
+}
+
 static int parse_args(const struct wl_workload *w, int argc, char **argv, struct wl_opts *o)
 {
 	struct option longopts[64];
@@ -854,6 +923,10 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 				return -1;
 			}
 			o->history = optarg;
+			break;
+		case OPT_CPU_OF:
+			if (parse_cpu_of(o, optarg))
+				return -1;
 			break;
 		case OPT_TIMELINE:
 			if (!*optarg) {
@@ -1646,6 +1719,16 @@ fail:
 	return NULL;
 }
 
+/* The start of the measured window: --cpu-of's first reading. */
+static void cpu_of_mark(void *ctx)
+{
+	struct wl_progress *p = ctx;
+	unsigned int i;
+
+	for (i = 0; i < p->o->ncpu_of; i++)
+		p->cpu_of_ns0[i] = xtx_pids_cpu_ns(p->o->cpu_of[i].pids, p->o->cpu_of[i].npids);
+}
+
 /* User and system CPU time of every thread of this process so far. */
 static double process_cpu_s(void)
 {
@@ -1660,7 +1743,7 @@ static double process_cpu_s(void)
 static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_thread *th,
 	       struct wl_result *r)
 {
-	struct wl_progress prog = { .th = th, .nthreads = o->threads, .ntypes = w->ntypes };
+	struct wl_progress prog = { .th = th, .nthreads = o->threads, .ntypes = w->ntypes, .o = o };
 	struct xtx_run rr = {
 		.nthreads = o->threads,
 		.fn = wl_thread_main,
@@ -1684,9 +1767,19 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		rr.sample = timeline_sample;
 		rr.sample_ns = WL_TIMELINE_NS;
 	}
+	/* --cpu-of counts the measured window only: from the warmup's end to the stop */
+	if (o->ncpu_of && o->warmup_ns) {
+		rr.mark = cpu_of_mark;
+		rr.mark_ns = o->warmup_ns;
+	} else if (o->ncpu_of) {
+		cpu_of_mark(&prog);
+	}
 	wl_measure_from = xtx_now_ns() + o->warmup_ns;
 	cpu0 = process_cpu_s();
 	rc = xtx_run_threads(&rr, &start, &stop);
+	for (i = 0; i < o->ncpu_of; i++)
+		r->cpu_of_ns[i] = xtx_pids_cpu_ns(o->cpu_of[i].pids, o->cpu_of[i].npids) -
+				  prog.cpu_of_ns0[i];
 	r->cpu_s = process_cpu_s() - cpu0;
 	r->run_s = (stop - start) / 1e9;
 	if (prog.timeline && fclose(prog.timeline)) {

@@ -40,14 +40,14 @@ static void crc_init(void)
 	}
 }
 
-uint32_t xtx_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t xtx_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	pthread_once(&crc_once, crc_init);
 	crc = ~crc;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* eight bytes per step: the drain checksums every record it writes */
+	/* eight bytes per step */
 	while (len >= 8) {
 		uint64_t v;
 
@@ -64,6 +64,68 @@ uint32_t xtx_crc32c(uint32_t crc, const void *buf, size_t len)
 	while (len--)
 		crc = (crc >> 8) ^ crc_tab[0][(crc ^ *p++) & 0xff];
 	return ~crc;
+}
+
+#if defined(__x86_64__)
+/* SSE4.2's crc32 computes exactly this polynomial, reflected: 8 bytes per instruction. */
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_sse42(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t c = ~crc;
+
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+
+bool xtx_crc32c_hw_available(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("sse4.2");
+}
+
+uint32_t xtx_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return crc32c_sse42(crc, buf, len);
+}
+#else
+bool xtx_crc32c_hw_available(void)
+{
+	return false;
+}
+
+uint32_t xtx_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return xtx_crc32c_sw(crc, buf, len);
+}
+#endif
+
+typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
+
+static uint32_t crc_pick(uint32_t crc, const void *buf, size_t len);
+/* chosen on the first call: every thread picks the same one, so a racy store is harmless */
+static crc_fn crc_impl = crc_pick;
+
+static uint32_t crc_pick(uint32_t crc, const void *buf, size_t len)
+{
+	crc_fn f = xtx_crc32c_hw_available() ? xtx_crc32c_hw : xtx_crc32c_sw;
+
+	__atomic_store_n(&crc_impl, f, __ATOMIC_RELAXED);
+	return f(crc, buf, len);
+}
+
+uint32_t xtx_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return __atomic_load_n(&crc_impl, __ATOMIC_RELAXED)(crc, buf, len);
 }
 
 void xtx_logfile_rec_make(struct xtx_logfile_rec *r, const struct xtx_log_entry *e)

@@ -26,6 +26,8 @@
 #define XTX_LOGFILE_VERSION	1
 #define XTX_LOGFILE_SEG_MAX	(64ull << 20)	/* rotate at this size */
 #define XTX_LOGFILE_DIR_ROOT	"/var/lib/xtx"
+/* fdatasync a log at most this often: xtxd's and xtx-udpd's --log-sync default */
+#define XTX_LOGFILE_SYNC_DEFAULT_NS	(2ull * 1000 * 1000)
 
 struct xtx_log_epoch {
 	uint8_t boot_id[16];	/* /proc/sys/kernel/random/boot_id */
@@ -54,8 +56,16 @@ struct xtx_logfile_rec {
 
 _Static_assert(sizeof(struct xtx_logfile_rec) == 92, "log record layout");
 
-/* CRC32C (Castagnoli), table-driven, slicing by 8: crc32c(0, "123456789", 9) == 0xe3069283. */
+/*
+ * CRC32C (Castagnoli): crc32c(0, "123456789", 9) == 0xe3069283.  The SSE4.2
+ * instruction where the CPU has it (chosen at the first call), else the
+ * table, sliced by 8; both give the same bits, so either reads the other's logs.
+ */
 uint32_t xtx_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The two implementations, for tests and benchmarks; _hw is _sw where unavailable. */
+uint32_t xtx_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t xtx_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+bool xtx_crc32c_hw_available(void);
 
 void xtx_logfile_rec_make(struct xtx_logfile_rec *r, const struct xtx_log_entry *e);
 

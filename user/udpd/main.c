@@ -15,6 +15,7 @@
 #include "dedupe.h"
 #include "daemon.h"
 #include "log.h"
+#include "logfile.h"
 #include "num.h"
 #include "secret.h"
 #include "serve.h"
@@ -46,8 +47,11 @@ static void usage(FILE *out)
 		"      --echo               answer every op OK without touching state\n"
 		"      --log-ring N         LOG_APPEND entries per thread, a power of two\n"
 		"                           (default %u, at most %u)\n"
-		"      --log-file PATH      append drained log entries (struct xtx_log_entry)\n"
-		"                           to PATH; without it they are dropped once drained\n"
+		"      --data-dir DIR       drain the logs into DIR as xtxd does (segments of\n"
+		"                           CRC-checked records); without it entries are\n"
+		"                           dropped once drained\n"
+		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
+		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --dump-file PATH     on SIGUSR1 write every key to PATH (as `xtxctl dump`)\n"
 		"                           and the held locks to PATH.locks\n"
 		"      --drop-request-ppm N lose N per million requests (fault injection)\n"
@@ -61,7 +65,8 @@ static void usage(FILE *out)
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGINT or SIGTERM stop it.\n"
-		"Example: " NAME " --netns xtx-s0 --bind 10.77.0.2 -d --pidfile /run/udpd.pid\n",
+		"Example: " NAME " --netns xtx-s0 --bind 10.77.0.2 --data-dir /var/lib/xtx/udpd-s0 \\\n"
+		"           -d --pidfile /run/udpd.pid\n",
 		XTX_DEFAULT_PORT, MAX_THREADS, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_VALUE_MAX, XTX_VALUE_MAX,
 		(unsigned long long)(XTX_LOCK_LEASE_DEFAULT_NS / 1000000), XTX_LOG_RING_DEFAULT,
@@ -70,7 +75,7 @@ static void usage(FILE *out)
 
 enum {
 	OPT_CPUS = 256, OPT_MAX_CLIENTS, OPT_VALUE_SIZE, OPT_LOCK_LEASE, OPT_ECHO, OPT_LOG_RING,
-	OPT_LOG_FILE, OPT_DUMP_FILE, OPT_DROP_REQ, OPT_DROP_REPLY, OPT_NETNS, OPT_PIDFILE,
+	OPT_DATA_DIR, OPT_LOG_SYNC, OPT_DUMP_FILE, OPT_DROP_REQ, OPT_DROP_REPLY, OPT_NETNS, OPT_PIDFILE,
 	OPT_DAEMON_LOG, OPT_SECRET_FILE,
 };
 
@@ -86,7 +91,8 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		{ "lock-lease", required_argument, NULL, OPT_LOCK_LEASE },
 		{ "echo", no_argument, NULL, OPT_ECHO },
 		{ "log-ring", required_argument, NULL, OPT_LOG_RING },
-		{ "log-file", required_argument, NULL, OPT_LOG_FILE },
+		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
 		{ "dump-file", required_argument, NULL, OPT_DUMP_FILE },
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
 		{ "drop-reply-ppm", required_argument, NULL, OPT_DROP_REPLY },
@@ -110,6 +116,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 	c->value_size = XTX_VALUE_MAX;
 	c->lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	c->log_ring = XTX_LOG_RING_DEFAULT;
+	c->log_sync_ns = XTX_LOGFILE_SYNC_DEFAULT_NS;
 	while ((opt = getopt_long(argc, argv, "p:b:t:dvh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
@@ -159,7 +166,11 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 				return -1;
 			}
 			break;
-		case OPT_LOG_FILE: c->log_file = optarg; break;
+		case OPT_DATA_DIR: c->data_dir = optarg; break;
+		case OPT_LOG_SYNC:
+			if (xtx_parse_duration("--log-sync", optarg, &c->log_sync_ns))
+				return -1;
+			break;
 		case OPT_DUMP_FILE: c->dump_file = optarg; break;
 		case OPT_DROP_REQ:
 			if (xtx_parse_u32("--drop-request-ppm", optarg, 0, 1000000,
@@ -391,7 +402,7 @@ int main(int argc, char **argv)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 
-	drain = udpd_txlog_drain_start(rings, srv.nworkers, srv.cfg.log_file);
+	drain = udpd_txlog_drain_start(rings, srv.nworkers, srv.cfg.data_dir, srv.cfg.log_sync_ns);
 	if (!drain)
 		goto out_pid;
 	if (udpd_serve_start(&srv, cpus, ncpus))

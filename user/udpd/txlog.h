@@ -27,13 +27,15 @@ bool udpd_txlog_has_room(struct udpd_txlog *l);
 uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id);
 
 /*
- * Starts the thread that empties the rings, writing entries (struct
- * xtx_log_entry, in each ring's order) to path, or dropping them when path
- * is NULL.  NULL with a message on failure.
+ * Starts the thread that empties the rings into dir as xtxd does: ring i's
+ * entries go to segments log-cpu<i>-NNNNNN.xlog (user/lib/logfile.h: CRC
+ * per record), fdatasync-ed at most every sync_ns, and an entry leaves its
+ * ring only once synced, so a full ring answers LOG_FULL.  With dir NULL
+ * entries are dropped once drained.  NULL with a message on failure.
  */
 struct udpd_txlog_drain *udpd_txlog_drain_start(struct udpd_txlog **rings, unsigned int n,
-						const char *path);
-/* Drains what is left, stops the thread, closes the file. */
+						const char *dir, uint64_t sync_ns);
+/* Drains and syncs what is left (call it after the workers stopped), stops the thread. */
 void udpd_txlog_drain_stop(struct udpd_txlog_drain *d);
 
 #endif /* XTX_UDPD_TXLOG_H */

@@ -24,7 +24,8 @@ struct udpd_config {
 	bool daemon;
 	const char *pidfile;
 	const char *logfile;		/* daemon's messages */
-	const char *log_file;		/* where drained LOG_APPEND entries go; NULL: dropped */
+	const char *data_dir;		/* where drained LOG_APPEND entries go; NULL: dropped */
+	uint64_t log_sync_ns;		/* fdatasync the log at most this often */
 	uint32_t log_ring;		/* log entries per thread, a power of two */
 	const char *dump_file;		/* SIGUSR1 writes the store and held locks here */
 	uint32_t drop_request_ppm;	/* fault injection: lose requests / replies */

@@ -20,9 +20,8 @@
 #include "logfile.h"
 #include "logdrain.h"
 
-#define DRAIN_BATCH		1024		/* entries copied out of the ring per append */
-#define IDLE_SLEEP_MIN_NS	(100ull * 1000)
-#define IDLE_SLEEP_MAX_NS	(1000ull * 1000)
+#define DRAIN_BATCH		1024		/* entries shown to the observer and appended at once */
+#define PERIOD_MIN_NS		(100ull * 1000)	/* between passes when syncing after each */
 #define STATS_EVERY_NS		(1000ull * 1000 * 1000)
 
 struct drain_cpu {
@@ -47,11 +46,54 @@ static struct {
 	size_t cur_size;
 	uint32_t ncpu, ring;
 	struct drain_cpu *cpus;
-	struct xtx_log_entry *batch;
 	struct xtxd_logdrain_stats st;	/* written by the thread, read with relaxed loads */
 	xtxd_logdrain_observer observer;	/* set before start */
 	uint64_t passes;		/* drain passes completed (atomic) */
 } D = { .dirfd = -1, .lockfd = -1 };
+
+/*
+ * Where the drain thread sleeps between passes, and how a waiter (or stop)
+ * wakes it early.  Outside D, which is wiped between runs.
+ */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* on CLOCK_MONOTONIC, like xtx_now_ns() */
+	bool kicked;
+} W = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static pthread_once_t wait_once = PTHREAD_ONCE_INIT;
+
+static void wait_init(void)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&W.cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* Sleeps until deadline_ns (xtx_now_ns()) or a kick, whichever comes first. */
+static void drain_wait(uint64_t deadline_ns)
+{
+	struct timespec ts = { .tv_sec = deadline_ns / 1000000000ull,
+			       .tv_nsec = deadline_ns % 1000000000ull };
+
+	pthread_mutex_lock(&W.mu);
+	while (!W.kicked && !__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE))
+		if (pthread_cond_timedwait(&W.cv, &W.mu, &ts) == ETIMEDOUT)
+			break;
+	W.kicked = false;
+	pthread_mutex_unlock(&W.mu);
+}
+
+/* Makes the drain start a pass now instead of at its next period. */
+static void drain_kick(void)
+{
+	pthread_mutex_lock(&W.mu);
+	W.kicked = true;
+	pthread_cond_signal(&W.cv);
+	pthread_mutex_unlock(&W.mu);
+}
 
 #define ST_ADD(f, v)	__atomic_fetch_add(&D.st.f, (v), __ATOMIC_RELAXED)
 #define ST_SET(f, v)	__atomic_store_n(&D.st.f, (v), __ATOMIC_RELAXED)
@@ -243,26 +285,32 @@ static uint64_t drain_cpu(uint32_t c)
 		return 0;
 	}
 	while (next < tail) {
-		n = tail - next < DRAIN_BATCH ? tail - next : DRAIN_BATCH;
-		for (i = 0; i < n; i++) {
-			uint64_t seq = next + i;
+		/*
+		 * The slots head..tail-1 stay put until head passes them, and a
+		 * slot is exactly a struct xtx_log_entry (checked at start): the
+		 * run up to the ring's end is appended straight from the mapping.
+		 */
+		const struct xtx_log_entry *run;
 
-			memcpy(&D.batch[i], base + (seq & (D.ring - 1)) * D.stride,
-			       sizeof(D.batch[i]));
-			if (D.batch[i].seq != seq) {
+		n = tail - next < DRAIN_BATCH ? tail - next : DRAIN_BATCH;
+		if (n > D.ring - (next & (D.ring - 1)))
+			n = D.ring - (next & (D.ring - 1));
+		run = (const struct xtx_log_entry *)(base + (next & (D.ring - 1)) * D.stride);
+		for (i = 0; i < n; i++) {
+			if (run[i].seq != next + i) {
 				if (!D.failed)
 					pr_warn("Error: log: CPU %u: slot of seq %llu holds "
 						"seq %llu; stopping the drain\n", c,
-						(unsigned long long)seq,
-						(unsigned long long)D.batch[i].seq);
+						(unsigned long long)(next + i),
+						(unsigned long long)run[i].seq);
 				D.failed = -EIO;
 				return moved;
 			}
 		}
 		/* the resolver learns each multi-replica write as it leaves the ring */
 		if (D.observer)
-			D.observer(D.batch, n);
-		err = xtx_logw_append(&dc->w, D.batch, n);
+			D.observer(run, n);
+		err = xtx_logw_append(&dc->w, run, n);
 		/* what did reach the file counts even when the rest failed */
 		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
 		moved += dc->w.next_seq - next;
@@ -369,36 +417,36 @@ static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
 	return moved;
 }
 
+/*
+ * One pass per sync period: copy, write, fdatasync, release.  An entry is
+ * released no later than it would be by passes made more often (head
+ * moves only at a sync, and syncs are at most one per period), while the
+ * thread wakes once per period instead of every 100 us; idle, it looks
+ * once per period too, so an entry that arrives then waits at most one
+ * period and is synced at once.  Waiters for a pass kick it awake.
+ */
 static void *drain_main(void *arg)
 {
-	uint64_t last_sync = 0, sleep_ns = IDLE_SLEEP_MIN_NS, last_stats = 0, moved, now;
+	uint64_t last_sync = 0, last_stats = 0, period, now, wake;
 	struct timespec ts;
 
 	(void)arg;
+	period = D.sync_ns > PERIOD_MIN_NS ? D.sync_ns : PERIOD_MIN_NS;
+	if (period > STATS_EVERY_NS)
+		period = STATS_EVERY_NS;
 	while (!__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE)) {
-		moved = drain_pass(&last_sync, false);
+		drain_pass(&last_sync, false);
 		now = xtx_now_ns();
 		if (now - last_stats >= STATS_EVERY_NS) {
 			write_stats_file();
 			last_stats = now;
 		}
-		if (moved >= DRAIN_BATCH)
-			continue;	/* falling behind: no sleep */
-		/* idle: back off to 1 ms; busy: look again soon */
-		sleep_ns = moved ? IDLE_SLEEP_MIN_NS :
-			   (sleep_ns * 2 > IDLE_SLEEP_MAX_NS ? IDLE_SLEEP_MAX_NS : sleep_ns * 2);
-		/* written or synced but not released: wake when the sync is due */
-		if (!D.failed && any_pending()) {
-			uint64_t due = last_sync + D.sync_ns;
-
-			if (due <= now)
-				continue;
-			if (due - now < sleep_ns)
-				sleep_ns = due - now;
-		}
-		ts.tv_sec = sleep_ns / 1000000000ull;
-		ts.tv_nsec = sleep_ns % 1000000000ull;
-		nanosleep(&ts, NULL);
+		/* right when the next sync is due, or a period from now when none is pending */
+		wake = now + period;
+		if (!D.failed && any_pending() && last_sync + D.sync_ns < wake)
+			wake = last_sync + D.sync_ns;
+		if (wake > now)
+			drain_wait(wake);
 	}
 	/* stopping: take what is there, then once more for appends still in flight */
 	while (drain_pass(&last_sync, true))
@@ -420,7 +468,6 @@ static void cleanup(void)
 		for (c = 0; c < D.ncpu; c++)
 			xtx_logw_close(&D.cpus[c].w);
 	free(D.cpus);
-	free(D.batch);
 	if (D.log)
 		munmap((void *)D.log, D.log_size);
 	if (D.cur)
@@ -445,6 +492,7 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 
 	if (D.running)
 		return -EBUSY;
+	pthread_once(&wait_once, wait_init);
 	cleanup();
 	D.sync_ns = o->sync_ns;
 	if (o->data_dir)
@@ -464,8 +512,7 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 	if (err)
 		goto fail;
 	D.cpus = calloc(D.ncpu, sizeof(*D.cpus));
-	D.batch = calloc(DRAIN_BATCH, sizeof(*D.batch));
-	if (!D.cpus || !D.batch) {
+	if (!D.cpus) {
 		err = -ENOMEM;
 		fprintf(stderr, "Error: log: %s\n", strerror(ENOMEM));
 		goto fail;
@@ -522,6 +569,7 @@ void xtxd_logdrain_stop(void)
 	if (!D.running)
 		return;
 	__atomic_store_n(&D.stop, 1, __ATOMIC_RELEASE);
+	drain_kick();
 	pthread_join(D.tid, NULL);
 	for (c = 0; c < D.ncpu; c++)
 		lost += D.cur[c].tail - D.cpus[c].head;
@@ -556,6 +604,7 @@ int xtxd_logdrain_seen(uint64_t timeout_ns)
 			return D.failed;
 		if (xtx_now_ns() > deadline)
 			return -ETIMEDOUT;
+		drain_kick();
 		nanosleep(&pause, NULL);
 	}
 	return 0;
@@ -596,6 +645,7 @@ int xtxd_logdrain_flush(uint64_t timeout_ns)
 				err = -ETIMEDOUT;
 				break;
 			}
+			drain_kick();
 			nanosleep(&pause, NULL);
 		}
 	}

@@ -7,9 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <xtx/log.h>
+#include "logfile.h"
 #include "target.h"
 
-#define XTXD_LOG_SYNC_DEFAULT_NS	(2ull * 1000 * 1000)
+#define XTXD_LOG_SYNC_DEFAULT_NS	XTX_LOGFILE_SYNC_DEFAULT_NS
 
 struct xtxd_logdrain_opts {
 	const char *data_dir;	/* NULL: xtx_logfile_default_dir() */

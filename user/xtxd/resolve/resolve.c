@@ -111,6 +111,7 @@ static void note_late_delete(const struct xtx_log_entry *e)
 
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 {
+	bool locked = false;
 	uint64_t now = 0;
 	size_t i;
 
@@ -119,8 +120,14 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 
 		if ((e[i].flags & (XTX_LOGF_DECIDED | XTX_LOGF_DELETE)) ==
 		    (XTX_LOGF_DECIDED | XTX_LOGF_DELETE) &&
-		    __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE))
+		    __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE)) {
+			/* takes R.mu itself: never with it held */
+			if (locked) {
+				pthread_mutex_unlock(&R.mu);
+				locked = false;
+			}
 			note_late_delete(&e[i]);
+		}
 		/* one replica, or logged once decided: nobody to ask */
 		if ((e[i].nreplicas < 2 && !(e[i].flags & XTX_LOGF_META)) ||
 		    (e[i].flags & XTX_LOGF_DECIDED) ||
@@ -128,15 +135,20 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 			continue;
 		if (!now)
 			now = xtx_now_ns();
-		pthread_mutex_lock(&R.mu);
+		/* once per batch, not per entry: under R = 3 every write is tracked */
+		if (!locked) {
+			pthread_mutex_lock(&R.mu);
+			locked = true;
+		}
 		x = xtxd_txns_get(&R.txns, e[i].txn, false, now);
 		if (!x || x->outcome == XTXD_OUT_NONE) {
 			if (xtxd_txns_add(&R.txns, &e[i], now))
 				pr_warn("resolve: out of memory tracking txn %#llx\n",
 					(unsigned long long)e[i].txn);
 		}
-		pthread_mutex_unlock(&R.mu);
 	}
+	if (locked)
+		pthread_mutex_unlock(&R.mu);
 }
 
 /* ---- messages ---- */
