@@ -21,11 +21,17 @@ stop_servers() {
 		done
 		;;
 	udpd)
+		local pids="" pid t
 		for ((i = 0; i < NSERVERS; i++)); do
-			[ -f "$OUT/udpd$i.pid" ] && kill "$(cat "$OUT/udpd$i.pid")" 2>/dev/null || true
+			[ -f "$OUT/udpd$i.pid" ] && pids+=" $(cat "$OUT/udpd$i.pid")"
 			rm -f "$OUT/udpd$i.pid"
 		done
-		sleep 0.3
+		# xtx-udpd syncs its log on the way out: its directory and port are its own until then
+		for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+		for pid in $pids; do
+			for ((t = 0; t < 100; t++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -9 "$pid" 2>/dev/null || true
+		done
 		;;
 	esac
 	SERVER_KIND=none
@@ -125,9 +131,11 @@ wl_args() {
 	smallbank) echo "--accounts $SB_ACCOUNTS" ;;
 	esac
 }
-# populate WORKLOAD ctl|txn
+# populate ctl|txn: TATP and SmallBank; POPULATE_FAILED=1 when either did not load whole.
+POPULATE_FAILED=0
 populate() {
 	local how=$1 w
+	POPULATE_FAILED=0
 	for w in tatp smallbank; do
 		if [ "$how" = ctl ]; then
 			client "$w" --servers "$(server_ips)" $(wl_args "$w") --ctl "$(ctl_list)" \
@@ -135,7 +143,7 @@ populate() {
 		else
 			client "$w" --servers "$(server_ips)" $(wl_args "$w") --populate \
 				--populate-via txn --duration 0 >/dev/null 2>&1
-		fi || echo "populating $w ($how) failed" >&2
+		fi || { echo "populating $w ($how) failed" >&2; POPULATE_FAILED=1; }
 	done
 }
 

@@ -1120,7 +1120,7 @@ static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *val
  * maps), or -1 when it does not say (an older xtxd).
  */
 struct srv_room {
-	unsigned long long kv_slots, store_max, capacity;
+	unsigned long long kv_slots, store_max, store_keys, capacity;
 };
 
 static bool json_ull(const char *json, const char *name, unsigned long long *v)
@@ -1135,7 +1135,8 @@ static bool json_ull(const char *json, const char *name, unsigned long long *v)
 
 static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room *r)
 {
-	char cmd[1024], buf[16384];
+	static char buf[65536];	/* the per-op status counts grow with use */
+	char cmd[1024];
 	unsigned long long buckets;
 	size_t len;
 	FILE *f;
@@ -1156,14 +1157,18 @@ static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room 
 		return -1;
 	r->kv_slots = buckets * XTX_KV_WAYS;
 	json_ull(buf, "capacity", &r->capacity);
+	json_ull(buf, "store_keys", &r->store_keys);
 	return 0;
 }
 
 /*
  * Before anything is loaded: every server can take the keys it is a
- * replica of (its kernel cache's slots plus what its overflow store may
- * hold), or the populate stops here naming the --capacity that fits.  A
- * server that cannot say (an older xtxd) is not checked.  0 or -1.
+ * replica of, or the populate stops here naming the --capacity that fits.
+ * The overflow store is what must take them: the kernel cache may evict
+ * any key to it (and a load spills there whatever a full bucket cannot
+ * hold), so a fit is every new key beside what the store holds already,
+ * which is also the rule xtxd --capacity sizes the store by.  A server
+ * that cannot say (an older xtxd) is not checked.  0 or -1.
  */
 static int populate_fits(const struct wl_workload *w, const struct wl_opts *o,
 			 struct xtx_client *c, uint64_t gone, uint64_t *lines)
@@ -1187,16 +1192,16 @@ static int populate_fits(const struct wl_workload *w, const struct wl_opts *o,
 
 		if ((s < 64 && (gone >> s & 1)) || server_room(o, s, &r))
 			continue;
-		if (pc.per_server[s] <= r.kv_slots + r.store_max)
+		if (r.store_keys <= r.store_max && pc.per_server[s] <= r.store_max - r.store_keys)
 			continue;
 		inet_ntop(AF_INET, &o->servers[s].sin_addr, ip, sizeof(ip));
 		fprintf(stderr, "Error: --populate: %s's %llu rows with R = %u need %llu keys on "
-			"server %s; it holds at most %llu in all (kernel cache %llu slots + "
-			"overflow store %llu keys); restart its xtxd with --capacity %llu or more. "
-			"Nothing was loaded\n", w->name, (unsigned long long)pc.rows,
-			o->replication, (unsigned long long)pc.per_server[s], ip,
-			r.kv_slots + r.store_max, r.kv_slots, r.store_max,
-			(unsigned long long)most);
+			"server %s; its overflow store, which must be able to take every key its "
+			"kernel cache (%llu slots) may evict, holds at most %llu keys (%llu held); "
+			"restart its xtxd with --capacity %llu or more. Nothing was loaded\n",
+			w->name, (unsigned long long)pc.rows, o->replication,
+			(unsigned long long)pc.per_server[s], ip, r.kv_slots, r.store_max,
+			r.store_keys, (unsigned long long)(most + r.store_keys));
 		bad++;
 	}
 	free(pc.per_server);
@@ -1517,7 +1522,7 @@ static int populate_txn(const struct wl_workload *w, const struct wl_opts *o,
 			struct xtx_client *c)
 {
 	struct wl_rows rows = {};
-	struct wl_load_stats st;
+	struct wl_load_stats st = { 0 };
 	struct wl_load_cfg cfg = {
 		.servers = o->servers,
 		.nservers = o->nservers,

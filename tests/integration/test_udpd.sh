@@ -400,14 +400,18 @@ check "the entries on disk are the ones appended ($(grep -c '^cpu=' <<<"$out") l
 	test -n "$(grep 'seq=1 .*key=1 version=5 flags=last.*value=aa' <<<"$out")"
 
 # --- an entry leaves the ring only once synced: a full ring answers LOG_FULL till then ---
-start_udpd 1 --log-ring 2 --log-sync 1s --data-dir "$tmp/fulllog" || fail "xtx-udpd 1, ring of 2"
+# the drain's first sync is a whole period (10 s) after start: these appends come well before
+start_udpd 1 --log-ring 2 --log-sync 10s --data-dir "$tmp/fulllog" || fail "xtx-udpd 1, ring of 2"
 op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa >/dev/null
 op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa >/dev/null
 out=$(op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa)
 check "a third append to a ring of 2 before the sync is refused ($out)" \
 	test -n "$(grep -o 'status=log_full' <<<"$out")"
-sleep 1.3
-out=$(op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa)
+for ((i = 0; i < 30; i++)); do
+	out=$(op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa)
+	grep -q 'status=log_full' <<<"$out" || break
+	sleep 0.5
+done
 check "once synced the ring takes appends again ($out)" \
 	test -n "$(grep -o 'status=ok version=2' <<<"$out")"
 stop_udpd 1

@@ -279,7 +279,7 @@ struct fill {
 
 static void read_fill(const struct xtx_target *t, struct fill *f)
 {
-	char buf[4096];
+	char buf[65536];	/* the per-op status counts grow with use */
 
 	memset(f, 0, sizeof(*f));
 	f->kv_ok = !xtx_kv_occupancy(t, &f->kv);

@@ -62,10 +62,14 @@ static int push_item(const struct xtxd_ovf_item *it, void *arg)
 	return vec_push(arg, &rec);
 }
 
-static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *b)
+static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *live)
 {
+	struct xtx_kv_bucket copy;
+	const struct xtx_kv_bucket *b = &copy;
 	int w, err;
 
+	/* one copy, decided on: a way XDP changes meanwhile is never half its old state */
+	memcpy(&copy, live, sizeof(copy));
 	for (w = 0; w < XTX_KV_WAYS; w++) {
 		struct dump_rec rec = {
 			.key = b->key[w],
