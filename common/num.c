@@ -105,3 +105,13 @@ int xtx_parse_index_set(const char *what, const char *s, unsigned int limit, uin
 	}
 	return 0;
 }
+
+bool xtx_json_u64(const char *json, const char *name, unsigned long long *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", name);
+	p = strstr(json, pat);
+	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
+}

@@ -3,6 +3,7 @@
 #ifndef XTX_NUM_H
 #define XTX_NUM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The value of one hex digit, or -1. */
@@ -18,5 +19,7 @@ int xtx_parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, u
 int xtx_parse_duration(const char *what, const char *s, uint64_t *ns);
 /* "0,1,2": indices below limit (at most 64) as a bitmap; -1 after printing why. */
 int xtx_parse_index_set(const char *what, const char *s, unsigned int limit, uint64_t *set);
+/* A counter of a flat JSON object (xtxd's answers): "name":N; false when absent. */
+bool xtx_json_u64(const char *json, const char *name, unsigned long long *v);
 
 #endif /* XTX_NUM_H */

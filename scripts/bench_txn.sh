@@ -145,6 +145,14 @@ cpu_util() {
 		printf "%s%d%%", (NR > 1 ? " / " : ""), u }'
 }
 
+# The workload tables' header: the columns wl_row prints.
+wl_table_header() {
+	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
+		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
+		"CPU util (cpu0 / cpu1) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+}
+
 # wl_row KIND WORKLOAD [ARGS]: one run; a table row, and its committed/s and attempts/s.
 # Server CPU comes from xtxbench (--cpu-of), read at the end of its warmup and at its stop.
 wl_row() {
@@ -205,10 +213,7 @@ wl_row() {
 	echo "transactions mostly end as logical failures: compare attempts/s there. Server CPU"
 	echo "µs/txn counts committed and logically failed transactions (both did their work)."
 	echo
-	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
-		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
-		"CPU util (cpu0 / cpu1) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	wl_table_header
 } | tee -a "$report"
 declare -A RES
 sysctl -qw kernel.bpf_stats_enabled=1
@@ -262,10 +267,7 @@ SPEC_CAPACITY=${SPEC_CAPACITY:-11500000}
 	echo "2PL; each server holds every row (R = 3 on 3 servers). xtx is populated through xtxctl"
 	echo "load, xtx-udpd through transactions; populated once per server kind. Columns as above."
 	echo
-	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
-		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
-		"CPU util (cpu0 / cpu1) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	wl_table_header
 } | tee -a "$report"
 declare -A SPEC_POP
 cache_tatp_p=$TATP_P
@@ -336,10 +338,7 @@ fi
 	echo
 	echo "## OCC, 2PL and HADES on TATP and SmallBank (xtx)"
 	echo
-	echo "| workload | server | attempts/s | committed/s | p50 µs | p99 µs | server CPU µs/txn |" \
-		"NAPI (XDP) µs/txn | xtxd or xtx-udpd µs/txn | XDP ns/pkt | rare path | ops/pkt |" \
-		"CPU util (cpu0 / cpu1) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	wl_table_header
 } | tee -a "$report"
 start_servers xtx
 PROG_IDS=$(prog_ids)

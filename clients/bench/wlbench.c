@@ -1123,16 +1123,6 @@ struct srv_room {
 	unsigned long long kv_slots, store_max, store_keys, capacity;
 };
 
-static bool json_ull(const char *json, const char *name, unsigned long long *v)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", name);
-	p = strstr(json, pat);
-	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
-}
-
 static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room *r)
 {
 	static char buf[65536];	/* the per-op status counts grow with use */
@@ -1153,11 +1143,11 @@ static int server_room(const struct wl_opts *o, unsigned int s, struct srv_room 
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
 		return -1;
 	memset(r, 0, sizeof(*r));
-	if (!json_ull(buf, "kv_buckets", &buckets) || !json_ull(buf, "store_max", &r->store_max))
+	if (!xtx_json_u64(buf, "kv_buckets", &buckets) || !xtx_json_u64(buf, "store_max", &r->store_max))
 		return -1;
 	r->kv_slots = buckets * XTX_KV_WAYS;
-	json_ull(buf, "capacity", &r->capacity);
-	json_ull(buf, "store_keys", &r->store_keys);
+	xtx_json_u64(buf, "capacity", &r->capacity);
+	xtx_json_u64(buf, "store_keys", &r->store_keys);
 	return 0;
 }
 

@@ -254,17 +254,6 @@ out:
 	return err;
 }
 
-/* A counter of a flat JSON object xtxd answered: "name":N. */
-static bool json_u64(const char *json, const char *name, unsigned long long *v)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", name);
-	p = strstr(json, pat);
-	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
-}
-
 static double pct(unsigned long long part, unsigned long long whole)
 {
 	return whole ? 100.0 * part / whole : 0.0;
@@ -284,9 +273,9 @@ static void read_fill(const struct xtx_target *t, struct fill *f)
 	memset(f, 0, sizeof(*f));
 	f->kv_ok = !xtx_kv_occupancy(t, &f->kv);
 	f->store_ok = !ctl_fetch(t, "stats --json\n", buf, sizeof(buf)) &&
-		      json_u64(buf, "store_keys", &f->store_keys) &&
-		      json_u64(buf, "store_max", &f->store_max);
-	if (f->store_ok && !json_u64(buf, "capacity", &f->capacity))
+		      xtx_json_u64(buf, "store_keys", &f->store_keys) &&
+		      xtx_json_u64(buf, "store_max", &f->store_max);
+	if (f->store_ok && !xtx_json_u64(buf, "capacity", &f->capacity))
 		f->capacity = 0;
 }
 
