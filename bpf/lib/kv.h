@@ -49,22 +49,35 @@ static __always_inline __u8 xtx_kv_write_through_op(struct xtx_kv_bucket *b, int
 	return XTX_KV_DEFER;
 }
 
-/* The way holding (table, key), live or tombstone, or -1. */
-static __always_inline int xtx_kv_find(const struct xtx_kv_bucket *b, __u8 table, __u64 key)
+/*
+ * The way holding (table, key), live or tombstone, or -1.  Not inlined for
+ * the same reason as xtx_kv_way_where: the op's code after it is checked
+ * once for "found" and once for "absent", not once per way.
+ */
+__noinline int xtx_kv_find(const struct xtx_kv_bucket *b, __u32 table, __u64 key)
 {
 	int w;
 
+	if (!b)
+		return -1;
 	for (w = 0; w < XTX_KV_WAYS; w++)
 		if (b->key[w] == key && (b->flags[w] & XTX_KV_LIVE) && b->table[w] == table)
 			return w;
 	return -1;
 }
 
-/* First way whose flags satisfy (flags & mask) == want, or XTX_KV_NO_WAY. */
-static __always_inline __u8 xtx_kv_way_where(const struct xtx_kv_bucket *b, __u8 mask, __u8 want)
+/*
+ * First way whose flags satisfy (flags & mask) == want, or XTX_KV_NO_WAY.
+ * A function of its own, called only when a key is placed: inlined, each
+ * of its nine answers is a state the verifier walks the rest of the op
+ * with, and a deferral picks two of them.
+ */
+__noinline int xtx_kv_way_where(const struct xtx_kv_bucket *b, __u32 mask, __u32 want)
 {
 	int w;
 
+	if (!b)
+		return XTX_KV_NO_WAY;
 	for (w = 0; w < XTX_KV_WAYS; w++)
 		if ((b->flags[w] & mask) == want)
 			return w;

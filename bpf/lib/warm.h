@@ -68,10 +68,8 @@ static __always_inline void xtx_warm_line(const void *p)
 }
 
 /*
- * The bucket's header (lock, Bloom bits, keys, versions, flags) spans its
- * first 96 bytes, on two or three lines depending on where the bucket
- * starts: its first byte, a key in the middle and its last flag reach them
- * all.  A lock slot's 48 bytes lie on one or two lines: its first and last
+ * The bucket's header is its first three lines (include/xtx/kv.h): the
+ * lock and slot states, the keys, the versions.  A lock slot's 48 bytes lie on one or two lines: its first and last
  * byte.  The values wait for a second pass: which way holds the key is
  * known only once the bucket's keys have arrived, and by then every
  * packet's header lines are on their way together.
@@ -97,8 +95,8 @@ __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 			b = bpf_map_lookup_elem(&xtx_kv, &idx);
 			if (b) {
 				xtx_warm_line(&b->lock);
-				xtx_warm_line(&b->key[3]);
-				xtx_warm_line(&b->flags[XTX_KV_WAYS - 1]);
+				xtx_warm_line(&b->key[0]);
+				xtx_warm_line(&b->version[0]);
 			}
 		}
 		if (kind & XTX_WARM_LOCK) {

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
-# 64 buckets of 4 ways: of 2000 keys at most 256 fit the kernel cache.
+# 64 buckets of 8 ways: of 2000 keys at most 512 fit the kernel cache.
 setup_servers --kv-buckets 64 --rare-threads 1
 SRV=$(server_ip 0)
 tmp=$(mktemp -d /tmp/xtx-test-load.XXXXXX)
@@ -51,7 +51,7 @@ read -r n k u d <<<"$(counts "$out")"
 check "the final line: '$out'" grep -Eq "$FINAL" <<<"$out"
 check "2000 keys loaded, none duplicate" test "${n:-0}.${d:-x}" = "2000.0"
 check "kernel $k + store $u = 2000" test $((${k:-0} + ${u:-0})) -eq 2000
-check "the kernel cache took what fits ($k of 256 ways)" test "${k:-0}" -gt 0 -a "${k:-0}" -le 256
+check "the kernel cache took what fits ($k of 512 ways)" test "${k:-0}" -gt 0 -a "${k:-0}" -le 512
 check "xtxd's store holds the other $u" test "$(store_keys)" = "${u:-x}"
 
 ctl 0 load --count 2000 --table 3 --first 1000 --seed 42 --print | as_dump >"$tmp/expect"
@@ -171,12 +171,12 @@ make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
 	ARGS="--fresh --capacity 5000 --rare-threads 1" >/dev/null ||
 	{ fail "reload with --capacity 5000"; finish; }
 info=$(ctl 0 info --json)
-# 1.5 x 5000 slots: 7500 lock slots, 1875 buckets of 4 ways; the store takes 5000 + 1/8
+# 1.5 x 5000 slots: 7500 lock slots, 938 buckets of 8 ways (7504 slots); the store takes 5000 + 1/8
 check "--capacity 5000 sizes the maps: $info" test "$(json_field "$info" capacity)" = 5000 \
-	-a "$(json_field "$info" kv_buckets)" = 1875 -a "$(json_field "$info" kv_slots)" = 7500 \
+	-a "$(json_field "$info" kv_buckets)" = 938 -a "$(json_field "$info" kv_slots)" = 7504 \
 	-a "$(json_field "$info" lock_slots)" = 7500 -a "$(json_field "$info" store_max)" = 5625
 log=/run/xtx/$(server_ns 0)-$(server_dev 0).log
-sizes="xtxd: sizes for --capacity 5000 keys: kernel cache 1875 buckets x 4 ways \\(0 MiB\\), lock "
+sizes="xtxd: sizes for --capacity 5000 keys: kernel cache 938 buckets x 8 ways \\(0 MiB\\), lock "
 sizes+="table 7500 slots \\(0 MiB\\), overflow store up to 5625 keys"
 check "xtxd printed those sizes and their memory" \
 	grep -Eq "$sizes \(~[0-9]+ MiB expected: ~[0-9]+ keys spill\); total ~[0-9]+ MiB, [0-9]+ B per key" "$log"
@@ -189,7 +189,7 @@ check "info counts the $n keys loaded: $k in the cache, $u in the store ($info)"
 	test "$(json_field "$info" kv_keys)" = "${k:-x}" -a "$(json_field "$info" store_keys)" = "${u:-x}" \
 	-a "$(json_field "$info" keys)" = 3000
 check "and the fill levels: $(grep -o '"kv_fill_pct":[0-9.]*' <<<"$info")" \
-	grep -q "\"kv_fill_pct\":$(awk -v k="$k" 'BEGIN { printf "%.1f", 100 * k / 7500 }')" <<<"$info"
+	grep -q "\"kv_fill_pct\":$(awk -v k="$k" 'BEGIN { printf "%.1f", 100 * k / 7504 }')" <<<"$info"
 check "info's text shows them too" \
 	grep -Eq "^store +$u of 5625 keys \([0-9.]+%\)$" <<<"$(ctl 0 info)"
 # a reload with the same --capacity adopts what runs (the same sizes)
@@ -211,7 +211,7 @@ bench --subscribers 2000 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check "a populate too big for the capacity fails (exit $rc)" test $rc -ne 0
 want="need [0-9]+ keys on server $SRV; its overflow store, which must be able to take every key its "
-want+="kernel cache \(7500 slots\) may evict, holds at most 5625 keys \([0-9]+ held\); restart its xtxd "
+want+="kernel cache \(7504 slots\) may evict, holds at most 5625 keys \([0-9]+ held\); restart its xtxd "
 want+="with --capacity [0-9]+ or more. Nothing was loaded"
 check "before loading, naming a capacity that fits: $(head -c 300 "$tmp/err")" grep -Eq "$want" "$tmp/err"
 need=$(grep -Eo "with --capacity [0-9]+" "$tmp/err" | grep -Eo "[0-9]+$")

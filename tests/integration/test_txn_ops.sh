@@ -5,8 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
-# One bucket of four ways: most of the eight keys live in xtxd's overflow
-# store, so every op below also runs its rare path.
+# One bucket of eight ways, filled first: the eight keys below go through
+# xtxd's overflow store, so every op below also runs its rare path.
 setup_servers --kv-buckets 1 --rare-threads 1
 SRV=$(server_ip 0)
 
@@ -17,6 +17,12 @@ expect() { check "$1: $(field "$3" status) (want $2)" test "$(field "$3" status)
 
 deferred() { json_field "$(ctl 0 stats --json)" kv_deferred; }
 
+fillers=""
+for k in 201 202 203 204 205 206 207 208; do
+	a=$(op insert 0 "$k" value=ee)
+	[ "$(field "$a" status)" = ok ] || fail "insert $k: $a"
+	fillers+="table=0 key=$k version=$(field "$a" version) vlen=1 value=ee"$'\n'
+done
 for k in 1 2 3 4 5 6 7 8; do
 	a=$(op insert 0 "$k" value="0${k}0${k}")
 	[ "$(field "$a" status)" = ok ] || fail "insert $k: $a"
@@ -26,6 +32,7 @@ check "some inserts went to the overflow store (kv_deferred=$d0)" test "${d0:-0}
 
 expected=$(mktemp /tmp/xtx-txn.XXXXXX)
 trap 'rm -f "$expected"; cleanup' EXIT INT TERM
+printf '%s' "$fillers" >"$expected"
 for k in 1 2 3 4 5 6 7 8; do
 	# T1 (OCC) takes the key, reading value and version in the same op
 	l=$(op occ-lock 0 "$k" txn=$((k * 10 + 1)))

@@ -538,8 +538,8 @@ static void test_resolver_installs_decided_writes(void)
 	e = wr(1, 7, XTX_LOGF_DELETE, 0);
 	CHECK(xtxd_live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
 	      xtxd_live_version(&l, 0, 1, &v) == 0 && v == 7, "delete: way freed, floor raised");
-	/* four ways taken: the next keys go to the store, which holds two */
-	for (k = 10; k < 14; k++) {
+	/* every way taken: the next keys go to the store, which holds two */
+	for (k = 10; k < 10 + XTX_KV_WAYS; k++) {
 		e = wr(k, 8, 0, 0x10);
 		CHECK(xtxd_live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
 	}

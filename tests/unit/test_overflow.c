@@ -1063,7 +1063,7 @@ static void exec_malformed(void)
 	BREAK("bucket of another key", raw_entry(&r, 0)->bucket ^= 1);
 	BREAK("bucket out of range", raw_entry(&r, 0)->bucket = NB);
 	BREAK("huge bucket", raw_entry(&r, 0)->bucket = 0xffffffffu);
-	BREAK("fill way 7", raw_entry(&r, 0)->fill_way = 7);
+	BREAK("fill way past the ways", raw_entry(&r, 0)->fill_way = XTX_KV_WAYS);
 	BREAK("unknown flag", raw_entry(&r, 0)->flags |= 0x80);
 	BREAK("victim valid and tomb", raw_entry(&r, 1)->victim.flags |= XTX_KVF_TOMB);
 	BREAK("victim neither", raw_entry(&r, 1)->victim.flags = XTX_KVF_DIRTY);

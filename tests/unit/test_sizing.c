@@ -19,15 +19,18 @@ static void test_rule_at_spec_scale(void)
 
 	xtxd_size_for(10700000, &z);
 	CHECK(z.capacity == 10700000, "capacity %llu", (unsigned long long)z.capacity);
-	/* 1.5 x 10.7M slots over 4 ways, rounded up */
-	CHECK(z.kv_buckets == 4012500, "kv_buckets %u", z.kv_buckets);
+	/* 1.5 x 10.7M slots over 8 ways, rounded up */
+	CHECK(z.kv_buckets == 2006250, "kv_buckets %u", z.kv_buckets);
 	CHECK(z.lock_slots == 16050000, "lock_slots %u", z.lock_slots);
 	/* every key, and an eighth more */
 	CHECK(z.overflow_max == 12037500, "overflow_max %llu", (unsigned long long)z.overflow_max);
 	CHECK(!z.kv_capped && !z.lock_capped && !z.ovf_capped, "nothing capped");
-	/* rounding up: 3 keys want 4.5 slots -> 5 lock slots, 2 buckets */
+	/* rounding up: 3 keys want 4.5 slots -> 5 lock slots, 1 bucket; 6 keys 9 -> 2 */
+	xtxd_size_for(6, &z);
+	CHECK(z.lock_slots == 9 && z.kv_buckets == 2, "6 keys: %u slots, %u buckets",
+	      z.lock_slots, z.kv_buckets);
 	xtxd_size_for(3, &z);
-	CHECK(z.lock_slots == 5 && z.kv_buckets == 2 && z.overflow_max == 4,
+	CHECK(z.lock_slots == 5 && z.kv_buckets == 1 && z.overflow_max == 4,
 	      "3 keys: %u slots, %u buckets, %llu", z.lock_slots, z.kv_buckets,
 	      (unsigned long long)z.overflow_max);
 	xtxd_size_for(1, &z);
@@ -63,9 +66,9 @@ static void test_caps(void)
 static void test_spill_matches_hashing(void)
 {
 	static const struct { uint64_t keys; uint32_t nbuckets; } cases[] = {
-		{ 400000, 150000 },	/* 1.5x provisioning: ~8% spill */
-		{ 400000, 100000 },	/* exactly full: ~20% */
-		{ 400000, 40000 },	/* 2.5x overfull */
+		{ 400000, 75000 },	/* 1.5x provisioning: ~2% spill */
+		{ 400000, 50000 },	/* exactly full: ~14% */
+		{ 400000, 20000 },	/* 2.5x overfull */
 	};
 	unsigned int c;
 	uint8_t *fill = malloc(150000);
@@ -108,7 +111,7 @@ static void test_spill_edges(void)
 	      (unsigned long long)b);
 	/* far more keys than slots: all but the slots spill, every bucket spills */
 	xtxd_spill_expected(1000000, 1000, XTX_KV_WAYS, &k, &b);
-	CHECK(k == 1000000 - 4000 && b == 1000, "overfull: %llu %llu", (unsigned long long)k,
+	CHECK(k == 1000000 - 8000 && b == 1000, "overfull: %llu %llu", (unsigned long long)k,
 	      (unsigned long long)b);
 }
 
@@ -122,18 +125,18 @@ static void test_memory_estimate(void)
 
 	xtxd_size_for(10700000, &z);
 	xtxd_memory_estimate(10700000, &z, &c, &m);
-	CHECK(m.kv_bytes == 4012500ull * sizeof(struct xtx_kv_bucket), "kv %llu",
+	CHECK(m.kv_bytes == 2006250ull * sizeof(struct xtx_kv_bucket), "kv %llu",
 	      (unsigned long long)m.kv_bytes);
 	CHECK(m.lock_bytes == 16050000ull * sizeof(struct xtx_lock_slot), "locks %llu",
 	      (unsigned long long)m.lock_bytes);
 	xtxd_spill_expected(10700000, z.kv_buckets, XTX_KV_WAYS, &sk, &sb);
-	CHECK(m.spill_keys == sk && m.ovf_bytes == 4012500ull * 16 + sk * 100 + sb * 300,
+	CHECK(m.spill_keys == sk && m.ovf_bytes == 2006250ull * 16 + sk * 100 + sb * 300,
 	      "store %llu bytes for %llu keys", (unsigned long long)m.ovf_bytes,
 	      (unsigned long long)sk);
 	CHECK(m.total_bytes == m.kv_bytes + m.lock_bytes + m.ovf_bytes, "total");
 	CHECK(fabs(m.per_key - (double)m.total_bytes / 10700000) < 1e-6, "per key %.1f", m.per_key);
 	xtxd_memory_estimate(0, &z, &c, &m);
-	CHECK(m.spill_keys == 0 && m.per_key == 0 && m.ovf_bytes == 4012500ull * 16,
+	CHECK(m.spill_keys == 0 && m.per_key == 0 && m.ovf_bytes == 2006250ull * 16,
 	      "no keys: the fixed part only");
 }
 
