@@ -9,8 +9,8 @@
 
 /*
  * DINT (§5) provisions the kernel cache and the lock table at 1.5x the
- * keys (as FaSST does its hash table): about 2.7 keys per 4-way bucket,
- * so few buckets spill and few locks share a slot.
+ * keys (as FaSST does its hash table): about 5.3 keys per 8-way bucket,
+ * so few buckets spill (3% of the keys) and few locks share a slot.
  */
 #define XTXD_PROVISION_NUM	3
 #define XTXD_PROVISION_DEN	2

@@ -204,16 +204,16 @@ out:
 }
 
 /*
- * A bucket spans five cache lines: the lookup reads the first two, and
- * the install writes one of the others, which one the lookup decides.
+ * A bucket spans eight cache lines: the lookup reads the first three, and
+ * the install writes a value line, which one the lookup decides.  All of
+ * them, so that line is on its way too.
  */
 static void prefetch_bucket(const struct xtx_kv_bucket *b)
 {
-	__builtin_prefetch(b, 1, 3);
-	__builtin_prefetch((const char *)b + 64, 1, 3);
-	__builtin_prefetch((const char *)b + 128, 1, 3);
-	__builtin_prefetch((const char *)b + 192, 1, 3);
-	__builtin_prefetch((const char *)b + 256, 1, 3);
+	size_t off;
+
+	for (off = 0; off < sizeof(*b); off += 64)
+		__builtin_prefetch((const char *)b + off, 1, 3);
 }
 
 /* Tries a key once: 1 placed (or a duplicate), 0 its bucket is busy, or a negative errno. */
