@@ -82,7 +82,8 @@ BENCH_LIB_OBJS := $(call objs,$(filter-out clients/bench/xtxbench.c clients/benc
 USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 	clients/*/*.h clients/libxtx/txn/*.h clients/libxtx/afxdp/*.h tests/unit/*.h)
 
-BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp
+BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp \
+	$(OUT)/bench/logw_cost
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/xtx-history-check
 BINS += $(OUT)/tests/afxdp_churn
 

@@ -16,6 +16,14 @@ server_dev() { echo "${PREFIX}s$1"; }
 server_ip() { echo "10.77.$1.2"; }
 client() { ip netns exec "$PREFIX-c" "$@"; }
 ctl() { local i=$1; shift; "$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" "$@"; }
+# log_segs I: "name records end status" for each of server I's log segments (log dump --json)
+log_segs() {
+	ctl "$1" log dump --json | grep -o '{"name":"[^"]*","cpu":[^}]*}' |
+		sed 's/.*"name":"\([^"]*\)".*"records":\([0-9]*\),.*"end":\([0-9]*\),"status":"\([a-z_]*\)".*/\1 \2 \3 \4/'
+}
+# tear_record FILE END: the record that ends at END loses its last 10 bytes to zeros, as a
+# crash mid-write leaves it (segments are preallocated: cutting the file short tears nothing)
+tear_record() { dd if=/dev/zero of="$1" bs=1 seek=$(($2 - 10)) count=10 conv=notrunc status=none; }
 
 all_server_ips() {
 	local i ips=""

@@ -142,9 +142,9 @@ check "after the second crash: every record as appended" same_records 560 "$TMP/
 ctl 0 unload >/dev/null
 dump_records >"$TMP/d4"
 check "after unload: all 560 records on disk" test "$(wc -l <"$TMP/d4")" -eq 560
-seg=$(ls "$DATA"/log-cpu*-*.xlog | while read -r f; do
-	[ "$(stat -c %s "$f")" -gt 64 ] && echo "$f"; done | tail -n 1)
-truncate -s -10 "$seg"
+read -r name nrec end _ < <(log_segs 0 | awk '$2 > 0' | tail -n 1)
+seg=$DATA/$name
+tear_record "$seg" "$end"
 out=$(ctl 0 log dump)
 check "log dump reports the torn tail of $(basename "$seg")" grep -q "^# torn tail: $(basename "$seg")" <<<"$out"
 grep '^cpu=' <<<"$out" >"$TMP/d5"

@@ -957,21 +957,18 @@ static int cmd_log_stats(const struct xtx_target *t, const struct ctl_opts *o, c
 			t->pin_dir, strerror(-err));
 		return 1;
 	}
-	/* sizes only: a count that needs no reading of the records */
+	/* a count that needs no reading of every record */
 	dirfd = log_dir_open(dir);
 	dir_err = errno;
 	if (dirfd >= 0 && !xtx_logfile_list(dirfd, &segs, &nseg)) {
 		for (i = 0; i < nseg; i++) {
-			struct stat st;
-			uint64_t body;
+			uint64_t n, p;
 
-			if (fstatat(dirfd, segs[i].name, &st, 0))
+			if (xtx_logfile_count(dirfd, segs[i].name, &n, &p))
 				continue;
 			files++;
-			body = st.st_size > (off_t)sizeof(struct xtx_logfile_hdr) ?
-			       st.st_size - sizeof(struct xtx_logfile_hdr) : 0;
-			records += body / sizeof(struct xtx_logfile_rec);
-			partial += body % sizeof(struct xtx_logfile_rec);
+			records += n;
+			partial += p;
 		}
 	}
 	if (o->json) {
@@ -1106,7 +1103,7 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 				printf("# torn tail: %s at offset %llu: %llu bytes after %llu good "
 				       "records (cut when xtxd next starts)\n", s->name,
 				       (unsigned long long)rd.off,
-				       (unsigned long long)(rd.file_size - rd.off),
+				       (unsigned long long)(rd.torn_end - rd.off),
 				       (unsigned long long)rd.good);
 		} else if (rd.status != XTX_LOGR_OK) {
 			bad++;

@@ -359,23 +359,26 @@ struct replay_counts {
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
 };
 
-/* Cuts the torn tail of a CPU's last segment: a crash tore it, nobody was told it was logged. */
-static int cut_tail(int dirfd, const char *dir, const char *name, uint64_t end, uint64_t size)
+/*
+ * Cuts the torn tail (end..torn_end) of a CPU's last segment: a crash tore
+ * it, nobody was told it was logged.  A preallocated segment has it zeroed.
+ */
+static int cut_tail(int dirfd, const char *dir, const char *name, uint32_t version, uint64_t end,
+		    uint64_t torn_end)
 {
 	int fd, err;
 
 	fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, end) || fsync(fd)) {
-		err = -errno;
+	err = fd < 0 ? -errno : xtx_logfile_cut(fd, version, end, torn_end);
+	if (fd >= 0)
+		close(fd);
+	if (err) {
 		fprintf(stderr, "Error: recovery: cutting the torn tail of %s/%s: %s\n", dir, name,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
+			strerror(-err));
 		return err;
 	}
-	close(fd);
 	pr_warn("recovery: %s: cut a torn last record (%llu bytes at offset %llu); not "
-		"replayed\n", name, (unsigned long long)(size - end), (unsigned long long)end);
+		"replayed\n", name, (unsigned long long)(torn_end - end), (unsigned long long)end);
 	return 0;
 }
 
@@ -441,8 +444,8 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		break;
 	case XTX_LOGR_TORN:
 		if (last) {
-			n->cut_bytes += r.file_size - r.off;
-			err = cut_tail(dirfd, dir, s->name, r.off, r.file_size);
+			n->cut_bytes += r.torn_end - r.off;
+			err = cut_tail(dirfd, dir, s->name, r.hdr.version, r.off, r.torn_end);
 			break;
 		}
 		/* a later segment exists, so this one was complete once */
