@@ -14,7 +14,7 @@ DURATION=${DURATION:-3}
 # round is the one least disturbed (the matrix lists every round's).
 REPS=${REPS:-2}
 # The dataset: keys over all client threads.  200k keys of 40 B take 20 MB
-# of cache at 1.5x (264 B a bucket of 4) and load in seconds at worst.
+# of cache at 1.5x (512 B a bucket of 8) and load in seconds at worst.
 KEYS=${KEYS:-200000}
 THREADS=2
 ZIPF=0.99
@@ -138,7 +138,7 @@ row() {
 		def frac(a; b): if b > 0 then a / b else null end;
 		{table: $table, workload: $wl, config: $config, rep: $rep, order: $order,
 		 date: $date, xtxd_args: $xtxd,
-		 command: $cmd, kv_buckets: $buckets, cache_ratio: ($buckets * 4 / $keys),
+		 command: $cmd, kv_buckets: $buckets, cache_ratio: ($buckets * 8 / $keys),
 		 dataset_keys: $keys, kv_ops_per_s: $run.kv_ops_per_s,
 		 preload_keys_per_s: $pre.preload.keys_per_s,
 		 rare_op_ratio: frac(d("deferred"); d("kv_exec") - d("kv_retry")),
@@ -207,7 +207,7 @@ WL_LABELS=("all GETs, all exist" "80% GETs 20% UPDATEs, all exist"
 	"80% GETs 20% UPDATEs, 31% exist")
 WL_MIX=("100:0:0:0" "80:0:20:0" "80:0:20:0")
 WL_EXIST=(100 100 31)
-T1_BUCKETS=$((KEYS * 3 / 2 / 4))	# 1.5x the dataset, 4 ways a bucket
+T1_BUCKETS=$((KEYS * 3 / 2 / 8))	# 1.5x the dataset, 8 ways a bucket
 FIG_RATIOS=(10 50 100 150)
 
 : >"$runs"
@@ -247,7 +247,7 @@ for ((round = 1; round <= REPS; round++)); do
 	done
 	for r in "${FIG_RATIOS[@]}"; do
 		row fig11a "${WL_LABELS[1]}" "write-back+BF" "" 80:0:20:0 100 \
-			$((KEYS * r / 100 / 4))
+			$((KEYS * r / 100 / 8))
 	done
 done
 

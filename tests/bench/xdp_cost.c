@@ -63,7 +63,7 @@ static __u64 cold_key(void)
 
 /*
  * The cold servers' stored keys: random, no bucket given more than its
- * ways (a fifth key would go to xtxd, which is not running here).
+ * ways (one more would go to xtxd, which is not running here).
  */
 #define COLD_KEYS 300000
 static __u64 cold_keys[COLD_KEYS];

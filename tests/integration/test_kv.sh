@@ -60,7 +60,7 @@ run() {
 	fi
 }
 
-# Four buckets of four ways: the keys of all threads collide, so eviction,
+# Four buckets of eight ways: the keys of all threads collide, so eviction,
 # write-back and the Bloom filters are at work all the time.
 setup_servers --kv-buckets 4 --rare-threads 2 --kv-lease "$LEASE"
 tmp=$(mktemp -d /tmp/xtx-test-kv.XXXXXX)

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
 LEASE=300ms
-# 1024 buckets of 4 ways for ~30000 TATP rows: most live in the overflow store
+# 1024 buckets of 8 ways for ~30000 TATP rows: most live in the overflow store
 setup_servers --lock-lease "$LEASE" --kv-buckets 1024
 SERVERS=$(all_server_ips)
 tmp=$(mktemp -d /tmp/xtx-test-rload.XXXXXX)

@@ -836,8 +836,12 @@ static int seg_create(struct xtx_logw *w, uint32_t seg, uint64_t first_seq)
 	if (!w->spare_running) {
 		spare_name(from, sizeof(from), w->cpu, "spare");
 		fd = open_seg(w->dirfd, from, O_RDWR, &direct);
-		if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_size != w->seg_size)) {
-			/* made for another seg_max */
+		if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_size != w->seg_size ||
+				 st.st_nlink != 1)) {
+			/*
+			 * made for another seg_max, or a second name of a segment (a
+			 * crash between the link and the unlink of rename_new)
+			 */
 			close(fd);
 			fd = -1;
 			unlinkat(w->dirfd, from, 0);
@@ -1083,10 +1087,20 @@ fail:
 
 int xtx_logw_sync(struct xtx_logw *w)
 {
+	if (w->sync_err)
+		return w->sync_err;
 	if (!w->dirty || w->fd < 0)
 		return 0;
-	if (fdatasync(w->fd))
-		return -errno;
+	/*
+	 * A failed fdatasync is final: the kernel reports a writeback error
+	 * once, so a second call may well succeed over pages that never made
+	 * it, and a caller retrying (a rotation inside an append) would then
+	 * release entries that are not on disk.
+	 */
+	if (fdatasync(w->fd)) {
+		w->sync_err = -errno;
+		return w->sync_err;
+	}
 	w->dirty = false;
 	w->syncs++;
 	return 0;
@@ -1121,6 +1135,8 @@ int xtx_logw_append(struct xtx_logw *w, const struct xtx_log_entry *e, size_t n)
 	uint32_t crc;
 	int err, zerr;
 
+	if (w->sync_err)
+		return w->sync_err;
 	for (i = 0; i < n; i++)
 		if (e[i].seq != w->next_seq + i)
 			return -EINVAL;

@@ -205,6 +205,7 @@ struct xtx_logw {
 	uint64_t file_size;	/* zeros from size to here */
 	uint64_t next_seq;	/* seq the next appended entry must have */
 	bool dirty;		/* written since the last sync */
+	int sync_err;		/* a failed sync: every later sync and append fails with it */
 	uint64_t cut_bytes;	/* torn tail removed when opening */
 	uint64_t syncs;
 	uint64_t spares_used;	/* segments started from a spare */

@@ -517,6 +517,9 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 		fprintf(stderr, "Error: log: %s\n", strerror(ENOMEM));
 		goto fail;
 	}
+	/* writers not opened yet have no file: cleanup() must not close fd 0 for them */
+	for (c = 0; c < D.ncpu; c++)
+		D.cpus[c].w.fd = -1;
 	for (c = 0; c < D.ncpu; c++) {
 		struct drain_cpu *dc = &D.cpus[c];
 		uint64_t head = __atomic_load_n(&D.cur[c].head, __ATOMIC_ACQUIRE);

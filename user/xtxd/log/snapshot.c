@@ -306,6 +306,15 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 		if (segs[i].cpu == XTXD_USERLOG_CPU ? segs[i].seg >= user_from :
 		    segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)
 			continue;
+		/*
+		 * Each log's last segment stays, covered or not: a writer opening
+		 * a directory numbers its next segment after the last it finds,
+		 * and with none it would start again at 0, below seg_from, where
+		 * recovery skips what it logs (the list is sorted by CPU, then
+		 * segment).
+		 */
+		if (i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu)
+			continue;
 		if (unlinkat(dirfd, segs[i].name, 0))
 			pr_warn("snapshot: removing %s: %s\n", segs[i].name, strerror(errno));
 		else
