@@ -28,6 +28,46 @@ static char snap_dir[PATH_MAX];
 static void (*after_snapshot)(void);
 static bool (*keep_logs)(void);
 
+/*
+ * What the newest snapshot covers: per CPU the first segment it does not
+ * (seg_from), and xtxd's own log's.  A covered segment that stays (each
+ * log's last, see the removal below) counts as removed for whoever asks.
+ */
+static struct {
+	pthread_mutex_t mu;
+	uint32_t ncpu, user_from;
+	uint32_t *seg_from;
+} cov = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+bool xtxd_snapshot_covers(uint32_t cpu, uint32_t seg)
+{
+	bool yes = false;
+
+	pthread_mutex_lock(&cov.mu);
+	if (cpu == XTXD_USERLOG_CPU)
+		yes = seg < cov.user_from;
+	else if (cpu < cov.ncpu)
+		yes = seg < cov.seg_from[cpu];
+	pthread_mutex_unlock(&cov.mu);
+	return yes;
+}
+
+static void set_coverage(const struct xtx_snap_pos *pos, uint32_t ncpu, uint32_t user_from)
+{
+	uint32_t *from = calloc(ncpu ? ncpu : 1, sizeof(*from)), c;
+
+	if (!from)
+		return;		/* the old coverage stays: it asks for less */
+	for (c = 0; c < ncpu; c++)
+		from[c] = pos[c].seg_from;
+	pthread_mutex_lock(&cov.mu);
+	free(cov.seg_from);
+	cov.seg_from = from;
+	cov.ncpu = ncpu;
+	cov.user_from = user_from;
+	pthread_mutex_unlock(&cov.mu);
+}
+
 void xtxd_snapshot_set_keep_logs(bool (*fn)(void))
 {
 	keep_logs = fn;
@@ -181,7 +221,7 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 	size_t nsegs = 0, i, ll;
 	uint32_t ncpu = 0, c, removed = 0, user_from = 0;
 	int dirfd = -1, cur_fd = -1, fd = -1, err = 0;
-	bool done = false;
+	bool done = false, covered = true;
 	struct timespec ts;
 
 	if (!snap_dir[0]) {
@@ -300,8 +340,10 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 	}
 	remove_old_snapshots(dirfd, h.num);
 	/* a copy under way may have a transaction of them asked about again (copy.h) */
-	if (keep_logs && keep_logs())
+	if (keep_logs && keep_logs()) {
 		nsegs = 0;
+		covered = false;
+	}
 	for (i = 0; i < nsegs; i++) {
 		if (segs[i].cpu == XTXD_USERLOG_CPU ? segs[i].seg >= user_from :
 		    segs[i].cpu >= ncpu || segs[i].seg >= pos[segs[i].cpu].seg_from)
@@ -333,8 +375,11 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 	xtxd_out_printf(out, "snapshot: %llu keys, log positions %s, removed %u segments\n",
 			(unsigned long long)w.count - 1, line, removed);
 	xtxd_out_printf(out, "file: %s/%s\n%s", snap_dir, name, ok ? "OK\n" : "");
-	if (removed && after_snapshot)
-		after_snapshot();
+	if (covered) {
+		set_coverage(pos, ncpu, user_from);
+		if (after_snapshot)
+			after_snapshot();
+	}
 	done = true;
 	goto out;
 fail:

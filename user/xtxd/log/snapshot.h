@@ -3,6 +3,7 @@
 #ifndef XTXD_SNAPSHOT_H
 #define XTXD_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <xtx/proto.h>
 #include "target.h"
@@ -71,11 +72,18 @@ int xtxd_snapshot_name_num(const char *name, uint32_t *num);
 /* Where snapshots go: xtxd's data directory (copied). */
 void xtxd_snapshot_set_dir(const char *dir);
 /*
- * Called after every snapshot that removed log segments, from the thread
- * that took it: what only the remaining logs need can go too (the
- * resolver's decisions).  Must not block.  Set before any snapshot.
+ * Called after every snapshot that covers the logs before its positions
+ * (one taken while a copier keeps the logs does not), from the thread that
+ * took it: what only the logs it covers needed can go too (the resolver's
+ * decisions).  Must not block.  Set before any snapshot.
  */
 void xtxd_snapshot_set_after(void (*fn)(void));
+/*
+ * Whether the newest snapshot this xtxd took covers segment seg of CPU
+ * cpu's log (XTXD_USERLOG_CPU: xtxd's own): recovery skips it, so nothing
+ * it holds is needed, though each log's last segment stays on disk.
+ */
+bool xtxd_snapshot_covers(uint32_t cpu, uint32_t seg);
 /*
  * While fn() says so, a snapshot removes no log segment: a copier (user/
  * xtxd/copy/copy.h) may have a delete of theirs decided again, and peers

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "log.h"
 #include "log/logdrain.h"
+#include "log/snapshot.h"
 #include "logfile.h"
 #include "store/overflow.h"
 #include "resolve.h"
@@ -1216,6 +1217,9 @@ static void compact_decisions(void)
 	pthread_mutex_unlock(&R.mu);
 	err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
 	for (i = 0; !err && i < nsegs; i++) {
+		/* recovery skips what the snapshot covers: its records need no decision */
+		if (xtxd_snapshot_covers(segs[i].cpu, segs[i].seg))
+			continue;
 		if (xtx_logr_open(&r, R.dirfd, segs[i].name))
 			continue;
 		while (xtx_logr_next(&r, &e) == 1)
