@@ -28,7 +28,7 @@ struct kvm_entry {
 	uint8_t table;
 	uint8_t state;
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 struct kvmodel {
@@ -44,7 +44,7 @@ struct kvmodel *kvmodel_new(unsigned int value_size, uint64_t max_keys)
 {
 	struct kvmodel *m;
 
-	if (value_size > XTX_VALUE_MAX)
+	if (value_size > XTX_VALUE_INLINE)
 		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -55,7 +55,7 @@ struct kvmodel *kvmodel_new(unsigned int value_size, uint64_t max_keys)
 		free(m);
 		return NULL;
 	}
-	m->value_size = value_size ? value_size : XTX_VALUE_MAX;
+	m->value_size = value_size ? value_size : XTX_VALUE_INLINE;
 	m->max_keys = max_keys;
 	return m;
 }
@@ -160,7 +160,7 @@ static void fill_result(struct kvmodel_result *res, uint8_t status, const struct
 /* What the server validates before running anything; XTX_ST_OK when the op may run. */
 static uint8_t validate(const struct kvmodel *m, uint8_t opcode, uint8_t table, uint8_t vlen)
 {
-	if (vlen > XTX_VALUE_MAX || table >= XTX_MAX_TABLES)
+	if (vlen > XTX_VALUE_INLINE || table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
 	switch (opcode) {
 	case XTX_OP_GET:
@@ -261,7 +261,7 @@ uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t
 int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
 		const uint8_t *value, uint64_t version)
 {
-	if (vlen > XTX_VALUE_MAX)
+	if (vlen > XTX_VALUE_INLINE)
 		return -EINVAL;
 	/* INSERT makes live whatever the state, DELETE dead: the commit's effect */
 	if (!commit(m, live ? XTX_OP_INSERT : XTX_OP_DELETE, table, key, vlen, value, version))
@@ -286,7 +286,7 @@ static char *hex(const uint8_t *p, unsigned int n, char *buf)
 static void describe(char *buf, size_t len, uint8_t status, uint64_t version, bool versioned,
 		     const char *vcmp, bool with_value, uint8_t vlen, const uint8_t *value)
 {
-	char h[2 * XTX_VALUE_MAX + 1];
+	char h[2 * XTX_VALUE_INLINE + 1];
 	int n;
 
 	n = snprintf(buf, len, "%s", xtx_status_name(status));
@@ -295,13 +295,13 @@ static void describe(char *buf, size_t len, uint8_t status, uint64_t version, bo
 			      (unsigned long long)version);
 	if (with_value && n >= 0 && (size_t)n < len)
 		snprintf(buf + n, len - n, " vlen %u value %s", vlen,
-			 vlen <= XTX_VALUE_MAX ? hex(value, vlen, h) : "(too long)");
+			 vlen <= XTX_VALUE_INLINE ? hex(value, vlen, h) : "(too long)");
 }
 
 int kvmodel_check(struct kvmodel *m, const struct xtx_op *req, const struct xtx_op *reply,
 		  char *why, size_t why_len)
 {
-	char exp[80 + 2 * XTX_VALUE_MAX], got[80 + 2 * XTX_VALUE_MAX];
+	char exp[80 + 2 * XTX_VALUE_INLINE], got[80 + 2 * XTX_VALUE_INLINE];
 	uint8_t op = req->opcode, st, rst = reply->status;
 	const struct kvm_entry *e;
 	bool ok = true, is_get = op == XTX_OP_GET, is_insert = op == XTX_OP_INSERT;
@@ -335,7 +335,7 @@ int kvmodel_check(struct kvmodel *m, const struct xtx_op *req, const struct xtx_
 		else
 			ok = reply->version == version;
 		if (is_get && ok)
-			ok = reply->vlen == e->vlen && reply->vlen <= XTX_VALUE_MAX &&
+			ok = reply->vlen == e->vlen && reply->vlen <= XTX_VALUE_INLINE &&
 			     !memcmp(reply->value, e->value, reply->vlen);
 	}
 
@@ -450,8 +450,8 @@ void kvmodel_sort(struct kvmodel_item *items, size_t n)
 
 void kvmodel_format(const struct kvmodel_item *it, char *buf, size_t len)
 {
-	char h[2 * XTX_VALUE_MAX + 1];
-	uint8_t vlen = it->vlen <= XTX_VALUE_MAX ? it->vlen : XTX_VALUE_MAX;
+	char h[2 * XTX_VALUE_INLINE + 1];
+	uint8_t vlen = it->vlen <= XTX_VALUE_INLINE ? it->vlen : XTX_VALUE_INLINE;
 
 	snprintf(buf, len, "table=%u key=%llu version=%llu vlen=%u value=%s\n", it->table,
 		 (unsigned long long)it->key, (unsigned long long)it->version, vlen,

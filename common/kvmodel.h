@@ -37,7 +37,7 @@ struct kvmodel_item {
 	uint64_t version;
 	uint8_t table;
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];	/* zero past vlen */
+	uint8_t value[XTX_VALUE_INLINE];	/* zero past vlen */
 };
 
 /* What an op answers: the fields a server fills in its reply op. */
@@ -45,12 +45,12 @@ struct kvmodel_result {
 	uint8_t status;		/* XTX_ST_* */
 	uint8_t vlen;		/* GET OK */
 	uint64_t version;	/* OK: GET's current version, a write's new one */
-	uint8_t value[XTX_VALUE_MAX];	/* GET OK, zero past vlen */
+	uint8_t value[XTX_VALUE_INLINE];	/* GET OK, zero past vlen */
 };
 
 /*
  * value_size: the longest value INSERT and UPDATE take (the server's
- * configured size), 1..XTX_VALUE_MAX, 0 for XTX_VALUE_MAX.  max_keys: live
+ * configured size), 1..XTX_VALUE_INLINE, 0 for XTX_VALUE_INLINE.  max_keys: live
  * keys held at most, beyond which an INSERT answers FULL (0: unlimited).
  * NULL on ENOMEM or a bad value_size.
  */
@@ -60,7 +60,7 @@ void kvmodel_free(struct kvmodel *m);
 /*
  * Executes one op and returns its status (also in res->status).  The
  * validation a server does first gives BAD_ARG (table >= XTX_MAX_TABLES,
- * vlen above XTX_VALUE_MAX, or above value_size for INSERT/UPDATE) and
+ * vlen above XTX_VALUE_INLINE, or above value_size for INSERT/UPDATE) and
  * UNKNOWN_OP (not a KV opcode); neither changes anything.  FULL: max_keys
  * reached, or no memory to remember a new key.  value may be NULL when vlen
  * is 0 or the op carries no value.
@@ -101,7 +101,7 @@ int kvmodel_lookup(const struct kvmodel *m, uint8_t table, uint64_t key,
  * Makes (table, key) live with value (vlen bytes) or deleted, at version,
  * as a server's commit at a coordinator-fixed version does: no check of
  * the current state; the key's highest version rises to version if below.
- * Returns 0, -EINVAL for vlen above XTX_VALUE_MAX, or -ENOMEM when a new
+ * Returns 0, -EINVAL for vlen above XTX_VALUE_INLINE, or -ENOMEM when a new
  * key could not be remembered; nothing changed on an error.
  */
 int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
@@ -132,7 +132,7 @@ void kvmodel_sort(struct kvmodel_item *items, size_t n);
  *   table=T key=K version=V vlen=N value=HEX
  * (decimal numbers, lowercase hex of the vlen value bytes).
  */
-#define KVMODEL_LINE_MAX	(96 + 2 * XTX_VALUE_MAX)
+#define KVMODEL_LINE_MAX	(96 + 2 * XTX_VALUE_INLINE)
 void kvmodel_format(const struct kvmodel_item *it, char *buf, size_t len);
 /* Writes n items as dump lines; 0, or -1 with errno set when f fails. */
 int kvmodel_write_dump(FILE *f, const struct kvmodel_item *items, size_t n);

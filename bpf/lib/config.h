@@ -21,8 +21,8 @@ const volatile __u32 xtx_nr_cpus = 1;	/* possible CPUs, for STATS sums */
 const volatile __u32 xtx_lock_slots = XTX_LOCK_SLOTS_DEFAULT;
 /* Buckets in xtx_kv; xtxd sizes the map to match. */
 const volatile __u32 xtx_kv_buckets = XTX_KV_BUCKETS_DEFAULT;
-/* Largest value a write may carry (<= XTX_VALUE_MAX): 8 for SmallBank, 40 for TATP. */
-const volatile __u8 xtx_value_size = XTX_VALUE_MAX;
+/* Largest value a write may carry (<= XTX_VALUE_INLINE): 8 for SmallBank, 40 for TATP. */
+const volatile __u8 xtx_value_size = XTX_VALUE_INLINE;
 /*
  * Ablations of DINT's design (Table 1): write-through sends every write to
  * xtxd (BMC's policy), and without the Bloom filter every miss asks xtxd.

@@ -42,7 +42,7 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	if (!op)
 		return XTX_ST_MALFORMED;
 	mutates = xtx_op_mutates(op->opcode) ? XTX_VALID_MUTATES : 0;
-	if (op->vlen > XTX_VALUE_MAX || op->table >= XTX_MAX_TABLES)
+	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
 	switch (op->opcode) {
 	case XTX_OP_PING:

@@ -60,7 +60,7 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 			b->table[w] = op->table;
 			b->vlen[w] = op->vlen;
 			b->version[w] = op->version;
-			__builtin_memcpy(b->value[w], op->value, XTX_VALUE_MAX);
+			__builtin_memcpy(b->value[w], op->value, XTX_VALUE_INLINE);
 			b->flags[w] = XTX_KVF_VALID | XTX_KVF_IN_USER;
 		}
 	}

@@ -345,7 +345,7 @@ static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const st
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_HSF_DELETE : 0) |
 		   ((op->flags & XTX_HOPF_REPLICA) ? XTX_HSF_REPLICA : 0);
-	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
+	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
 }
 
 /* Does s stage a write as its primary (what a squash scan looks for)? */
@@ -591,7 +591,7 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 		return XTX_ST_LOG_FULL;
 	/* the packet carries the staged write, so xtxd can run it if it must */
 	base = e->version;
-	__builtin_memcpy(op->value, e->value, XTX_VALUE_MAX);
+	__builtin_memcpy(op->value, e->value, XTX_VALUE_INLINE);
 	op->vlen = e->vlen;
 	op->flags &= ~(XTX_OPF_DELETE | XTX_HOPF_REPLICA);
 	if (e->flags & XTX_HSF_DELETE)

@@ -117,7 +117,7 @@ static __always_inline void xtx_kv_unlock(struct xtx_kv_bucket *b)
 
 static __always_inline void xtx_kv_copy_value(__u8 *dst, const __u8 *src)
 {
-	__builtin_memcpy(dst, src, XTX_VALUE_MAX);
+	__builtin_memcpy(dst, src, XTX_VALUE_INLINE);
 }
 
 /*

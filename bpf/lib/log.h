@@ -135,7 +135,7 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	e->replicas[0] = rep[0];
 	e->replicas[1] = rep[1];
 	e->replicas[2] = rep[2];
-	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
+	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
 	/* publish: the entry's stores are ordered before the tail that exposes it */
 	__sync_lock_test_and_set(&c->tail, tail + 1);
 	c->appended++;
@@ -208,7 +208,7 @@ static __always_inline void xtx_log_plain_write(const struct xtx_op *op, __u32 c
 	e->replicas[0] = 0;
 	e->replicas[1] = 0;
 	e->replicas[2] = 0;
-	__builtin_memcpy(e->value, op->value, XTX_VALUE_MAX);
+	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
 	__sync_lock_test_and_set(&c->tail, tail + 1);
 	c->appended++;
 }

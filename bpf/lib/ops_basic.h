@@ -86,7 +86,7 @@ static __always_inline __u8 xtx_op_counter_add(struct xtx_op *op)
 }
 
 _Static_assert((XTX_COUNTERS & (XTX_COUNTERS - 1)) == 0, "counter index is a mask");
-_Static_assert(XTX_STATS_PER_OP * 8 <= XTX_VALUE_MAX, "stats fit one value");
+_Static_assert(XTX_STATS_PER_OP * 8 <= XTX_VALUE_INLINE, "stats fit one value");
 _Static_assert(sizeof(struct xtx_stats) % sizeof(__u64) == 0, "stats are u64 words");
 
 #endif /* XTX_BPF_OPS_BASIC_H */

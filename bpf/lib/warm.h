@@ -125,7 +125,7 @@ __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 		for (w = 0; w < XTX_KV_WAYS; w++) {
 			if (b->key[w] == op->key) {
 				xtx_warm_line(b->value[w]);
-				xtx_warm_line(&b->value[w][XTX_VALUE_MAX - 1]);
+				xtx_warm_line(&b->value[w][XTX_VALUE_INLINE - 1]);
 				break;
 			}
 		}

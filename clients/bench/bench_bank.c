@@ -147,7 +147,8 @@ static enum xtx_step transfer_step(struct xtx_txn *t, struct bank_txn *x)
 {
 	const struct bank_opts *o = x->th->o;
 	const void *v;
-	uint8_t vlen, buf[8];
+	uint16_t vlen;
+	uint8_t buf[8];
 	int64_t a, b;
 
 	if (xtx_txn_round(t) == 0) {
@@ -177,7 +178,7 @@ static enum xtx_step audit_step(struct xtx_txn *t, struct bank_txn *x)
 	const struct bank_opts *o = x->th->o;
 	unsigned int i, n = audit_width(o);
 	const void *v;
-	uint8_t vlen;
+	uint16_t vlen;
 
 	if (xtx_txn_round(t) == 0) {
 		for (i = 0; i < n; i++)
@@ -403,7 +404,7 @@ static enum xtx_step sum_step(struct xtx_txn *t, void *arg)
 {
 	struct sum_arg *s = arg;
 	const void *v;
-	uint8_t vlen;
+	uint16_t vlen;
 	uint32_t i;
 
 	if (xtx_txn_round(t) == 0) {

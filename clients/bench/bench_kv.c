@@ -82,7 +82,7 @@ struct kv_opts {
 	double theta;		/* --zipf, 0: uniform */
 	uint32_t exist_pct;	/* share of requests aimed at keys that exist */
 	uint32_t exist_keys;	/* per thread: indices 0 .. exist_keys-1 are the loaded ones */
-	int value_size;		/* INSERT/UPDATE value bytes, -1: random 0..XTX_VALUE_MAX */
+	int value_size;		/* INSERT/UPDATE value bytes, -1: random 0..XTX_VALUE_INLINE */
 	bool preload;
 	bool preload_only;	/* stop after the preload: a script times the run on its own */
 	/*
@@ -127,7 +127,7 @@ struct kv_pend {
 	uint8_t opcode;
 	uint8_t vlen;
 	uint8_t server;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 struct pend_queue {
@@ -240,7 +240,7 @@ static void usage(FILE *out)
 		"--zipf 0.99 --exist-pct 31 --mix 80:0:20:0 --value-size 40 --ops 16\n",
 		XTX_DEFAULT_PORT, KV_MAX_THREADS, KV_MAX_KEYS, XTX_MAX_TABLES, XTX_MAX_OPS,
 		XTX_REQWIN_MAX_INFLIGHT, XTX_MAX_CLIENTS_DEFAULT, KV_MAX_TRIES, XTX_ZIPF_THETA_MAX,
-		XTX_VALUE_MAX);
+		XTX_VALUE_INLINE);
 }
 
 static const char *op_name(uint8_t opcode)
@@ -420,7 +420,7 @@ static void pend_start(struct kv_thread *t, uint32_t pi, uint64_t now)
 		if (t->o->value_size >= 0)
 			p->vlen = (uint8_t)t->o->value_size;
 		else
-			p->vlen = (uint8_t)xtx_rng_below(&t->rng, XTX_VALUE_MAX + 1);
+			p->vlen = (uint8_t)xtx_rng_below(&t->rng, XTX_VALUE_INLINE + 1);
 		for (i = 0; i < p->vlen; i++) {
 			if (!(i % 8))
 				r = xtx_rng_next(&t->rng);
@@ -892,7 +892,7 @@ static int parse_args(int argc, char **argv, struct kv_opts *o)
 			o->preload = o->preload_only = true;
 			break;
 		case OPT_VALUE_SIZE:
-			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_MAX, &value_size))
+			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_INLINE, &value_size))
 				return -1;
 			o->value_size = (int)value_size;
 			break;

@@ -67,7 +67,7 @@ static void usage(FILE *out)
 		"\n"
 		"Example: xtxbench log --servers 10.77.0.2 --ops 16 --duration 5\n",
 		XTX_DEFAULT_PORT, WB_MAX_THREADS, XTX_MAX_OPS, XTX_REQWIN_MAX_INFLIGHT,
-		XTX_VALUE_MAX, LOGB_VALUE_DEFAULT, XTX_MAX_CLIENTS_DEFAULT);
+		XTX_VALUE_INLINE, LOGB_VALUE_DEFAULT, XTX_MAX_CLIENTS_DEFAULT);
 }
 
 static void logb_init_thread(struct wb_thread *t, uint64_t first)
@@ -205,7 +205,7 @@ static int logb_opt(void *ctx, int c, const char *arg)
 
 	if (c != 'b')
 		return -1;
-	return xtx_parse_u32("--value-size", arg, 0, XTX_VALUE_MAX, &lo->value_size);
+	return xtx_parse_u32("--value-size", arg, 0, XTX_VALUE_INLINE, &lo->value_size);
 }
 
 int bench_log_main(int argc, char **argv)

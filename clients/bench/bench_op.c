@@ -80,9 +80,9 @@ static int parse_hex(const char *s, uint8_t *out, uint8_t *len)
 {
 	size_t n = strlen(s), i;
 
-	if (n % 2 || n / 2 > XTX_VALUE_MAX) {
+	if (n % 2 || n / 2 > XTX_VALUE_INLINE) {
 		fprintf(stderr, "Error: value: '%s' is not up to %d bytes of hex\n", s,
-			XTX_VALUE_MAX);
+			XTX_VALUE_INLINE);
 		return -1;
 	}
 	for (i = 0; i < n / 2; i++) {
@@ -272,7 +272,7 @@ static void print_value(const struct xtx_op *op)
 {
 	unsigned int i;
 
-	for (i = 0; i < op->vlen && i < XTX_VALUE_MAX; i++)
+	for (i = 0; i < op->vlen && i < XTX_VALUE_INLINE; i++)
 		printf("%02x", op->value[i]);
 }
 

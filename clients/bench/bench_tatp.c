@@ -385,7 +385,7 @@ static void check_immutable(const struct wl_snap *b, const struct wl_snap *a,
 			wl_violation(v, "table %u had %zu rows, now %zu", tables[ti], nb, na);
 		for (i = 0; i < nb; i++) {
 			const struct wl_rec *x = wl_snap_find(a, rb[i].table, rb[i].key);
-			uint8_t vb[XTX_VALUE_MAX], va[XTX_VALUE_MAX];
+			uint8_t vb[XTX_VALUE_INLINE], va[XTX_VALUE_INLINE];
 
 			if (!x) {
 				wl_violation(v, "table %u key %#llx vanished", rb[i].table,

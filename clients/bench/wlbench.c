@@ -1100,7 +1100,7 @@ struct pop_count {
 	uint64_t rows, lines;
 };
 
-static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+static int count_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint16_t vlen)
 {
 	struct pop_count *pc = arg;
 	unsigned int i, n = xtx_replica_count(pc->c, table, key);
@@ -1283,11 +1283,11 @@ static char *put_dec(char *end, uint64_t v)
  * One "table key hex" line, formatted by hand: at 32M lines (TATP's
  * 10.7M rows on 3 replicas) fprintf was most of this process's time.
  */
-static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint16_t vlen)
 {
 	static const char digits[] = "0123456789abcdef";
 	struct pop_state *p = arg;
-	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_MAX + 1], num[24], *d, *o = line;
+	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_INLINE + 1], num[24], *d, *o = line;
 	unsigned int i, n;
 	size_t len;
 
@@ -1473,7 +1473,7 @@ static int populate(const struct wl_workload *w, const struct wl_opts *o, struct
 	return rc;
 }
 
-static int row_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint8_t vlen)
+static int row_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value, uint16_t vlen)
 {
 	return wl_rows_add(arg, table, key, value, vlen);
 }

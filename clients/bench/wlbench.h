@@ -57,7 +57,7 @@ struct wl_tinfo {
 
 /* Writes one row to every replica's load stream; 0 or -1 after printing why. */
 typedef int (*wl_emit_fn)(void *arg, uint8_t table, uint64_t key, const uint8_t *value,
-			  uint8_t vlen);
+			  uint16_t vlen);
 
 struct wl_workload {
 	const char *name;

@@ -32,7 +32,7 @@ struct transfer {
 static int64_t balance_of(struct xtx_txn *t, int h)
 {
 	const void *v;
-	uint8_t vlen;
+	uint16_t vlen;
 	int64_t b;
 
 	if (xtx_value(t, h, &v, &vlen) == -ENOENT)

@@ -276,17 +276,17 @@ int xtx_get(struct xtx_txn *t, uint8_t table, uint64_t key, unsigned int flags);
  * transaction), -ENOENT when the key does not exist, -EINVAL for a bad
  * handle or a read not yet answered.
  */
-int xtx_value(const struct xtx_txn *t, int handle, const void **value, uint8_t *vlen);
+int xtx_value(const struct xtx_txn *t, int handle, const void **value, uint16_t *vlen);
 
 /*
  * Buffers a write, applied at commit.  put: create or overwrite; insert:
  * the key must not exist (else ABORTED, XTX_CAUSE_EXISTS); delete: the key
  * must exist (else XTX_CAUSE_NOT_FOUND).  Returns 0, -EMSGSIZE (vlen >
- * XTX_VALUE_MAX), -E2BIG, -EINVAL or -EALREADY as for xtx_get().
+ * XTX_VALUE_INLINE), -E2BIG, -EINVAL or -EALREADY as for xtx_get().
  */
-int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint8_t vlen);
+int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint16_t vlen);
 int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
-	       uint8_t vlen);
+	       uint16_t vlen);
 int xtx_delete(struct xtx_txn *t, uint8_t table, uint64_t key);
 
 /* The transaction's id on the wire (for logs and debugging). */

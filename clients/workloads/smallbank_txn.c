@@ -44,7 +44,7 @@ static bool balances(struct xtx_txn *t, const struct sb_txn *x, unsigned int n, 
 
 	for (i = 0; i < n; i++) {
 		const void *v;
-		uint8_t vlen;
+		uint16_t vlen;
 
 		if (xtx_value(t, x->h[i], &v, &vlen) || sb_decode(v, vlen, &bal[i]))
 			return false;

@@ -36,7 +36,7 @@ static bool get(struct xtx_txn *t, struct tatp_txn *x, unsigned int i, uint8_t t
 
 /* 0 with the value, -ENOENT if the row is absent, else -EINVAL. */
 static int value(struct xtx_txn *t, const struct tatp_txn *x, unsigned int i,
-		 const uint8_t **v, uint8_t *vlen)
+		 const uint8_t **v, uint16_t *vlen)
 {
 	return xtx_value(t, x->h[i], (const void **)v, vlen);
 }
@@ -45,7 +45,7 @@ static int value(struct xtx_txn *t, const struct tatp_txn *x, unsigned int i,
 static bool resolve_sub_nbr(struct xtx_txn *t, struct tatp_txn *x)
 {
 	const uint8_t *v;
-	uint8_t vlen;
+	uint16_t vlen;
 
 	if (value(t, x, 0, &v, &vlen) || tatp_sec_decode(v, vlen, &x->s_id) ||
 	    x->s_id != x->in.s_id)
@@ -57,7 +57,7 @@ static enum xtx_step gsd(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 {
 	struct tatp_sub sub;
 	const uint8_t *v;
-	uint8_t vlen;
+	uint16_t vlen;
 
 	if (round == 0)
 		return get(t, x, 0, TATP_SUB, tatp_sub_key(x->in.s_id), 0) ? XTX_STEP_READ :
@@ -73,7 +73,7 @@ static enum xtx_step gnd(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 	const struct tatp_input *in = &x->in;
 	struct tatp_sf sf;
 	const uint8_t *v;
-	uint8_t vlen;
+	uint16_t vlen;
 	unsigned int i;
 	bool match = false;
 
@@ -118,7 +118,7 @@ static enum xtx_step gad(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 {
 	struct tatp_ai ai;
 	const uint8_t *v;
-	uint8_t vlen;
+	uint16_t vlen;
 
 	if (round == 0)
 		return get(t, x, 0, TATP_AI, tatp_ai_key(x->in.s_id, x->in.ai_type), 0) ?
@@ -137,7 +137,8 @@ static enum xtx_step usd(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 {
 	const struct tatp_input *in = &x->in;
 	uint64_t sub_key = tatp_sub_key(in->s_id), sf_key = tatp_sf_key(in->s_id, in->sf_type);
-	uint8_t sub[TATP_SUB_VLEN], sf[TATP_SF_VLEN], vlen;
+	uint8_t sub[TATP_SUB_VLEN], sf[TATP_SF_VLEN];
+	uint16_t vlen;
 	struct tatp_sub sv;
 	struct tatp_sf sfv;
 	const uint8_t *v;
@@ -169,7 +170,8 @@ static enum xtx_step usd(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 
 static enum xtx_step ul(struct xtx_txn *t, struct tatp_txn *x, unsigned int round)
 {
-	uint8_t sub[TATP_SUB_VLEN], vlen;
+	uint8_t sub[TATP_SUB_VLEN];
+	uint16_t vlen;
 	struct tatp_sub sv;
 	const uint8_t *v;
 	unsigned int i;
@@ -198,7 +200,8 @@ static enum xtx_step icf(struct xtx_txn *t, struct tatp_txn *x, unsigned int rou
 {
 	const struct tatp_input *in = &x->in;
 	struct tatp_cf cf = { .end_time = in->end_time };
-	uint8_t row[TATP_CF_VLEN], vlen;
+	uint8_t row[TATP_CF_VLEN];
+	uint16_t vlen;
 	struct tatp_sf sf;
 	const uint8_t *v;
 	int err;

@@ -18,7 +18,7 @@ int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t
 {
 	struct wl_row *r;
 
-	if (vlen > XTX_VALUE_MAX) {
+	if (vlen > XTX_VALUE_INLINE) {
 		fprintf(stderr, "Error: --populate: table %u key %llu: a %u-byte value\n", table,
 			(unsigned long long)key, vlen);
 		return -1;

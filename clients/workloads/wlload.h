@@ -29,7 +29,7 @@ struct wl_row {
 	uint64_t key;
 	uint8_t table;
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 /* The rows to load, in the order the workload emitted them. */

@@ -59,13 +59,13 @@ int wl_parse_dump_line(const char *line, struct wl_rec *r)
 {
 	unsigned int table, vlen, i;
 	unsigned long long key, version;
-	char hex[2 * XTX_VALUE_MAX + 2];
+	char hex[2 * XTX_VALUE_INLINE + 2];
 
 	hex[0] = '\0';
 	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u value=%81s", &table, &key,
 		   &version, &vlen, hex) < 4)
 		return -1;
-	if (table > 255 || vlen > XTX_VALUE_MAX || strlen(hex) != 2 * vlen)
+	if (table > 255 || vlen > XTX_VALUE_INLINE || strlen(hex) != 2 * vlen)
 		return -1;
 	memset(r, 0, sizeof(*r));
 	r->table = (uint8_t)table;

@@ -18,7 +18,7 @@ struct wl_rec {
 	uint16_t server;	/* while merging: which server's dump it came from */
 	uint64_t key;
 	uint64_t version;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 /* Sorted by (table, key), one record per key. */

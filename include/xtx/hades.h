@@ -278,7 +278,7 @@ struct xtx_hades_staged {
 	__u8 vlen;
 	__u8 flags;		/* XTX_HSF_* */
 	__u8 pad[5];
-	__u8 value[XTX_VALUE_MAX];
+	__u8 value[XTX_VALUE_INLINE];
 };
 
 _Static_assert(sizeof(struct xtx_hades_staged) == 88, "staged write layout");

@@ -68,7 +68,7 @@ struct xtx_kv_bucket {
 	__u8 pad[16];
 	__u64 key[XTX_KV_WAYS];	/* keys together: one compare loop, one cache line */
 	__u64 version[XTX_KV_WAYS];
-	__u8 value[XTX_KV_WAYS][XTX_VALUE_MAX];
+	__u8 value[XTX_KV_WAYS][XTX_VALUE_INLINE];
 };
 
 _Static_assert(sizeof(struct xtx_kv_bucket) == 512, "bucket layout");
@@ -89,7 +89,7 @@ struct xtx_kv_item {
 	__u8 flags;		/* XTX_KVF_* as in the bucket */
 	__u8 vlen;
 	__u8 pad[5];
-	__u8 value[XTX_VALUE_MAX];
+	__u8 value[XTX_VALUE_INLINE];
 };
 
 _Static_assert(sizeof(struct xtx_kv_item) == 64, "item layout");
@@ -173,6 +173,24 @@ struct xtx_fix_trailer {
 	__u8 pad[3];
 	struct xtx_fix_entry e[XTX_MAX_DEFERRED];
 };
+
+/*
+ * xtxd's rare-path reply on the wire (format of the fix trailer):
+ *
+ *   reply body (hdr, ops, value area) | struct xtx_fix_entry[count] | struct xtx_fix_footer
+ *
+ * The footer comes last so TC egress finds it from the packet's end
+ * whatever the body's length; every reply xtxd sends from the xtx port
+ * carries one (count may be 0), so the last bytes are never a value's.
+ */
+struct xtx_fix_footer {
+	__u32 magic;		/* XTX_FIX_MAGIC */
+	__u8 count;
+	__u8 pad;
+	__u16 body_len;		/* UDP payload bytes before the entries: what the client gets */
+};
+
+_Static_assert(sizeof(struct xtx_fix_footer) == 8, "fix footer layout");
 
 /* Bytes before a trailer's entries: a trailer of n entries is this + n entries. */
 #define XTX_TRAILER_HDR_LEN	8

@@ -41,6 +41,15 @@
  * each decide the transaction on its own, differently.
  */
 #define XTX_LOGF_META		0x08
+/*
+ * A value longer than XTX_VALUE_INLINE: the entry's vlen is 0, its value[]
+ * holds a struct xtx_log_ext (the length), and the bytes follow in the next
+ * xtx_log_cont_count(len) entries of the same log, each a struct
+ * xtx_log_cont at the next seq.  The entry and its continuations are
+ * appended together (one XDP run, or one write of xtxd's), so a reader
+ * that finds one missing or out of sequence has a damaged log.
+ */
+#define XTX_LOGF_EXT		0x10
 
 /*
  * One logged write.  The replica set (server indices of the coordinator's
@@ -65,10 +74,33 @@ struct xtx_log_entry {
 	 * logs decided writes).
 	 */
 	__u16 nwrites;
-	__u8 value[XTX_VALUE_MAX];
+	__u8 value[XTX_VALUE_INLINE];
 };
 
 _Static_assert(sizeof(struct xtx_log_entry) == 88, "log entry layout");
+
+/* value[] of an XTX_LOGF_EXT entry. */
+struct xtx_log_ext {
+	__u16 len;		/* XTX_VALUE_INLINE < len <= XTX_VALUE_MAX */
+	__u16 pad[3];		/* zero */
+	__u64 txn;		/* the entry's txn again: a continuation names its head */
+};
+
+#define XTX_LOG_CONT_BYTES	80
+/* An entry slot carrying value bytes of the XTX_LOGF_EXT entry before it. */
+struct xtx_log_cont {
+	__u64 seq;		/* the head's seq + 1, + 2, ... */
+	__u8 bytes[XTX_LOG_CONT_BYTES];	/* zero past the value's end */
+};
+
+_Static_assert(sizeof(struct xtx_log_cont) == sizeof(struct xtx_log_entry), "a continuation fills an entry");
+_Static_assert(sizeof(struct xtx_log_ext) <= XTX_VALUE_INLINE, "ext header fits a value");
+
+/* Continuations after the entry of a value of len bytes (0 for one that fits the entry). */
+static inline __u32 xtx_log_cont_count(__u32 len)
+{
+	return len > XTX_VALUE_INLINE ? (len + XTX_LOG_CONT_BYTES - 1) / XTX_LOG_CONT_BYTES : 0;
+}
 
 /* One cache line per CPU, so appends on one CPU do not bounce another's line. */
 struct xtx_log_cursor {

@@ -25,8 +25,14 @@
 #define XTX_VERSION		1
 #define XTX_DEFAULT_PORT	7370
 
-/* Bytes of value an op carries; 40 covers TATP's largest row, 8 SmallBank. */
-#define XTX_VALUE_MAX		40
+/*
+ * Bytes of value an op slot carries in place; 40 covers TATP's largest row,
+ * 8 SmallBank.  Values up to XTX_VALUE_INLINE live in the kernel cache and
+ * are served by XDP; longer ones (up to XTX_VALUE_MAX) travel in the
+ * packet's value area (struct xtx_ext) and live in xtxd's overflow store.
+ */
+#define XTX_VALUE_INLINE	40
+#define XTX_VALUE_MAX		1024
 /*
  * Ops per packet: bounds the XDP loop, and 16 slots of 80 B plus headers
  * (14 + 20 + 8 + 24 + 1280 = 1346 B) stay under a 1500 B MTU.
@@ -65,7 +71,7 @@ struct xtx_op {
 	__u8 opcode;		/* XTX_OP_* */
 	__u8 status;		/* reply: XTX_ST_* */
 	__u8 table;		/* table id, < XTX_MAX_TABLES */
-	__u8 vlen;		/* bytes of value[] in use, <= XTX_VALUE_MAX */
+	__u8 vlen;		/* bytes of value[] in use, <= XTX_VALUE_INLINE */
 	__u32 flags;		/* request modifiers / reply lock-state bits */
 	__u64 key;
 	/*
@@ -76,7 +82,7 @@ struct xtx_op {
 	__u64 txn;
 	__u64 version;		/* expected (request) or current (reply) version */
 	__u64 token;		/* grant token (reply), echoed by releases */
-	__u8 value[XTX_VALUE_MAX];
+	__u8 value[XTX_VALUE_INLINE];
 };
 
 /*
@@ -92,8 +98,48 @@ struct xtx_ping_info {
 	__u64 hades_lease_ns;
 };
 
+/*
+ * The value area: a request may carry bytes after its op array,
+ *
+ *   struct xtx_hdr | struct xtx_op[nops] | area of op i | area of op j | ...
+ *
+ * one area per op with XTX_OPF_EXT set, in op order, each starting at the
+ * previous one's end rounded up to 8 bytes (the first at the end of the op
+ * array), the payload ending exactly at the last one's end rounded up to 8.
+ * The op's value[] then holds a struct xtx_ext instead of value bytes, and
+ * its vlen is 0.
+ *
+ * - A write of more than XTX_VALUE_INLINE bytes (INSERT, UPDATE, the
+ *   commits, LOG_APPEND, HINTEND) carries them in its area: len bytes,
+ *   XTX_VALUE_INLINE < len <= cap <= XTX_VALUE_MAX.  A value that fits the
+ *   slot travels in the slot: an EXT write of len <= XTX_VALUE_INLINE is
+ *   refused BAD_ARG, and so is len > XTX_VALUE_MAX (never truncated).
+ * - A read (GET, READ, the lock ops that read, OCC_LOCK, HREAD, HWRITE)
+ *   reserves cap bytes for its answer (len 0).  The reply answers a value
+ *   of up to XTX_VALUE_INLINE bytes in the slot (EXT clear, vlen), a longer
+ *   one in the area (EXT set, ext.len); a value longer than the room the
+ *   request left (cap, or XTX_VALUE_INLINE without EXT) answers
+ *   XTX_ST_TOO_BIG with its length in ext.len, and the op took nothing
+ *   (no lock, no record): ask again with room for it.
+ *
+ * A reply is never longer than its request, so the answer of every op fits.
+ * With a value area the request stays within XTX_MAX_REQUEST, which leaves
+ * room in an MTU for the rare path's fix trailer (include/xtx/kv.h).
+ */
+struct xtx_ext {
+	__u16 off;		/* from the start of struct xtx_hdr */
+	__u16 cap;		/* bytes of the area */
+	__u16 len;		/* bytes of value in it */
+	__u16 pad;		/* zero */
+};
+
+#define XTX_EXT_ALIGN		8
+/* UDP payload of a request with a value area (1472 less a fix trailer of one entry). */
+#define XTX_MAX_REQUEST		1416
+
 _Static_assert(sizeof(struct xtx_hdr) == 24, "xtx_hdr is wire format");
-_Static_assert(sizeof(struct xtx_ping_info) <= XTX_VALUE_MAX, "ping info fits a value");
+_Static_assert(sizeof(struct xtx_ext) <= XTX_VALUE_INLINE, "an area reference fits a slot");
+_Static_assert(sizeof(struct xtx_ping_info) <= XTX_VALUE_INLINE, "ping info fits a value");
 _Static_assert(sizeof(struct xtx_op) == 80, "xtx_op is wire format");
 _Static_assert(sizeof(struct xtx_op) % 8 == 0, "op slots keep 8-byte alignment");
 
@@ -278,6 +324,12 @@ enum xtx_status {
 	 * one); nothing logged: the coordinator must not commit by this append
 	 */
 	XTX_ST_MOVED = 28,
+	/*
+	 * op: the value is longer than the room the request left for it
+	 * (struct xtx_ext: its length in ext.len); nothing done: ask again
+	 * with room
+	 */
+	XTX_ST_TOO_BIG = 29,
 	XTX_ST_SQUASHED = 20,	/* HADES: a committer squashed the transaction; abort */
 	XTX_ST_NACK = 21,	/* HADES intend-to-commit refused: conflict; abort */
 	XTX_ST_TXN_GONE = 22,	/* HADES validate: no such committing transaction here */
@@ -304,6 +356,8 @@ enum xtx_status {
 /* log, with XTX_OPF_LOG_LAST: bits 16-23 count the transaction's writes at this server */
 #define XTX_OPF_LOG_COUNT_SHIFT	16
 #define XTX_OPF_LOG_COUNT_MASK	0xff0000u
+/* Request and reply: the value is in the packet's value area (struct xtx_ext in value[]). */
+#define XTX_OPF_EXT		0x0400
 /* Reply: the key does not exist; version is what a creating commit expects. */
 #define XTX_TXF_ABSENT		0x100
 

@@ -128,7 +128,7 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			break;
 		case K_UPDATE_HIT:
 			op = xtx_msg_add(payload, XTX_OP_UPDATE, 0, bench_key(i));
-			op->vlen = XTX_VALUE_MAX;
+			op->vlen = XTX_VALUE_INLINE;
 			break;
 		case K_GET_BLOOM_MISS:
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
@@ -144,7 +144,7 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 			op = xtx_msg_add(payload, XTX_OP_LOG_APPEND, 0, bench_key(i));
 			op->txn = txn;
 			op->version = iter + 1;
-			op->vlen = XTX_VALUE_MAX;
+			op->vlen = XTX_VALUE_INLINE;
 			if (c->kind == K_LOG_PRIMARY) {
 				/* held since lock_for_log(): each append proves that grant */
 				op->flags = XTX_OPF_LOG_PRIMARY;
@@ -319,7 +319,7 @@ static int populate(void)
 
 		xtx_msg_init(payload, 1, req_id++);
 		op = xtx_msg_add(payload, XTX_OP_INSERT, 0, bench_key(i));
-		op->vlen = XTX_VALUE_MAX;
+		op->vlen = XTX_VALUE_INLINE;
 		r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(1));
 		if (run(&r) || out_op(&r, 0)->status != XTX_ST_OK) {
 			fprintf(stderr, "Error: populating key %d: status %u\n", i,
@@ -390,7 +390,7 @@ static int populate_cold(void)
 			xtx_msg_init(payload, 1, req_id++);
 			for (i = 0; i < k; i++)
 				xtx_msg_add(payload, XTX_OP_INSERT, 0, cold_keys[n + i])->vlen =
-					XTX_VALUE_MAX;
+					XTX_VALUE_INLINE;
 			r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, xtx_msg_len(k));
 			if (run_on(servers[s], &r))
 				return -1;

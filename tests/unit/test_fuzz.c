@@ -171,7 +171,7 @@ static void random_op(struct xtx_op *op, uint32_t client, bool kv_only)
 	op->opcode = kv_only ? XTX_OP_GET + below(4) : opcodes[below(sizeof(opcodes))];
 	op->table = kv_only ? 0 : 1 + below(XTX_MAX_TABLES - 1);
 	op->key = below(kv_only ? FUZZ_KV_KEYS : FUZZ_TXN_KEYS);
-	op->vlen = below(XTX_VALUE_MAX + 1);
+	op->vlen = below(XTX_VALUE_INLINE + 1);
 	op->version = below(4) ? below(8) : rnd();
 	op->txn = xtx_txn_make(client, 1 + below(4));
 	op->token = below(2) ? below(8) : rnd();
@@ -230,7 +230,7 @@ static size_t broken_req(uint8_t *payload, uint32_t *client, enum breakage *how)
 	case BR_REPLY: h->flags |= XTX_F_REPLY; break;
 	case BR_CLIENT: h->client_id = FUZZ_MAX_CLIENTS + below(65536 - FUZZ_MAX_CLIENTS); break;
 	case BR_TABLE: op->table = XTX_MAX_TABLES + below(256 - XTX_MAX_TABLES); break;
-	case BR_VLEN: op->vlen = XTX_VALUE_MAX + 1 + below(255 - XTX_VALUE_MAX); break;
+	case BR_VLEN: op->vlen = XTX_VALUE_INLINE + 1 + below(255 - XTX_VALUE_INLINE); break;
 	case BR_OPCODE: op->opcode = 37 + below(219); break;
 	case BR_TXN_OWNER:
 		/* a lock op naming another client's transaction */
@@ -353,7 +353,7 @@ static void fuzz_random(void)
 static void fuzz_kv_model(void)
 {
 	static struct run r;
-	struct kvmodel *model = kvmodel_new(XTX_VALUE_MAX, 0);
+	struct kvmodel *model = kvmodel_new(XTX_VALUE_INLINE, 0);
 	uint8_t payload[PKT_MAX], sent[PKT_MAX];
 	uint64_t i, bad = 0;
 	char why[KVMODEL_WHY_MAX];

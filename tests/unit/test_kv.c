@@ -324,7 +324,7 @@ static void test_oversized_value(void)
 
 	bucket_reset();
 	kv_req(&r, XTX_OP_INSERT, 3, 8, 1);
-	in_op(&r, 0)->vlen = XTX_VALUE_MAX + 1;
+	in_op(&r, 0)->vlen = XTX_VALUE_INLINE + 1;
 	run(&r);
 	CHECK(out_hdr(&r)->status == XTX_ST_BAD_ARG && out_op(&r, 0)->status == XTX_ST_BAD_ARG,
 	      "oversized value refused");

@@ -17,7 +17,7 @@
 #define D XTX_OP_DELETE
 
 static const uint8_t va[] = { 0xaa, 0x01, 0x02 };
-static const uint8_t vb[XTX_VALUE_MAX] = { 0xbb, [XTX_VALUE_MAX - 1] = 0x7f };
+static const uint8_t vb[XTX_VALUE_INLINE] = { 0xbb, [XTX_VALUE_INLINE - 1] = 0x7f };
 
 struct step {
 	uint8_t op, table;
@@ -60,7 +60,7 @@ static void test_semantics_table(void)
 		{ I, 0, 1, 3, va, XTX_ST_OK, 1 },
 		{ I, 0, 1, 3, va, XTX_ST_EXISTS, 0 },
 		{ G, 0, 1, 0, NULL, XTX_ST_OK, 1 },
-		{ U, 0, 1, XTX_VALUE_MAX, vb, XTX_ST_OK, 2 },
+		{ U, 0, 1, XTX_VALUE_INLINE, vb, XTX_ST_OK, 2 },
 		{ U, 0, 1, 0, NULL, XTX_ST_OK, 3 },	/* an empty value is a value */
 		{ G, 0, 1, 0, NULL, XTX_ST_OK, 3 },
 		{ D, 0, 1, 0, NULL, XTX_ST_OK, 4 },
@@ -76,8 +76,8 @@ static void test_semantics_table(void)
 		/* validation, before anything runs */
 		{ I, XTX_MAX_TABLES, 2, 3, va, XTX_ST_BAD_ARG, 0 },
 		{ G, XTX_MAX_TABLES, 2, 0, NULL, XTX_ST_BAD_ARG, 0 },
-		{ I, 0, 2, XTX_VALUE_MAX + 1, vb, XTX_ST_BAD_ARG, 0 },
-		{ G, 0, 2, XTX_VALUE_MAX + 1, NULL, XTX_ST_BAD_ARG, 0 },
+		{ I, 0, 2, XTX_VALUE_INLINE + 1, vb, XTX_ST_BAD_ARG, 0 },
+		{ G, 0, 2, XTX_VALUE_INLINE + 1, NULL, XTX_ST_BAD_ARG, 0 },
 		{ XTX_OP_PING, 0, 2, 0, NULL, XTX_ST_UNKNOWN_OP, 0 },
 		{ XTX_OP_LOCK_EXCL, 0, 2, 0, NULL, XTX_ST_UNKNOWN_OP, 0 },
 		{ G, 0, 2, 0, NULL, XTX_ST_NOT_FOUND, 0 },
@@ -105,17 +105,17 @@ static void test_get_returns_value(void)
 	CHECK(r.status == XTX_ST_OK && r.vlen == sizeof(va) && !memcmp(r.value, va, sizeof(va)),
 	      "get after insert: status %u vlen %u", r.status, r.vlen);
 	CHECK(r.value[sizeof(va)] == 0, "value is zero past vlen");
-	kvmodel_apply(m, U, 2, 7, XTX_VALUE_MAX, vb, &r);
+	kvmodel_apply(m, U, 2, 7, XTX_VALUE_INLINE, vb, &r);
 	CHECK(r.vlen == 0, "a write's result carries no value (vlen %u)", r.vlen);
 	kvmodel_apply(m, G, 2, 7, 0, NULL, &r);
-	CHECK(r.vlen == XTX_VALUE_MAX && !memcmp(r.value, vb, XTX_VALUE_MAX) && r.version == 2,
+	CHECK(r.vlen == XTX_VALUE_INLINE && !memcmp(r.value, vb, XTX_VALUE_INLINE) && r.version == 2,
 	      "get after update: vlen %u version %llu", r.vlen, (unsigned long long)r.version);
 	/* a shorter update leaves nothing of the longer value behind */
 	kvmodel_apply(m, U, 2, 7, 1, va, &r);
 	kvmodel_apply(m, G, 2, 7, 0, NULL, &r);
 	CHECK(r.vlen == 1 && r.value[0] == va[0] && r.value[1] == 0 &&
-	      r.value[XTX_VALUE_MAX - 1] == 0, "shorter update: vlen %u tail %#x", r.vlen,
-	      r.value[XTX_VALUE_MAX - 1]);
+	      r.value[XTX_VALUE_INLINE - 1] == 0, "shorter update: vlen %u tail %#x", r.vlen,
+	      r.value[XTX_VALUE_INLINE - 1]);
 	kvmodel_free(m);
 }
 
@@ -243,7 +243,7 @@ static void test_check_accepts(void)
 	q = req_op(G, 0, 5, 0, NULL);
 	a = get_reply(&q, 17, 3, va);
 	check_one(m, &q, &a, 0, "get: value and version");
-	q = req_op(U, 0, 5, XTX_VALUE_MAX, vb);
+	q = req_op(U, 0, 5, XTX_VALUE_INLINE, vb);
 	a = reply_op(&q, XTX_ST_OK, 18);
 	check_one(m, &q, &a, 0, "update: version + 1");
 	/* RETRY: nothing ran; FULL: the store refused a write; neither changes anything */
@@ -253,7 +253,7 @@ static void test_check_accepts(void)
 	a = reply_op(&q, XTX_ST_FULL, 0);
 	check_one(m, &q, &a, 0, "update answered FULL");
 	q = req_op(G, 0, 5, 0, NULL);
-	a = get_reply(&q, 18, XTX_VALUE_MAX, vb);
+	a = get_reply(&q, 18, XTX_VALUE_INLINE, vb);
 	check_one(m, &q, &a, 0, "RETRY and FULL left version 18 and the value");
 	q = req_op(I, 0, 6, 3, va);
 	a = reply_op(&q, XTX_ST_FULL, 0);
@@ -458,7 +458,7 @@ static void test_dump_lines(void)
 	kvmodel_apply(a, I, 1, UINT64_MAX, 1, va, &r);
 	kvmodel_apply(b, I, 0, 200, 3, va, &r);
 	kvmodel_apply(b, U, 0, 200, 0, NULL, &r);
-	kvmodel_apply(b, I, 1, 1, XTX_VALUE_MAX, vb, &r);
+	kvmodel_apply(b, I, 1, 1, XTX_VALUE_INLINE, vb, &r);
 	kvmodel_apply(b, I, 0, 77, 1, va, &r);
 	kvmodel_apply(b, D, 0, 77, 0, NULL, &r);	/* deleted keys are not dumped */
 	CHECK(!kvmodel_collect(a, &items, &n) && !kvmodel_collect(b, &items, &n) && n == 4,

@@ -63,8 +63,8 @@ static void gen(struct xtxd_load_item *it, size_t n, uint8_t table, uint64_t fir
 	for (i = 0; i < n; i++) {
 		it[i].key = first + i;
 		it[i].table = table;
-		it[i].vlen = XTX_VALUE_MAX;
-		xtxd_load_gen_value(seed, table, first + i, XTX_VALUE_MAX, it[i].value);
+		it[i].vlen = XTX_VALUE_INLINE;
+		xtxd_load_gen_value(seed, table, first + i, XTX_VALUE_INLINE, it[i].value);
 	}
 }
 
@@ -139,27 +139,27 @@ static void test_parse_line(void)
 /* The generator is a documented function: tests and scripts recompute it. */
 static void test_gen_value(void)
 {
-	static const uint8_t want[XTX_VALUE_MAX] = {
+	static const uint8_t want[XTX_VALUE_INLINE] = {
 		0xac, 0x5c, 0xa3, 0x5e, 0x0a, 0x12, 0x00, 0xd3, 0x9b, 0xcc, 0xa5, 0x4f, 0xf3, 0x27,
 		0xd1, 0x81, 0x3f, 0x7b, 0xdc, 0xf1, 0x13, 0x58, 0xab, 0xf6, 0x4e, 0xef, 0xf9, 0x24,
 		0xb9, 0x61, 0x61, 0x7e, 0xe2, 0x80, 0x2e, 0x42, 0x7f, 0xc9, 0xeb, 0xb1,
 	};
-	uint8_t v[XTX_VALUE_MAX], w[XTX_VALUE_MAX];
+	uint8_t v[XTX_VALUE_INLINE], w[XTX_VALUE_INLINE];
 	uint64_t word;
 	int i;
 
-	xtxd_load_gen_value(1, 0, 0, XTX_VALUE_MAX, v);
+	xtxd_load_gen_value(1, 0, 0, XTX_VALUE_INLINE, v);
 	CHECK(!memcmp(v, want, sizeof(v)), "seed 1, table 0, key 0 changed");
 	/* the documented formula, spelled out */
 	word = xtx_mix64((xtx_hash(5, 77) ^ xtx_mix64(9)) + 2);
-	xtxd_load_gen_value(9, 5, 77, XTX_VALUE_MAX, v);
+	xtxd_load_gen_value(9, 5, 77, XTX_VALUE_INLINE, v);
 	for (i = 0; i < 8; i++)
 		CHECK(v[16 + i] == (uint8_t)(word >> (8 * i)), "byte %d of word 2", 16 + i);
 	xtxd_load_gen_value(9, 5, 77, 11, w);
 	CHECK(!memcmp(v, w, 11), "a shorter value is a prefix");
-	xtxd_load_gen_value(10, 5, 77, XTX_VALUE_MAX, w);
+	xtxd_load_gen_value(10, 5, 77, XTX_VALUE_INLINE, w);
 	CHECK(memcmp(v, w, sizeof(v)), "the seed changes nothing");
-	xtxd_load_gen_value(9, 6, 77, XTX_VALUE_MAX, w);
+	xtxd_load_gen_value(9, 6, 77, XTX_VALUE_INLINE, w);
 	CHECK(memcmp(v, w, sizeof(v)), "the table changes nothing");
 }
 
@@ -210,12 +210,12 @@ static void test_kernel_then_store(void)
 		if (w >= 0) {
 			in_kernel++;
 			CHECK(!memcmp(kv[bucket_of(2, it[i].key)].value[w], it[i].value,
-				      XTX_VALUE_MAX), "key %llu: kernel value",
+				      XTX_VALUE_INLINE), "key %llu: kernel value",
 			      (unsigned long long)it[i].key);
 		} else if (stored) {
 			in_store++;
-			CHECK(o.version == 1 && o.vlen == XTX_VALUE_MAX &&
-			      !memcmp(o.value, it[i].value, XTX_VALUE_MAX),
+			CHECK(o.version == 1 && o.vlen == XTX_VALUE_INLINE &&
+			      !memcmp(o.value, it[i].value, XTX_VALUE_INLINE),
 			      "key %llu: stored v%llu", (unsigned long long)it[i].key,
 			      (unsigned long long)o.version);
 		}
@@ -453,7 +453,7 @@ static void test_xdp_sees_the_load(void)
 		if (kernel_way(4, it[i].key) >= 0) {
 			ok++;
 			CHECK(op.status == XTX_ST_OK && op.version == 1 &&
-			      !memcmp(op.value, it[i].value, XTX_VALUE_MAX),
+			      !memcmp(op.value, it[i].value, XTX_VALUE_INLINE),
 			      "kernel key %llu: status %u v%llu", (unsigned long long)it[i].key,
 			      op.status, (unsigned long long)op.version);
 		} else {

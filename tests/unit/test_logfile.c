@@ -53,7 +53,7 @@ static struct xtx_log_entry mk(uint64_t seq)
 	e.version = seq + 100;
 	e.client_id = 7;
 	e.table = seq % 4;
-	e.vlen = 1 + seq % XTX_VALUE_MAX;
+	e.vlen = 1 + seq % XTX_VALUE_INLINE;
 	e.flags = seq % 2 ? XTX_LOGF_LAST : 0;
 	e.nreplicas = 3;
 	e.replicas[0] = 0;

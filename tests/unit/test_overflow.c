@@ -995,11 +995,11 @@ static void expect_drop(struct req *r, const char *what)
 
 static int digest_item(const struct xtxd_ovf_item *it, void *arg)
 {
-	uint64_t *h = arg, v[XTX_VALUE_MAX / 8] = { 0 }, vh = 0;
+	uint64_t *h = arg, v[XTX_VALUE_INLINE / 8] = { 0 }, vh = 0;
 	unsigned int i;
 
-	memcpy(v, it->value, it->vlen <= XTX_VALUE_MAX ? it->vlen : XTX_VALUE_MAX);
-	for (i = 0; i < XTX_VALUE_MAX / 8; i++)
+	memcpy(v, it->value, it->vlen <= XTX_VALUE_INLINE ? it->vlen : XTX_VALUE_INLINE);
+	for (i = 0; i < XTX_VALUE_INLINE / 8; i++)
 		vh = xtx_mix64(vh ^ v[i]);
 	/* order-free: the walk's order is the store's business */
 	*h += xtx_mix64(it->key ^ (uint64_t)it->table << 56 ^ it->version * 0x9e3779b97f4a7c15ull ^
@@ -1059,7 +1059,7 @@ static void exec_malformed(void)
 	BREAK("non-deferred slot named", raw_entry(&r, 0)->op_idx = 1);
 	BREAK("not a KV op", op_at(r.buf, 0)->opcode = XTX_OP_COUNTER_ADD);
 	BREAK("table 16", op_at(r.buf, 0)->table = XTX_MAX_TABLES);
-	BREAK("vlen 41", op_at(r.buf, 2)->vlen = XTX_VALUE_MAX + 1);
+	BREAK("vlen 41", op_at(r.buf, 2)->vlen = XTX_VALUE_INLINE + 1);
 	BREAK("bucket of another key", raw_entry(&r, 0)->bucket ^= 1);
 	BREAK("bucket out of range", raw_entry(&r, 0)->bucket = NB);
 	BREAK("huge bucket", raw_entry(&r, 0)->bucket = 0xffffffffu);

@@ -474,7 +474,7 @@ static int quietly(int (*fn)(void *), void *arg)
 
 static int add_oversized(void *arg)
 {
-	uint8_t big[XTX_VALUE_MAX + 1] = {};
+	uint8_t big[XTX_VALUE_INLINE + 1] = {};
 
 	return wl_rows_add(arg, 1, 99, big, sizeof(big));
 }
@@ -490,7 +490,7 @@ static int load_hades(void *arg)
 static void test_load_rows(void)
 {
 	struct wl_rows rows = {};
-	uint8_t v[XTX_VALUE_MAX];
+	uint8_t v[XTX_VALUE_INLINE];
 	bool same = true;
 	uint32_t i;
 	size_t n;
@@ -508,7 +508,7 @@ static void test_load_rows(void)
 	CHECK(same, "rows kept in order with their values through the growth");
 	n = rows.n;
 	CHECK(quietly(add_oversized, &rows) == -1 && rows.n == n,
-	      "a value past XTX_VALUE_MAX refused, nothing added");
+	      "a value past XTX_VALUE_INLINE refused, nothing added");
 	CHECK(quietly(load_hades, &rows) == -1, "loading under hades refused");
 	wl_rows_free(&rows);
 	CHECK(!rows.r && !rows.n && !rows.cap, "freed");

@@ -249,7 +249,7 @@ static void test_error_replies(void)
 		case H_UNKNOWN_OP: in_op(&r, 2)->opcode = 63; break;
 		case H_NOP_OP: in_op(&r, 1)->opcode = XTX_OP_NOP; break;
 		case H_HIGH_OP: in_op(&r, 2)->opcode = 200; break;
-		case H_VLEN: in_op(&r, 2)->vlen = XTX_VALUE_MAX + 1; break;
+		case H_VLEN: in_op(&r, 2)->vlen = XTX_VALUE_INLINE + 1; break;
 		case H_TABLE: in_op(&r, 1)->table = XTX_MAX_TABLES; break;
 		}
 		read_stats(&before);
@@ -523,8 +523,8 @@ static void test_warm_pass_changes_nothing(void)
 	for (i = 0, k = 501; i < 6; i++) {
 		k = same_bucket_key(501, k);
 		op = xtx_msg_add(payload, XTX_OP_INSERT, 0, k);
-		op->vlen = XTX_VALUE_MAX;
-		memset(op->value, 0x40 + i, XTX_VALUE_MAX);
+		op->vlen = XTX_VALUE_INLINE;
+		memset(op->value, 0x40 + i, XTX_VALUE_INLINE);
 	}
 	xtx_msg_add(payload, XTX_OP_GET, 0, 501);
 	xtx_msg_add(payload, XTX_OP_GET, 0, same_bucket_key(501, 501));

@@ -1232,7 +1232,7 @@ void xtx_logw_close(struct xtx_logw *w)
 
 void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *e, bool json)
 {
-	unsigned int i, vlen = e->vlen < XTX_VALUE_MAX ? e->vlen : XTX_VALUE_MAX;
+	unsigned int i, vlen = e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE;
 	unsigned int nrep = e->nreplicas < 3 ? e->nreplicas : 3;
 	char flags[32] = "", reps[24] = "";
 	size_t fl = 0, rl = 0;

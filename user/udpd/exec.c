@@ -88,7 +88,7 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 	int mutates = xtx_op_mutates(op->opcode) ? VALID_MUTATES : 0;
 	bool own_txn = op->txn && xtx_txn_client(op->txn) == client_id;
 
-	if (op->vlen > XTX_VALUE_MAX || op->table >= XTX_MAX_TABLES)
+	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
 	switch (op->opcode) {
 	case XTX_OP_PING:

@@ -24,7 +24,7 @@ uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op)
 		return st;
 	op->version = res.version;
 	if (opcode == XTX_OP_GET) {
-		memcpy(op->value, res.value, XTX_VALUE_MAX);
+		memcpy(op->value, res.value, XTX_VALUE_INLINE);
 		op->vlen = res.vlen;
 	}
 	return XTX_ST_OK;
@@ -48,7 +48,7 @@ uint8_t udpd_kv_read_locked(struct udpd_stripe *s, struct xtx_op *op)
 	uint64_t absent;
 
 	if (lookup(s, op, &it, &absent)) {
-		memcpy(op->value, it.value, XTX_VALUE_MAX);
+		memcpy(op->value, it.value, XTX_VALUE_INLINE);
 		op->vlen = it.vlen;
 		op->version = it.version;
 		return XTX_ST_OK;

@@ -68,7 +68,7 @@ static void usage(FILE *out)
 		"Example: " NAME " --netns xtx-s0 --bind 10.77.0.2 --data-dir /var/lib/xtx/udpd-s0 \\\n"
 		"           -d --pidfile /run/udpd.pid\n",
 		XTX_DEFAULT_PORT, MAX_THREADS, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
-		XTX_VALUE_MAX, XTX_VALUE_MAX,
+		XTX_VALUE_INLINE, XTX_VALUE_INLINE,
 		(unsigned long long)(XTX_LOCK_LEASE_DEFAULT_NS / 1000000), XTX_LOG_RING_DEFAULT,
 		XTX_LOG_RING_MAX);
 }
@@ -113,7 +113,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 	c->bind.s_addr = htonl(INADDR_ANY);
 	c->threads = 1;
 	c->max_clients = XTX_MAX_CLIENTS_DEFAULT;
-	c->value_size = XTX_VALUE_MAX;
+	c->value_size = XTX_VALUE_INLINE;
 	c->lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	c->log_ring = XTX_LOG_RING_DEFAULT;
 	c->log_sync_ns = XTX_LOGFILE_SYNC_DEFAULT_NS;
@@ -147,7 +147,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 				return -1;
 			break;
 		case OPT_VALUE_SIZE:
-			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &u))
+			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_INLINE, &u))
 				return -1;
 			c->value_size = u;
 			break;

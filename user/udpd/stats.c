@@ -7,7 +7,7 @@
 #define STATS_WORDS	(sizeof(struct xtx_stats) / sizeof(uint64_t))
 
 _Static_assert(sizeof(struct xtx_stats) % sizeof(uint64_t) == 0, "stats are u64 words");
-_Static_assert(XTX_STATS_PER_OP * 8 <= XTX_VALUE_MAX, "stats fit one value");
+_Static_assert(XTX_STATS_PER_OP * 8 <= XTX_VALUE_INLINE, "stats fit one value");
 
 /* key n < XTX_STATS_KEY_OP: counters 5n..5n+4; XTX_STATS_KEY_OP * (g + 1) + opcode: op group g */
 uint8_t udpd_op_stats(const struct udpd_server *srv, struct xtx_op *op)

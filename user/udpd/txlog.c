@@ -101,7 +101,7 @@ uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t clie
 	e->nreplicas = xtx_log_replicas_unpack(packed, e->replicas);
 	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
 		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
-	memcpy(e->value, op->value, XTX_VALUE_MAX);
+	memcpy(e->value, op->value, XTX_VALUE_INLINE);
 	/* publish: the entry's stores are ordered before the tail that exposes it */
 	__atomic_store_n(&l->tail, tail + 1, __ATOMIC_RELEASE);
 	op->version = tail;

@@ -531,7 +531,7 @@ static int cmd_dump(const struct xtx_target *t, const struct ctl_opts *o)
 /* The value xtxd's generator gives (table, key): the same function, from load.h. */
 static int cmd_load_print(const struct ctl_opts *o)
 {
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 	uint64_t i;
 	uint32_t j;
 
@@ -753,18 +753,18 @@ static int load_answer(int fd, const struct ctl_opts *o, bool tty, double t0)
 	}
 }
 
-/* The server's largest value (xtxd --value-size), or XTX_VALUE_MAX when unknown. */
+/* The server's largest value (xtxd --value-size), or XTX_VALUE_INLINE when unknown. */
 static uint32_t server_value_size(const struct xtx_target *t)
 {
 	struct xtx_info info;
 	__u32 zero = 0;
 	int fd = xtx_target_map_fd(t, XTX_MAP_INFO);
-	uint32_t vs = XTX_VALUE_MAX;
+	uint32_t vs = XTX_VALUE_INLINE;
 
 	if (fd < 0)
 		return vs;
 	if (!bpf_map_lookup_elem(fd, &zero, &info) && info.value_size &&
-	    info.value_size < XTX_VALUE_MAX)
+	    info.value_size < XTX_VALUE_INLINE)
 		vs = info.value_size;
 	close(fd);
 	return vs;
@@ -836,7 +836,7 @@ static int load_check_opts(struct ctl_opts *o)
 	if (o->table < 0)
 		o->table = 0;
 	if (o->print && !o->has_vsize)
-		o->vsize = XTX_VALUE_MAX;
+		o->vsize = XTX_VALUE_INLINE;
 	return 0;
 }
 
@@ -1332,7 +1332,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case OPT_VSIZE:
-			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_MAX, &o.vsize))
+			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_INLINE, &o.vsize))
 				return 2;
 			o.has_vsize = true;
 			break;

@@ -162,7 +162,7 @@ static void usage(FILE *out)
 		"         3 servers, R = 3: 10.7M keys each)\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
-		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_LOG_RING_MAX,
+		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_INLINE, XTX_VALUE_INLINE, XTX_LOG_RING_MAX,
 		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_ZK_NAME_DEFAULT, XTX_HADES_SLOTS_MAX,
 		XTX_HADES_SLOTS_DEFAULT, XTX_HADES_BF_BITS_MIN, XTX_HADES_BF_BITS_MAX,
 		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
@@ -305,7 +305,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	o->load.kv_buckets = XTX_KV_BUCKETS_DEFAULT;
 	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
-	o->load.value_size = XTX_VALUE_MAX;
+	o->load.value_size = XTX_VALUE_INLINE;
 	o->load.log_ring = XTX_LOG_RING_DEFAULT;
 	o->load.hades_slots = XTX_HADES_SLOTS_DEFAULT;
 	o->load.hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
@@ -474,7 +474,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 				return -1;
 			break;
 		case OPT_VALUE_SIZE:
-			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &v))
+			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_INLINE, &v))
 				return -1;
 			o->load.value_size = v;
 			break;

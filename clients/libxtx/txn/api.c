@@ -75,7 +75,7 @@ int xtx_get(struct xtx_txn *t, uint8_t table, uint64_t key, unsigned int flags)
 	return h;
 }
 
-int xtx_value(const struct xtx_txn *t, int h, const void **value, uint8_t *vlen)
+int xtx_value(const struct xtx_txn *t, int h, const void **value, uint16_t *vlen)
 {
 	const struct txn_key *k;
 
@@ -94,12 +94,12 @@ int xtx_value(const struct xtx_txn *t, int h, const void **value, uint8_t *vlen)
 }
 
 static int buffer_write(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
-			uint8_t vlen, uint16_t kind)
+			uint16_t vlen, uint16_t kind)
 {
 	struct txn_key *k;
 	int h;
 
-	if (vlen > XTX_VALUE_MAX)
+	if (vlen > XTX_VALUE_INLINE)
 		return -EMSGSIZE;
 	if (vlen && !value)
 		return -EINVAL;
@@ -118,13 +118,13 @@ static int buffer_write(struct xtx_txn *t, uint8_t table, uint64_t key, const vo
 	return 0;
 }
 
-int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint8_t vlen)
+int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint16_t vlen)
 {
 	return buffer_write(t, table, key, value, vlen, 0);
 }
 
 int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,
-	       uint8_t vlen)
+	       uint16_t vlen)
 {
 	return buffer_write(t, table, key, value, vlen, KF_INSERT);
 }

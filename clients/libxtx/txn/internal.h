@@ -37,8 +37,8 @@ struct txn_key {
 	uint8_t new_vlen;
 	uint8_t replica[TXN_MAX_REPLICAS];	/* [0] is the primary */
 	uint8_t nrep;				/* replicas its shard has (R, or fewer) */
-	uint8_t value[XTX_VALUE_MAX];
-	uint8_t new_value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t new_value[XTX_VALUE_INLINE];
 };
 
 /* What a queued or sent op does for its key. */

@@ -71,7 +71,7 @@ void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent)
 		return;
 	}
 	k->flags &= ~KF_ABSENT;
-	k->vlen = op->vlen <= XTX_VALUE_MAX ? op->vlen : XTX_VALUE_MAX;
+	k->vlen = op->vlen <= XTX_VALUE_INLINE ? op->vlen : XTX_VALUE_INLINE;
 	memcpy(k->value, op->value, sizeof(k->value));
 }
 

@@ -86,7 +86,7 @@ static int install(struct xtxd_live *l, const struct xtx_kv_item *k)
 	e.key = k->key;
 	e.version = k->version;
 	e.table = k->table;
-	e.vlen = k->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : k->vlen;
+	e.vlen = k->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : k->vlen;
 	memcpy(e.value, k->value, e.vlen);
 	do
 		err = xtxd_live_install(l, &e);

@@ -142,7 +142,7 @@ struct rkey {
 	uint8_t vlen;
 	uint8_t used;
 	uint8_t deleted;	/* the newest record deletes it */
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 struct rmap {
@@ -197,7 +197,7 @@ static int rmap_apply(struct rmap *m, uint8_t table, uint64_t key, uint64_t vers
 	k->version = version;
 	k->deleted = deleted;
 	if (!deleted) {
-		k->vlen = vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : vlen;
+		k->vlen = vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : vlen;
 		memcpy(k->value, value, k->vlen);
 	}
 	return 1;
@@ -886,7 +886,7 @@ static int keep_clean_copies(struct xtxd_ovf *store, const struct xtx_kv_bucket 
 		it.key = b->key[w];
 		it.table = b->table[w];
 		it.version = b->version[w];
-		it.vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w];
+		it.vlen = b->vlen[w] > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : b->vlen[w];
 		memcpy(it.value, b->value[w], it.vlen);
 		ret = xtxd_ovf_put(store, &it);
 		if (ret < 0)

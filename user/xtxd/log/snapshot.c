@@ -108,7 +108,7 @@ static int write_rec(const struct xtxd_ovf_item *it, void *arg)
 	r.key = it->key;
 	r.version = it->version;
 	r.table = it->table;
-	r.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	r.vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen;
 	memcpy(r.value, it->value, r.vlen);
 	r.crc = xtx_crc32c(0, &r, sizeof(r));
 	if (fwrite(&r, sizeof(r), 1, w->f) != 1)

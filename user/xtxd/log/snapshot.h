@@ -53,7 +53,7 @@ struct xtx_snap_rec {
 	uint8_t vlen;
 	uint8_t pad[2];
 	uint32_t crc;		/* CRC32C of the record with crc 0 */
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 _Static_assert(sizeof(struct xtx_snap_rec) == 64, "snapshot record layout");

@@ -76,7 +76,7 @@ static bool victim_ok(const struct xtxd_ovf *s, const struct xtx_defer_entry *e)
 	uint8_t live = v->flags & (XTX_KVF_VALID | XTX_KVF_TOMB);
 
 	return (live == XTX_KVF_VALID || live == XTX_KVF_TOMB) && e->victim_way < XTX_KV_WAYS &&
-	       v->table < XTX_MAX_TABLES && v->vlen <= XTX_VALUE_MAX &&
+	       v->table < XTX_MAX_TABLES && v->vlen <= XTX_VALUE_INLINE &&
 	       xtxd_ovf_bucket_of(s, v->table, v->key) == e->bucket;
 }
 
@@ -99,7 +99,7 @@ static bool entries_ok(const struct xtxd_ovf *s, const uint8_t *req, uint32_t no
 		seen |= 1u << e->op_idx;
 		memcpy(&op, req + op_off(e->op_idx), sizeof(op));
 		if (op.status != XTX_ST_DEFERRED || !is_kv_op(op.opcode) ||
-		    op.table >= XTX_MAX_TABLES || op.vlen > XTX_VALUE_MAX)
+		    op.table >= XTX_MAX_TABLES || op.vlen > XTX_VALUE_INLINE)
 			return false;
 		if ((e->flags & ~DEFER_FLAGS_KNOWN) || !way_ok(e->fill_way) ||
 		    e->bucket >= xtxd_ovf_nbuckets(s) ||
@@ -218,7 +218,7 @@ static uint8_t run_txn_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, 
 		}
 		op->vlen = cur->vlen;
 		op->version = cur->version;
-		memcpy(op->value, cur->value, XTX_VALUE_MAX);
+		memcpy(op->value, cur->value, XTX_VALUE_INLINE);
 		fill(x, e, fix, can_fill);
 		return XTX_ST_OK;
 	case XTX_OP_OCC_VALIDATE:
@@ -270,7 +270,7 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 		}
 		op->vlen = cur.vlen;
 		op->version = cur.version;
-		memcpy(op->value, cur.value, XTX_VALUE_MAX);
+		memcpy(op->value, cur.value, XTX_VALUE_INLINE);
 		fill(x, e, fix, can_fill);
 		return XTX_ST_OK;
 	case XTX_OP_INSERT:
@@ -342,7 +342,7 @@ static void answer_from_record(struct xtxd_exec *x, const struct xtx_defer_entry
 		return;
 	op->version = rec->version;
 	op->vlen = rec->vlen;
-	memcpy(op->value, rec->value, XTX_VALUE_MAX);
+	memcpy(op->value, rec->value, XTX_VALUE_INLINE);
 	if (op->opcode == XTX_OP_DELETE) {
 		raise_floor(x, e, fix, rec->version);
 		return;
@@ -366,7 +366,7 @@ static void record(struct xtxd_exec *x, const struct xtx_hdr *hdr, uint8_t op_id
 		.vlen = op->vlen,
 	};
 
-	memcpy(rec.value, op->value, XTX_VALUE_MAX);
+	memcpy(rec.value, op->value, XTX_VALUE_INLINE);
 	xtxd_replay_put(x->replay, &rec);
 }
 
@@ -499,7 +499,7 @@ static bool plain_write_entry(const struct xtx_hdr *hdr, const struct xtx_op *op
 		e->flags = XTX_LOGF_DELETE;
 	} else {
 		e->vlen = op->vlen;
-		memcpy(e->value, op->value, XTX_VALUE_MAX);
+		memcpy(e->value, op->value, XTX_VALUE_INLINE);
 	}
 	return true;
 }

@@ -29,7 +29,7 @@ struct xtxd_replay_rec {
 	/* the answer */
 	uint64_t version;
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 #define XTXD_REPLAY_ENTRIES	(64u << 10)

@@ -78,8 +78,8 @@ static void set_way(struct xtx_kv_bucket *b, int w, const struct xtx_log_entry *
 	b->table[w] = e->table;
 	b->version[w] = e->version;
 	b->vlen[w] = e->vlen;
-	memset(b->value[w], 0, XTX_VALUE_MAX);
-	memcpy(b->value[w], e->value, e->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : e->vlen);
+	memset(b->value[w], 0, XTX_VALUE_INLINE);
+	memcpy(b->value[w], e->value, e->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : e->vlen);
 	b->flags[w] = XTX_KVF_VALID | XTX_KVF_DIRTY | keep;
 }
 
@@ -131,7 +131,7 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 	it.key = e->key;
 	it.table = e->table;
 	it.version = e->version;
-	it.vlen = e->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : e->vlen;
+	it.vlen = e->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : e->vlen;
 	memcpy(it.value, e->value, it.vlen);
 	i = xtxd_ovf_put(l->store, &it);
 	if (i < 0)
@@ -170,7 +170,7 @@ int xtxd_live_get_locked(struct xtxd_live *l, uint32_t bi, uint8_t table, uint64
 		it->key = key;
 		it->table = table;
 		it->version = b->version[w];
-		it->vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w];
+		it->vlen = b->vlen[w] > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : b->vlen[w];
 		memcpy(it->value, b->value[w], it->vlen);
 		return 1;
 	}

@@ -21,7 +21,7 @@ struct dump_rec {
 	uint8_t src;
 	uint8_t flags;		/* kernel slot flags */
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 };
 
 struct dump_vec {
@@ -55,10 +55,10 @@ static int push_item(const struct xtxd_ovf_item *it, void *arg)
 		.version = it->version,
 		.table = it->table,
 		.src = SRC_STORE,
-		.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen,
+		.vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen,
 	};
 
-	memcpy(rec.value, it->value, XTX_VALUE_MAX);
+	memcpy(rec.value, it->value, XTX_VALUE_INLINE);
 	return vec_push(arg, &rec);
 }
 
@@ -77,12 +77,12 @@ static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *live)
 			.table = b->table[w],
 			.src = SRC_KERNEL,
 			.flags = b->flags[w],
-			.vlen = b->vlen[w] > XTX_VALUE_MAX ? XTX_VALUE_MAX : b->vlen[w],
+			.vlen = b->vlen[w] > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : b->vlen[w],
 		};
 
 		if (!(b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)))
 			continue;
-		memcpy(rec.value, b->value[w], XTX_VALUE_MAX);
+		memcpy(rec.value, b->value[w], XTX_VALUE_INLINE);
 		err = vec_push(v, &rec);
 		if (err)
 			return err;
@@ -147,7 +147,7 @@ static int rec_cmp(const void *a, const void *b)
 static void print_rec(struct xtxd_out *out, const struct dump_rec *r, bool json)
 {
 	static const char digits[] = "0123456789abcdef";
-	char hex[2 * XTX_VALUE_MAX + 1];
+	char hex[2 * XTX_VALUE_INLINE + 1];
 	int i;
 
 	for (i = 0; i < r->vlen; i++) {

@@ -130,7 +130,7 @@ static void install(struct xtx_kv_bucket *b, int w, const struct xtxd_load_item 
 	b->table[w] = it->table;
 	b->vlen[w] = it->vlen;
 	b->version[w] = version;
-	memcpy(b->value[w], it->value, XTX_VALUE_MAX);
+	memcpy(b->value[w], it->value, XTX_VALUE_INLINE);
 	b->flags[w] = flags;
 }
 
@@ -376,10 +376,10 @@ int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why,
 	}
 	if (nt < 3)
 		return 1;
-	if (len[2] % 2 || len[2] / 2 > XTX_VALUE_MAX) {
+	if (len[2] % 2 || len[2] / 2 > XTX_VALUE_INLINE) {
 		snprintf(why, why_len, "value '%.*s%s' is not up to %d bytes of hex "
 			 "(2 digits each)", clip(len[2]), tok[2], len[2] > 32 ? "..." : "",
-			 XTX_VALUE_MAX);
+			 XTX_VALUE_INLINE);
 		return -1;
 	}
 	for (i = 0; i < len[2] / 2; i++) {
@@ -544,7 +544,7 @@ static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 				xtxd_ovf_nbuckets(env->store));
 		return -1;
 	}
-	r->value_size = info.value_size ? info.value_size : XTX_VALUE_MAX;
+	r->value_size = info.value_size ? info.value_size : XTX_VALUE_INLINE;
 	r->l[0].write_through = info.kv_flags & XTX_INFO_KV_WRITE_THROUGH;
 	r->l[0].lease_ns = XTX_KV_LEASE_DEFAULT_NS;
 	fd = xtx_target_map_fd(env->t, XTX_MAP_RUNTIME);

@@ -20,7 +20,7 @@ struct xtxd_load_item {
 	uint64_t key;
 	uint8_t table;
 	uint8_t vlen;
-	uint8_t value[XTX_VALUE_MAX];
+	uint8_t value[XTX_VALUE_INLINE];
 	/*
 	 * 0: one above the bucket's floor (this server's history decides);
 	 * else exactly this (recovery; a replicated load, where every replica

@@ -199,7 +199,7 @@ int xtxd_ovf_get(struct xtxd_ovf *s, uint8_t table, uint64_t key, struct xtxd_ov
 static struct ovf_node *ovf_node_new(const struct xtxd_ovf_item *it)
 {
 	struct ovf_node *n = calloc(1, sizeof(*n));
-	uint8_t vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	uint8_t vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen;
 
 	if (!n)
 		return NULL;

@@ -27,7 +27,7 @@ struct xtxd_ovf_item {
 	uint64_t key;
 	uint64_t version;
 	uint8_t table;
-	uint8_t vlen;
+	uint16_t vlen;		/* up to XTX_VALUE_MAX */
 	uint8_t value[XTX_VALUE_MAX];	/* zero past vlen */
 };
 
