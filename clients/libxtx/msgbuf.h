@@ -13,6 +13,14 @@
 struct xtx_msgbuf {
 	struct xtx_hdr hdr;
 	struct xtx_op ops[XTX_MAX_OPS];
+	/*
+	 * Value areas follow the last op in use (include/xtx/proto.h), so a
+	 * request with fewer ops has their bytes in ops[] too; this is the
+	 * rest of XTX_MAX_REQUEST.
+	 */
+	__u8 spill[XTX_MAX_REQUEST - sizeof(struct xtx_hdr) - XTX_MAX_OPS * sizeof(struct xtx_op)];
 };
+
+_Static_assert(sizeof(struct xtx_msgbuf) == XTX_MAX_REQUEST, "a request with value areas fits");
 
 #endif /* XTX_MSGBUF_H */
