@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # End to end against xtx-udpd: the XDP server's xtxbench checks, bad packets, logs and leases.
-# checks: 107 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 117 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 
 UDPD=$BUILD/xtx-udpd
@@ -441,6 +441,42 @@ check "... and a plain (unlogged) insert does not come back ($out)" \
 out=$("$BUILD/xtxctl" --iface lo --data-dir "$tmp/data0" log dump 2>&1)
 check "the log dump prints a logged 1024-byte value whole" \
 	test -n "$(grep -E "key=3201 .*vlen=1024 value=[0-9a-f]{2048}$" <<<"$out")"
+
+# --- transactions (3 replicas) with values of 1..1024 bytes, then every server crashes ---
+restart_all
+vals() { client "$BUILD/examples/values" --servers "$(all_server_ips)" "$@"; }
+for p in occ 2pl; do
+	[ "$p" = occ ] && base=8000 || base=9000
+	out=$(vals -P "$p" -k "$base" -c 41 2>&1)
+	check "$p: 1..1024-byte values inserted, read, updated, read again ($(tail -n 1 <<<"$out"))" \
+		grep -q '^values: ok' <<<"$out"
+	check "$p: the first long read learnt its room (a value_room abort, retried)" \
+		grep -q 'value_room aborts [1-9]' <<<"$out"
+done
+out=$(vals -P 2pl -k 9500 -c 42 --declare 2>&1)
+check "a room declared ahead reads long values without an abort ($(tail -n 1 <<<"$out"))" \
+	grep -q '^values: ok.*value_room aborts 0$' <<<"$out"
+out=$(vals -k 8000 -c 43 -g 3 read 2>&1)
+check "a read expecting other bytes is caught ($(tail -n 1 <<<"$out"))" \
+	grep -q '^values: WRONG' <<<"$out"
+sleep 0.2
+for ((i = 0; i < NSERVERS; i++)); do
+	kill -9 "$(cat "$(pidfile "$i")")"
+	rm -f "$(pidfile "$i")"
+done
+for ((i = 0; i < NSERVERS; i++)); do
+	start_udpd "$i" --recover || fail "xtx-udpd $i restarts with --recover"
+done
+for k in 8000 9000 9500; do
+	out=$(vals -k "$k" -c 44 -g 2 read 2>&1)
+	check "after SIGKILL of every server, --recover keeps keys $k.. of 1..1024 bytes \
+($(tail -n 1 <<<"$out"))" grep -q '^values: ok' <<<"$out"
+done
+for ((i = 0; i < NSERVERS; i++)); do
+	dump_of "$i" | grep '^table=14 ' >"$tmp/vals$i" || fail "dump server $i"
+done
+check "the replicas recovered identical long values ($(wc -l <"$tmp/vals0") keys)" \
+	bash -c "[ \$(wc -l <$tmp/vals0) = 15 ] && cmp -s $tmp/vals0 $tmp/vals1 && cmp -s $tmp/vals0 $tmp/vals2"
 
 # --- logs and leases: a logged holder keeps its lock past the lease, others lose it ---
 stop_udpd 1
