@@ -4,23 +4,22 @@
 #define XTX_MSGBUF_H
 
 #include <xtx/proto.h>
+#include <xtx/kv.h>
 
 /*
  * The largest datagram xtx sends either way.  Pass it to the xtx_msg_*
  * helpers as the payload; as a receive buffer, anything longer arrives
- * truncated and the transport drops it.
+ * truncated and the transport drops it.  ops[] is the op array; the value
+ * area (proto.h) starts after the request's nops ops, inside bytes[].
  */
 struct xtx_msgbuf {
 	struct xtx_hdr hdr;
-	struct xtx_op ops[XTX_MAX_OPS];
-	/*
-	 * Value areas follow the last op in use (include/xtx/proto.h), so a
-	 * request with fewer ops has their bytes in ops[] too; this is the
-	 * rest of XTX_MAX_REQUEST.
-	 */
-	__u8 spill[XTX_MAX_REQUEST - sizeof(struct xtx_hdr) - XTX_MAX_OPS * sizeof(struct xtx_op)];
+	union {
+		struct xtx_op ops[XTX_MAX_OPS];
+		__u8 bytes[XTX_MAX_PAYLOAD - sizeof(struct xtx_hdr)];
+	};
 };
 
-_Static_assert(sizeof(struct xtx_msgbuf) == XTX_MAX_REQUEST, "a request with value areas fits");
+_Static_assert(sizeof(struct xtx_msgbuf) == XTX_MAX_PAYLOAD, "a msgbuf holds any datagram");
 
 #endif /* XTX_MSGBUF_H */

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/area.h>
 #include "dedupe.h"
 #include "stats.h"
 #include "txn.h"
@@ -98,20 +99,20 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 	case XTX_OP_STATS:
 	case XTX_OP_COUNTER_ADD:
 	case XTX_OP_DELETE:
-		st = udpd_val_check(op, false, false, vs);
+		st = udpd_val_check(op, vs);
 		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_GET:
 	case XTX_OP_READ:
-		st = udpd_val_check(op, false, true, vs);
+		st = udpd_val_check(op, vs);
 		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_INSERT:
 	case XTX_OP_UPDATE:
-		st = udpd_val_check(op, true, false, vs);
+		st = udpd_val_check(op, vs);
 		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_LOG_APPEND:
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:
-		st = udpd_val_check(op, true, false, vs);
+		st = udpd_val_check(op, vs);
 		if (st != XTX_ST_OK)
 			return st;
 		/* a commit belongs to a transaction too */
@@ -119,7 +120,7 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 	case XTX_OP_LOCK_SHARED:
 	case XTX_OP_LOCK_EXCL:
 	case XTX_OP_OCC_LOCK:
-		st = udpd_val_check(op, false, true, vs);
+		st = udpd_val_check(op, vs);
 		if (st != XTX_ST_OK)
 			return st;
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
@@ -127,7 +128,7 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 	case XTX_OP_UNLOCK_EXCL:
 	case XTX_OP_OCC_UNLOCK:
 	case XTX_OP_OCC_VALIDATE:
-		st = udpd_val_check(op, false, false, vs);
+		st = udpd_val_check(op, vs);
 		if (st != XTX_ST_OK)
 			return st;
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
@@ -292,7 +293,7 @@ int udpd_handle(struct udpd_worker *w, void *buf, int len)
 	if (p.nops > XTX_MAX_OPS)
 		p.nops = XTX_MAX_OPS;
 	st = check_header(srv, p.hdr, len, &counter);
-	if (st == XTX_ST_OK && !udpd_areas_tiled(p.hdr, p.ops, p.nops, len)) {
+	if (st == XTX_ST_OK && !xtx_areas_tile(p.hdr, (uint32_t)len)) {
 		counter = XTX_CTR_MALFORMED;
 		st = XTX_ST_MALFORMED;
 	}

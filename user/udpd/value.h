@@ -29,20 +29,13 @@ static inline const uint8_t *udpd_val_bytes(const struct udpd_val *v, const stru
 }
 
 /*
- * Bytes after the op array as include/xtx/proto.h tiles them: every EXT
- * op's area in op order, each at the previous end rounded up to 8, the
- * packet ending at the last one's rounded end, within XTX_MAX_REQUEST.
- * len is the datagram's; true when it is so (false: MALFORMED).
+ * XTX_ST_OK, or BAD_ARG for a value op refuses: an area whose arguments
+ * include/xtx/area.h does not take (a write of len <= XTX_VALUE_INLINE or
+ * len > cap, a read with len or a room the slot has, a delete, an op that
+ * carries no value), or a write longer than value_size (the longest value
+ * a write may carry here).  The tiling is the packet's (xtx_areas_tile()).
  */
-bool udpd_areas_tiled(const void *hdr, const struct xtx_op *ops, uint32_t nops, int len);
-
-/*
- * XTX_ST_OK, or BAD_ARG for an op's value area it may not carry: a write
- * (writes: INSERT, UPDATE, the commits, LOG_APPEND) with len <= XTX_VALUE_INLINE,
- * len > XTX_VALUE_MAX or len > cap; a read with len != 0; any other op with
- * EXT; vlen not 0 with EXT.  value_size: the longest value a write may carry.
- */
-uint8_t udpd_val_check(const struct xtx_op *op, bool write, bool read, unsigned int value_size);
+uint8_t udpd_val_check(const struct xtx_op *op, unsigned int value_size);
 
 /*
  * Answers a read's value into op as the reply carries it: up to
