@@ -339,7 +339,8 @@ static size_t build_fix_reply(uint8_t *frame, __u64 key, __u64 token, __u8 actio
 			      __u64 bloom, __u64 req)
 {
 	uint8_t payload[PKT_MAX];
-	struct xtx_fix_trailer *t;
+	struct xtx_fix_entry *fe;
+	struct xtx_fix_footer *ft;
 	struct xtx_op *op;
 	struct pkt_addrs a = pkt_default_addrs;
 
@@ -350,18 +351,27 @@ static size_t build_fix_reply(uint8_t *frame, __u64 key, __u64 token, __u8 actio
 	op->version = 12;
 	op->vlen = 8;
 	memset(op->value, 0x5a, 8);
-	t = (struct xtx_fix_trailer *)(payload + xtx_msg_len(1));
-	memset(t, 0, XTX_FIX_TRAILER_LEN(1));
-	t->magic = XTX_FIX_MAGIC;
-	t->count = 1;
-	t->e[0].action = action;
-	t->e[0].fill_way = way;
-	t->e[0].token = token;
-	t->e[0].bloom = bloom;
+	/* body | one fix entry | footer */
+	fe = (struct xtx_fix_entry *)(payload + xtx_msg_len(1));
+	memset(fe, 0, XTX_FIX_TRAILER_LEN(1));
+	fe->action = action;
+	fe->fill_way = way;
+	fe->token = token;
+	fe->bloom = bloom;
+	ft = (struct xtx_fix_footer *)(fe + 1);
+	ft->magic = XTX_FIX_MAGIC;
+	ft->count = 1;
+	ft->body_len = xtx_msg_len(1);
 	/* a reply leaves from the server port */
 	a.sport = XTX_DEFAULT_PORT;
 	a.dport = 40000;
 	return pkt_build(frame, &a, payload, xtx_msg_len(1) + XTX_FIX_TRAILER_LEN(1));
+}
+
+/* The fix entry of a frame build_fix_reply built. */
+static struct xtx_fix_entry *fix_entry_of(uint8_t *frame)
+{
+	return (struct xtx_fix_entry *)(frame + PKT_PAYLOAD_OFF + xtx_msg_len(1));
 }
 
 static int run_tc(struct run *r)
@@ -420,7 +430,7 @@ static void test_tc_applies_fix(void)
 static void test_tc_victim_saved(void)
 {
 	struct xtx_kv_bucket b = {};
-	struct xtx_fix_trailer *t;
+	struct xtx_fix_entry *fe;
 	struct run r;
 
 	/* way 1: a dirty value; way 3: a dirty tombstone */
@@ -433,19 +443,19 @@ static void test_tc_victim_saved(void)
 	b.flags[3] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
 	bucket_put(&b);
 	r.in_len = build_fix_reply(r.in, 11, 0x3001, XTX_FIX_VICTIM_SAVED, XTX_KV_NO_WAY, 0, 7100);
-	t = (struct xtx_fix_trailer *)(r.in + PKT_PAYLOAD_OFF + xtx_msg_len(1));
-	t->e[0].victim_way = 1;
-	t->e[0].victim_key = 11;
-	t->e[0].victim_version = 4;
+	fe = fix_entry_of(r.in);
+	fe->victim_way = 1;
+	fe->victim_key = 11;
+	fe->victim_version = 4;
 	run_tc(&r);
 	b = bucket_get();
 	CHECK(b.flags[1] == (XTX_KVF_VALID | XTX_KVF_IN_USER), "saved victim is clean: %#x",
 	      b.flags[1]);
 	b.lock = 0x3001;
 	bucket_put(&b);
-	t->e[0].victim_way = 3;
-	t->e[0].victim_key = 13;
-	t->e[0].victim_version = 9;
+	fe->victim_way = 3;
+	fe->victim_key = 13;
+	fe->victim_version = 9;
 	run_tc(&r);
 	b = bucket_get();
 	CHECK(b.flags[3] == 0 && b.vfloor == 9, "saved tombstone freed, floor %llu",

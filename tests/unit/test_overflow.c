@@ -324,12 +324,21 @@ struct req {
 	int nops;
 	struct xtx_defer_trailer dt;
 	size_t len;
+	size_t body_len;	/* 0: header and ops only; else with the value area */
+};
+
+/* A reply's fixes, read from its end: the entries and the footer's fields. */
+struct fixes {
+	uint32_t magic;
+	uint8_t count;
+	uint16_t body_len;
+	struct xtx_fix_entry e[XTX_MAX_DEFERRED];
 };
 
 struct reply {
 	uint8_t buf[2048] __attribute__((aligned(8)));
 	int len;
-	struct xtx_fix_trailer ft;
+	struct fixes ft;
 };
 
 static struct xtxd_exec x;
@@ -423,7 +432,8 @@ static void set_victim(struct xtx_defer_entry *e, uint8_t table, uint64_t key, u
 
 static size_t req_finish(struct req *r)
 {
-	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	size_t off = r->body_len ? r->body_len :
+				   sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
 	size_t tl = offsetof(struct xtx_defer_trailer, e) + r->dt.count * sizeof(r->dt.e[0]);
 
 	memcpy(r->buf + off, &r->dt, tl);
@@ -433,18 +443,24 @@ static size_t req_finish(struct req *r)
 
 static int run(struct req *r, struct reply *rep)
 {
-	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	size_t off = r->body_len ? r->body_len :
+				   sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	struct xtx_fix_footer ff;
 
 	if (!r->len)
 		req_finish(r);
 	memset(rep, 0, sizeof(*rep));
 	rep->len = xtxd_exec_packet(&x, r->buf, r->len, rep->buf, sizeof(rep->buf));
 	if (rep->len > 0) {
-		memcpy(&rep->ft, rep->buf + off, rep->len - off);
-		CHECK((size_t)rep->len == off + 8 + r->dt.count * sizeof(struct xtx_fix_entry),
+		CHECK((size_t)rep->len == off + XTX_FIX_TRAILER_LEN(r->dt.count),
 		      "reply length %d", rep->len);
-		CHECK(rep->ft.magic == XTX_FIX_MAGIC && rep->ft.count == r->dt.count,
-		      "fix trailer magic %#x count %u", rep->ft.magic, rep->ft.count);
+		memcpy(&ff, rep->buf + rep->len - sizeof(ff), sizeof(ff));
+		rep->ft.magic = ff.magic;
+		rep->ft.count = ff.count;
+		rep->ft.body_len = ff.body_len;
+		memcpy(rep->ft.e, rep->buf + off, r->dt.count * sizeof(struct xtx_fix_entry));
+		CHECK(ff.magic == XTX_FIX_MAGIC && ff.count == r->dt.count && ff.body_len == off,
+		      "fix footer magic %#x count %u body %u", ff.magic, ff.count, ff.body_len);
 		CHECK(hdr_of(rep->buf)->flags & XTX_F_REPLY, "reply flag not set");
 	}
 	return rep->len;
