@@ -12,6 +12,19 @@
 static __always_inline bool xtx_ext_served(__u8 opcode)
 {
 	switch (opcode) {
+	/* kv writes and reads: served by xtxd's store (kv.h defers them) */
+	case XTX_OP_INSERT:
+	case XTX_OP_UPDATE:
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_COMMIT_PRIMARY:
+	case XTX_OP_GET:
+	case XTX_OP_READ:
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+	case XTX_OP_HREAD:
+	case XTX_OP_HWRITE:
+		return true;
 	default:
 		return false;
 	}
