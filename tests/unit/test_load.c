@@ -105,11 +105,11 @@ static void test_parse_line(void)
 		{ "-1 1 00", -1, 0, 0, 0, "table" },
 		{ "0 18446744073709551616 00", -1, 0, 0, 0, "key" },
 		{ "0 12abc 00", -1, 0, 0, 0, "key '12abc'" },
-		{ "0 1 abc", -1, 0, 0, 0, "not up to 40 bytes" },
+		{ "0 1 abc", -1, 0, 0, 0, "not up to 1024 bytes" },
 		{ "0 1 zz", -1, 0, 0, 0, "not hex" },
 		{ "0 1 00 extra", -1, 0, 0, 0, "unexpected 'extra'" },
 	};
-	char value41[2 * 41 + 8] = "0 1 ";
+	static char value41[2 * 41 + 8] = "0 1 ", value1025[2 * 1025 + 8] = "0 1 ";
 	struct xtxd_load_item it;
 	char why[160];
 	unsigned int i;
@@ -130,10 +130,20 @@ static void test_parse_line(void)
 	CHECK(xtxd_load_parse_line("3 42 0a0B", &it, why, sizeof(why)) == 1 &&
 	      it.value[0] == 0x0a && it.value[1] == 0x0b && it.value[2] == 0, "value bytes");
 	memset(value41 + 4, 'a', 2 * 41);
-	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == -1, "41 bytes accepted");
+	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 41 &&
+	      it.big && it.big[0] == 0xaa && it.big[40] == 0xaa,
+	      "41 bytes: not in the item's slot but beside it: %s", why);
+	xtxd_load_item_free(&it);
+	memset(value1025 + 4, 'b', 2 * 1025);
+	CHECK(xtxd_load_parse_line(value1025, &it, why, sizeof(why)) == -1 &&
+	      strstr(why, "1024 bytes"), "1025 bytes accepted");
+	value1025[4 + 2 * 1024] = '\0';
+	CHECK(xtxd_load_parse_line(value1025, &it, why, sizeof(why)) == 1 && it.vlen == 1024 &&
+	      it.big && it.big[1023] == 0xbb, "1024 bytes refused: %s", why);
+	xtxd_load_item_free(&it);
 	value41[4 + 2 * 40] = '\0';
-	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 40,
-	      "40 bytes refused: %s", why);
+	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 40 &&
+	      !it.big, "40 bytes refused or not in the slot: %s", why);
 }
 
 /* The generator is a documented function: tests and scripts recompute it. */

@@ -21,9 +21,27 @@
 #include "store/overflow.h"
 #include "resolve/resolve_apply.h"
 #include "log/txn_records.h"
+#include "logrec.h"
 
 #define CLIENT 9
 #define RING 64	/* test_log_ring */
+
+/* One entry's write (a value that fits it) into the table. */
+static int txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
+{
+	static struct xtx_log_write w;
+
+	xtx_logrec_from_entry(&w, e);
+	return xtxd_txns_add(t, &w, now);
+}
+
+static int live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
+{
+	static struct xtx_log_write w;
+
+	xtx_logrec_from_entry(&w, e);
+	return xtxd_live_install(l, &w);
+}
 
 static __u64 next_req = 30000;
 
@@ -359,11 +377,11 @@ static void test_meta_participants(void)
 
 	/* the record: its participants asked, the META counted among the LAST's */
 	w.txn = e.txn;
-	CHECK(!xtxd_txns_add(&t, &w, 1) && !xtxd_txns_add(&t, &e, 1), "added");
+	CHECK(!txns_add(&t, &w, 1) && !txns_add(&t, &e, 1), "added");
 	w.key = 6;
 	w.flags = XTX_LOGF_LAST;
 	w.nwrites = 3;
-	CHECK(!xtxd_txns_add(&t, &w, 1), "added the LAST");
+	CHECK(!txns_add(&t, &w, 1), "added the LAST");
 	x = xtxd_txns_get(&t, e.txn, false, 0);
 	CHECK(x && x->nw == 2 && x->meta && x->nrep == 6 && xtxd_txn_complete(x),
 	      "two writes and the participants: 6 servers to ask, complete");
@@ -412,13 +430,13 @@ static void test_txn_table(void)
 
 	for (i = 0; i < 1000; i++) {
 		e.txn = 1000 + i;
-		CHECK(!xtxd_txns_add(&t, &e, 5), "add %d", i);
+		CHECK(!txns_add(&t, &e, 5), "add %d", i);
 	}
 	e.txn = 7;
-	CHECK(!xtxd_txns_add(&t, &e, 5), "add");
+	CHECK(!txns_add(&t, &e, 5), "add");
 	e.key = 2;
 	e.flags = XTX_LOGF_LAST;
-	CHECK(!xtxd_txns_add(&t, &e, 9), "add last");
+	CHECK(!txns_add(&t, &e, 9), "add last");
 	x = xtxd_txns_get(&t, 7, false, 0);
 	CHECK(x && x->nw == 2 && x->last && x->first_ns == 5 && x->nrep == 3 && x->rep[2] == 6 &&
 	      x->w[1].key == 2, "txn 7 as logged");
@@ -432,31 +450,31 @@ static void test_txn_table(void)
 	e.txn = 8;
 	e.key = 1;
 	e.flags = 0;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	e.key = 3;
 	e.flags = XTX_LOGF_LAST;
 	e.nwrites = 3;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	x = xtxd_txns_get(&t, 8, false, 0);
 	CHECK(x && x->last && !xtxd_txn_complete(x), "LAST of 3 with 2 writes: incomplete");
 	e.key = 1;
 	e.flags = 0;
 	e.nwrites = 0;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	CHECK(!xtxd_txn_complete(x), "a write logged twice does not stand in for a missing one");
 	e.key = 2;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	CHECK(xtxd_txn_complete(x), "with the third write: complete");
 
 	/* writes of keys in different shards: the record names every server of them */
 	e.txn = 9;
 	e.key = 1;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	e.key = 2;
 	e.replicas[0] = 6;
 	e.replicas[1] = 7;
 	e.replicas[2] = 4;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	x = xtxd_txns_get(&t, 9, false, 0);
 	CHECK(x && x->nrep == 4 && x->rep[0] == 4 && x->rep[1] == 5 && x->rep[2] == 6 &&
 	      x->rep[3] == 7, "two shards' replica sets: their union, %u servers", x ? x->nrep : 0);
@@ -524,39 +542,39 @@ static void test_resolver_installs_decided_writes(void)
 	if (!kv || !l.store)
 		goto out;
 	e = wr(1, 5, 0, 0xa1);
-	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_live_version(&l, 0, 1, &v) == 1 && v == 5,
+	CHECK(live_install(&l, &e) == 1 && xtxd_live_version(&l, 0, 1, &v) == 1 && v == 5,
 	      "a new key goes into a free way");
 	CHECK(kv->flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY) && kv->value[0][0] == 0xa1 &&
 	      !kv->lock, "... valid, dirty, bucket unlocked");
 	e = wr(1, 5, 0, 0xb2);
-	CHECK(xtxd_live_install(&l, &e) == 0 && kv->value[0][0] == 0xa1, "same version: kept");
+	CHECK(live_install(&l, &e) == 0 && kv->value[0][0] == 0xa1, "same version: kept");
 	e = wr(1, 4, 0, 0xb2);
-	CHECK(xtxd_live_install(&l, &e) == 0 && kv->version[0] == 5, "older: kept");
+	CHECK(live_install(&l, &e) == 0 && kv->version[0] == 5, "older: kept");
 	e = wr(1, 6, 0, 0xc3);
-	CHECK(xtxd_live_install(&l, &e) == 1 && kv->version[0] == 6 && kv->value[0][0] == 0xc3,
+	CHECK(live_install(&l, &e) == 1 && kv->version[0] == 6 && kv->value[0][0] == 0xc3,
 	      "newer: overwritten");
 	e = wr(1, 7, XTX_LOGF_DELETE, 0);
-	CHECK(xtxd_live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
+	CHECK(live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
 	      xtxd_live_version(&l, 0, 1, &v) == 0 && v == 7, "delete: way freed, floor raised");
 	/* every way taken: the next keys go to the store, which holds two */
 	for (k = 10; k < 10 + XTX_KV_WAYS; k++) {
 		e = wr(k, 8, 0, 0x10);
-		CHECK(xtxd_live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
+		CHECK(live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
 	}
 	for (k = 20; k < 22; k++) {
 		e = wr(k, 8, 0, 0x20);
-		CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, k, &it) &&
+		CHECK(live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, k, &it) &&
 		      it.version == 8, "key %llu into the store", (unsigned long long)k);
 		CHECK(kv->bloom & (1ull << xtx_bloom_bit_of(xtx_hash(0, k))), "its filter bit");
 	}
 	e = wr(22, 8, 0, 0x20);
-	CHECK(xtxd_live_install(&l, &e) == -ENOSPC && xtxd_live_version(&l, 0, 22, &v) == 0,
+	CHECK(live_install(&l, &e) == -ENOSPC && xtxd_live_version(&l, 0, 22, &v) == 0,
 	      "a full store refuses");
 	e = wr(21, 9, 0, 0x21);
-	CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, 21, &it) &&
+	CHECK(live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, 21, &it) &&
 	      it.version == 9 && it.value[0] == 0x21, "a store key updated in place");
 	e = wr(20, 9, XTX_LOGF_DELETE, 0);
-	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_ovf_get(l.store, 0, 20, &it) == -ENOENT,
+	CHECK(live_install(&l, &e) == 1 && xtxd_ovf_get(l.store, 0, 20, &it) == -ENOENT,
 	      "a store key deleted");
 	CHECK(!kv->lock, "every bucket lock let go");
 out:

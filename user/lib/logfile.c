@@ -1228,39 +1228,3 @@ void xtx_logw_close(struct xtx_logw *w)
 	w->buf = NULL;
 }
 
-/* ---- printing ---- */
-
-void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *e, bool json)
-{
-	unsigned int i, vlen = e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE;
-	unsigned int nrep = e->nreplicas < 3 ? e->nreplicas : 3;
-	char flags[32] = "", reps[24] = "";
-	size_t fl = 0, rl = 0;
-
-	if (e->flags & XTX_LOGF_DELETE)
-		fl += snprintf(flags + fl, sizeof(flags) - fl, "%sdelete", fl ? "," : "");
-	if (e->flags & XTX_LOGF_LAST)
-		fl += snprintf(flags + fl, sizeof(flags) - fl, "%slast", fl ? "," : "");
-	if (e->flags & XTX_LOGF_META)
-		fl += snprintf(flags + fl, sizeof(flags) - fl, "%smeta", fl ? "," : "");
-	if (e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META))
-		fl += snprintf(flags + fl, sizeof(flags) - fl, "%s%#x", fl ? "," : "",
-			       e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META));
-	for (i = 0; i < nrep; i++)
-		rl += snprintf(reps + rl, sizeof(reps) - rl, "%s%u", i ? "," : "", e->replicas[i]);
-	if (json)
-		fprintf(f, "{\"cpu\":%u,\"seq\":%llu,\"txn\":%llu,\"client\":%u,\"table\":%u,"
-			"\"key\":%llu,\"version\":%llu,\"flags\":%u,\"replicas\":[%s],\"vlen\":%u,"
-			"\"value\":\"", cpu, (unsigned long long)e->seq, (unsigned long long)e->txn,
-			e->client_id, e->table, (unsigned long long)e->key,
-			(unsigned long long)e->version, e->flags, reps, e->vlen);
-	else
-		fprintf(f, "cpu=%u seq=%llu txn=%llu client=%u table=%u key=%llu version=%llu "
-			"flags=%s replicas=%s vlen=%u value=", cpu, (unsigned long long)e->seq,
-			(unsigned long long)e->txn, e->client_id, e->table,
-			(unsigned long long)e->key, (unsigned long long)e->version,
-			fl ? flags : "none", rl ? reps : "none", e->vlen);
-	for (i = 0; i < vlen; i++)
-		fprintf(f, "%02x", e->value[i]);
-	fputs(json ? "\"}" : "\n", f);
-}
