@@ -12,6 +12,8 @@
 static __always_inline bool xtx_ext_served(__u8 opcode)
 {
 	switch (opcode) {
+	case XTX_OP_LOG_APPEND:
+		return true;
 	default:
 		return false;
 	}

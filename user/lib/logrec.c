@@ -158,6 +158,53 @@ int xtx_logrec_decode(const struct xtx_log_entry *e, size_t n, struct xtx_log_wr
 	return -EBADMSG;
 }
 
+void xtx_logrec_batcher_init(struct xtx_logrec_batcher *b, uint64_t next,
+			     const struct xtx_log_entry *part, uint32_t npart)
+{
+	memset(b, 0, sizeof(*b));
+	b->next = next;
+	if (npart > XTX_LOGREC_MAX_ENTRIES)
+		npart = XTX_LOGREC_MAX_ENTRIES;
+	b->npart = npart;
+	if (npart)
+		memcpy(b->part, part, npart * sizeof(*part));
+}
+
+void xtx_logrec_batch(struct xtx_logrec_batcher *b, const struct xtx_log_entry *e, size_t n,
+		      xtx_logrec_whole_fn fn, void *arg)
+{
+	size_t i = 0, take, whole;
+	uint32_t span;
+
+	if (!n)
+		return;
+	if (e[0].seq < b->next) {
+		i = b->next - e[0].seq;
+		if (i >= n)
+			return;
+	}
+	b->next = e[0].seq + n;
+	if (b->npart) {
+		span = xtx_logrec_span(&b->part[0]);
+		take = span - b->npart < n - i ? span - b->npart : n - i;
+		memcpy(b->part + b->npart, e + i, take * sizeof(*e));
+		b->npart += take;
+		i += take;
+		if (b->npart < span)
+			return;
+		fn(b->part, b->npart, arg);
+		b->npart = 0;
+	}
+	whole = xtx_logrec_whole(e + i, n - i);
+	if (whole)
+		fn(e + i, whole, arg);
+	i += whole;
+	if (i < n) {
+		b->npart = n - i;
+		memcpy(b->part, e + i, b->npart * sizeof(*e));
+	}
+}
+
 void xtx_logrec_print(FILE *f, uint32_t cpu, const struct xtx_log_write *w, bool json)
 {
 	const struct xtx_log_entry *e = &w->e;

@@ -117,6 +117,34 @@ static inline void xtx_logrec_reset(struct xtx_logrec *r)
 int xtx_logrec_decode(const struct xtx_log_entry *e, size_t n, struct xtx_log_write *w,
 		      const char **why);
 
+/*
+ * A log's entries handed over in batches (a reader of a ring: a batch ends
+ * at the ring's end or at a size), passed on in whole writes only: the
+ * entries of a write a batch cuts wait here for the rest of it.
+ */
+struct xtx_logrec_batcher {
+	struct xtx_log_entry part[XTX_LOGREC_MAX_ENTRIES];
+	uint32_t npart;		/* entries of a cut write waiting, seqs part[0].seq.. */
+	uint64_t next;		/* entries below this seq were taken (a batch given again skips them) */
+};
+
+typedef void (*xtx_logrec_whole_fn)(const struct xtx_log_entry *e, size_t n, void *arg);
+
+/* Starts at seq next; a write cut before it: part[0..npart) (a restart finds it in the ring). */
+void xtx_logrec_batcher_init(struct xtx_logrec_batcher *b, uint64_t next,
+			     const struct xtx_log_entry *part, uint32_t npart);
+/*
+ * Takes e[0..n) (seqs e[0].seq.., following on from the last batch or
+ * overlapping it) and calls fn on runs of whole writes, in log order.
+ */
+void xtx_logrec_batch(struct xtx_logrec_batcher *b, const struct xtx_log_entry *e, size_t n,
+		      xtx_logrec_whole_fn fn, void *arg);
+/* Where a reader may free the log up to, of what it has consumed below upto: no cut write's start. */
+static inline uint64_t xtx_logrec_batch_safe(const struct xtx_logrec_batcher *b, uint64_t upto)
+{
+	return b->npart && b->part[0].seq < upto ? b->part[0].seq : upto;
+}
+
 /* One write as a line: cpu=C seq=S txn=T client=ID table=T key=K ... vlen=L value=HEX */
 void xtx_logrec_print(FILE *f, uint32_t cpu, const struct xtx_log_write *w, bool json);
 

@@ -33,13 +33,11 @@ struct drain_cpu {
 	/*
 	 * A big value's head and continuations may leave the ring in two
 	 * batches (a batch's size, the ring's end).  The observer is shown
-	 * whole writes only: the entries of one cut by a batch wait here
-	 * (seqs part[0].seq..), and head never passes its first entry, so
-	 * a drain started again finds it whole in the ring.
+	 * whole writes only: the entries of one cut by a batch wait here,
+	 * and head never passes its first entry, so a drain started again
+	 * finds it whole in the ring.
 	 */
-	struct xtx_log_entry part[XTX_LOGREC_MAX_ENTRIES];
-	uint32_t npart;
-	uint64_t shown;		/* the observer has seen (or waits in part) entries below it */
+	struct xtx_logrec_batcher shown;
 };
 
 static struct {
@@ -266,50 +264,17 @@ static void write_stats_file(void)
 		unlink(tmp);
 }
 
-/*
- * Shows the observer run[0..n) (seqs from run[0].seq, whole writes only),
- * skipping what it saw before a failed append was retried.
- */
-static void observe(struct drain_cpu *dc, const struct xtx_log_entry *run, size_t n)
+static void show(const struct xtx_log_entry *e, size_t n, void *arg)
 {
-	size_t i = 0, take, whole;
-	uint32_t span;
-
-	if (!D.observer)
-		return;
-	if (run[0].seq < dc->shown) {
-		i = dc->shown - run[0].seq;
-		if (i >= n)
-			return;
-	}
-	dc->shown = run[0].seq + n;
-	if (dc->npart) {
-		span = xtx_logrec_span(&dc->part[0]);
-		take = span - dc->npart < n - i ? span - dc->npart : n - i;
-		memcpy(dc->part + dc->npart, run + i, take * sizeof(*run));
-		dc->npart += take;
-		i += take;
-		if (dc->npart < span)
-			return;
-		D.observer(dc->part, dc->npart);
-		dc->npart = 0;
-	}
-	whole = xtx_logrec_whole(run + i, n - i);
-	if (whole)
-		D.observer(run + i, whole);
-	i += whole;
-	if (i < n) {
-		dc->npart = n - i;
-		memcpy(dc->part, run + i, dc->npart * sizeof(*run));
-	}
+	(void)arg;
+	if (D.observer)
+		D.observer(e, n);
 }
 
 /* What head may pass: what is on disk, but never the start of a write not wholly seen. */
 static uint64_t releasable(const struct drain_cpu *dc)
 {
-	uint64_t durable = dc->w.next_seq;
-
-	return dc->npart && dc->part[0].seq < durable ? dc->part[0].seq : durable;
+	return xtx_logrec_batch_safe(&dc->shown, dc->w.next_seq);
 }
 
 /*
@@ -365,7 +330,7 @@ static uint64_t drain_cpu(uint32_t c)
 			}
 		}
 		/* the resolver learns each multi-replica write as it leaves the ring */
-		observe(dc, run, n);
+		xtx_logrec_batch(&dc->shown, run, n, show, NULL);
 		err = xtx_logw_append(&dc->w, run, n);
 		/* what did reach the file counts even when the rest failed */
 		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
@@ -548,6 +513,7 @@ static void cleanup(void)
 static void resume_part(uint32_t c, struct drain_cpu *dc, uint64_t head)
 {
 	const uint8_t *base = D.log + (size_t)c * D.ring * D.stride;
+	struct xtx_log_entry part[XTX_LOGREC_MAX_ENTRIES];
 	uint64_t seq = head, end = dc->w.next_seq, k;
 	const struct xtx_log_entry *e;
 	uint32_t span;
@@ -557,9 +523,9 @@ static void resume_part(uint32_t c, struct drain_cpu *dc, uint64_t head)
 		span = xtx_logrec_span(e);
 		if (end - seq < span) {
 			for (k = 0; seq + k < end; k++)
-				memcpy(&dc->part[k], base + ((seq + k) & (D.ring - 1)) * D.stride,
-				       sizeof(dc->part[k]));
-			dc->npart = (uint32_t)k;
+				memcpy(&part[k], base + ((seq + k) & (D.ring - 1)) * D.stride,
+				       sizeof(part[k]));
+			xtx_logrec_batcher_init(&dc->shown, end, part, (uint32_t)k);
 			return;
 		}
 		seq += span;
@@ -617,7 +583,7 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 			goto fail;
 		dc->head = head;
 		dc->tail0 = dc->tail = tail;
-		dc->shown = dc->w.next_seq;
+		xtx_logrec_batcher_init(&dc->shown, dc->w.next_seq, NULL, 0);
 		if (dc->w.next_seq > head) {
 			resumed += dc->w.next_seq - head;
 			resume_part(c, dc, head);

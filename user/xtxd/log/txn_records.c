@@ -107,7 +107,18 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_write *wr, uint64_t 
 		memcpy(big, wr->value, wr->vlen);
 	}
 	x->big[x->nw] = big;
-	x->w[x->nw++] = *e;
+	x->w[x->nw] = *e;
+	if (big) {
+		/* the head as the log holds it: its length in a struct xtx_log_ext */
+		struct xtx_log_ext ext = { .len = wr->vlen, .txn = e->txn };
+		struct xtx_log_entry *h = &x->w[x->nw];
+
+		h->flags |= XTX_LOGF_EXT;
+		h->vlen = 0;
+		memset(h->value, 0, sizeof(h->value));
+		memcpy(h->value, &ext, sizeof(ext));
+	}
+	x->nw++;
 	for (i = 0; i < e->nreplicas && i < 3; i++)
 		add_replica(x, e->replicas[i]);
 	if (e->flags & XTX_LOGF_LAST) {
