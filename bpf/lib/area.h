@@ -51,7 +51,7 @@ static __always_inline bool xtx_area_tiles(struct xdp_md *ctx, __u32 nops, __u32
 		if (!(op->flags & XTX_OPF_EXT))
 			continue;
 		x = xtx_ext_of(op);
-		if (x->off != next || !x->cap || x->cap > XTX_VALUE_MAX)
+		if (x->off != next || !x->cap)
 			return false;
 		next += xtx_area_span(x->cap);
 	}
