@@ -274,8 +274,9 @@ int main(int argc, char **argv)
 		}
 		rc |= run(c, read_step, &j, "read again") ? 1 : 0;
 	}
-	printf("values: %s, %u keys of %u..%u bytes, value_room aborts %llu\n",
+	printf("values: %s, %u keys of %u..%u bytes, retransmits %llu, value_room aborts %llu\n",
 	       rc ? "WRONG" : "ok", j.nkeys, shortest, longest,
+	       (unsigned long long)xtx_client_stats(c)->retransmits,
 	       (unsigned long long)xtx_client_stats(c)->aborts[XTX_CAUSE_VALUE_ROOM]);
 out:
 	xtx_client_close(c);

@@ -123,10 +123,10 @@ static uint8_t answer_value(struct xtx_op *op, uint8_t *base, const struct row *
 	}
 	e.len = w->vlen;
 	memcpy(op->value, &e, sizeof(e));
+	op->flags |= XTX_OPF_EXT;
 	if (!ext || e.cap < w->vlen)
 		return XTX_ST_TOO_BIG;
 	memcpy(base + e.off, w->value, w->vlen);
-	op->flags |= XTX_OPF_EXT;
 	return XTX_ST_OK;
 }
 
