@@ -52,7 +52,7 @@ check "and grow again ($(tail -n 1 <<<"$out"))" ok "$out"
 hex1025=$(head -c 1025 /dev/zero | tr '\0' 'a' | xxd -p | tr -d '\n')
 out=$(op 0 insert 14 7100 value="$hex1025" 2>&1)
 check "a 1025-byte insert is refused bad_arg ($(cut -c1-60 <<<"$out"))" \
-	grep -q 'status=bad_arg' <<<"$out"
+	grep -q 'refused: bad_arg' <<<"$out"
 out=$(op 0 get 14 7100)
 check "... and stored nothing ($out)" grep -q 'status=not_found' <<<"$out"
 hex1024=${hex1025:2}
