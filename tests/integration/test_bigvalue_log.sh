@@ -82,7 +82,7 @@ PY
 }
 
 # ---- a snapshot of format 1 (values up to 40 bytes) is still read ----
-check "load --count 50" ctl 0 load --count 50 >/dev/null
+check "load --count 50" eval 'ctl 0 load --count 50 >/dev/null'
 ctl 0 dump >"$TMP/want"
 ctl 0 unload >/dev/null
 snap=$(ls "$DATA"/snapshot-*.xsnap | tail -n 1)
