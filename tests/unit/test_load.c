@@ -318,7 +318,7 @@ static void test_big_values_to_the_store(void)
 	o.table = 3;
 	o.key = 999;
 	o.version = 1;
-	o.vlen = 700;
+	o.vlen = XTX_VALUE_MAX;
 	xtxd_ovf_put(l.store, &o);
 	xtxd_ovf_get(l.store, 3, 999, &o);
 	keeps = o.vlen;
