@@ -1441,6 +1441,7 @@ static void exec_big_replay(void)
 	req_init(&r, 6, 50, 1);
 	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
 	off = req_area(&r, 0, 1024, 0, 0);
+	op_at(r.buf, 0)->token = 0x77;	/* the grant XDP's lock half took */
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
 	      rext(&rep, 0).len == 700, "first grant: status %u", rop(&rep, 0)->status);
 	/* the key changes meanwhile (another value): the replay still answers what was granted */
@@ -1452,7 +1453,8 @@ static void exec_big_replay(void)
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
 	      (rop(&rep, 0)->flags & XTX_OPF_EXT) && rext(&rep, 0).len == 700 &&
 	      rop(&rep, 0)->version == 10 && value_is(rep.buf + off, 700, 0x70) &&
-	      x.stats.replays == 1, "replayed grant: status %u len %u v%llu",
+	      rop(&rep, 0)->token == 0x77 && x.stats.replays == 1,
+	      "replayed grant: status %u len %u v%llu",
 	      rop(&rep, 0)->status, rext(&rep, 0).len, (unsigned long long)rop(&rep, 0)->version);
 
 	/* a replayed TOO_BIG answers TOO_BIG with the length again */

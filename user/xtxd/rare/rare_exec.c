@@ -476,6 +476,11 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 	if (rec->status != XTX_ST_OK)
 		return;
 	op->version = rec->version;
+	/*
+	 * A re-deferred grant did not run its lock half again: its token is
+	 * the first copy's, which only this record still has.
+	 */
+	op->token = rec->token;
 	if (answers_value(op)) {
 		/* the room is the request's: its area reference stays in the slot */
 		op->flags = (rec->flags & ~XTX_OPF_EXT) | (op->flags & XTX_OPF_EXT);
@@ -505,6 +510,7 @@ static void record(struct xtxd_exec *x, const struct body *bd, const struct xtx_
 		.status = op->status,
 		.key = op->key,
 		.version = op->version,
+		.token = op->token,
 		.flags = op->flags,
 		.vlen = op->vlen,
 	};
