@@ -483,9 +483,11 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	/*
 	 * A retransmission whose first copy reached xtxd finds its key only
 	 * in the store (xtxd records what it ran); a key in the kernel means
-	 * that copy never ran, so it runs here like a first execution.
+	 * that copy never ran, so it runs here like a first execution.  Not
+	 * so a big write: it leaves the key in the kernel until TC evicts it,
+	 * and that fix may be what was lost.
 	 */
-	if (w >= 0)
+	if (w >= 0 && !xtx_kv_is_big_write(op))
 		force_defer = false;
 	/* recomputed where needed, not carried: a flag kept in a register splits every path */
 	if (xtx_kv_is_big_write(op))
