@@ -1392,7 +1392,7 @@ static void exec_evict(void)
 	      value_is(got.value, 300, 0x5e), "the store holds v%llu of %u bytes",
 	      (unsigned long long)got.version, got.vlen);
 
-	/* its copy again (the answer was lost, TC never evicted): answered from the record, evicting */
+	/* its copy again (the answer was lost, TC never evicted): the record answers, evicting */
 	req_init(&r, 5, 1, 1);
 	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 70, 0);
 	req_area(&r, 0, 512, 300, 0x5e);

@@ -235,7 +235,8 @@ static void print_sizes(const struct xtxd_opts *o)
 			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each, %zu B with "
 			"a %u B value); --capacity KEYS sizes them for the data\n", z->kv_buckets,
 			XTX_KV_WAYS, mib(m.kv_bytes), z->lock_slots, mib(m.lock_bytes),
-			(unsigned long long)z->overflow_max, c.per_key, c.per_big_key, XTX_VALUE_MAX);
+			(unsigned long long)z->overflow_max, c.per_key, c.per_big_key,
+			XTX_VALUE_MAX);
 		return;
 	}
 	pr_info("xtxd: sizes for --capacity %llu keys: kernel cache %u buckets x %u ways "
