@@ -85,6 +85,16 @@ static int emit(struct out *o, const struct xtxd_ovf_item *it)
 
 	if (stopping())
 		return -ECANCELED;
+	/*
+	 * The copy's records are kernel slots: a value over one cannot
+	 * travel in them, and a copy without it would lose the key.
+	 */
+	if (it->vlen > XTX_VALUE_INLINE) {
+		pr_warn("copy: table %u key %llu has a value of %u bytes; the copy carries up to "
+			"%u: not copied\n", it->table, (unsigned long long)it->key, it->vlen,
+			XTX_VALUE_INLINE);
+		return -EFBIG;
+	}
 	k = &o->b[o->n++];
 	memset(k, 0, sizeof(*k));
 	k->key = it->key;
