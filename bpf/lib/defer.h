@@ -20,8 +20,9 @@
 /*
  * How many ops may be deferred so that xtxd's reply (the request's body,
  * value area included, then a fix entry per op and the footer) fits the MTU.
+ * Global: its caller sees one unknown answer, not a path per branch here.
  */
-static __always_inline __u32 xtx_defer_budget(__u32 payload_len)
+__noinline int xtx_defer_budget(__u32 payload_len)
 {
 	__u32 room, n;
 

@@ -405,17 +405,19 @@ static __always_inline void xtx_kv_plan_defer(struct xtx_kv_bucket *b, bool need
  * tombstone): the store takes the key and TC frees the way afterwards
  * (XTX_FIX_EVICT).  A dirty way rides along as the victim, so xtxd saves
  * it first and runs the op on the key's latest state; nothing is filled.
+ * Global, so the op's paths after it are walked once, not per way state.
  */
-static __always_inline void xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w,
-					      struct xtx_defer_entry *e)
+__noinline int xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w, struct xtx_defer_entry *e)
 {
 	__u8 v = w & (XTX_KV_WAYS - 1);
 
+	if (!b || !e)
+		return 0;
 	e->fill_way = v;
 	e->victim_way = XTX_KV_NO_WAY;
 	e->flags = XTX_DEFER_EVICT;
 	if (!(b->flags[v] & XTX_KVF_DIRTY))
-		return;
+		return 0;
 	e->flags |= XTX_DEFER_HAS_VICTIM;
 	e->victim_way = v;
 	e->victim.key = b->key[v];
@@ -426,6 +428,7 @@ static __always_inline void xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w,
 	xtx_kv_copy_value(e->victim.value, b->value[v]);
 	xtx_count(XTX_CTR_KV_VICTIMS);
 	b->flags[v] |= XTX_KVF_IN_USER;
+	return 0;
 }
 
 /*
@@ -440,7 +443,6 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	__u32 bidx = xtx_bucket_of(h, xtx_kv_buckets), i, nd = pc->ndeferred;
 	struct xtx_defer_entry *e;
 	struct xtx_kv_bucket *b;
-	bool big;
 	__u8 st;
 	int w;
 
@@ -481,12 +483,14 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	/*
 	 * A retransmission whose first copy reached xtxd finds its key only
 	 * in the store (xtxd records what it ran); a key in the kernel means
-	 * that copy never ran, so it runs here like a first execution.
+	 * that copy never ran, so it runs here like a first execution.  Not
+	 * so a big write: it leaves the key in the kernel until TC evicts it,
+	 * and that fix may be what was lost.
 	 */
-	if (w >= 0)
+	if (w >= 0 && !xtx_kv_is_big_write(op))
 		force_defer = false;
-	big = xtx_kv_is_big_write(op);
-	if (big)
+	/* recomputed where needed, not carried: a flag kept in a register splits every path */
+	if (xtx_kv_is_big_write(op))
 		st = XTX_KV_DEFER;
 	else if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
 		st = xtx_kv_write_through_op(b, w, op);
@@ -535,7 +539,7 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		if (st == XTX_KV_DEFER && force_defer)
 			pc->redefer_busy = 1;
 		/* answered here, in the slot: a read's room in the area goes unused */
-		if (st != XTX_KV_DEFER && !big)
+		if (st != XTX_KV_DEFER && !xtx_kv_is_big_write(op))
 			op->flags &= ~XTX_OPF_EXT;
 		return st == XTX_KV_DEFER ? XTX_ST_RETRY : st;
 	}
@@ -544,11 +548,14 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	e->op_idx = idx;
 	e->bucket = bidx;
 	e->vfloor = b->vfloor;
-	if (big && w >= 0) {
-		xtx_kv_plan_evict(b, w, e);
+	if (xtx_kv_is_big_write(op)) {
+		if (w >= 0)
+			xtx_kv_plan_evict(b, w, e);
+		else
+			xtx_kv_plan_defer(b, false, e);
 	} else {
 		/* TC fills the slot with what xtxd answers, for ops that answer a key's value */
-		xtx_kv_plan_defer(b, !big && op->opcode != XTX_OP_DELETE &&
+		xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE &&
 				  op->opcode != XTX_OP_OCC_VALIDATE &&
 				  !(op->flags & XTX_OPF_DELETE), e);
 		/* a key cached here is refreshed in place, never copied into a second way */

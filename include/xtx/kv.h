@@ -199,7 +199,8 @@ _Static_assert(sizeof(struct xtx_fix_footer) == 8, "fix footer layout");
 #define XTX_TRAILER_HDR_LEN	8
 #define XTX_DEFER_TRAILER_LEN(n) (XTX_TRAILER_HDR_LEN + (n) * sizeof(struct xtx_defer_entry))
 /* The bytes xtxd appends to a reply body: n fix entries and the footer. */
-#define XTX_FIX_TRAILER_LEN(n)	((n) * sizeof(struct xtx_fix_entry) + sizeof(struct xtx_fix_footer))
+#define XTX_FIX_TRAILER_LEN(n)	\
+	((n) * sizeof(struct xtx_fix_entry) + sizeof(struct xtx_fix_footer))
 
 _Static_assert(__builtin_offsetof(struct xtx_defer_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
 _Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 14 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 15 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -722,6 +722,37 @@ static void test_too_big_grant(void)
 	bucket_reset();
 }
 
+/*
+ * A big write's round trip lost: its key is still in the kernel (TC never
+ * evicted it), yet the first copy may have run, so the retransmission goes
+ * back to xtxd for its record, evicting again.
+ */
+static void test_big_write_redefer(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_defer_record rec;
+	struct run r;
+	__u64 req = next_req++;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 6, 8, 0x66, &v);
+	set_runtime(2 * 1000 * 1000);
+	big_req(&r, 3, req, XTX_OP_UPDATE, 6, 128, 128, 0x67);
+	run(&r);
+	CHECK(r.retval == XDP_PASS, "deferred big UPDATE (%d)", r.retval);
+	nanosleep(&ms5, NULL);
+	big_req(&r, 3, req, XTX_OP_UPDATE, 6, 128, 128, 0x67);
+	run(&r);
+	rec = defer_record_of(&r);
+	CHECK(r.retval == XDP_PASS && rec.t.count == 1 &&
+	      (rec.t.e[0].flags & XTX_DEFER_REPLAY) && (rec.t.e[0].flags & XTX_DEFER_EVICT),
+	      "lost big write: back to xtxd's record, evicting (%d, flags %#x)", r.retval,
+	      rec.t.e[0].flags);
+	set_runtime(0);
+	bucket_reset();
+}
+
 int main(void)
 {
 	xtx_log_libbpf();
@@ -759,6 +790,7 @@ int main(void)
 	RUN_CASE(test_big_write_deferred);
 	RUN_CASE(test_big_write_evicts);
 	RUN_CASE(test_too_big_grant);
+	RUN_CASE(test_big_write_redefer);
 	xtx_tc__destroy(tc);
 	xtx_xdp__destroy(skel);
 	printf("# test_kv: %d passed, %d failed\n", cases_passed, cases_failed);

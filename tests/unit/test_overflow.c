@@ -1392,6 +1392,21 @@ static void exec_evict(void)
 	      value_is(got.value, 300, 0x5e), "the store holds v%llu of %u bytes",
 	      (unsigned long long)got.version, got.vlen);
 
+	/* its copy again (the answer was lost, TC never evicted): the record answers, evicting */
+	req_init(&r, 5, 1, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 70, 0);
+	req_area(&r, 0, 512, 300, 0x5e);
+	set_victim(e, 2, 70, 7, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x07);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 8 && x.stats.duplicates == 1 &&
+	      (rep.ft.e[0].action & XTX_FIX_EVICT) && !(rep.ft.e[0].action & XTX_FIX_FILL),
+	      "evicting update again: status %u v%llu action %#x", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 70, &got) && got.version == 8 && got.vlen == 300,
+	      "the old kernel copy overwrote the store: v%llu", (unsigned long long)got.version);
+
 	/* a clean cached copy: no victim, the store's copy is current */
 	req_init(&r, 5, 2, 1);
 	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 70, 0);
@@ -1441,6 +1456,7 @@ static void exec_big_replay(void)
 	req_init(&r, 6, 50, 1);
 	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
 	off = req_area(&r, 0, 1024, 0, 0);
+	op_at(r.buf, 0)->token = 0x77;	/* the grant XDP's lock half took */
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
 	      rext(&rep, 0).len == 700, "first grant: status %u", rop(&rep, 0)->status);
 	/* the key changes meanwhile (another value): the replay still answers what was granted */
@@ -1452,7 +1468,8 @@ static void exec_big_replay(void)
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
 	      (rop(&rep, 0)->flags & XTX_OPF_EXT) && rext(&rep, 0).len == 700 &&
 	      rop(&rep, 0)->version == 10 && value_is(rep.buf + off, 700, 0x70) &&
-	      x.stats.replays == 1, "replayed grant: status %u len %u v%llu",
+	      rop(&rep, 0)->token == 0x77 && x.stats.replays == 1,
+	      "replayed grant: status %u len %u v%llu",
 	      rop(&rep, 0)->status, rext(&rep, 0).len, (unsigned long long)rop(&rep, 0)->version);
 
 	/* a replayed TOO_BIG answers TOO_BIG with the length again */

@@ -211,6 +211,7 @@ static void print_sizes(const struct xtxd_opts *o)
 	struct xtxd_memory m;
 
 	xtxd_ovf_cost(o->load.value_size, &c.per_key, &c.per_spilling_bucket, &c.per_bucket);
+	xtxd_ovf_cost(XTX_VALUE_MAX, &c.per_big_key, &c.per_spilling_bucket, &c.per_bucket);
 	xtxd_memory_estimate(z->capacity, z, &c, &m);
 	if (z->kv_capped && !o->kv_set)
 		pr_warn("xtxd: --capacity %llu: the kernel cache is capped at %u buckets "
@@ -231,18 +232,21 @@ static void print_sizes(const struct xtxd_opts *o)
 			(unsigned long long)z->overflow_max, (unsigned long long)z->capacity);
 	if (!z->capacity) {
 		pr_info("xtxd: sizes: kernel cache %u buckets x %u ways (%.0f MiB), lock table %u "
-			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each); "
-			"--capacity KEYS sizes them for the data\n", z->kv_buckets, XTX_KV_WAYS,
-			mib(m.kv_bytes), z->lock_slots, mib(m.lock_bytes),
-			(unsigned long long)z->overflow_max, c.per_key);
+			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each, %zu B with "
+			"a %u B value); --capacity KEYS sizes them for the data\n", z->kv_buckets,
+			XTX_KV_WAYS, mib(m.kv_bytes), z->lock_slots, mib(m.lock_bytes),
+			(unsigned long long)z->overflow_max, c.per_key, c.per_big_key,
+			XTX_VALUE_MAX);
 		return;
 	}
 	pr_info("xtxd: sizes for --capacity %llu keys: kernel cache %u buckets x %u ways "
 		"(%.0f MiB), lock table %u slots (%.0f MiB), overflow store up to %llu keys "
-		"(~%.0f MiB expected: ~%llu keys spill); total ~%.0f MiB, %.0f B per key\n",
+		"(~%.0f MiB expected: ~%llu keys spill); total ~%.0f MiB, %.0f B per key; a key "
+		"with a value over %u B lives in the overflow store only (up to %zu B each)\n",
 		(unsigned long long)z->capacity, z->kv_buckets, XTX_KV_WAYS, mib(m.kv_bytes),
 		z->lock_slots, mib(m.lock_bytes), (unsigned long long)z->overflow_max,
-		mib(m.ovf_bytes), (unsigned long long)m.spill_keys, mib(m.total_bytes), m.per_key);
+		mib(m.ovf_bytes), (unsigned long long)m.spill_keys, mib(m.total_bytes), m.per_key,
+		XTX_VALUE_INLINE, c.per_big_key);
 }
 
 static int parse_args(int argc, char **argv, struct xtxd_opts *o)

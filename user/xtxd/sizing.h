@@ -43,9 +43,16 @@ void xtxd_size_for(uint64_t keys, struct xtxd_sizing *s);
 void xtxd_spill_expected(uint64_t keys, uint32_t nbuckets, unsigned int ways, uint64_t *spill_keys,
 			 uint64_t *spill_buckets);
 
-/* What the overflow store costs: per key it holds, per kernel bucket spilling, per kernel bucket. */
+/*
+ * What the overflow store costs: per key it holds (with a value of the
+ * kernel's value size), per kernel bucket spilling, per kernel bucket; and
+ * per key with a value of XTX_VALUE_MAX bytes.  A value over the kernel's
+ * slot lives only here, whatever the cache's room, its node sized to it:
+ * such keys add per_big_key (at most) each to the estimate below.
+ */
 struct xtxd_ovf_cost {
 	size_t per_key, per_spilling_bucket, per_bucket;
+	size_t per_big_key;
 };
 
 struct xtxd_memory {

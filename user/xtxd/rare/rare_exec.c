@@ -476,6 +476,11 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 	if (rec->status != XTX_ST_OK)
 		return;
 	op->version = rec->version;
+	/*
+	 * A re-deferred grant did not run its lock half again: its token is
+	 * the first copy's, which only this record still has.
+	 */
+	op->token = rec->token;
 	if (answers_value(op)) {
 		/* the room is the request's: its area reference stays in the slot */
 		op->flags = (rec->flags & ~XTX_OPF_EXT) | (op->flags & XTX_OPF_EXT);
@@ -505,6 +510,7 @@ static void record(struct xtxd_exec *x, const struct body *bd, const struct xtx_
 		.status = op->status,
 		.key = op->key,
 		.version = op->version,
+		.token = op->token,
 		.flags = op->flags,
 		.vlen = op->vlen,
 	};
@@ -617,10 +623,15 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 		ran = true;
 		/* recorded before the bucket unlocks: a replay of it finds it */
 		record(x, bd, hdr, e->op_idx, op);
-		/* the store holds the key now (the kernel's copy was saved first) */
-		if (e->flags & XTX_DEFER_EVICT)
-			fix->action |= XTX_FIX_EVICT;
 	}
+	/*
+	 * The store holds the key at least as new as the kernel's copy (saved
+	 * first, or clean): the way goes, also when the answer came from a
+	 * record (the first copy's eviction may be what was lost), so XDP
+	 * never answers from a copy older than the store's.
+	 */
+	if ((e->flags & XTX_DEFER_EVICT) && held && saved)
+		fix->action |= XTX_FIX_EVICT;
 	pr_debug("rare: client %u req %llu op %u %s key %llu -> %s v%llu%s\n", hdr->client_id,
 		 (unsigned long long)hdr->req_id, e->op_idx, xtx_op_name(op->opcode) ?: "?",
 		 (unsigned long long)op->key, xtx_status_name(op->status),

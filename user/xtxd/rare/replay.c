@@ -14,7 +14,7 @@ struct replay_slot {
 	uint64_t req_id;
 	uint32_t client_id;
 	uint8_t op_idx, opcode, table, status;
-	uint64_t key, version;
+	uint64_t key, version, token;
 	uint32_t flags;
 	uint16_t vlen;
 	uint8_t small[XTX_VALUE_INLINE];
@@ -66,6 +66,7 @@ static bool slot_set(struct replay_slot *sl, const struct xtxd_replay_rec *rec, 
 	sl->status = rec->status;
 	sl->key = rec->key;
 	sl->version = rec->version;
+	sl->token = rec->token;
 	sl->flags = rec->flags;
 	sl->vlen = vlen;
 	memset(sl->small, 0, sizeof(sl->small));
@@ -84,6 +85,7 @@ static void slot_get(const struct replay_slot *sl, struct xtxd_replay_rec *out)
 	out->status = sl->status;
 	out->key = sl->key;
 	out->version = sl->version;
+	out->token = sl->token;
 	out->flags = sl->flags;
 	out->vlen = sl->vlen;
 	memcpy(out->value, sl->big ? sl->big : sl->small, sl->vlen);

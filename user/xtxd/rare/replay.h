@@ -31,6 +31,7 @@ struct xtxd_replay_rec {
 	uint64_t key;
 	/* the answer (a read's value up to XTX_VALUE_MAX: replies answer from the area too) */
 	uint64_t version;
+	uint64_t token;		/* a grant's, taken in XDP before the hand-off */
 	uint32_t flags;
 	uint16_t vlen;
 	uint8_t value[XTX_VALUE_MAX];
