@@ -1289,7 +1289,7 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 {
 	static const char digits[] = "0123456789abcdef";
 	struct pop_state *p = arg;
-	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_INLINE + 1], num[24], *d, *o = line;
+	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_MAX + 1], num[24], *d, *o = line;
 	unsigned int i, n;
 	size_t len;
 

@@ -14,11 +14,12 @@
 #define WL_LOAD_POLL_NS		(1000 * 1000ull)
 
 int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t *value,
-		uint8_t vlen)
+		uint16_t vlen)
 {
 	struct wl_row *r;
+	uint8_t *v;
 
-	if (vlen > XTX_VALUE_INLINE) {
+	if (vlen > XTX_VALUE_MAX) {
 		fprintf(stderr, "Error: --populate: table %u key %llu: a %u-byte value\n", table,
 			(unsigned long long)key, vlen);
 		return -1;
@@ -34,16 +35,26 @@ int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t
 		rows->r = nr;
 		rows->cap = nc;
 	}
+	v = malloc(vlen ? vlen : 1);
+	if (!v) {
+		fprintf(stderr, "Error: --populate: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	memcpy(v, value, vlen);
 	r = &rows->r[rows->n++];
 	r->table = table;
 	r->key = key;
 	r->vlen = vlen;
-	memcpy(r->value, value, vlen);
+	r->value = v;
 	return 0;
 }
 
 void wl_rows_free(struct wl_rows *rows)
 {
+	size_t i;
+
+	for (i = 0; i < rows->n; i++)
+		free(rows->r[i].value);
 	free(rows->r);
 	memset(rows, 0, sizeof(*rows));
 }

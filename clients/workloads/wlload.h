@@ -25,11 +25,12 @@
 /* How long a batch waits for a table serving the other protocol to switch (XTX_CAUSE_MIXED). */
 #define WL_LOAD_MIXED_WAIT_NS	(10ull * 1000 * 1000 * 1000)
 
+/* A value up to XTX_VALUE_MAX, on the heap: most rows are far shorter. */
 struct wl_row {
 	uint64_t key;
 	uint8_t table;
-	uint8_t vlen;
-	uint8_t value[XTX_VALUE_INLINE];
+	uint16_t vlen;
+	uint8_t *value;
 };
 
 /* The rows to load, in the order the workload emitted them. */
@@ -40,7 +41,7 @@ struct wl_rows {
 
 /* Appends a row; 0 or -1 after printing why. */
 int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t *value,
-		uint8_t vlen);
+		uint16_t vlen);
 void wl_rows_free(struct wl_rows *rows);
 
 struct wl_load_cfg {

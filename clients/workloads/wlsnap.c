@@ -59,27 +59,40 @@ int wl_parse_dump_line(const char *line, struct wl_rec *r)
 {
 	unsigned int table, vlen, i;
 	unsigned long long key, version;
-	char hex[2 * XTX_VALUE_INLINE + 2];
+	const char *hex;
+	int used = -1;
 
-	hex[0] = '\0';
-	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u value=%81s", &table, &key,
-		   &version, &vlen, hex) < 4)
+	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u%n", &table, &key, &version,
+		   &vlen, &used) < 4 || used < 0)
 		return -1;
-	if (table > 255 || vlen > XTX_VALUE_INLINE || strlen(hex) != 2 * vlen)
+	hex = line + used;
+	if (strncmp(hex, " value=", 7))
+		return -1;
+	hex += 7;
+	if (table > 255 || vlen > XTX_VALUE_MAX || strspn(hex, "0123456789abcdef") != 2 * vlen ||
+	    !strchr(" \t\r\n", hex[2 * vlen]))
 		return -1;
 	memset(r, 0, sizeof(*r));
+	r->value = malloc(vlen ? vlen : 1);
+	if (!r->value)
+		return -1;
 	r->table = (uint8_t)table;
 	r->key = key;
 	r->version = version;
-	r->vlen = (uint8_t)vlen;
-	for (i = 0; i < vlen; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -1;
-		r->value[i] = (uint8_t)(hi << 4 | lo);
-	}
+	r->vlen = (uint16_t)vlen;
+	for (i = 0; i < vlen; i++)
+		r->value[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
 	return 0;
+}
+
+void wl_recs_free_values(struct wl_rec *recs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(recs[i].value);
+		recs[i].value = NULL;
+	}
 }
 
 static int rec_cmp(const void *a, const void *b)
@@ -152,8 +165,10 @@ int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int rep
 	qsort(recs, n, sizeof(*recs), rec_cmp);
 	out->r = calloc(n ? n : 1, sizeof(*out->r));
 	out->n = 0;
-	if (!out->r)
+	if (!out->r) {
+		wl_recs_free_values(recs, n);
 		return -ENOMEM;
+	}
 	while (i < n) {
 		for (j = i + 1; j < n && recs[j].table == recs[i].table &&
 		     recs[j].key == recs[i].key; j++)
@@ -162,7 +177,9 @@ int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int rep
 			check_group(&recs[i], j - i, replication, place, place_arg, violations);
 			out->r[kept] = recs[i];
 			out->r[kept++].server = 0;
+			recs[i].value = NULL;	/* out's now */
 		}
+		wl_recs_free_values(&recs[i], j - i);
 		i = j;
 	}
 	out->n = kept;
@@ -201,8 +218,10 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			rc = -1;
 			break;
 		}
-		if (r.table >= 32 || !(mask & (1u << r.table)))
+		if (r.table >= 32 || !(mask & (1u << r.table))) {
+			free(r.value);
 			continue;
+		}
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 4096;
 			struct wl_rec *nr = realloc(*recs, nc * sizeof(*nr));
@@ -210,6 +229,7 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			if (!nr) {
 				fprintf(stderr, "Error: dump of server %u: %s\n", s,
 					strerror(ENOMEM));
+				free(r.value);
 				rc = -1;
 				break;
 			}
@@ -241,6 +261,7 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 		if (s < 64 && (skip >> s & 1))
 			continue;
 		if (dump_server(ctl, s, mask, &recs, &n, &cap)) {
+			wl_recs_free_values(recs, n);
 			free(recs);
 			return -1;
 		}
@@ -256,6 +277,7 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 
 void wl_snap_free(struct wl_snap *s)
 {
+	wl_recs_free_values(s->r, s->n);
 	free(s->r);
 	s->r = NULL;
 	s->n = 0;

@@ -12,13 +12,17 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 
+/*
+ * Values are as long as the row's (up to XTX_VALUE_MAX), each on the heap
+ * and owned by its record: a snapshot of millions of small rows stays small.
+ */
 struct wl_rec {
 	uint8_t table;
-	uint8_t vlen;
+	uint16_t vlen;
 	uint16_t server;	/* while merging: which server's dump it came from */
 	uint64_t key;
 	uint64_t version;
-	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t *value;		/* vlen bytes */
 };
 
 /* Sorted by (table, key), one record per key. */
@@ -43,16 +47,21 @@ typedef unsigned int (*wl_place_fn)(void *arg, uint8_t table, uint64_t key, unsi
 
 /*
  * Parses one `xtxctl dump` line ("table=T key=K version=V vlen=L value=HEX").
- * Returns 0, or -1 for anything else.
+ * Returns 0 (r->value is the caller's to free), or -1 for anything else
+ * (nothing to free).
  */
 int wl_parse_dump_line(const char *line, struct wl_rec *r);
+/* Frees the values of n records (not the array). */
+void wl_recs_free_values(struct wl_rec *recs, size_t n);
 
 /*
  * Merges per-server records (each tagged with its server, any order) into
  * out, keeping tables in mask (bit t for table t), and checks placement:
  * a key must be on each of its `replication` replicas and nowhere else,
  * with equal value and version.  Each breach is printed and counted in
- * *violations.  Consumes recs (sorts it in place).  0, or -ENOMEM.
+ * *violations.  Consumes recs (sorts it in place; the values of records it
+ * does not keep are freed, those it keeps move to out, also on failure
+ * they are freed): the caller frees only the array.  0, or -ENOMEM.
  */
 int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int replication,
 		  wl_place_fn place, void *place_arg, struct wl_snap *out,

@@ -387,19 +387,50 @@ static struct wl_rec rec(uint16_t server, uint8_t table, uint64_t key, uint8_t v
 {
 	struct wl_rec r = { .table = table, .vlen = 1, .server = server, .key = key, .version = 1 };
 
-	r.value[0] = v;
+	r.value = malloc(1);
+	if (r.value)
+		r.value[0] = v;
 	return r;
+}
+
+/* A dump line of a vlen-byte value, byte i = i & 0xff. */
+static char *dump_line(unsigned int vlen)
+{
+	char *line = malloc(64 + 2 * (size_t)vlen), *o;
+	unsigned int i;
+
+	if (!line)
+		return NULL;
+	o = line + sprintf(line, "table=12 key=77 version=4 vlen=%u value=", vlen);
+	for (i = 0; i < vlen; i++)
+		o += sprintf(o, "%02x", i & 0xff);
+	strcpy(o, "\n");
+	return line;
 }
 
 static void test_dump_parse(void)
 {
+	char *big = dump_line(XTX_VALUE_MAX), *over = dump_line(XTX_VALUE_MAX + 1);
+	unsigned int i;
 	struct wl_rec r;
+	bool same;
 
 	CHECK(!wl_parse_dump_line("table=5 key=8804682957401 version=3 vlen=2 value=0aff\n", &r) &&
 	      r.table == 5 && r.key == 8804682957401ull && r.version == 3 && r.vlen == 2 &&
 	      r.value[0] == 0x0a && r.value[1] == 0xff, "a dump line");
+	free(r.value);
 	CHECK(!wl_parse_dump_line("table=8 key=1 version=1 vlen=0 value=\n", &r) && r.vlen == 0,
 	      "an empty value");
+	free(r.value);
+	CHECK(big && !wl_parse_dump_line(big, &r) && r.vlen == XTX_VALUE_MAX, "a 1 KiB value");
+	for (i = 0, same = big != NULL; same && i < XTX_VALUE_MAX; i++)
+		same = r.value[i] == (i & 0xff);
+	CHECK(same, "its bytes");
+	if (big)
+		free(r.value);
+	CHECK(over && wl_parse_dump_line(over, &r) == -1, "a value past XTX_VALUE_MAX refused");
+	free(big);
+	free(over);
 	CHECK(wl_parse_dump_line("table=8 key=1 version=1 vlen=2 value=0a\n", &r) == -1,
 	      "vlen and value disagree");
 	CHECK(wl_parse_dump_line("table=8 key=1 version=1 vlen=1 value=zz\n", &r) == -1,
@@ -423,6 +454,7 @@ static void test_snap_merge(void)
 	struct wl_snap s;
 	unsigned long v = 0;
 	int saved, devnull, err;
+	unsigned int i;
 
 	CHECK(!wl_snap_merge(good, 5, 1u << 8 | 1u << 9, 2, place_mod3, NULL, &s, &v), "merge");
 	CHECK(v == 0 && s.n == 2, "%lu violations, %zu keys", v, s.n);
@@ -430,6 +462,8 @@ static void test_snap_merge(void)
 	      !wl_snap_find(&s, 8, 3) && !wl_snap_find(&s, 3, 5), "find by table and key");
 	CHECK(wl_snap_table(&s, 9, &first) == 1 && first->key == 3, "a table's rows");
 	wl_snap_free(&s);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(!good[i].value, "record %u's value moved to the snapshot or freed", i);
 
 	/* the violations it prints are the point here: keep them out of the suite's output */
 	fflush(stderr);
@@ -474,7 +508,7 @@ static int quietly(int (*fn)(void *), void *arg)
 
 static int add_oversized(void *arg)
 {
-	uint8_t big[XTX_VALUE_INLINE + 1] = {};
+	uint8_t big[XTX_VALUE_MAX + 1] = {};
 
 	return wl_rows_add(arg, 1, 99, big, sizeof(big));
 }
@@ -489,6 +523,7 @@ static int load_hades(void *arg)
 
 static void test_load_rows(void)
 {
+	static uint8_t big[XTX_VALUE_MAX];
 	struct wl_rows rows = {};
 	uint8_t v[XTX_VALUE_INLINE];
 	bool same = true;
@@ -508,7 +543,10 @@ static void test_load_rows(void)
 	CHECK(same, "rows kept in order with their values through the growth");
 	n = rows.n;
 	CHECK(quietly(add_oversized, &rows) == -1 && rows.n == n,
-	      "a value past XTX_VALUE_INLINE refused, nothing added");
+	      "a value past XTX_VALUE_MAX refused, nothing added");
+	big[XTX_VALUE_MAX - 1] = 0x5a;
+	CHECK(!wl_rows_add(&rows, 12, 5, big, XTX_VALUE_MAX) && rows.r[n].vlen == XTX_VALUE_MAX &&
+	      rows.r[n].value[XTX_VALUE_MAX - 1] == 0x5a, "a 1 KiB row kept whole");
 	CHECK(quietly(load_hades, &rows) == -1, "loading under hades refused");
 	wl_rows_free(&rows);
 	CHECK(!rows.r && !rows.n && !rows.cap, "freed");
