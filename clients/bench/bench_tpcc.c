@@ -400,8 +400,9 @@ static void tpcc_summary(const void *vctx, const struct wl_counts *c, double sec
 	unsigned int ns = ctx->nservers ? ctx->nservers : 1;
 
 	if (json) {
-		printf("\"rates\":{\"tpmC\":%.1f,\"tpmC_per_server\":%.1f,\"new_orders_per_s\":%.1f,"
-		       "\"new_orders_per_s_per_server\":%.1f},\"new_order_rollbacks\":%llu,"
+		printf("\"rates\":{\"tpmC\":%.1f,\"tpmC_per_server\":%.1f,"
+		       "\"new_orders_per_s\":%.1f,\"new_orders_per_s_per_server\":%.1f},"
+		       "\"new_order_rollbacks\":%llu,"
 		       "\"delivery_districts_empty\":%llu,\"stock_level_low\":%llu,", nos * 60,
 		       nos * 60 / ns, nos, nos / ns, (unsigned long long)c->x[TPCC_X_ROLLBACK],
 		       (unsigned long long)c->x[TPCC_X_DLV_EMPTY],

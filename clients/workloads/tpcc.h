@@ -186,7 +186,7 @@ struct tpcc_stock {
 
 /* The index rows. */
 struct tpcc_idx {
-	uint32_t o_id;			/* NOHEAD: oldest undelivered; CLAST: the last order */
+	uint32_t o_id;		/* NOHEAD: the oldest undelivered; CLAST: the last order */
 } __attribute__((packed));
 
 struct tpcc_cname {
@@ -203,7 +203,8 @@ struct tpcc_item {
 };
 
 /* The values are the structs' bytes (plus the variable tail of CUSTOMER and STOCK). */
-#define TPCC_OLINES_VLEN(cnt)	(offsetof(struct tpcc_olines, l) + (cnt) * sizeof(struct tpcc_oline))
+#define TPCC_OLINES_VLEN(cnt)	\
+	(offsetof(struct tpcc_olines, l) + (cnt) * sizeof(struct tpcc_oline))
 #define TPCC_CNAME_VLEN(n)	(offsetof(struct tpcc_cname, c_id) + (n) * sizeof(uint16_t))
 
 /*

@@ -157,7 +157,8 @@ static void history(struct ck *k, const struct wl_rec *r)
 	struct dst *d;
 	struct cst *c;
 
-	if (tpcc_dec_fixed(r->value, r->vlen, &h, sizeof(h)) || !(d = district(k, h.w_id, h.d_id)) ||
+	if (tpcc_dec_fixed(r->value, r->vlen, &h, sizeof(h)) ||
+	    !(d = district(k, h.w_id, h.d_id)) ||
 	    !(c = customer(k, h.c_w_id, h.c_d_id, h.c_id)) || !c->have) {
 		bad_row(k, r, "not a HISTORY row of a district and a customer");
 		return;
@@ -281,7 +282,8 @@ static void record(struct ck *k, const struct wl_rec *r)
 		return;
 	case TPCC_K_STOCK:
 		if (w < 1 || w > k->cfg->warehouses || dn || x < 1 || x > k->cfg->items ||
-		    tpcc_dec_tail(r->value, r->vlen, &st, sizeof(st), TPCC_S_DATA_MAX, NULL, &tail) ||
+		    tpcc_dec_tail(r->value, r->vlen, &st, sizeof(st), TPCC_S_DATA_MAX, NULL,
+				  &tail) ||
 		    st.i_id != x || st.w_id != w) {
 			why = "not a STOCK row";
 			break;

@@ -188,6 +188,14 @@ static uint32_t by_name(struct xtx_txn *t, const struct tpcc_txn *x, unsigned in
 
 enum { PAY_W, PAY_D, PAY_C, PAY_NAME };
 
+/* Queues the read of the paying customer for update. */
+static enum xtx_step pay_customer(struct xtx_txn *t, struct tpcc_txn *x)
+{
+	uint64_t key = tpcc_key(TPCC_K_CUSTOMER, x->in.c_w, x->in.c_d, x->c_id);
+
+	return get(t, x, PAY_C, key, true) ? XTX_STEP_READ : broken(x);
+}
+
 static enum xtx_step payment(struct xtx_txn *t, struct tpcc_txn *x)
 {
 	const struct tpcc_input *in = &x->in;
@@ -206,18 +214,15 @@ static enum xtx_step payment(struct xtx_txn *t, struct tpcc_txn *x)
 		    !get(t, x, PAY_D, tpcc_key(TPCC_K_DISTRICT, in->w, in->d, 0), true))
 			return broken(x);
 		if (in->by_name)
-			return get(t, x, PAY_NAME, tpcc_key(TPCC_K_CNAME, in->c_w, in->c_d, in->name),
-				   false) ? XTX_STEP_READ : broken(x);
+			return get(t, x, PAY_NAME,
+				   tpcc_key(TPCC_K_CNAME, in->c_w, in->c_d, in->name), false) ?
+				       XTX_STEP_READ : broken(x);
 		x->c_id = in->c;
-		return get(t, x, PAY_C, tpcc_key(TPCC_K_CUSTOMER, in->c_w, in->c_d, x->c_id), true) ?
-		       XTX_STEP_READ : broken(x);
+		return pay_customer(t, x);
 	}
 	if (!x->c_id) {
 		x->c_id = by_name(t, x, PAY_NAME);
-		if (!x->c_id)
-			return broken(x);
-		return get(t, x, PAY_C, tpcc_key(TPCC_K_CUSTOMER, in->c_w, in->c_d, x->c_id), true) ?
-		       XTX_STEP_READ : broken(x);
+		return x->c_id ? pay_customer(t, x) : broken(x);
 	}
 	if (!fixed(t, x, PAY_W, &w, sizeof(w)) || !fixed(t, x, PAY_D, &d, sizeof(d)) ||
 	    value(t, x, PAY_C, &v, &vlen) ||
@@ -367,7 +372,8 @@ static enum xtx_step delivery(struct xtx_txn *t, struct tpcc_txn *x)
 	if (xtx_delete(t, TPCC_TABLE, tpcc_key(TPCC_K_NEWORDER, in->w, in->d, x->o_id)) ||
 	    !put(t, tpcc_key(TPCC_K_NOHEAD, in->w, in->d, 0), &head, sizeof(head)) ||
 	    !put(t, tpcc_key(TPCC_K_ORDER, in->w, in->d, x->o_id), &o, sizeof(o)) ||
-	    !put(t, tpcc_key(TPCC_K_OLINES, in->w, in->d, x->o_id), &ol, TPCC_OLINES_VLEN(ol.cnt)) ||
+	    !put(t, tpcc_key(TPCC_K_OLINES, in->w, in->d, x->o_id), &ol,
+		 TPCC_OLINES_VLEN(ol.cnt)) ||
 	    !put(t, tpcc_key(TPCC_K_CUSTOMER, in->w, in->d, x->c_id), cbuf, sizeof(c) + tail))
 		return broken(x);
 	return XTX_STEP_COMMIT;
@@ -386,9 +392,12 @@ static enum xtx_step stocklevel(struct xtx_txn *t, struct tpcc_txn *x)
 	if (x->part) {
 		/* a batch of the stock rows: those below the threshold */
 		if (xtx_txn_round(t) == 0) {
-			for (i = 0; i < x->nitems; i++)
-				if (!get(t, x, i, tpcc_key(TPCC_K_STOCK, in->w, 0, x->items[i]), false))
+			for (i = 0; i < x->nitems; i++) {
+				uint64_t key = tpcc_key(TPCC_K_STOCK, in->w, 0, x->items[i]);
+
+				if (!get(t, x, i, key, false))
 					return broken(x);
+			}
 			return XTX_STEP_READ;
 		}
 		for (i = 0; i < x->nitems; i++) {

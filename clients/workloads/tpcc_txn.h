@@ -32,9 +32,9 @@ struct tpcc_txn {
 	bool logical;			/* NewOrder's rollback: a user abort */
 	bool broken;			/* a row missing or malformed, an index disagreeing */
 	bool empty;			/* Delivery: the district had no undelivered order */
-	uint32_t c_id;			/* the customer it found (Payment, OrderStatus, Delivery) */
+	uint32_t c_id;			/* its customer (Payment, OrderStatus, Delivery) */
 	uint32_t o_id;			/* the order it made, read or delivered */
-	int64_t total;			/* NewOrder: the order's total; Delivery: the amount */
+	int64_t total;			/* NewOrder: the order's total; Delivery: paid in */
 	unsigned int low;		/* StockLevel: stock rows below the threshold */
 	int h[XTX_TXN_MAX_KEYS];
 };

@@ -22,7 +22,9 @@ tpcc() {
 # A field of the JSON object inside "total":{...}
 total_field() { grep -o '"total":{[^}]*}' <<<"$1" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
 # A field of one type's object "NAME":{...}
-type_field() { grep -o "\"$2\":{[^}]*}" <<<"$1" | grep -o "\"$3\":[0-9]*" | head -n 1 | cut -d: -f2; }
+type_field() {
+	grep -o "\"$2\":{[^}]*}" <<<"$1" | grep -o "\"$3\":[0-9]*" | head -n 1 | cut -d: -f2
+}
 num_field() { grep -o "\"$2\":[0-9.]*" <<<"$1" | head -n 1 | cut -d: -f2; }
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
@@ -59,7 +61,7 @@ done
 tpmc=$(num_field "$out" tpmC)
 nops=$(num_field "$out" new_orders_per_s)
 check "tpcc: tpmC $tpmc = 60 x new orders/s $nops" \
-	awk -v a="${tpmc:-0}" -v b="${nops:-0}" 'BEGIN { exit !(a > 0 && a - 60 * b < 1 && 60 * b - a < 1) }'
+	awk -v a="${tpmc:-0}" -v b="${nops:-0}" 'BEGIN { exit !(a > 0 && (a - 60 * b)^2 < 1) }'
 ps=$(num_field "$out" new_orders_per_s_per_server)
 check "tpcc: per server = a third ($ps)" \
 	awk -v a="${ps:-0}" -v b="${nops:-0}" 'BEGIN { exit !(a > 0 && (3 * a - b)^2 < 1) }'

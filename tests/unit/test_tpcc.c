@@ -160,7 +160,8 @@ static void test_inputs(void)
 	CHECK(ranges, "Payment inputs in range");
 	CHECK(within_4sigma((double)pay_remote / n, 0.15, n), "remote Payments %.4f, want 0.15",
 	      (double)pay_remote / n);
-	CHECK(within_4sigma((double)by_name / n, 0.6, n) && within_4sigma((double)os_name / n, 0.6, n),
+	CHECK(within_4sigma((double)by_name / n, 0.6, n) &&
+	      within_4sigma((double)os_name / n, 0.6, n),
 	      "customers by name: Payment %.4f, OrderStatus %.4f, want 0.6",
 	      (double)by_name / n, (double)os_name / n);
 	/* one warehouse: nothing can be remote */
@@ -288,8 +289,8 @@ static void test_population(void)
 	unsigned long v;
 
 	CHECK(!populate(&c, &s, &h1), "populate");
-	want = 2 * (1 + 200 + 10 * (1 + 30 * 4 /* C, H, O, OL */ + 30 /* CLAST */ +
-				    (30 - first_new + 1) /* NO */ + 1 /* NOHEAD */ + 30 /* names */));
+	/* W, STOCK; D, then C, H, O, OL and CLAST per customer, NO, NOHEAD, name rows */
+	want = 2 * (1 + 200 + 10 * (1 + 30 * 5 + (30 - first_new + 1) + 1 + 30));
 	CHECK(s.n == want, "%zu rows, want %zu", s.n, want);
 	CHECK(first_new == 22, "orders 22..30 undelivered at 30 customers (2101 of 3000)");
 	v = quiet_check(&c, &s, &t);
@@ -365,7 +366,8 @@ static void test_checks_catch(void)
 	/* condition 3: a new-order row in the middle gone (its order undelivered) */
 	CHECK(!populate(&c, &s, NULL), "populate");
 	r = rec_of(&s, tpcc_key(TPCC_K_NEWORDER, 1, 5, 25));
-	r->key = tpcc_key(TPCC_K_NEWORDER, 1, 5, 9999);	/* sorts last in its district's rows? */
+	/* still sorted: the district's last new-order, before district 6's rows */
+	r->key = tpcc_key(TPCC_K_NEWORDER, 1, 5, 9999);
 	memcpy(&idx, r->value, sizeof(idx));
 	idx.o_id = 9999;
 	memcpy(r->value, &idx, sizeof(idx));
