@@ -65,7 +65,7 @@ static const struct option tpcc_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const uint8_t tpcc_tables[] = { TPCC_TABLE };
+static const uint8_t tpcc_tables[] = { TPCC_T_SMALL, TPCC_T_MID, TPCC_T_BIG };
 
 static void tpcc_usage(FILE *out)
 {
@@ -79,9 +79,10 @@ static void tpcc_usage(FILE *out)
 		"of NewOrders rolled back (a logical failure).  The home warehouse is\n"
 		"uniform over all of them; no terminals, no keying or think times.\n"
 		"\n"
-		"Every row is table %u, its TPC-C table the key's top byte; full rows as\n"
-		"values up to 1 KiB (CUSTOMER ~670 B, STOCK ~300 B, an order's lines packed\n"
-		"in one row of up to 668 B).  ITEM never changes and is computed by each\n"
+		"A key's top byte names its TPC-C table; the rows live in wire tables %u\n"
+		"(ORDER, NEW-ORDER, indexes: within 40 bytes), %u (WAREHOUSE, DISTRICT,\n"
+		"STOCK up to 306 B, HISTORY, last names) and %u (CUSTOMER up to 670 B, an\n"
+		"order's lines packed in one row of up to 668 B): full rows as values.  ITEM never changes and is computed by each\n"
 		"client.  Index rows kept inside the transactions: each district's oldest\n"
 		"undelivered order (Delivery), each customer's last order (OrderStatus),\n"
 		"the customers of each last name (written at load).  Delivery runs as one\n"
@@ -114,7 +115,7 @@ static void tpcc_usage(FILE *out)
 		"\n"
 		"Example: xtxbench tpcc --servers 10.77.0.2,10.77.1.2,10.77.2.2 --warehouses 1\n"
 		"         --ctl ns0:if0,ns1:if1,ns2:if2 --populate --duration 10 --verify\n",
-		TPCC_TABLE, TPCC_SL_BATCH, XTX_TXN_MAX_KEYS);
+		TPCC_T_SMALL, TPCC_T_MID, TPCC_T_BIG, TPCC_SL_BATCH, XTX_TXN_MAX_KEYS);
 }
 
 static int tpcc_handle_opt(void *vctx, int c, const char *arg)
@@ -428,7 +429,7 @@ static int emit_row(void *arg, uint64_t key, const void *value, uint16_t vlen)
 {
 	struct emit_arg *e = arg;
 
-	return e->emit(e->arg, TPCC_TABLE, key, value, vlen);
+	return e->emit(e->arg, tpcc_table_of(key), key, value, vlen);
 }
 
 static int tpcc_populate(void *vctx, wl_emit_fn emit, void *arg)

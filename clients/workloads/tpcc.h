@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * TPC-C (specification 5.11) as key-value rows: one wire table whose 8-byte
- * keys start with a kind byte naming the TPC-C table, full rows as values
- * of up to 1 KiB, the population (clause 4.3.3.1) and the transactions'
+ * TPC-C (specification 5.11) as key-value rows: 8-byte keys that start
+ * with a kind byte naming the TPC-C table, full rows as values of up to
+ * 1 KiB in three wire tables by size, the population (clause 4.3.3.1) and the transactions'
  * inputs (clause 2.4-2.8).  Warehouse, district, customer, order and item
  * ids are 1-based as in the specification.
  *
@@ -30,10 +30,13 @@
 #include <stdint.h>
 
 /*
- * The wire table: ids are few (16) and shared by every workload, so
- * TPC-C's tables are the kinds below inside one.
+ * Wire table ids are few (16) and shared by every workload, so TPC-C's
+ * tables are the kinds below, in three wire tables by value size: a read
+ * reserves room in its request for the longest value its table holds.
  */
-#define TPCC_TABLE		12
+#define TPCC_T_SMALL		6	/* ORDER, NEW-ORDER, the order indexes: within the slot */
+#define TPCC_T_MID		7	/* WAREHOUSE, DISTRICT, STOCK, HISTORY, name index */
+#define TPCC_T_BIG		12	/* CUSTOMER and the order lines: up to 670 bytes */
 
 enum tpcc_kind {
 	TPCC_K_WAREHOUSE = 1,	/* (w) */
@@ -75,6 +78,23 @@ static inline uint32_t tpcc_key_d(uint64_t key)
 static inline uint32_t tpcc_key_x(uint64_t key)
 {
 	return (uint32_t)key;
+}
+
+/* The wire table of a key's kind. */
+static inline uint8_t tpcc_table_of(uint64_t key)
+{
+	switch (tpcc_key_kind(key)) {
+	case TPCC_K_ORDER:
+	case TPCC_K_NEWORDER:
+	case TPCC_K_NOHEAD:
+	case TPCC_K_CLAST:
+		return TPCC_T_SMALL;
+	case TPCC_K_CUSTOMER:
+	case TPCC_K_OLINES:
+		return TPCC_T_BIG;
+	default:
+		return TPCC_T_MID;
+	}
 }
 
 /* A Payment's history row: unique per client and sequence number (40 bits). */

@@ -102,13 +102,17 @@ static uint16_t name_number(const struct ck *k, const char *last)
 	return UINT16_MAX;
 }
 
+static const struct wl_rec *find(const struct ck *k, uint64_t key)
+{
+	return wl_snap_find(k->s, tpcc_table_of(key), key);
+}
+
 /* An order, with its lines and new-order row: conditions 5-7, delivered amounts. */
 static void order(struct ck *k, const struct wl_rec *r, struct dst *d)
 {
 	uint32_t w = tpcc_key_w(r->key), dd = tpcc_key_d(r->key), o = tpcc_key_x(r->key), i;
-	const struct wl_rec *lr = wl_snap_find(k->s, TPCC_TABLE,
-					       tpcc_key(TPCC_K_OLINES, w, dd, o));
-	bool no = wl_snap_find(k->s, TPCC_TABLE, tpcc_key(TPCC_K_NEWORDER, w, dd, o));
+	const struct wl_rec *lr = find(k, tpcc_key(TPCC_K_OLINES, w, dd, o));
+	bool no = find(k, tpcc_key(TPCC_K_NEWORDER, w, dd, o));
 	struct tpcc_olines ol;
 	struct tpcc_order ord;
 	struct cst *c;
@@ -309,7 +313,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		cname(k, r);
 		return;
 	default:
-		why = "a key of no TPC-C table";
+		break;	/* counted by the caller */
 	}
 	if (why)
 		bad_row(k, r, why);
@@ -369,7 +373,9 @@ static void customer_checks(struct ck *k, uint32_t w, uint32_t dn, uint32_t cn,
 unsigned long tpcc_check_snap(const struct tpcc_cfg *cfg, const struct wl_snap *s,
 			      const char *when, struct tpcc_totals *tot)
 {
-	size_t nd = (size_t)cfg->warehouses * TPCC_DISTRICTS, n, i;
+	static const uint8_t tables[] = { TPCC_T_SMALL, TPCC_T_MID, TPCC_T_BIG };
+	size_t nd = (size_t)cfg->warehouses * TPCC_DISTRICTS, n, i, t;
+	enum tpcc_kind kind;
 	struct ck *k = calloc(1, sizeof(*k));
 	const struct wl_rec *r;
 	unsigned long sum = 0;
@@ -399,9 +405,20 @@ unsigned long tpcc_check_snap(const struct tpcc_cfg *cfg, const struct wl_snap *
 	k->tot = tot;
 	for (i = 0; i < tpcc_names(cfg); i++)
 		tpcc_last_name((uint32_t)i, k->names[i]);
-	n = wl_snap_table(s, TPCC_TABLE, &r);
-	for (i = 0; i < n; i++)
-		record(k, &r[i]);
+	/* kind by kind: customers before what refers to them, orders before their index */
+	for (kind = 1; kind < TPCC_NKINDS; kind++) {
+		n = wl_snap_table(s, tpcc_table_of(tpcc_key(kind, 0, 0, 0)), &r);
+		for (i = 0; i < n; i++)
+			if (tpcc_key_kind(r[i].key) == kind)
+				record(k, &r[i]);
+	}
+	for (t = 0; t < sizeof(tables); t++) {
+		n = wl_snap_table(s, tables[t], &r);
+		for (i = 0; i < n; i++)
+			if (!tpcc_key_kind(r[i].key) || tpcc_key_kind(r[i].key) >= TPCC_NKINDS ||
+			    tpcc_table_of(r[i].key) != tables[t])
+				bad_row(k, &r[i], "a key of no TPC-C table, or in another's");
+	}
 	for (w = 1; w <= cfg->warehouses; w++) {
 		struct wst *ws = &k->w[w - 1];
 		int64_t dsum = 0;

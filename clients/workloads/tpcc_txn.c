@@ -32,7 +32,7 @@ static enum xtx_step broken(struct tpcc_txn *x)
 static bool get(struct xtx_txn *t, struct tpcc_txn *x, unsigned int slot, uint64_t key,
 		bool for_update)
 {
-	x->h[slot] = xtx_get(t, TPCC_TABLE, key, for_update ? XTX_GET_FOR_UPDATE : 0);
+	x->h[slot] = xtx_get(t, tpcc_table_of(key), key, for_update ? XTX_GET_FOR_UPDATE : 0);
 	return x->h[slot] >= 0;
 }
 
@@ -56,12 +56,12 @@ static bool fixed(struct xtx_txn *t, const struct tpcc_txn *x, unsigned int slot
 
 static bool put(struct xtx_txn *t, uint64_t key, const void *v, size_t vlen)
 {
-	return !xtx_put(t, TPCC_TABLE, key, v, (uint16_t)vlen);
+	return !xtx_put(t, tpcc_table_of(key), key, v, (uint16_t)vlen);
 }
 
 static bool insert(struct xtx_txn *t, uint64_t key, const void *v, size_t vlen)
 {
-	return !xtx_insert(t, TPCC_TABLE, key, v, (uint16_t)vlen);
+	return !xtx_insert(t, tpcc_table_of(key), key, v, (uint16_t)vlen);
 }
 
 /* ---- NewOrder (clause 2.4.2) ---- */
@@ -323,6 +323,7 @@ static enum xtx_step delivery(struct xtx_txn *t, struct tpcc_txn *x)
 	struct tpcc_idx head;
 	const void *v;
 	uint16_t vlen;
+	uint64_t no_key;
 	unsigned int i;
 	size_t tail;
 	int no;
@@ -369,7 +370,8 @@ static enum xtx_step delivery(struct xtx_txn *t, struct tpcc_txn *x)
 	c.delivery_cnt++;
 	memcpy(cbuf, &c, sizeof(c));
 	head.o_id = x->o_id + 1;
-	if (xtx_delete(t, TPCC_TABLE, tpcc_key(TPCC_K_NEWORDER, in->w, in->d, x->o_id)) ||
+	no_key = tpcc_key(TPCC_K_NEWORDER, in->w, in->d, x->o_id);
+	if (xtx_delete(t, tpcc_table_of(no_key), no_key) ||
 	    !put(t, tpcc_key(TPCC_K_NOHEAD, in->w, in->d, 0), &head, sizeof(head)) ||
 	    !put(t, tpcc_key(TPCC_K_ORDER, in->w, in->d, x->o_id), &o, sizeof(o)) ||
 	    !put(t, tpcc_key(TPCC_K_OLINES, in->w, in->d, x->o_id), &ol,

@@ -4,7 +4,7 @@
 # items, 60 customers a district): the standard mix under OCC and NewOrder alone under 2PL,
 # each passing --verify (conditions 1-10, 12, the indexes, the run's commits in the store),
 # once under loss; a row slipped in behind its back fails --verify; HADES refused.
-# checks: 39 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 40 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -50,10 +50,16 @@ out=$(tpcc --populate --duration 3 --warmup 500ms --threads 2 --json --verify 2>
 rc=$?
 verified "tpcc standard occ" "$out" "$rc"
 check "tpcc: occ is the default" grep -q '"protocol":"occ"' <<<"$out"
-n=$(ctl 1 dump | grep -c "^table=12 key=$(((3 << 56) | (1 << 40) | (1 << 32)))")
-check "tpcc: customer 1/1/0 absent, ids are 1-based (${n})" test "$n" -eq 0
-n=$(ctl 1 dump | grep -c "^table=12 key=$(((1 << 56)))")
-check "tpcc: warehouse rows 1-based too ($n)" test "$n" -eq 0
+ctl 1 dump >"$tmp/dump1"
+n=$(grep -c "^table=12 key=$(((3 << 56) | (1 << 40) | (1 << 32) | 60)) " "$tmp/dump1")
+m=$(grep -c "^table=12 key=$(((3 << 56) | (1 << 40) | (1 << 32))) " "$tmp/dump1")
+check "tpcc: customer 1/1/60 in table 12, 1/1/0 nowhere: ids are 1-based ($n, $m)" \
+	test "$n.$m" = "1.0"
+n=$(grep -c "^table=7 key=$(((1 << 56) | (3 << 40))) " "$tmp/dump1")
+m=$(grep -c "^table=7 key=$((1 << 56)) " "$tmp/dump1")
+check "tpcc: warehouse 3 of 3 in table 7, warehouse 0 nowhere ($n, $m)" test "$n.$m" = "1.0"
+n=$(grep -c "^table=6 key=$(((6 << 56) | (2 << 40) | (10 << 32) | 60)) " "$tmp/dump1")
+check "tpcc: order 2/10/60 in table 6, the small rows' ($n)" test "$n" -eq 1
 for t in NO PAY OS DLV SL; do
 	c=$(type_field "$out" "$t" committed)
 	check "tpcc: $t committed (${c:-0})" test "${c:-0}" -gt 0
@@ -98,7 +104,7 @@ tpcc --duration 2 --warmup 0 --verify >"$tmp/t.out" 2>&1 &
 pid=$!
 sleep 1
 key=$(((5 << 56) | (1 << 40) | (1 << 32) | 99999))
-for i in 0 1 2; do op "$i" insert 12 "$key" value=9f860100 >/dev/null; done
+for i in 0 1 2; do op "$i" insert 6 "$key" value=9f860100 >/dev/null; done
 wait "$pid"
 rc=$?
 out=$(cat "$tmp/t.out")

@@ -15,6 +15,8 @@
 #include "tpcc_txn.h"
 #include "wlsnap.h"
 
+#define TPCC_TABLES	(1u << TPCC_T_SMALL | 1u << TPCC_T_MID | 1u << TPCC_T_BIG)
+
 static int within_4sigma(double got, double p, uint64_t n)
 {
 	return fabs(got - p) <= 4 * sqrt(p * (1 - p) / (double)n);
@@ -211,7 +213,7 @@ static int collect(void *arg, uint64_t key, const void *value, uint16_t vlen)
 	}
 	r = &p->r[p->n++];
 	memset(r, 0, sizeof(*r));
-	r->table = TPCC_TABLE;
+	r->table = tpcc_table_of(key);
 	r->key = key;
 	r->version = 1;
 	r->vlen = vlen;
@@ -244,7 +246,7 @@ static int populate(const struct tpcc_cfg *c, struct wl_snap *s, uint64_t *hash)
 			return -1;
 	if (hash)
 		*hash = p.hash;
-	if (wl_snap_merge(p.r, p.n, 1u << TPCC_TABLE, 1, place0, NULL, s, &v) || v)
+	if (wl_snap_merge(p.r, p.n, TPCC_TABLES, 1, place0, NULL, s, &v) || v)
 		return -1;
 	free(p.r);
 	return 0;
@@ -253,7 +255,7 @@ static int populate(const struct tpcc_cfg *c, struct wl_snap *s, uint64_t *hash)
 /* The snapshot's record of key, to change in place. */
 static struct wl_rec *rec_of(struct wl_snap *s, uint64_t key)
 {
-	return (struct wl_rec *)wl_snap_find(s, TPCC_TABLE, key);
+	return (struct wl_rec *)wl_snap_find(s, tpcc_table_of(key), key);
 }
 
 static unsigned long quiet_check(const struct tpcc_cfg *c, const struct wl_snap *s,
@@ -305,8 +307,7 @@ static void test_population(void)
 	CHECK(!populate(&c2, &s2, &h3) && h1 != h3, "another seed, other rows");
 	wl_snap_free(&s2);
 	for (d = 1; d <= 10; d++) {
-		const struct wl_rec *r = wl_snap_find(&s, TPCC_TABLE,
-						      tpcc_key(TPCC_K_CNAME, 1, d, 0));
+		const struct wl_rec *r = rec_of(&s, tpcc_key(TPCC_K_CNAME, 1, d, 0));
 		struct tpcc_cname cn;
 
 		CHECK(r && !tpcc_dec_cname(r->value, r->vlen, &cn) && cn.n >= 1,
@@ -320,8 +321,7 @@ static void test_population(void)
 	v = quiet_check(&c, &s, &t);
 	CHECK(v == 0, "2000 customers a district: every check passes (%lu violations)", v);
 	for (d = 0, want = 0; d < 1000; d++) {
-		const struct wl_rec *r = wl_snap_find(&s, TPCC_TABLE,
-						      tpcc_key(TPCC_K_CNAME, 1, 1, d));
+		const struct wl_rec *r = rec_of(&s, tpcc_key(TPCC_K_CNAME, 1, 1, d));
 		struct tpcc_cname cn;
 
 		if (r && !tpcc_dec_cname(r->value, r->vlen, &cn))

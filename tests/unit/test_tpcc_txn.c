@@ -19,6 +19,8 @@
 #include "wlsnap.h"
 #include "zipf.h"
 
+#define TPCC_TABLES	(1u << TPCC_T_SMALL | 1u << TPCC_T_MID | 1u << TPCC_T_BIG)
+
 int check_failed, cases_passed, cases_failed;
 
 /* ---- the store: open addressing over (key), one table ---- */
@@ -87,7 +89,7 @@ static int key_index(struct xtx_txn *t, uint8_t table, uint64_t key)
 {
 	unsigned int i;
 
-	if (table != TPCC_TABLE) {
+	if (table != tpcc_table_of(key)) {
 		t->misuse = true;
 		return -EINVAL;
 	}
@@ -244,11 +246,11 @@ static int snapshot(struct wl_snap *s)
 
 		if (!r->used || !r->live)
 			continue;
-		recs[n] = (struct wl_rec){ .table = TPCC_TABLE, .vlen = r->vlen, .key = r->key,
+		recs[n] = (struct wl_rec){ .table = tpcc_table_of(r->key), .vlen = r->vlen, .key = r->key,
 					   .version = r->version, .value = malloc(r->vlen + 1) };
 		memcpy(recs[n++].value, r->value, r->vlen);
 	}
-	i = (size_t)wl_snap_merge(recs, n, 1u << TPCC_TABLE, 1, place0, NULL, s, &v);
+	i = (size_t)wl_snap_merge(recs, n, TPCC_TABLES, 1, place0, NULL, s, &v);
 	free(recs);
 	return i || v ? -1 : 0;
 }
