@@ -118,7 +118,7 @@ static void order(struct ck *k, const struct wl_rec *r, struct dst *d)
 	struct cst *c;
 	int64_t sum = 0;
 
-	if (tpcc_dec_fixed(r->value, r->vlen, &ord, sizeof(ord)) || ord.o_id != o) {
+	if (tpcc_dec_fixed(wl_rec_value(r), r->vlen, &ord, sizeof(ord)) || ord.o_id != o) {
 		bad_row(k, r, "not an ORDER row of its id");
 		return;
 	}
@@ -136,7 +136,7 @@ static void order(struct ck *k, const struct wl_rec *r, struct dst *d)
 	if ((ord.carrier_id == 0) != no)
 		wl_violation(&k->v[CK_567], "%s: order %u/%u/%u: carrier %u, %s new-order row",
 			     k->when, w, dd, o, ord.carrier_id, no ? "a" : "no");
-	if (!lr || tpcc_dec_olines(lr->value, lr->vlen, &ol) || ol.o_id != o) {
+	if (!lr || tpcc_dec_olines(wl_rec_value(lr), lr->vlen, &ol) || ol.o_id != o) {
 		wl_violation(&k->v[CK_567], "%s: order %u/%u/%u: no order-lines row", k->when,
 			     w, dd, o);
 		return;
@@ -161,7 +161,7 @@ static void history(struct ck *k, const struct wl_rec *r)
 	struct dst *d;
 	struct cst *c;
 
-	if (tpcc_dec_fixed(r->value, r->vlen, &h, sizeof(h)) ||
+	if (tpcc_dec_fixed(wl_rec_value(r), r->vlen, &h, sizeof(h)) ||
 	    !(d = district(k, h.w_id, h.d_id)) ||
 	    !(c = customer(k, h.c_w_id, h.c_d_id, h.c_id)) || !c->have) {
 		bad_row(k, r, "not a HISTORY row of a district and a customer");
@@ -179,7 +179,7 @@ static void cname(struct ck *k, const struct wl_rec *r)
 	struct tpcc_cname *cn = malloc(sizeof(*cn));
 	const struct cst *prev = NULL;
 
-	if (!cn || tpcc_dec_cname(r->value, r->vlen, cn) || !district(k, w, d) ||
+	if (!cn || tpcc_dec_cname(wl_rec_value(r), r->vlen, cn) || !district(k, w, d) ||
 	    n >= tpcc_names(k->cfg)) {
 		bad_row(k, r, "not a name index row");
 		free(cn);
@@ -221,7 +221,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 	switch (tpcc_key_kind(r->key)) {
 	case TPCC_K_WAREHOUSE:
 		if (w < 1 || w > k->cfg->warehouses || dn || x ||
-		    tpcc_dec_fixed(r->value, r->vlen, &wh, sizeof(wh)) || wh.w_id != w) {
+		    tpcc_dec_fixed(wl_rec_value(r), r->vlen, &wh, sizeof(wh)) || wh.w_id != w) {
 			why = "not a WAREHOUSE row";
 			break;
 		}
@@ -230,7 +230,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		k->tot->w_ytd += wh.ytd;
 		return;
 	case TPCC_K_DISTRICT:
-		if (!d || x || tpcc_dec_fixed(r->value, r->vlen, &dr, sizeof(dr)) ||
+		if (!d || x || tpcc_dec_fixed(wl_rec_value(r), r->vlen, &dr, sizeof(dr)) ||
 		    dr.w_id != w || dr.d_id != dn) {
 			why = "not a DISTRICT row";
 			break;
@@ -240,7 +240,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		d->next_o = dr.next_o_id;
 		return;
 	case TPCC_K_CUSTOMER:
-		if (!c || tpcc_dec_tail(r->value, r->vlen, &cu, sizeof(cu), TPCC_C_DATA_MAX, NULL,
+		if (!c || tpcc_dec_tail(wl_rec_value(r), r->vlen, &cu, sizeof(cu), TPCC_C_DATA_MAX, NULL,
 					&tail) || cu.c_id != x) {
 			why = "not a CUSTOMER row";
 			break;
@@ -259,7 +259,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		history(k, r);
 		return;
 	case TPCC_K_NEWORDER:
-		if (!d || tpcc_dec_fixed(r->value, r->vlen, &no, sizeof(no)) || no.o_id != x) {
+		if (!d || tpcc_dec_fixed(wl_rec_value(r), r->vlen, &no, sizeof(no)) || no.o_id != x) {
 			why = "not a NEW-ORDER row";
 			break;
 		}
@@ -278,7 +278,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		order(k, r, d);
 		return;
 	case TPCC_K_OLINES:
-		if (!d || tpcc_dec_olines(r->value, r->vlen, &ol) || ol.o_id != x) {
+		if (!d || tpcc_dec_olines(wl_rec_value(r), r->vlen, &ol) || ol.o_id != x) {
 			why = "not an ORDER-LINE row";
 			break;
 		}
@@ -286,7 +286,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		return;
 	case TPCC_K_STOCK:
 		if (w < 1 || w > k->cfg->warehouses || dn || x < 1 || x > k->cfg->items ||
-		    tpcc_dec_tail(r->value, r->vlen, &st, sizeof(st), TPCC_S_DATA_MAX, NULL,
+		    tpcc_dec_tail(wl_rec_value(r), r->vlen, &st, sizeof(st), TPCC_S_DATA_MAX, NULL,
 				  &tail) ||
 		    st.i_id != x || st.w_id != w) {
 			why = "not a STOCK row";
@@ -295,7 +295,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		k->w[w - 1].stock++;
 		return;
 	case TPCC_K_NOHEAD:
-		if (!d || x || tpcc_dec_fixed(r->value, r->vlen, &idx, sizeof(idx))) {
+		if (!d || x || tpcc_dec_fixed(wl_rec_value(r), r->vlen, &idx, sizeof(idx))) {
 			why = "not a new-order head row";
 			break;
 		}
@@ -303,7 +303,7 @@ static void record(struct ck *k, const struct wl_rec *r)
 		d->head = idx.o_id;
 		return;
 	case TPCC_K_CLAST:
-		if (!c || tpcc_dec_fixed(r->value, r->vlen, &idx, sizeof(idx))) {
+		if (!c || tpcc_dec_fixed(wl_rec_value(r), r->vlen, &idx, sizeof(idx))) {
 			why = "not a customer's last order row";
 			break;
 		}

@@ -55,44 +55,51 @@ static int hexval(char c)
 	return -1;
 }
 
+void wl_rec_release(struct wl_rec *r)
+{
+	free(r->big);
+	r->big = NULL;
+}
+
 int wl_parse_dump_line(const char *line, struct wl_rec *r)
 {
 	unsigned int table, vlen, i;
 	unsigned long long key, version;
 	const char *hex;
-	int used = -1;
+	size_t hexlen;
+	uint8_t *out;
+	int n = 0;
 
-	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u%n", &table, &key, &version,
-		   &vlen, &used) < 4 || used < 0)
+	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u value=%n", &table, &key,
+		   &version, &vlen, &n) < 4 || !n)
 		return -1;
-	hex = line + used;
-	if (strncmp(hex, " value=", 7))
-		return -1;
-	hex += 7;
-	if (table > 255 || vlen > XTX_VALUE_MAX || strspn(hex, "0123456789abcdef") != 2 * vlen ||
-	    !strchr(" \t\r\n", hex[2 * vlen]))
+	hex = line + n;
+	hexlen = strcspn(hex, " \t\r\n");
+	if (table > 255 || vlen > XTX_VALUE_MAX || hexlen != 2 * (size_t)vlen ||
+	    strspn(hex + hexlen, " \t\r\n") != strlen(hex + hexlen))
 		return -1;
 	memset(r, 0, sizeof(*r));
-	r->value = malloc(vlen ? vlen : 1);
-	if (!r->value)
-		return -1;
 	r->table = (uint8_t)table;
 	r->key = key;
 	r->version = version;
 	r->vlen = (uint16_t)vlen;
-	for (i = 0; i < vlen; i++)
-		r->value[i] = (uint8_t)(hexval(hex[2 * i]) << 4 | hexval(hex[2 * i + 1]));
-	return 0;
-}
-
-void wl_recs_free_values(struct wl_rec *recs, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(recs[i].value);
-		recs[i].value = NULL;
+	out = r->value;
+	if (vlen > XTX_VALUE_INLINE) {
+		r->big = malloc(vlen);
+		if (!r->big)
+			return -1;
+		out = r->big;
 	}
+	for (i = 0; i < vlen; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			wl_rec_release(r);
+			return -1;
+		}
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
 }
 
 static int rec_cmp(const void *a, const void *b)
@@ -109,7 +116,7 @@ static int rec_cmp(const void *a, const void *b)
 static bool same_data(const struct wl_rec *a, const struct wl_rec *b)
 {
 	return a->vlen == b->vlen && a->version == b->version &&
-	       !memcmp(a->value, b->value, a->vlen);
+	       !memcmp(wl_rec_value(a), wl_rec_value(b), a->vlen);
 }
 
 /* One key's records g[0..n): on its replicas only, once each, all equal. */
@@ -166,20 +173,27 @@ int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int rep
 	out->r = calloc(n ? n : 1, sizeof(*out->r));
 	out->n = 0;
 	if (!out->r) {
-		wl_recs_free_values(recs, n);
+		for (i = 0; i < n; i++)
+			wl_rec_release(&recs[i]);
 		return -ENOMEM;
 	}
 	while (i < n) {
+		size_t k;
+		bool keep;
+
 		for (j = i + 1; j < n && recs[j].table == recs[i].table &&
 		     recs[j].key == recs[i].key; j++)
 			;
-		if (recs[i].table < 32 && (mask & (1u << recs[i].table))) {
+		keep = recs[i].table < 32 && (mask & (1u << recs[i].table));
+		if (keep) {
 			check_group(&recs[i], j - i, replication, place, place_arg, violations);
 			out->r[kept] = recs[i];
 			out->r[kept++].server = 0;
-			recs[i].value = NULL;	/* out's now */
+			recs[i].big = NULL;	/* the snapshot's now */
 		}
-		wl_recs_free_values(&recs[i], j - i);
+		/* the other replicas' copies were only for comparing */
+		for (k = i; k < j; k++)
+			wl_rec_release(&recs[k]);
 		i = j;
 	}
 	out->n = kept;
@@ -219,7 +233,7 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			break;
 		}
 		if (r.table >= 32 || !(mask & (1u << r.table))) {
-			free(r.value);
+			wl_rec_release(&r);
 			continue;
 		}
 		if (*n == *cap) {
@@ -229,7 +243,7 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			if (!nr) {
 				fprintf(stderr, "Error: dump of server %u: %s\n", s,
 					strerror(ENOMEM));
-				free(r.value);
+				wl_rec_release(&r);
 				rc = -1;
 				break;
 			}
@@ -261,7 +275,8 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 		if (s < 64 && (skip >> s & 1))
 			continue;
 		if (dump_server(ctl, s, mask, &recs, &n, &cap)) {
-			wl_recs_free_values(recs, n);
+			while (n)
+				wl_rec_release(&recs[--n]);
 			free(recs);
 			return -1;
 		}
@@ -277,7 +292,10 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 
 void wl_snap_free(struct wl_snap *s)
 {
-	wl_recs_free_values(s->r, s->n);
+	size_t i;
+
+	for (i = 0; s->r && i < s->n; i++)
+		wl_rec_release(&s->r[i]);
 	free(s->r);
 	s->r = NULL;
 	s->n = 0;

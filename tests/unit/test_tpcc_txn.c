@@ -246,9 +246,12 @@ static int snapshot(struct wl_snap *s)
 
 		if (!r->used || !r->live)
 			continue;
-		recs[n] = (struct wl_rec){ .table = tpcc_table_of(r->key), .vlen = r->vlen, .key = r->key,
-					   .version = r->version, .value = malloc(r->vlen + 1) };
-		memcpy(recs[n++].value, r->value, r->vlen);
+		recs[n] = (struct wl_rec){ .table = tpcc_table_of(r->key), .vlen = r->vlen,
+					   .key = r->key, .version = r->version };
+		if (r->vlen > XTX_VALUE_INLINE)
+			recs[n].big = malloc(r->vlen);
+		memcpy((uint8_t *)wl_rec_value(&recs[n]), r->value, r->vlen);
+		n++;
 	}
 	i = (size_t)wl_snap_merge(recs, n, TPCC_TABLES, 1, place0, NULL, s, &v);
 	free(recs);
