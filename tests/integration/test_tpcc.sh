@@ -3,8 +3,9 @@
 # TPC-C through libxtx on 3 servers with R = 3 at a small scale (1 warehouse per server, 1000
 # items, 60 customers a district): the standard mix under OCC and NewOrder alone under 2PL,
 # each passing --verify (conditions 1-10, 12, the indexes, the run's commits in the store),
-# once under loss; a row slipped in behind its back fails --verify; HADES refused.
-# checks: 40 (tests/run.sh fails the suite when fewer verdicts come out)
+# once under loss; a row slipped in behind its back fails --verify; HADES refused; then the
+# standard mix under 2PL against xtx-udpd, loaded through transactions.
+# checks: 47 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -114,5 +115,40 @@ check "tpcc: ... as condition 2" grep -q "VIOLATION: after: district 1/1: D_NEXT
 # ---- HADES cannot take TPC-C's rows yet: a clear error ----
 out=$(tpcc --protocol hades --duration 1 2>&1)
 check "tpcc hades refused (exit $?)" grep -q "HADES servers do not take yet" <<<"$out"
+
+# ---- the same against xtx-udpd: populated through transactions, verified through its ----
+# SIGUSR1 dumps
+udpd_pid() { echo "$tmp/udpd$1.pid"; }
+stop_udpds() {
+	local i pid n
+	for ((i = 0; i < NSERVERS; i++)); do
+		[ -f "$(udpd_pid "$i")" ] || continue
+		pid=$(cat "$(udpd_pid "$i")")
+		kill "$pid" 2>/dev/null
+		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
+	done
+}
+trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
+cat >"$tmp/dump.sh" <<DUMP
+#!/usr/bin/env bash
+f=$tmp/dump\$1
+rm -f "\$f"
+kill -USR1 "\$(cat "$tmp/udpd\$1.pid")" || exit 1
+for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
+exit 1
+DUMP
+chmod +x "$tmp/dump.sh"
+for ((i = 0; i < NSERVERS; i++)); do
+	ctl "$i" unload >/dev/null 2>&1
+	"$BUILD/xtx-udpd" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d \
+		--pidfile "$(udpd_pid "$i")" --daemon-log "$tmp/udpd$i.log" --dump-file "$tmp/dump$i" \
+		--lock-lease "${LEASE%ms}" || { fail "xtx-udpd $i starts"; finish; }
+done
+out=$(client "$BUILD/xtxbench" tpcc --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
+	--dump-cmd "$tmp/dump.sh" --warehouses 1 --items 1000 --customers 60 --protocol 2pl \
+	--populate --duration 2 --warmup 300ms --json --verify 2>&1)
+rc=$?
+verified "udpd tpcc standard 2pl" "$out" "$rc"
+stop_udpds
 
 finish
