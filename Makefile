@@ -194,6 +194,13 @@ $(OUT)/tests/test_overflow: $(OBJ_OUT)/tests/unit/test_overflow.o $(XTXD_CORE_OB
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lbpf -lpthread
 
+# TPC-C's transactions against an in-memory stand-in for libxtx, so linked without it.
+TPCC_MODEL_OBJS := $(patsubst %,$(OBJ_OUT)/clients/workloads/%.o,tpcc tpcc_txn tpcc_check wlsnap)
+$(OUT)/tests/test_tpcc_txn: $(OBJ_OUT)/tests/unit/test_tpcc_txn.o $(TPCC_MODEL_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lm
+
 $(OUT)/bench/%: $(OBJ_OUT)/tests/bench/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -1038,7 +1038,9 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		return -1;
 	}
 	o->run_seed = o->seed_set ? o->seed : xtx_mix64(xtx_req_id_start() ^ (uint64_t)getpid());
-	return w->check_opts(w->ctx, o->threads, o->seed) ? -1 : 0;
+	if (w->check_opts(w->ctx, o->threads, o->seed))
+		return -1;
+	return w->check_run && w->check_run(w->ctx, o->nservers, o->protocol) ? -1 : 0;
 }
 
 /* ---- clients, populate and snapshots ---- */
@@ -1287,7 +1289,7 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 {
 	static const char digits[] = "0123456789abcdef";
 	struct pop_state *p = arg;
-	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_INLINE + 1], num[24], *d, *o = line;
+	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_MAX + 1], num[24], *d, *o = line;
 	unsigned int i, n;
 	size_t len;
 

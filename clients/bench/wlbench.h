@@ -77,6 +77,12 @@ struct wl_workload {
 	const struct option *longopts;
 	int (*handle_opt)(void *ctx, int c, const char *arg);
 	int (*check_opts)(void *ctx, unsigned int threads, uint64_t seed);
+	/*
+	 * Optional, after check_opts: the cluster's size and the run's
+	 * protocol, for options counted per server and protocols it cannot
+	 * use; 0 or -1 after printing why.
+	 */
+	int (*check_run)(void *ctx, unsigned int nservers, enum xtx_protocol protocol);
 	void (*usage)(FILE *out);
 	/* A line naming its settings, for the summary, or JSON fields each ending in ','. */
 	void (*describe)(const void *ctx, bool json);
