@@ -1038,7 +1038,17 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 		return -1;
 	}
 	o->run_seed = o->seed_set ? o->seed : xtx_mix64(xtx_req_id_start() ^ (uint64_t)getpid());
-	return w->check_opts(w->ctx, o->threads, o->seed) ? -1 : 0;
+	if (w->check_opts(w->ctx, o->threads, o->seed))
+		return -1;
+	/* the servers refuse a HADES write of a value past the slot (BAD_ARG) */
+	if (o->protocol == XTX_PROTO_HADES && w->value_max &&
+	    w->value_max(w->ctx) > XTX_VALUE_INLINE) {
+		fprintf(stderr, "Error: --protocol hades: %s writes values of up to %u bytes; "
+			"HADES writes over %u bytes are not supported (use occ or 2pl, or "
+			"smaller values)\n", w->name, w->value_max(w->ctx), XTX_VALUE_INLINE);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- clients, populate and snapshots ---- */
@@ -1287,7 +1297,7 @@ static int pop_emit(void *arg, uint8_t table, uint64_t key, const uint8_t *value
 {
 	static const char digits[] = "0123456789abcdef";
 	struct pop_state *p = arg;
-	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_INLINE + 1], num[24], *d, *o = line;
+	char line[3 + 1 + 20 + 1 + 2 * XTX_VALUE_MAX + 1], num[24], *d, *o = line;
 	unsigned int i, n;
 	size_t len;
 

@@ -19,6 +19,8 @@ static const struct bench_cmd {
 	{ "bank", bench_bank_main, "transfers through libxtx (occ, 2pl); --check: money conserved" },
 	{ "tatp", bench_tatp_main, "TATP over libxtx (occ default): rates, latency; --verify" },
 	{ "smallbank", bench_smallbank_main, "SmallBank over libxtx (2pl default); --verify" },
+	{ "ycsb", bench_ycsb_main, "YCSB A/B/C/F over libxtx (occ default); --verify" },
+	{ "retwis", bench_retwis_main, "Retwis over libxtx (occ default); --verify" },
 	{ "check-history", history_check_main,
 	  "checks --history files for serializability: Adya's G0..G2 from versions" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },
