@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# YCSB and Retwis through libxtx on 3 servers with R = 3: populate, short runs of every YCSB
+# workload (A, B, C, F; zipf and uniform; transactions of 5 requests and single ops) and of
+# Retwis under OCC, 2PL and HADES with --verify, once each under loss, and --verify failing
+# when a record or a follow list is rewritten behind the clients' backs.
+# checks: 72 (tests/run.sh fails the suite when fewer verdicts come out)
+source "$(dirname "$0")/lib.sh"
+NSERVERS=3
+
+LEASE=300ms
+setup_servers --lock-lease "$LEASE"
+SERVERS=$(all_server_ips)
+CTL=$(all_server_ctls)
+tmp=$(mktemp -d /tmp/xtx-test-ycsb.XXXXXX)
+trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
+RECORDS=2000
+USERS=2000
+# Record and list sizes: YCSB_ARGS and RETWIS_ARGS choose them (the defaults are 1 KiB values).
+YCSB_SIZE=(${YCSB_ARGS:---fields 3 --field-size 8})
+RETWIS_SIZE=(${RETWIS_ARGS:---value-max 40 --tweet-size 40 --follows 3})
+# Fixed client ids, so the hand-made ops below (client 900) never share one with a run.
+wl() {
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" \
+		--client-base 100 "${@:2}"
+}
+ycsb() { wl ycsb --records "$RECORDS" "${YCSB_SIZE[@]}" "$@"; }
+retwis() { wl retwis --users "$USERS" "${RETWIS_SIZE[@]}" "$@"; }
+RUN=(--duration 1500ms --warmup 300ms --json --verify)
+
+total_field() { grep -o '"total":{[^}]*}' <<<"$1" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+
+# verified NAME OUT RC: the verdicts every --verify run shares
+verified() {
+	local name=$1 out=$2 rc=$3 committed
+	check "$name: exit 0 ($rc)" test "$rc" -eq 0
+	[ "$rc" -eq 0 ] || grep -E "VIOLATION|Error|^ycsb:|^retwis:" <<<"$out" | head -n 10 |
+		sed 's/^/    /'
+	check "$name: verified with no violation, replicas identical" \
+		grep -q '"verify":true,"violations":0}' <<<"$out"
+	committed=$(total_field "$out" committed)
+	check "$name: transactions committed (${committed:-0})" test "${committed:-0}" -gt 200
+	check "$name: no unknown, failed or broken outcome" \
+		test "$(total_field "$out" unknown).$(total_field "$out" failed).$(total_field "$out" broken)" = "0.0.0"
+}
+
+# ---- YCSB ----
+out=$(ycsb --workload a --populate --duration 0 -v 2>&1)
+check "ycsb: populate (exit $?)" grep -q "^ycsb: populated $RECORDS rows" <<<"$out"
+n=$(ctl 1 dump --table 12 | wc -l)
+check "ycsb: every server holds the $RECORDS records ($n)" test "$n" -eq "$RECORDS"
+
+# WORKLOAD DIST K PROTOCOL: each workload, each distribution, transactions and single ops
+for run in "a zipf 5 occ" "a uniform 1 2pl" "b zipf 1 hades" "b uniform 5 occ" \
+	"c uniform 5 2pl" "c zipf 1 occ" "f zipf 5 occ" "f uniform 1 2pl"; do
+	set -- $run
+	out=$(ycsb --workload "$1" --distribution "$2" --ops-per-txn "$3" --protocol "$4" \
+		--threads 2 "${RUN[@]}" 2>&1)
+	rc=$?
+	verified "ycsb $run" "$out" "$rc"
+	case $1 in
+	a | b)
+		check "ycsb $run: fields as committed updates left them" \
+			grep -q "^verify: every field as loaded or as a committed write" <<<"$out" ;;
+	c)
+		check "ycsb $run: nothing written" grep -q '"updates":0,"rmws":0' <<<"$out" ;;
+	f)
+		check "ycsb $run: counters moved by the committed read-modify-writes" \
+			grep -q "^verify: counters: .* OK$" <<<"$out" ;;
+	esac
+done
+# the JSON's request counts: 5 per committed transaction
+out=$(ycsb --workload a --duration 1 --warmup 0 --json 2>&1)
+r=$(json_field "$out" reads)
+u=$(json_field "$out" updates)
+c=$(total_field "$out" committed)
+check "ycsb: 5 requests per committed transaction ($r + $u = 5 x $c)" \
+	test "$((${r:-0} + ${u:-0}))" -eq "$((5 * ${c:-1}))"
+check "ycsb: ops/s reported" grep -q '"ops_per_s":[1-9]' <<<"$out"
+
+# 3% of requests and replies lost: retransmissions, and the counters still add up.
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
+out=$(ycsb --workload f --timeout 1ms --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
+verified "ycsb f with loss" "$out" "$rc"
+retrans=$(json_field "$out" retransmits)
+check "ycsb f with loss: requests were resent (${retrans:-0})" test "${retrans:-0}" -gt 0
+
+# ---- --verify must catch what a broken server or library would do ----
+op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
+# record HEX of key K with counter C and its fields' stamps all 0, as the load made it, but
+# for the counter: a read-modify-write that no transaction made
+rec=$(ctl 0 dump --table 12 | grep " key=1999 " | grep -o 'value=[0-9a-f]*' | cut -d= -f2)
+ycsb --workload f --duration 2 --warmup 0 --verify >"$tmp/y.out" 2>&1 &
+pid=$!
+sleep 1
+# the counter bumped (byte 8), the checksum left as it was
+bad=${rec:0:16}ff${rec:18}
+for i in 0 1 2; do op "$i" update 12 1999 "value=$bad" >/dev/null; done
+wait "$pid"
+rc=$?
+out=$(cat "$tmp/y.out")
+check "ycsb: a record rewritten behind its back fails --verify (exit $rc)" test "$rc" -eq 1
+check "ycsb: ... named as such" grep -q "record 1999: checksum does not match" <<<"$out"
+for i in 0 1 2; do op "$i" update 12 1999 "value=$rec" >/dev/null; done
+
+out=$(wl ycsb --workload a --protocol hades --duration 1 2>&1)
+check "ycsb: hades with 1 KiB records refused (exit $?)" \
+	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
+out=$(wl ycsb --duration 1 2>&1)
+check "ycsb: --workload is required (exit $?)" grep -q "workload a|b|c|f is required" <<<"$out"
+out=$(wl ycsb --workload e --duration 1 2>&1)
+check "ycsb: workload e refused (exit $?)" grep -q "'e' is not a, b, c or f" <<<"$out"
+
+# ---- Retwis ----
+out=$(retwis --populate --duration 0 -v 2>&1)
+check "retwis: populate (exit $?)" grep -q "^retwis: populated [0-9]* rows" <<<"$out"
+for p in occ 2pl hades; do
+	out=$(retwis --protocol "$p" --threads 2 "${RUN[@]}" 2>&1)
+	rc=$?
+	verified "retwis $p" "$out" "$rc"
+	check "retwis $p: the graph and timelines hold" \
+		grep -q "^verify: after: .* follow relations the same from both sides" <<<"$out"
+	check "retwis $p: users, tweets and relations as committed" \
+		grep -q "^verify: .* users added, .* tweets posted, .* as the committed" <<<"$out"
+done
+out=$(retwis --distribution uniform --fanout 0 "${RUN[@]}" 2>&1)
+rc=$?
+verified "retwis uniform, no fanout" "$out" "$rc"
+# with room for 8 in a list, hot users' lists fill: follows past the bound are refused
+b=$(json_field "$out" follows_at_bound)
+out=$(retwis --duration 1 --warmup 0 --json 2>&1)
+b2=$(json_field "$out" follows_at_bound)
+check "retwis: follows past a list's bound refused (${b:-0}, ${b2:-0})" \
+	test "$((${b:-0} + ${b2:-0}))" -gt 0 -a "$(total_field "$out" logical)" = "${b2:-x}"
+
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
+out=$(retwis --timeout 1ms --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
+verified "retwis with loss" "$out" "$rc"
+
+# User 0, the hottest, loses its followers list on every replica: the relations are one-sided.
+retwis --duration 2 --warmup 0 --verify >"$tmp/r.out" 2>&1 &
+pid=$!
+sleep 1
+key=$((2 << 56))
+for i in 0 1 2; do op "$i" update 13 "$key" value=0200000000000000 >/dev/null; done
+wait "$pid"
+rc=$?
+out=$(cat "$tmp/r.out")
+check "retwis: a follow list emptied behind its back fails (exit $rc)" test "$rc" -eq 1
+check "retwis: ... as one-sided relations" \
+	grep -Eq "follow lists disagree|follows b on one side only" <<<"$out"
+
+out=$(wl retwis --protocol hades --duration 1 2>&1)
+check "retwis: hades with 1 KiB lists refused (exit $?)" \
+	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
+
+finish
