@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* xtxbench retwis: Xenic's Retwis mix over libxtx (OCC by default), and the social graph's checks. */
+/* xtxbench retwis: Xenic's Retwis mix over libxtx (OCC by default) and the social graph's checks. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +55,7 @@ static const struct option rw_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const uint8_t rw_tables[] = { RW_TABLE };
+static const uint8_t rw_tables[] = { RW_TABLE, RW_TWEETS, RW_LISTS };
 
 static void rw_usage(FILE *out)
 {
@@ -63,13 +63,14 @@ static void rw_usage(FILE *out)
 		"Usage: xtxbench retwis --servers IP,IP,IP [options]\n"
 		"Retwis (the Redis Twitter clone, as Xenic and TAPIR run it) as libxtx\n"
 		"transactions, OCC by default: add user 5%%, follow/unfollow 15%%, post tweet\n"
-		"30%%, get timeline 50%%; users by zipf, alpha 0.5.  One table (%u); a key's\n"
-		"top byte is the row's kind: user, followers, following, timeline, tweet,\n"
-		"user counter.  Lists are bounded by --value-max: followers and following\n"
-		"hold (B-8)/4 user ids and a follow past that is refused (a logical\n"
-		"failure); a timeline keeps its newest (B-8)/8 tweet ids.  A post reaches its\n"
-		"author's timeline and those of its --fanout newest followers.  Transactions\n"
-		"pick among the loaded users; added users get a row and an empty timeline.\n"
+		"30%%, get timeline 50%%; users by zipf, alpha 0.5.  A key's top byte is the\n"
+		"row's kind: users and user counters in table %u, tweets in %u, followers,\n"
+		"following and timelines in %u (reads reserve room by table).  Lists are\n"
+		"bounded by --value-max B: followers and following hold (B-8)/4 user ids\n"
+		"and a follow past that is refused (a logical failure); a timeline keeps\n"
+		"its newest (B-8)/8 tweet ids.  A post reaches its author's timeline and\n"
+		"those of its --fanout newest followers.  Transactions pick among the\n"
+		"loaded users; added users get a row and an empty timeline.\n"
 		"Under hades, values over %u bytes are refused (HADES writes of big values\n"
 		"are not supported yet).\n"
 		"\n"
@@ -89,8 +90,8 @@ static void rw_usage(FILE *out)
 		"each user's tweets exactly seq 0..ntweets-1, the users exactly the loaded\n"
 		"ones and those the counters handed out; and against the committed\n"
 		"transactions: users added, tweets posted, relations made less removed.\n",
-		RW_TABLE, XTX_VALUE_INLINE, RW_VALUE_MIN, XTX_VALUE_MAX, XTX_VALUE_MAX,
-		RW_TWEET_HDR, XTX_VALUE_MAX, RW_MAX_FANOUT);
+		RW_TABLE, RW_TWEETS, RW_LISTS, XTX_VALUE_INLINE, RW_VALUE_MIN, XTX_VALUE_MAX,
+		XTX_VALUE_MAX, RW_TWEET_HDR, XTX_VALUE_MAX, RW_MAX_FANOUT);
 }
 
 static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
@@ -159,12 +160,15 @@ static int rw_check_opts(void *vctx, unsigned int threads, uint64_t seed)
 	return rw_cfg_init(&ctx->cfg);
 }
 
-static uint16_t rw_value_max(const void *vctx)
+static uint16_t rw_value_max(const void *vctx, uint8_t table)
 {
 	const struct rw_cfg *c = &((const struct rw_ctx *)vctx)->cfg;
-	unsigned int m = c->value_max > c->tweet_size ? c->value_max : c->tweet_size;
 
-	return (uint16_t)(m > RW_USER_LEN ? m : RW_USER_LEN);
+	if (table == RW_TWEETS)
+		return (uint16_t)c->tweet_size;
+	if (table == RW_LISTS)
+		return (uint16_t)c->value_max;
+	return RW_USER_LEN > RW_NEXT_LEN ? RW_USER_LEN : RW_NEXT_LEN;
 }
 
 static void rw_describe(const void *vctx, bool json)
@@ -343,21 +347,21 @@ static int rw_populate(void *vctx, wl_emit_fn emit, void *arg)
 		rc = emit(arg, RW_TABLE, rw_key(RW_USER, a), v, len);
 		l = (struct rw_list){ .kind = RW_TIMELINE, .owner = a };
 		len = rw_list_encode(&l, v);
-		rc = rc ?: emit(arg, RW_TABLE, rw_key(RW_TIMELINE, a), v, len);
+		rc = rc ?: emit(arg, RW_LISTS, rw_key(RW_TIMELINE, a), v, len);
 		/* lists with nobody in them are left out: an absent list is empty */
 		l = (struct rw_list){ .kind = RW_FOLLOWING, .owner = a, .n = g.nfollowing[a] };
 		for (i = 0; i < l.n; i++)
 			l.e[i] = g.following[(size_t)a * cfg->follows + i];
 		len = rw_list_encode(&l, v);
 		if (l.n && !rc)
-			rc = emit(arg, RW_TABLE, rw_key(RW_FOLLOWING, a), v, len);
+			rc = emit(arg, RW_LISTS, rw_key(RW_FOLLOWING, a), v, len);
 		l = (struct rw_list){ .kind = RW_FOLLOWERS, .owner = a,
 				      .n = (unsigned int)(g.foff[a + 1] - g.foff[a]) };
 		for (i = 0; i < l.n; i++)
 			l.e[i] = g.followers[g.foff[a] + i];
 		len = rw_list_encode(&l, v);
 		if (l.n && !rc)
-			rc = emit(arg, RW_TABLE, rw_key(RW_FOLLOWERS, a), v, len);
+			rc = emit(arg, RW_LISTS, rw_key(RW_FOLLOWERS, a), v, len);
 	}
 	rw_graph_free(&g);
 	return rc;
@@ -369,7 +373,7 @@ static int rw_populate(void *vctx, wl_emit_fn emit, void *arg)
 static size_t kind_rows(const struct wl_snap *s, enum rw_kind kind, const struct wl_rec **first)
 {
 	const struct wl_rec *r;
-	size_t n = wl_snap_table(s, RW_TABLE, &r), lo = 0, hi = n, end;
+	size_t n = wl_snap_table(s, rw_table_of(kind), &r), lo = 0, hi = n, end;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -416,13 +420,15 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 	unsigned int j, k;
 
 	memset(t, 0, sizeof(*t));
-	all = wl_snap_table(s, RW_TABLE, &r);
-	for (i = 0; i < all; i++) {
-		enum rw_kind kd = rw_key_kind(r[i].key);
+	for (k = 0; k < sizeof(rw_tables); k++) {
+		all = wl_snap_table(s, rw_tables[k], &r);
+		for (i = 0; i < all; i++) {
+			enum rw_kind kd = rw_key_kind(r[i].key);
 
-		if (kd < RW_USER || kd > RW_NEXTUID) {
-			wl_violation(v, "%s: key %#llx is no Retwis row", when,
-				     (unsigned long long)r[i].key);
+			if (kd < RW_USER || kd > RW_NEXTUID || rw_table_of(kd) != rw_tables[k])
+				wl_violation(v, "%s: table %u key %#llx is no Retwis row of that "
+					     "table", when, rw_tables[k],
+					     (unsigned long long)r[i].key);
 		}
 	}
 	n = kind_rows(s, RW_NEXTUID, &r);
@@ -455,7 +461,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 			continue;
 		}
 		ntw_sum += u.ntweets;
-		if (!wl_snap_find(s, RW_TABLE, rw_key(RW_TIMELINE, uid)))
+		if (!wl_snap_find(s, RW_LISTS, rw_key(RW_TIMELINE, uid)))
 			wl_violation(v, "%s: user %llu has no timeline", when,
 				     (unsigned long long)uid);
 	}
@@ -492,7 +498,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 		for (j = 0; j < l.n; j++) {
 			for (k = 0; k < j && l.e[k] != l.e[j]; k++)
 				;
-			if (k < j || !wl_snap_find(s, RW_TABLE, rw_key(RW_TWEET, l.e[j])))
+			if (k < j || !wl_snap_find(s, RW_TWEETS, rw_key(RW_TWEET, l.e[j])))
 				wl_violation(v, "%s: timeline of %llu: tweet %#llx %s", when,
 					     (unsigned long long)uid, (unsigned long long)l.e[j],
 					     k < j ? "twice" : "does not exist");

@@ -180,8 +180,9 @@ static int ycsb_check_opts(void *vctx, unsigned int threads, uint64_t seed)
 	return ycsb_cfg_init(&ctx->cfg);
 }
 
-static uint16_t ycsb_value_max(const void *vctx)
+static uint16_t ycsb_value_max(const void *vctx, uint8_t table)
 {
+	(void)table;
 	return (uint16_t)ycsb_record_len(&((const struct ycsb_ctx *)vctx)->cfg);
 }
 

@@ -78,10 +78,11 @@ struct wl_workload {
 	int (*handle_opt)(void *ctx, int c, const char *arg);
 	int (*check_opts)(void *ctx, unsigned int threads, uint64_t seed);
 	/*
-	 * Optional: the longest value it writes, once its options are checked;
-	 * under HADES one over XTX_VALUE_INLINE is refused before anything runs.
+	 * Optional: the longest value it writes to one of its tables, once its
+	 * options are checked; under HADES one over XTX_VALUE_INLINE is
+	 * refused before anything runs.
 	 */
-	uint16_t (*value_max)(const void *ctx);
+	uint16_t (*value_max)(const void *ctx, uint8_t table);
 	void (*usage)(FILE *out);
 	/* A line naming its settings, for the summary, or JSON fields each ending in ','. */
 	void (*describe)(const void *ctx, bool json);

@@ -6,8 +6,11 @@
  * post tweet 30 %, get timeline 50 % (half the transactions read-only,
  * 1-10 keys each), users picked by zipf with alpha 0.5.
  *
- * One table; the key's top byte says what the row is.  Lists are values of
- * at most value_max bytes (1 KiB by default), bounded so:
+ * The key's top byte says what the row is; rows live in three tables by
+ * size, so a read reserves room (in the request's value area) for what
+ * its table may hold: users and counters (slot-sized), tweets (tweet_size),
+ * lists.  Lists are values of at most value_max bytes (1 KiB by default),
+ * bounded so:
  *   - followers and following: at most (value_max - 8) / 4 user ids; a
  *     follow that would overfill either side is refused (a logical
  *     failure), so the two directions stay exact mirrors;
@@ -22,8 +25,10 @@
 #include <xtx/proto.h>
 #include "zipf.h"
 
-/* Table id on the wire, apart from TATP's, SmallBank's and YCSB's. */
-#define RW_TABLE		13
+/* Table ids on the wire, apart from TATP's, SmallBank's and YCSB's. */
+#define RW_TABLE		13	/* users and user counters: values within the slot */
+#define RW_TWEETS		14	/* tweets */
+#define RW_LISTS		15	/* followers, following, timelines */
 
 enum rw_kind {
 	RW_USER = 1,		/* payload uid */
@@ -85,6 +90,16 @@ static inline enum rw_kind rw_key_kind(uint64_t key)
 static inline uint64_t rw_key_payload(uint64_t key)
 {
 	return key & ((1ull << 56) - 1);
+}
+
+/* The table a kind of row lives in. */
+static inline uint8_t rw_table_of(enum rw_kind kind)
+{
+	if (kind == RW_TWEET)
+		return RW_TWEETS;
+	if (kind == RW_FOLLOWERS || kind == RW_FOLLOWING || kind == RW_TIMELINE)
+		return RW_LISTS;
+	return RW_TABLE;
 }
 
 static inline uint64_t rw_tweet_id(uint32_t uid, uint32_t seq)

@@ -53,7 +53,8 @@ static enum xtx_step broken(struct rw_txn *x, const char *why)
 
 static int get(struct xtx_txn *t, enum rw_kind kind, uint64_t payload, bool for_update)
 {
-	return xtx_get(t, RW_TABLE, rw_key(kind, payload), for_update ? XTX_GET_FOR_UPDATE : 0);
+	return xtx_get(t, rw_table_of(kind), rw_key(kind, payload),
+		       for_update ? XTX_GET_FOR_UPDATE : 0);
 }
 
 /* A list read: 1 and *l when there, 0 when absent (an empty list of owner), -1 malformed. */
@@ -79,7 +80,7 @@ static bool put_list(struct xtx_txn *t, uint32_t owner, const struct rw_list *l)
 	uint8_t v[XTX_VALUE_MAX];
 	uint16_t len = rw_list_encode(l, v);
 
-	return !xtx_put(t, RW_TABLE, rw_key(l->kind, owner), v, len);
+	return !xtx_put(t, RW_LISTS, rw_key(l->kind, owner), v, len);
 }
 
 static enum xtx_step add_user(struct xtx_txn *t, struct rw_txn *x)
@@ -111,7 +112,7 @@ static enum xtx_step add_user(struct xtx_txn *t, struct rw_txn *x)
 	if (xtx_insert(t, RW_TABLE, rw_key(RW_USER, u.uid), v, vlen))
 		return broken(x, "a write was refused by libxtx");
 	vlen = rw_list_encode(&tl, v);
-	if (xtx_insert(t, RW_TABLE, rw_key(RW_TIMELINE, u.uid), v, vlen))
+	if (xtx_insert(t, RW_LISTS, rw_key(RW_TIMELINE, u.uid), v, vlen))
 		return broken(x, "a write was refused by libxtx");
 	return XTX_STEP_COMMIT;
 }
@@ -193,7 +194,7 @@ static enum xtx_step post(struct xtx_txn *t, struct rw_txn *x)
 	}
 	tid = rw_tweet_id(x->a, u.ntweets);
 	vlen = rw_tweet_encode(x->cfg, x->a, u.ntweets, v);
-	if (xtx_insert(t, RW_TABLE, rw_key(RW_TWEET, tid), v, vlen))
+	if (xtx_insert(t, RW_TWEETS, rw_key(RW_TWEET, tid), v, vlen))
 		return broken(x, "a write was refused by libxtx");
 	u.ntweets++;
 	vlen = rw_user_encode(&u, v);

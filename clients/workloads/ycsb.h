@@ -19,8 +19,8 @@
 #include <xtx/proto.h>
 #include "zipf.h"
 
-/* Table id on the wire, apart from TATP's 1..5 and SmallBank's 8, 9. */
-#define YCSB_TABLE		12
+/* Table id on the wire, apart from TATP's 1..5, SmallBank's 8, 9 and Retwis's. */
+#define YCSB_TABLE		10
 
 /*
  * Record layout (little-endian):
