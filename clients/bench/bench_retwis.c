@@ -276,6 +276,12 @@ static enum wl_verdict rw_end(void *vctx, void *wt, void *txn, const struct xtx_
 		xc[RX_BOUND] += x->type == RW_FOLLOW;
 		return WL_LOGICAL;
 	}
+	/*
+	 * An insert that finds its row (ADD's user, POST's tweet) is a conflict:
+	 * under HADES two transactions read the same counter without a lock and
+	 * the second insert meets the first's row before validation would have
+	 * squashed it.  --verify's counts catch an id really handed out twice.
+	 */
 	return WL_ABORTED;
 }
 

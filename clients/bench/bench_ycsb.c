@@ -447,7 +447,7 @@ static void check_records(const struct ycsb_cfg *cfg, const struct wl_snap *s, c
 	}
 }
 
-/* Whether writes [w, end) of one key hold (field, stamp), and whether that write is sure. */
+/* The write among [w, end) (one key's) that stamped field f with stamp, or NULL. */
 static const struct ycsb_write *find_write(const struct ycsb_write *w,
 					   const struct ycsb_write *end, unsigned int f,
 					   uint64_t stamp)
