@@ -17,6 +17,7 @@
 #include "lib/defer.h"
 #include "lib/pktctx.h"
 #include "lib/warm.h"
+#include "lib/area.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,13 +40,20 @@ static __always_inline void xtx_mark_ops(struct xdp_md *ctx, __u32 nops, __u8 st
 static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_len,
 					    __u32 *counter)
 {
+	__u32 ops_end;
+
 	if (hdr->version != XTX_VERSION) {
 		*counter = XTX_CTR_BAD_VERSION;
 		return XTX_ST_BAD_VERSION;
 	}
-	/* exactly the ops it says: trailing bytes are somebody's mistake, not ours to guess */
-	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
-	    payload_len != sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op)) {
+	/*
+	 * the ops it says, then at most a value area (its tiling is checked
+	 * with the ops): other trailing bytes are somebody's mistake, not ours
+	 * to guess
+	 */
+	ops_end = sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op);
+	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved || payload_len < ops_end ||
+	    (payload_len > ops_end && payload_len > XTX_MAX_REQUEST)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
 	}
@@ -57,13 +65,21 @@ static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_l
 	return XTX_ST_OK;
 }
 
-/* Validates every op; on a refusal marks the culprit and returns its status. */
+/*
+ * Validates every op and the value area's tiling; on a refusal marks the
+ * culprit (an op, or every op for a malformed area) and returns its status.
+ */
 static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, __u32 client_id,
-					    int *mutates)
+					    __u32 payload_len, int *mutates)
 {
-	__u32 i;
-	int v;
+	__u32 ops_end = sizeof(struct xtx_hdr) + nops * sizeof(struct xtx_op), i;
+	int v, ext = 0;
 
+	/* the packet's shape before any op's arguments; one without an area pays nothing */
+	if (payload_len != ops_end && !xtx_area_tiles(ctx, nops, payload_len)) {
+		xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
+		return XTX_ST_MALFORMED;
+	}
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
 		v = xtx_validate_op(ctx, i, client_id);
 		if ((v & 0xff) != XTX_ST_OK) {
@@ -75,6 +91,12 @@ static __always_inline int xtx_validate_all(struct xdp_md *ctx, __u32 nops, __u3
 			return v & 0xff;
 		}
 		*mutates |= v & XTX_VALID_MUTATES;
+		ext |= v & XTX_VALID_EXT;
+	}
+	/* an area op in a packet that has no area points past its end */
+	if (ext && payload_len == ops_end) {
+		xtx_mark_ops(ctx, nops, XTX_ST_NOT_EXECUTED);
+		return XTX_ST_MALFORMED;
 	}
 	return XTX_ST_OK;
 }
@@ -177,9 +199,10 @@ int xtx_xdp(struct xdp_md *ctx)
 		return xtx_reply(ctx, rt);
 	}
 
-	st = xtx_validate_all(ctx, nops, hdr->client_id, &mutates);
+	st = xtx_validate_all(ctx, nops, hdr->client_id, p.payload_len, &mutates);
 	if (st != XTX_ST_OK)
-		return xtx_refuse(ctx, rt, 0, st, XTX_CTR_BAD_OP);
+		return xtx_refuse(ctx, rt, 0, st,
+				  st == XTX_ST_MALFORMED ? XTX_CTR_MALFORMED : XTX_CTR_BAD_OP);
 	/* the tables' misses overlap here instead of queueing op by op below */
 	if (!xtx_no_warm)
 		xtx_warm_ops(ctx, nops);

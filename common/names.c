@@ -62,6 +62,7 @@ static const char *const status_names[XTX_ST__COUNT] = {
 	[XTX_ST_MIXED] = "mixed",
 	[XTX_ST_EPOCH] = "epoch",
 	[XTX_ST_MOVED] = "moved",
+	[XTX_ST_TOO_BIG] = "too_big",
 };
 
 static const char *const counter_names[XTX_CTR__COUNT] = {

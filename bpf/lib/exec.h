@@ -19,6 +19,7 @@
 #include "pktctx.h"
 #include "fault.h"
 #include "family.h"
+#include "area.h"
 
 /*
  * Global (non-static, noinline) functions are verified once, on their own,
@@ -28,6 +29,7 @@
  */
 
 #define XTX_VALID_MUTATES	0x100	/* xtx_validate_op: op needs a dedupe record */
+#define XTX_VALID_EXT		0x200	/* xtx_validate_op: op has a value area */
 
 /*
  * Checks an op before anything in the packet runs, so a packet holding one
@@ -44,6 +46,11 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	mutates = xtx_op_mutates(op->opcode) ? XTX_VALID_MUTATES : 0;
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
+	if (op->flags & XTX_OPF_EXT) {
+		if (!xtx_ext_args_ok(op) || !xtx_ext_served(op->opcode))
+			return XTX_ST_BAD_ARG;
+		mutates |= XTX_VALID_EXT;
+	}
 	switch (op->opcode) {
 	case XTX_OP_PING:
 	case XTX_OP_STATS:

@@ -31,6 +31,10 @@ struct op_opts {
 	uint64_t timeout_ns;
 	bool json;
 	struct xtx_op op;	/* what to send */
+	/* a value over a slot, sent in the op's area; or room reserved there for a read's answer */
+	uint8_t area_value[XTX_VALUE_MAX];
+	uint16_t area_len;
+	uint16_t room;
 };
 
 static const struct { const char *name; uint8_t opcode; } op_names[] = {
@@ -64,25 +68,29 @@ static void usage(FILE *out)
 		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
 		"  -j, --json              one JSON object\n"
 		"\n"
-		"Fields: value=HEX version=N token=N txn=SEQ flags=FLAG[,FLAG...]\n"
+		"Fields: value=HEX version=N token=N txn=SEQ flags=FLAG[,FLAG...] room=N\n"
+		"        value: up to %d bytes; over %d it travels in the value area\n"
+		"        room: a read reserves N bytes of value area for its answer (%d-%d)\n"
 		"        FLAG: delete, no-value, last, meta (log-append: the participants,\n"
 		"        a bitmap in version); HADES ops also begin, replica, no-write\n"
 		"        replicas=A[,B[,C]] (log-append: the replica set, packed into token)\n"
 		"        participants=A[,B...] (hintend: the server indices, a bitmap in token)\n"
 		"OP:",
-		XTX_DEFAULT_PORT, OP_MAX_TRIES);
+		XTX_DEFAULT_PORT, OP_MAX_TRIES, XTX_VALUE_MAX, XTX_VALUE_INLINE,
+		XTX_VALUE_INLINE + 1, XTX_VALUE_MAX);
 	for (i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		fprintf(out, " %s", op_names[i].name);
 	fprintf(out, "\n\nExample: xtxbench op --server 10.77.0.2 --client-id 7 occ-lock 0 42 txn=1\n");
 }
 
-static int parse_hex(const char *s, uint8_t *out, uint8_t *len)
+/* Accepts one byte over XTX_VALUE_MAX, so the server's refusal can be shown. */
+static int parse_hex(const char *s, uint8_t *out, uint16_t *len)
 {
 	size_t n = strlen(s), i;
 
-	if (n % 2 || n / 2 > XTX_VALUE_INLINE) {
+	if (n % 2 || n / 2 > XTX_VALUE_MAX + 1) {
 		fprintf(stderr, "Error: value: '%s' is not up to %d bytes of hex\n", s,
-			XTX_VALUE_INLINE);
+			XTX_VALUE_MAX + 1);
 		return -1;
 	}
 	for (i = 0; i < n / 2; i++) {
@@ -172,8 +180,22 @@ static int parse_field(const char *arg, struct op_opts *o)
 		fprintf(stderr, "Error: '%s' is not FIELD=VALUE\n", arg);
 		return -1;
 	}
-	if (!strncmp(arg, "value=", 6))
-		return parse_hex(eq + 1, o->op.value, &o->op.vlen);
+	if (!strncmp(arg, "value=", 6)) {
+		static uint8_t buf[XTX_VALUE_MAX + 1];
+		uint16_t n;
+
+		if (parse_hex(eq + 1, buf, &n))
+			return -1;
+		if (n <= XTX_VALUE_INLINE) {
+			memcpy(o->op.value, buf, n);
+			o->op.vlen = (uint8_t)n;
+		} else {
+			/* one byte over the limit goes out as is (a cap the server refuses) */
+			memcpy(o->area_value, buf, n > XTX_VALUE_MAX ? XTX_VALUE_MAX : n);
+			o->area_len = n;
+		}
+		return 0;
+	}
 	if (!strncmp(arg, "flags=", 6))
 		return parse_flags(eq + 1, o);
 	if (!strncmp(arg, "replicas=", 9))
@@ -188,6 +210,13 @@ static int parse_field(const char *arg, struct op_opts *o)
 		return -1;
 	if (!strncmp(arg, "version=", 8))
 		o->op.version = v;
+	else if (!strncmp(arg, "room=", 5)) {
+		if (v > XTX_VALUE_MAX) {
+			fprintf(stderr, "Error: room: at most %d bytes\n", XTX_VALUE_MAX);
+			return -1;
+		}
+		o->room = (uint16_t)v;
+	}
 	else if (!strncmp(arg, "token=", 6))
 		o->op.token = v;
 	else if (!strncmp(arg, "txn=", 4))
@@ -268,16 +297,29 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 	return xtx_parse_servers("--server", server, port, &o->server, &o->nservers);
 }
 
-static void print_value(const struct xtx_op *op)
+/* The answer's value: in the slot, or in the op's area (its length is ext.len either way). */
+static void print_value(const struct xtx_msgbuf *reply, size_t len, const struct xtx_op *op)
 {
-	unsigned int i;
+	const uint8_t *v = op->value;
+	unsigned int i, n = op->vlen;
 
-	for (i = 0; i < op->vlen && i < XTX_VALUE_INLINE; i++)
-		printf("%02x", op->value[i]);
+	if (op->flags & XTX_OPF_EXT) {
+		struct xtx_ext x = xtx_msg_ext(op);
+
+		/* TOO_BIG says how long the value is, and carries none of it */
+		if (op->status == XTX_ST_TOO_BIG || x.len > x.cap || x.off + (size_t)x.len > len)
+			return;
+		v = (const uint8_t *)reply + x.off;
+		n = x.len;
+	}
+	for (i = 0; i < n && (op->flags & XTX_OPF_EXT || i < XTX_VALUE_INLINE); i++)
+		printf("%02x", v[i]);
 }
 
-static void print_answer(const struct op_opts *o, const struct xtx_op *a, uint32_t tries)
+static void print_answer(const struct op_opts *o, const struct xtx_msgbuf *reply, size_t len,
+			 uint32_t tries)
 {
+	const struct xtx_op *a = &reply->ops[0];
 	const char *fmt = o->json ?
 		"{\"op\":\"%s\",\"status\":\"%s\",\"version\":%llu,\"token\":%llu,\"flags\":%u,"
 		"\"tries\":%u,\"vlen\":%u,\"value\":\"" :
@@ -288,18 +330,17 @@ static void print_answer(const struct op_opts *o, const struct xtx_op *a, uint32
 
 	printf(fmt, xtx_op_name(a->opcode) ?: "?", st,
 	       (unsigned long long)a->version, (unsigned long long)a->token, a->flags, tries,
-	       a->vlen);
-	print_value(a);
+	       (a->flags & XTX_OPF_EXT) ? xtx_msg_ext(a).len : a->vlen);
+	print_value(reply, len, a);
 	printf(o->json ? "\"}\n" : "\n");
 }
 
 /* One request, the same id until answered: a retransmission is never run twice. */
 static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_msgbuf *reply,
-		uint32_t *tries)
+		size_t *reply_len, uint32_t *tries)
 {
 	struct xtx_msgbuf req;
-	struct xtx_dgram d = { .buf = &req, .len = xtx_msg_len(1) }, in = {
-		.buf = reply, .cap = sizeof(*reply) };
+	struct xtx_dgram d = { .buf = &req }, in = { .buf = reply, .cap = sizeof(*reply) };
 	struct xtx_op *op;
 	uint64_t deadline;
 	int n;
@@ -308,6 +349,19 @@ static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_ms
 	req.hdr.epoch = (uint16_t)o->epoch;
 	op = xtx_msg_add(&req, o->op.opcode, o->op.table, o->op.key);
 	*op = o->op;
+	/* over XTX_VALUE_MAX: a cap of its length anyway, for the server to refuse */
+	if (o->area_len)
+		xtx_msg_set_area(op, o->area_len, o->area_len);
+	else if (o->room)
+		xtx_msg_set_area(op, o->room, 0);
+	d.len = xtx_msg_finish(&req);
+	if (d.len > sizeof(req)) {
+		fprintf(stderr, "Error: the request would be %zu bytes\n", d.len);
+		return -1;
+	}
+	if (o->area_len)
+		memcpy(xtx_msg_area(&req, op), o->area_value,
+		       o->area_len > XTX_VALUE_MAX ? XTX_VALUE_MAX : o->area_len);
 	for (*tries = 1; *tries <= OP_MAX_TRIES; (*tries)++) {
 		if (xtx_transport_send(tr, &d, 1) < 0)
 			return -1;
@@ -320,8 +374,10 @@ static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_ms
 			if (n < 0)
 				return -1;
 			if (!retry && n && xtx_msg_is_reply_to(reply, in.len, &req.hdr)) {
-				if (reply->hdr.status != XTX_ST_RETRY)
+				if (reply->hdr.status != XTX_ST_RETRY) {
+					*reply_len = in.len;
 					return 0;
+				}
 				retry = true;
 			}
 		}
@@ -334,6 +390,7 @@ int bench_op_main(int argc, char **argv)
 	struct op_opts o = {};
 	struct xtx_transport tr;
 	struct xtx_msgbuf reply;
+	size_t reply_len = 0;
 	uint32_t tries;
 	int rc = BENCH_EXIT_FAIL;
 
@@ -343,7 +400,7 @@ int bench_op_main(int argc, char **argv)
 		free(o.server);
 		return BENCH_EXIT_FAIL;
 	}
-	if (call(&tr, &o, &reply, &tries)) {
+	if (call(&tr, &o, &reply, &reply_len, &tries)) {
 		fprintf(stderr, "Error: no answer from the server after %u tries\n", OP_MAX_TRIES);
 	} else if (reply.hdr.status == XTX_ST_EPOCH) {
 		fprintf(stderr, "Error: request refused: epoch (the server serves epoch %u%s)\n",
@@ -351,7 +408,7 @@ int bench_op_main(int argc, char **argv)
 	} else if (reply.hdr.status != XTX_ST_OK) {
 		fprintf(stderr, "Error: request refused: %s\n", xtx_status_name(reply.hdr.status));
 	} else {
-		print_answer(&o, &reply.ops[0], tries);
+		print_answer(&o, &reply, reply_len, tries);
 		rc = BENCH_EXIT_OK;
 	}
 	xtx_transport_close(&tr);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the XDP server: replies, pass-through, refusals, dedupe, fuzz. */
-/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -268,6 +268,94 @@ static void test_error_replies(void)
 		      "%s: counter", cases[i].name);
 		CHECK(after.ctr[XTX_CTR_OPS] == before.ctr[XTX_CTR_OPS], "%s: ops ran",
 		      cases[i].name);
+		CHECK(counter_value(0) == c0, "%s: state changed", cases[i].name);
+	}
+}
+
+enum amangle { A_TRAILING, A_OFF, A_SHORT_WRITE, A_CAP_OVER, A_NO_VALUE_OP, A_PAST_REQUEST,
+	       A_READ_LEN, A_VLEN, A_GAP, A_DELETE };
+
+/*
+ * A value area that is not as proto.h lays it out refuses the packet
+ * before anything runs (op 0 adds to a counter: running it would show).
+ */
+static void test_value_area_refusals(void)
+{
+	static const struct { const char *name; enum amangle m; __u8 status; int bad_op; } cases[] = {
+		{ "bytes after the ops, no area op", A_TRAILING, XTX_ST_MALFORMED, -1 },
+		{ "area not where the tiling puts it", A_OFF, XTX_ST_MALFORMED, -1 },
+		{ "a gap between two areas", A_GAP, XTX_ST_MALFORMED, -1 },
+		{ "request over XTX_MAX_REQUEST", A_PAST_REQUEST, XTX_ST_MALFORMED, -1 },
+		{ "area write of a value that fits the slot", A_SHORT_WRITE, XTX_ST_BAD_ARG, 1 },
+		{ "area over XTX_VALUE_MAX", A_CAP_OVER, XTX_ST_MALFORMED, -1 },
+		{ "area on an op without a value", A_NO_VALUE_OP, XTX_ST_BAD_ARG, 1 },
+		{ "read room with a length", A_READ_LEN, XTX_ST_BAD_ARG, 1 },
+		{ "area op with a slot length too", A_VLEN, XTX_ST_BAD_ARG, 1 },
+		{ "area on a delete", A_DELETE, XTX_ST_BAD_ARG, 1 },
+	};
+	unsigned int i;
+	struct run r;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+		struct xtx_op *ops;
+		__u64 c0 = counter_value(0);
+		size_t len;
+		int j;
+
+		xtx_msg_init(payload, 2, 93000 + i);
+		xtx_msg_add(payload, XTX_OP_COUNTER_ADD, 0, 0)->version = 1;
+		xtx_msg_add(payload, XTX_OP_UPDATE, 0, 5)->txn = xtx_txn_make(2, 1);
+		xtx_msg_add(payload, XTX_OP_GET, 0, 6);
+		ops = xtx_msg_ops(payload);
+		xtx_msg_set_area(&ops[1], 100, 100);
+		xtx_msg_set_area(&ops[2], 200, 0);
+		switch (cases[i].m) {
+		case A_TRAILING:
+			ops[1].flags = ops[2].flags = 0;
+			break;
+		case A_SHORT_WRITE: xtx_msg_set_area(&ops[1], 100, XTX_VALUE_INLINE); break;
+		case A_CAP_OVER:
+			/* alone, so the request stays under XTX_MAX_REQUEST */
+			xtx_msg_set_area(&ops[1], XTX_VALUE_MAX + 1, 100);
+			ops[2].flags = 0;
+			break;
+		case A_NO_VALUE_OP: ops[1].opcode = XTX_OP_UNLOCK_EXCL; break;
+		case A_READ_LEN:
+			ops[1].opcode = XTX_OP_READ;
+			break;
+		case A_VLEN: break;
+		case A_DELETE: ops[1].opcode = XTX_OP_COMMIT_BACKUP; ops[1].flags |= XTX_OPF_DELETE; break;
+		default: break;
+		}
+		len = xtx_msg_finish(payload);
+		switch (cases[i].m) {
+		case A_TRAILING: len += 8; break;
+		case A_OFF: ((struct xtx_ext *)ops[1].value)->off += 8; break;
+		case A_GAP:
+			((struct xtx_ext *)ops[2].value)->off += 8;
+			len += 8;
+			break;
+		case A_PAST_REQUEST:
+			xtx_msg_set_area(&ops[2], XTX_VALUE_MAX, 0);
+			len = xtx_msg_finish(payload) + 8 * 40;
+			xtx_msg_set_area(&ops[1], 100 + 8 * 40, 100);
+			len = xtx_msg_finish(payload);
+			break;
+		case A_VLEN: ops[1].vlen = 1; break;
+		default: break;
+		}
+		r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, len);
+		run(&r);
+		CHECK(r.retval == XDP_TX, "%s: verdict %d", cases[i].name, r.retval);
+		CHECK(out_hdr(&r)->status == cases[i].status, "%s: packet status %u, want %u",
+		      cases[i].name, out_hdr(&r)->status, cases[i].status);
+		for (j = 0; j < 3; j++) {
+			__u8 want = j == cases[i].bad_op ? cases[i].status : XTX_ST_NOT_EXECUTED;
+
+			CHECK(out_op(&r, j)->status == want, "%s: op %d status %u, want %u",
+			      cases[i].name, j, out_op(&r, j)->status, want);
+		}
 		CHECK(counter_value(0) == c0, "%s: state changed", cases[i].name);
 	}
 }
@@ -824,6 +912,7 @@ int main(void)
 	RUN_CASE(test_pass_through);
 	RUN_CASE(test_drops);
 	RUN_CASE(test_error_replies);
+	RUN_CASE(test_value_area_refusals);
 	RUN_CASE(test_dedupe);
 	RUN_CASE(test_dedupe_in_flight);
 	RUN_CASE(test_lost_reply_then_retransmit);
