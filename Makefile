@@ -84,7 +84,7 @@ USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp \
 	$(OUT)/bench/logw_cost
-BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/xtx-history-check
+BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/examples/values $(OUT)/xtx-history-check
 BINS += $(OUT)/tests/afxdp_churn
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----

@@ -27,9 +27,18 @@ struct kvm_entry {
 	uint64_t highest;
 	uint8_t table;
 	uint8_t state;
-	uint8_t vlen;
-	uint8_t value[XTX_VALUE_INLINE];
+	uint16_t vlen;
+	/* a value longer than the slot is allocated apart: small keys stay small */
+	union {
+		uint8_t value[XTX_VALUE_INLINE];
+		uint8_t *big;
+	};
 };
+
+static const uint8_t *entry_value(const struct kvm_entry *e)
+{
+	return e->vlen > XTX_VALUE_INLINE ? e->big : e->value;
+}
 
 struct kvmodel {
 	struct kvm_entry *slot;
@@ -44,7 +53,7 @@ struct kvmodel *kvmodel_new(unsigned int value_size, uint64_t max_keys)
 {
 	struct kvmodel *m;
 
-	if (value_size > XTX_VALUE_INLINE)
+	if (value_size > XTX_VALUE_MAX)
 		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -64,6 +73,9 @@ void kvmodel_free(struct kvmodel *m)
 {
 	if (!m)
 		return;
+	for (uint64_t i = 0; i < m->cap; i++)
+		if (m->slot[i].state != KVM_EMPTY && m->slot[i].vlen > XTX_VALUE_INLINE)
+			free(m->slot[i].big);
 	free(m->slot);
 	free(m);
 }
@@ -137,10 +149,39 @@ static struct kvm_entry *claim(struct kvmodel *m, uint8_t table, uint64_t key)
 	return e;
 }
 
-static void set_value(struct kvm_entry *e, uint8_t vlen, const uint8_t *value)
+/*
+ * A long value's own buffer, allocated before anything changes so that
+ * running out of memory changes nothing; NULL for a value that fits the
+ * entry.  *err is set on ENOMEM.
+ */
+static uint8_t *big_alloc(uint16_t vlen, const uint8_t *value, bool *err)
 {
+	uint8_t *b;
+
+	*err = false;
+	if (vlen <= XTX_VALUE_INLINE)
+		return NULL;
+	b = malloc(vlen);
+	if (!b) {
+		*err = true;
+		return NULL;
+	}
+	if (value)
+		memcpy(b, value, vlen);
+	else
+		memset(b, 0, vlen);
+	return b;
+}
+
+/* Takes big (from big_alloc) for a long value. */
+static void set_value(struct kvm_entry *e, uint16_t vlen, const uint8_t *value, uint8_t *big)
+{
+	if (e->vlen > XTX_VALUE_INLINE)
+		free(e->big);
 	memset(e->value, 0, sizeof(e->value));
-	if (vlen && value)
+	if (vlen > XTX_VALUE_INLINE)
+		e->big = big;
+	else if (vlen && value)
 		memcpy(e->value, value, vlen);
 	e->vlen = vlen;
 }
@@ -148,19 +189,20 @@ static void set_value(struct kvm_entry *e, uint8_t vlen, const uint8_t *value)
 static void fill_result(struct kvmodel_result *res, uint8_t status, const struct kvm_entry *e,
 			uint64_t version, bool with_value)
 {
-	memset(res, 0, sizeof(*res));
 	res->status = status;
 	res->version = version;
+	res->vlen = 0;
+	memset(res->value, 0, XTX_VALUE_INLINE);
 	if (with_value && e) {
 		res->vlen = e->vlen;
-		memcpy(res->value, e->value, sizeof(res->value));
+		memcpy(res->value, entry_value(e), e->vlen);
 	}
 }
 
 /* What the server validates before running anything; XTX_ST_OK when the op may run. */
-static uint8_t validate(const struct kvmodel *m, uint8_t opcode, uint8_t table, uint8_t vlen)
+static uint8_t validate(const struct kvmodel *m, uint8_t opcode, uint8_t table, uint16_t vlen)
 {
-	if (vlen > XTX_VALUE_INLINE || table >= XTX_MAX_TABLES)
+	if (vlen > XTX_VALUE_MAX || table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
 	switch (opcode) {
 	case XTX_OP_GET:
@@ -179,7 +221,7 @@ static uint8_t validate(const struct kvmodel *m, uint8_t opcode, uint8_t table, 
  * OK, the version (an INSERT's is the deterministic highest + 1).
  */
 static uint8_t predict(const struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t key,
-		       uint8_t vlen, const struct kvm_entry **ep, uint64_t *version)
+		       uint16_t vlen, const struct kvm_entry **ep, uint64_t *version)
 {
 	const struct kvm_entry *e;
 	uint8_t st = validate(m, opcode, table, vlen);
@@ -208,28 +250,35 @@ static uint8_t predict(const struct kvmodel *m, uint8_t opcode, uint8_t table, u
  * Makes an OK write happen with the given version.  Returns false when a
  * new key could not be remembered (ENOMEM): then nothing changed.
  */
-static bool commit(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t key, uint8_t vlen,
+static bool commit(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t key, uint16_t vlen,
 		   const uint8_t *value, uint64_t version)
 {
-	struct kvm_entry *e = claim(m, table, key);
+	bool nomem;
+	uint8_t *big = big_alloc(opcode == XTX_OP_DELETE ? 0 : vlen, value, &nomem);
+	struct kvm_entry *e;
 
-	if (!e)
+	if (nomem)
 		return false;
+	e = claim(m, table, key);
+	if (!e) {
+		free(big);
+		return false;
+	}
 	switch (opcode) {
 	case XTX_OP_INSERT:
 		if (e->state != KVM_LIVE)
 			m->live++;
 		e->state = KVM_LIVE;
-		set_value(e, vlen, value);
+		set_value(e, vlen, value, big);
 		break;
 	case XTX_OP_UPDATE:
-		set_value(e, vlen, value);
+		set_value(e, vlen, value, big);
 		break;
 	case XTX_OP_DELETE:
 		if (e->state == KVM_LIVE)
 			m->live--;
 		e->state = KVM_DEAD;
-		set_value(e, 0, NULL);
+		set_value(e, 0, NULL, NULL);
 		break;
 	}
 	e->version = version;
@@ -239,7 +288,7 @@ static bool commit(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t ke
 }
 
 uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t key,
-		      uint8_t vlen, const uint8_t *value, struct kvmodel_result *res)
+		      uint16_t vlen, const uint8_t *value, struct kvmodel_result *res)
 {
 	const struct kvm_entry *e;
 	struct kvmodel_result dummy;
@@ -258,10 +307,10 @@ uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t
 	return st;
 }
 
-int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
+int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint16_t vlen,
 		const uint8_t *value, uint64_t version)
 {
-	if (vlen > XTX_VALUE_INLINE)
+	if (vlen > XTX_VALUE_MAX)
 		return -EINVAL;
 	/* INSERT makes live whatever the state, DELETE dead: the commit's effect */
 	if (!commit(m, live ? XTX_OP_INSERT : XTX_OP_DELETE, table, key, vlen, value, version))
@@ -284,7 +333,7 @@ static char *hex(const uint8_t *p, unsigned int n, char *buf)
 }
 
 static void describe(char *buf, size_t len, uint8_t status, uint64_t version, bool versioned,
-		     const char *vcmp, bool with_value, uint8_t vlen, const uint8_t *value)
+		     const char *vcmp, bool with_value, uint16_t vlen, const uint8_t *value)
 {
 	char h[2 * XTX_VALUE_INLINE + 1];
 	int n;
@@ -342,7 +391,7 @@ int kvmodel_check(struct kvmodel *m, const struct xtx_op *req, const struct xtx_
 	if (!ok && why) {
 		show_value = is_get && st == XTX_ST_OK;
 		describe(exp, sizeof(exp), st, is_insert ? highest : version, st == XTX_ST_OK,
-			 is_insert ? "> " : "", show_value, e ? e->vlen : 0, e ? e->value : NULL);
+			 is_insert ? "> " : "", show_value, e ? e->vlen : 0, e ? entry_value(e) : NULL);
 		describe(got, sizeof(got), rst, reply->version, rst == XTX_ST_OK, "",
 			 is_get && rst == XTX_ST_OK, reply->vlen, reply->value);
 		snprintf(why, why_len, "expected %s, got %s", exp, got);
@@ -366,7 +415,13 @@ static void item_of(const struct kvm_entry *e, struct kvmodel_item *it)
 	it->version = e->version;
 	it->table = e->table;
 	it->vlen = e->vlen;
-	memcpy(it->value, e->value, sizeof(it->value));
+	if (e->vlen > XTX_VALUE_INLINE) {
+		memset(it->value, 0, sizeof(it->value));
+		it->big = e->big;
+	} else {
+		memcpy(it->value, e->value, sizeof(it->value));
+		it->big = NULL;
+	}
 }
 
 int kvmodel_lookup(const struct kvmodel *m, uint8_t table, uint64_t key,
@@ -425,10 +480,34 @@ int kvmodel_collect(const struct kvmodel *m, struct kvmodel_item **items, size_t
 	if (!v)
 		return -ENOMEM;
 	*items = v;
-	for (i = 0; i < m->cap; i++)
-		if (m->slot[i].state == KVM_LIVE)
-			item_of(&m->slot[i], &v[(*n)++]);
+	for (i = 0; i < m->cap; i++) {
+		struct kvmodel_item *it = &v[*n];
+		uint8_t *copy;
+
+		if (m->slot[i].state != KVM_LIVE)
+			continue;
+		item_of(&m->slot[i], it);
+		if (it->big) {
+			/* the model may change once the caller lets go of it */
+			copy = malloc(it->vlen);
+			if (!copy)
+				return -ENOMEM;
+			memcpy(copy, it->big, it->vlen);
+			it->big = copy;
+		}
+		(*n)++;
+	}
 	return 0;
+}
+
+void kvmodel_items_free(struct kvmodel_item *items, size_t n)
+{
+	size_t i;
+
+	for (i = 0; items && i < n; i++)
+		if (items[i].vlen > XTX_VALUE_INLINE)
+			free((void *)items[i].big);
+	free(items);
 }
 
 static int item_cmp(const void *a, const void *b)
@@ -450,12 +529,12 @@ void kvmodel_sort(struct kvmodel_item *items, size_t n)
 
 void kvmodel_format(const struct kvmodel_item *it, char *buf, size_t len)
 {
-	char h[2 * XTX_VALUE_INLINE + 1];
-	uint8_t vlen = it->vlen <= XTX_VALUE_INLINE ? it->vlen : XTX_VALUE_INLINE;
+	char h[2 * XTX_VALUE_MAX + 1];
+	uint16_t vlen = it->vlen <= XTX_VALUE_MAX ? it->vlen : XTX_VALUE_MAX;
 
 	snprintf(buf, len, "table=%u key=%llu version=%llu vlen=%u value=%s\n", it->table,
 		 (unsigned long long)it->key, (unsigned long long)it->version, vlen,
-		 hex(it->value, vlen, h));
+		 hex(kvmodel_item_value(it), vlen, h));
 }
 
 int kvmodel_write_dump(FILE *f, const struct kvmodel_item *items, size_t n)

@@ -31,26 +31,41 @@
 
 struct kvmodel;
 
-/* A live key, as iteration and dumps see it. */
+/*
+ * A live key, as iteration and dumps see it.  A value of up to
+ * XTX_VALUE_INLINE bytes is in value[] (zero past vlen); a longer one is
+ * at big: from kvmodel_lookup() and kvmodel_foreach() the model's own
+ * bytes, valid until the model next changes; from kvmodel_collect() a copy
+ * the array owns (kvmodel_items_free()).  kvmodel_item_value() picks.
+ */
 struct kvmodel_item {
 	uint64_t key;
 	uint64_t version;
 	uint8_t table;
-	uint8_t vlen;
-	uint8_t value[XTX_VALUE_INLINE];	/* zero past vlen */
+	uint16_t vlen;
+	uint8_t value[XTX_VALUE_INLINE];
+	const uint8_t *big;	/* vlen > XTX_VALUE_INLINE only, else NULL */
 };
+
+static inline const uint8_t *kvmodel_item_value(const struct kvmodel_item *it)
+{
+	return it->vlen > XTX_VALUE_INLINE ? it->big : it->value;
+}
 
 /* What an op answers: the fields a server fills in its reply op. */
 struct kvmodel_result {
 	uint8_t status;		/* XTX_ST_* */
-	uint8_t vlen;		/* GET OK */
+	uint16_t vlen;		/* GET OK */
 	uint64_t version;	/* OK: GET's current version, a write's new one */
-	uint8_t value[XTX_VALUE_INLINE];	/* GET OK, zero past vlen */
+	/* GET OK: value[0..vlen), zero past it up to XTX_VALUE_INLINE */
+	uint8_t value[XTX_VALUE_MAX];
 };
 
 /*
  * value_size: the longest value INSERT and UPDATE take (the server's
- * configured size), 1..XTX_VALUE_INLINE, 0 for XTX_VALUE_INLINE.  max_keys: live
+ * configured size), 1..XTX_VALUE_MAX, 0 for XTX_VALUE_INLINE.  Values of
+ * up to XTX_VALUE_INLINE bytes live in the key's entry; a longer one costs
+ * an allocation of its own, so small keys stay small.  max_keys: live
  * keys held at most, beyond which an INSERT answers FULL (0: unlimited).
  * NULL on ENOMEM or a bad value_size.
  */
@@ -60,13 +75,13 @@ void kvmodel_free(struct kvmodel *m);
 /*
  * Executes one op and returns its status (also in res->status).  The
  * validation a server does first gives BAD_ARG (table >= XTX_MAX_TABLES,
- * vlen above XTX_VALUE_INLINE, or above value_size for INSERT/UPDATE) and
+ * vlen above XTX_VALUE_MAX, or above value_size for INSERT/UPDATE) and
  * UNKNOWN_OP (not a KV opcode); neither changes anything.  FULL: max_keys
- * reached, or no memory to remember a new key.  value may be NULL when vlen
- * is 0 or the op carries no value.
+ * reached, or no memory to remember a new key or a long value.  value may
+ * be NULL when vlen is 0 or the op carries no value.
  */
 uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t key,
-		      uint8_t vlen, const uint8_t *value, struct kvmodel_result *res);
+		      uint16_t vlen, const uint8_t *value, struct kvmodel_result *res);
 
 /*
  * Checks a server's reply op against the model and advances the model as
@@ -80,6 +95,7 @@ uint8_t kvmodel_apply(struct kvmodel *m, uint8_t opcode, uint8_t table, uint64_t
  * The reply must echo the request's opcode, table and key.  GET compares
  * vlen, value[0..vlen) and version; writes compare version (the value in
  * a write's reply is the request's); NOT_FOUND and EXISTS only the status.
+ * Replies carry values in the op slot only (up to XTX_VALUE_INLINE bytes).
  * After a mismatch the model keeps its own prediction, except that a write
  * both sides executed takes the server's version, so one wrong version is
  * reported once rather than at every later op of the key.
@@ -101,10 +117,10 @@ int kvmodel_lookup(const struct kvmodel *m, uint8_t table, uint64_t key,
  * Makes (table, key) live with value (vlen bytes) or deleted, at version,
  * as a server's commit at a coordinator-fixed version does: no check of
  * the current state; the key's highest version rises to version if below.
- * Returns 0, -EINVAL for vlen above XTX_VALUE_INLINE, or -ENOMEM when a new
- * key could not be remembered; nothing changed on an error.
+ * Returns 0, -EINVAL for vlen above XTX_VALUE_MAX, or -ENOMEM when a new
+ * key or a long value could not be remembered; nothing changed on an error.
  */
-int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint8_t vlen,
+int kvmodel_set(struct kvmodel *m, uint8_t table, uint64_t key, bool live, uint16_t vlen,
 		const uint8_t *value, uint64_t version);
 
 /* Live keys, and keys ever seen (live or deleted). */
@@ -120,10 +136,13 @@ int kvmodel_foreach(const struct kvmodel *m, int (*fn)(const struct kvmodel_item
 
 /*
  * Appends the live keys to the array *items of *n entries (realloc'd, the
- * caller frees it), so several models merge into one array.  Returns 0 or
- * -ENOMEM (the array stays valid).
+ * caller frees it with kvmodel_items_free()), so several models merge into
+ * one array; long values are copied.  Returns 0 or -ENOMEM (the array
+ * stays valid).
  */
 int kvmodel_collect(const struct kvmodel *m, struct kvmodel_item **items, size_t *n);
+/* Frees a collected array of n items and the long values it owns. */
+void kvmodel_items_free(struct kvmodel_item *items, size_t n);
 /* Sorts by table, then key: the order `xtxctl dump` prints. */
 void kvmodel_sort(struct kvmodel_item *items, size_t n);
 
@@ -132,7 +151,7 @@ void kvmodel_sort(struct kvmodel_item *items, size_t n);
  *   table=T key=K version=V vlen=N value=HEX
  * (decimal numbers, lowercase hex of the vlen value bytes).
  */
-#define KVMODEL_LINE_MAX	(96 + 2 * XTX_VALUE_INLINE)
+#define KVMODEL_LINE_MAX	(96 + 2 * XTX_VALUE_MAX)
 void kvmodel_format(const struct kvmodel_item *it, char *buf, size_t len);
 /* Writes n items as dump lines; 0, or -1 with errno set when f fails. */
 int kvmodel_write_dump(FILE *f, const struct kvmodel_item *items, size_t n);

@@ -443,7 +443,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 	for (i = 0; i < n; i++) {
 		uint64_t p = rw_key_payload(r[i].key);
 
-		if (p >= RW_PARTS || rw_next_decode(r[i].value, r[i].vlen, &count[p]))
+		if (p >= RW_PARTS || rw_next_decode(wl_rec_value(&r[i]), r[i].vlen, &count[p]))
 			wl_violation(v, "%s: user counter %llu malformed", when,
 				     (unsigned long long)p);
 		else
@@ -461,7 +461,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 		bool known = uid < cfg->users ||
 			     (uid - cfg->users) / RW_PARTS < count[(uid - cfg->users) % RW_PARTS];
 
-		if (rw_user_decode(r[i].value, r[i].vlen, &u) || u.uid != uid || !known) {
+		if (rw_user_decode(wl_rec_value(&r[i]), r[i].vlen, &u) || u.uid != uid || !known) {
 			wl_violation(v, "%s: user row %llu malformed, another's, or never handed out",
 				     when, (unsigned long long)uid);
 			continue;
@@ -481,8 +481,8 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 		const struct wl_rec *ur = wl_snap_find(s, RW_TABLE, rw_key(RW_USER, uid));
 		struct rw_user u;
 
-		if (rw_tweet_check(cfg, uid, seq, r[i].value, r[i].vlen) || !ur ||
-		    rw_user_decode(ur->value, ur->vlen, &u) || seq >= u.ntweets)
+		if (rw_tweet_check(cfg, uid, seq, wl_rec_value(&r[i]), r[i].vlen) || !ur ||
+		    rw_user_decode(wl_rec_value(ur), ur->vlen, &u) || seq >= u.ntweets)
 			wl_violation(v, "%s: tweet %u of user %u malformed, or past the user's "
 				     "count", when, seq, uid);
 	}
@@ -495,7 +495,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 	for (i = 0; i < n; i++) {
 		uint64_t uid = rw_key_payload(r[i].key);
 
-		if (rw_list_decode(r[i].value, r[i].vlen, RW_TIMELINE, &l) || l.owner != uid ||
+		if (rw_list_decode(wl_rec_value(&r[i]), r[i].vlen, RW_TIMELINE, &l) || l.owner != uid ||
 		    l.n > tmax) {
 			wl_violation(v, "%s: timeline of %llu malformed or past its bound", when,
 				     (unsigned long long)uid);
@@ -526,7 +526,7 @@ static void check_snapshot(const struct rw_cfg *cfg, const struct wl_snap *s, co
 		for (i = 0; i < n; i++) {
 			uint64_t owner = rw_key_payload(r[i].key);
 
-			if (rw_list_decode(r[i].value, r[i].vlen, kd, &l) || l.owner != owner ||
+			if (rw_list_decode(wl_rec_value(&r[i]), r[i].vlen, kd, &l) || l.owner != owner ||
 			    l.n > lmax || owner >= cfg->users) {
 				wl_violation(v, "%s: %s list of %llu malformed or past its bound",
 					     when, k ? "followers" : "following",

@@ -437,13 +437,13 @@ static void check_records(const struct ycsb_cfg *cfg, const struct wl_snap *s, c
 		const char *why = r[i].key < cfg->records ? NULL : "not a record number";
 
 		if (!why)
-			why = ycsb_record_check(cfg, r[i].key, r[i].value, r[i].vlen);
+			why = ycsb_record_check(cfg, r[i].key, wl_rec_value(&r[i]), r[i].vlen);
 		if (why) {
 			wl_violation(v, "%s: record %llu: %s", when, (unsigned long long)r[i].key,
 				     why);
 			continue;
 		}
-		*sum += ycsb_record_counter(r[i].value);
+		*sum += ycsb_record_counter(wl_rec_value(&r[i]));
 	}
 }
 
@@ -476,15 +476,15 @@ static void check_history(const struct ycsb_cfg *cfg, const struct wl_rec *b,
 		rmw += p->rmw && p->state == W_COMMITTED;
 		maybe += p->rmw && p->state == W_DOUBT;
 	}
-	moved = ycsb_record_counter(a->value) - ycsb_record_counter(b->value);
+	moved = ycsb_record_counter(wl_rec_value(a)) - ycsb_record_counter(wl_rec_value(b));
 	if (moved < rmw || moved > rmw + maybe)
 		wl_violation(v, "record %llu: counter %u -> %u, but %u read-modify-writes of it "
 			     "committed (%u in doubt)", (unsigned long long)a->key,
-			     ycsb_record_counter(b->value), ycsb_record_counter(a->value), rmw,
+			     ycsb_record_counter(wl_rec_value(b)), ycsb_record_counter(wl_rec_value(a)), rmw,
 			     maybe);
 	for (f = 0; f < cfg->fields; f++) {
-		uint64_t sa = ycsb_field_stamp(cfg, a->value, f);
-		uint64_t sb = ycsb_field_stamp(cfg, b->value, f);
+		uint64_t sa = ycsb_field_stamp(cfg, wl_rec_value(a), f);
+		uint64_t sb = ycsb_field_stamp(cfg, wl_rec_value(b), f);
 		bool written = false, sure = false;
 
 		for (p = w; p < end; p++)
@@ -554,8 +554,8 @@ static unsigned long ycsb_verify(void *vctx, const struct wl_snap *b, const stru
 			j++;
 		for (e = j; e < nw && all[e].key == r[i].key; e++)
 			;
-		if (old && !ycsb_record_check(cfg, r[i].key, r[i].value, r[i].vlen) &&
-		    !ycsb_record_check(cfg, old->key, old->value, old->vlen))
+		if (old && !ycsb_record_check(cfg, r[i].key, wl_rec_value(&r[i]), r[i].vlen) &&
+		    !ycsb_record_check(cfg, old->key, wl_rec_value(old), old->vlen))
 			check_history(cfg, old, &r[i], all + j, all + e, &v);
 		j = e;
 	}

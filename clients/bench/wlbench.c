@@ -1063,8 +1063,15 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 
 /* ---- clients, populate and snapshots ---- */
 
-static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_id)
+/*
+ * A client of the run: every table the workload says holds values past the
+ * op slot gets read room for its longest ahead, so no read aborts to learn it.
+ */
+static struct xtx_client *open_client(const struct wl_workload *w, const struct wl_opts *o,
+				      uint32_t client_id)
 {
+	struct xtx_client *c;
+	unsigned int i;
 	struct xtx_client_cfg cfg = {
 		.servers = o->servers,
 		.nservers = o->nservers,
@@ -1083,7 +1090,10 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		.transport = o->transport,
 	};
 
-	return xtx_client_open(&cfg);
+	c = xtx_client_open(&cfg);
+	for (i = 0; c && w->value_max && i < w->ntables; i++)
+		xtx_client_table_value_max(c, w->tables[i], w->value_max(w->ctx, w->tables[i]));
+	return c;
 }
 
 /* --verify's placement: the replicas that hold the key whole (a copying one is last) */
@@ -1719,7 +1729,7 @@ static struct wl_thread *setup_threads(const struct wl_workload *w, const struct
 			t->wt = NULL;
 			goto fail;
 		}
-		t->cl = open_client(o, t->bt.client_id);
+		t->cl = open_client(w, o, t->bt.client_id);
 		if (!t->cl)
 			goto fail;
 		if (o->history) {
@@ -1856,7 +1866,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		goto out;
 	}
 	/* placement for --populate and --verify, and the first contact with the servers */
-	setup = open_client(&o, o.client_base + o.threads);
+	setup = open_client(w, &o, o.client_base + o.threads);
 	if (!setup)
 		goto out;
 	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o, setup) :

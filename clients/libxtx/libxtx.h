@@ -97,6 +97,12 @@ enum xtx_abort_cause {
 	 * before the transaction logged: nothing of it can commit; retry
 	 */
 	XTX_CAUSE_MOVED,
+	/*
+	 * A value read was longer than the room the client reserved for its
+	 * table (xtx_client_table_value_max()); the room has grown to fit
+	 * it: retry
+	 */
+	XTX_CAUSE_VALUE_ROOM,
 	XTX_CAUSE__COUNT,
 };
 
@@ -201,6 +207,8 @@ struct xtx_client_stats {
 	 * requests that carried their ops, their ops, their round trips.
 	 */
 	uint64_t committed_rw, packets_rw_committed, ops_rw_committed, rounds_rw_committed;
+	/* tables whose read room grew after a TOO_BIG answer (XTX_CAUSE_VALUE_ROOM aborts) */
+	uint64_t value_room_raised;
 };
 
 struct xtx_client;
@@ -227,6 +235,19 @@ int xtx_poll(struct xtx_client *c, uint64_t timeout_ns);
 
 /* Transactions in flight. */
 unsigned int xtx_inflight(const struct xtx_client *c);
+
+/*
+ * Values longer than XTX_VALUE_INLINE (up to XTX_VALUE_MAX) travel in the
+ * request's value area, and a read reserves room there for its answer.  By
+ * default a table's reads reserve none (its values fit the op slot); a
+ * longer value then answers TOO_BIG, the transaction aborts with
+ * XTX_CAUSE_VALUE_ROOM and the table's room grows to fit it, so a retry
+ * reads it.  Declaring a table's longest value ahead (bytes <=
+ * XTX_VALUE_INLINE: none) saves those aborts; a room only costs request
+ * bytes, so fewer reads share a packet.  0, or -EINVAL (table or bytes
+ * out of range).
+ */
+int xtx_client_table_value_max(struct xtx_client *c, uint8_t table, uint16_t bytes);
 
 /* Runs one transaction to its end (a blocking convenience); returns its outcome. */
 enum xtx_outcome xtx_run(struct xtx_client *c, xtx_step_fn step, void *arg,
@@ -281,8 +302,12 @@ int xtx_value(const struct xtx_txn *t, int handle, const void **value, uint16_t 
 /*
  * Buffers a write, applied at commit.  put: create or overwrite; insert:
  * the key must not exist (else ABORTED, XTX_CAUSE_EXISTS); delete: the key
- * must exist (else XTX_CAUSE_NOT_FOUND).  Returns 0, -EMSGSIZE (vlen >
- * XTX_VALUE_INLINE), -E2BIG, -EINVAL or -EALREADY as for xtx_get().
+ * must exist (else XTX_CAUSE_NOT_FOUND).  Values up to XTX_VALUE_MAX bytes
+ * (over XTX_VALUE_INLINE they go in the value area, one such value per
+ * request), except that HADES takes none over XTX_VALUE_INLINE: its
+ * servers do not stage them.  Returns 0, -EMSGSIZE (vlen > XTX_VALUE_MAX),
+ * -EOPNOTSUPP (HADES, vlen > XTX_VALUE_INLINE), -ENOMEM, -E2BIG, -EINVAL or
+ * -EALREADY as for xtx_get().
  */
 int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint16_t vlen);
 int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,

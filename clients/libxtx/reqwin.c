@@ -50,6 +50,7 @@ struct xtx_req *xtx_reqwin_next(struct xtx_reqwins *w, unsigned int s)
 		return NULL;
 	xtx_msg_init(&r->msg, w->client_id, srv->next_id);
 	r->msg.hdr.epoch = w->epoch;
+	r->len = 0;
 	return r;
 }
 
@@ -113,7 +114,7 @@ int xtx_reqwins_send(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *
 			if (!r->req_id || !r->pending)
 				continue;
 			d[n].buf = &r->msg;
-			d[n].len = xtx_msg_len(r->msg.hdr.nops);
+			d[n].len = r->len ? r->len : xtx_msg_len(r->msg.hdr.nops);
 			d[n].server = s;
 			w->which[n++] = r;
 		}

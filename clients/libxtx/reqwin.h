@@ -23,6 +23,8 @@ struct xtx_req {
 	uint64_t last_ns;	/* latest transmission: drives the timeout */
 	uint32_t tx;		/* transmissions so far */
 	bool pending;		/* goes out in the next batch */
+	/* payload bytes with value areas; 0: header and ops only (xtx_msg_len()) */
+	uint16_t len;
 	/* The request stays here intact: retransmitted as is, replies checked against it. */
 	struct xtx_msgbuf msg;
 };

@@ -14,14 +14,23 @@
 #define WL_LOAD_POLL_NS		(1000 * 1000ull)
 
 int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t *value,
-		uint8_t vlen)
+		uint16_t vlen)
 {
+	uint8_t *big = NULL;
 	struct wl_row *r;
 
-	if (vlen > XTX_VALUE_INLINE) {
+	if (vlen > XTX_VALUE_MAX) {
 		fprintf(stderr, "Error: --populate: table %u key %llu: a %u-byte value\n", table,
 			(unsigned long long)key, vlen);
 		return -1;
+	}
+	if (vlen > XTX_VALUE_INLINE) {
+		big = malloc(vlen);
+		if (!big) {
+			fprintf(stderr, "Error: --populate: %s\n", strerror(ENOMEM));
+			return -1;
+		}
+		memcpy(big, value, vlen);
 	}
 	if (rows->n == rows->cap) {
 		size_t nc = rows->cap ? 2 * rows->cap : 4096;
@@ -29,6 +38,7 @@ int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t
 
 		if (!nr) {
 			fprintf(stderr, "Error: --populate: %s\n", strerror(ENOMEM));
+			free(big);
 			return -1;
 		}
 		rows->r = nr;
@@ -38,12 +48,19 @@ int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t
 	r->table = table;
 	r->key = key;
 	r->vlen = vlen;
-	memcpy(r->value, value, vlen);
+	memset(r->value, 0, sizeof(r->value));
+	if (!big)
+		memcpy(r->value, value, vlen);
+	r->big = big;
 	return 0;
 }
 
 void wl_rows_free(struct wl_rows *rows)
 {
+	size_t i;
+
+	for (i = 0; i < rows->n; i++)
+		free(rows->r[i].big);
 	free(rows->r);
 	memset(rows, 0, sizeof(*rows));
 }
@@ -82,7 +99,7 @@ static enum xtx_step load_step(struct xtx_txn *t, void *arg)
 	for (i = 0; i < s->count; i++) {
 		const struct wl_row *r = &s->first[i];
 
-		err = xtx_put(t, r->table, r->key, r->value, r->vlen);
+		err = xtx_put(t, r->table, r->key, wl_row_value(r), r->vlen);
 		if (err) {
 			snprintf(s->l->why, sizeof(s->l->why), "xtx_put(table %u, key %llu): %s",
 				 r->table, (unsigned long long)r->key, strerror(-err));

@@ -25,12 +25,23 @@
 /* How long a batch waits for a table serving the other protocol to switch (XTX_CAUSE_MIXED). */
 #define WL_LOAD_MIXED_WAIT_NS	(10ull * 1000 * 1000 * 1000)
 
+/*
+ * One row: a value of up to XTX_VALUE_INLINE bytes in value[], a longer
+ * one (up to XTX_VALUE_MAX) in an allocation of its own at big, so tables
+ * of millions of short rows stay small.  wl_row_value() picks.
+ */
 struct wl_row {
 	uint64_t key;
 	uint8_t table;
-	uint8_t vlen;
+	uint16_t vlen;
 	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t *big;		/* vlen > XTX_VALUE_INLINE, else NULL */
 };
+
+static inline const uint8_t *wl_row_value(const struct wl_row *r)
+{
+	return r->vlen > XTX_VALUE_INLINE ? r->big : r->value;
+}
 
 /* The rows to load, in the order the workload emitted them. */
 struct wl_rows {
@@ -38,9 +49,9 @@ struct wl_rows {
 	size_t n, cap;
 };
 
-/* Appends a row; 0 or -1 after printing why. */
+/* Appends a row of up to XTX_VALUE_MAX bytes; 0 or -1 after printing why. */
 int wl_rows_add(struct wl_rows *rows, uint8_t table, uint64_t key, const uint8_t *value,
-		uint8_t vlen);
+		uint16_t vlen);
 void wl_rows_free(struct wl_rows *rows);
 
 struct wl_load_cfg {

@@ -55,29 +55,49 @@ static int hexval(char c)
 	return -1;
 }
 
+void wl_rec_release(struct wl_rec *r)
+{
+	free(r->big);
+	r->big = NULL;
+}
+
 int wl_parse_dump_line(const char *line, struct wl_rec *r)
 {
 	unsigned int table, vlen, i;
 	unsigned long long key, version;
-	char hex[2 * XTX_VALUE_INLINE + 2];
+	const char *hex;
+	size_t hexlen;
+	uint8_t *out;
+	int n = 0;
 
-	hex[0] = '\0';
-	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u value=%81s", &table, &key,
-		   &version, &vlen, hex) < 4)
+	if (sscanf(line, "table=%u key=%llu version=%llu vlen=%u value=%n", &table, &key,
+		   &version, &vlen, &n) < 4 || !n)
 		return -1;
-	if (table > 255 || vlen > XTX_VALUE_INLINE || strlen(hex) != 2 * vlen)
+	hex = line + n;
+	hexlen = strcspn(hex, " \t\r\n");
+	if (table > 255 || vlen > XTX_VALUE_MAX || hexlen != 2 * (size_t)vlen ||
+	    strspn(hex + hexlen, " \t\r\n") != strlen(hex + hexlen))
 		return -1;
 	memset(r, 0, sizeof(*r));
 	r->table = (uint8_t)table;
 	r->key = key;
 	r->version = version;
-	r->vlen = (uint8_t)vlen;
+	r->vlen = (uint16_t)vlen;
+	out = r->value;
+	if (vlen > XTX_VALUE_INLINE) {
+		r->big = malloc(vlen);
+		if (!r->big)
+			return -1;
+		out = r->big;
+	}
 	for (i = 0; i < vlen; i++) {
 		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
 
-		if (hi < 0 || lo < 0)
+		if (hi < 0 || lo < 0) {
+			wl_rec_release(r);
 			return -1;
-		r->value[i] = (uint8_t)(hi << 4 | lo);
+		}
+		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return 0;
 }
@@ -96,7 +116,7 @@ static int rec_cmp(const void *a, const void *b)
 static bool same_data(const struct wl_rec *a, const struct wl_rec *b)
 {
 	return a->vlen == b->vlen && a->version == b->version &&
-	       !memcmp(a->value, b->value, a->vlen);
+	       !memcmp(wl_rec_value(a), wl_rec_value(b), a->vlen);
 }
 
 /* One key's records g[0..n): on its replicas only, once each, all equal. */
@@ -152,17 +172,28 @@ int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int rep
 	qsort(recs, n, sizeof(*recs), rec_cmp);
 	out->r = calloc(n ? n : 1, sizeof(*out->r));
 	out->n = 0;
-	if (!out->r)
+	if (!out->r) {
+		for (i = 0; i < n; i++)
+			wl_rec_release(&recs[i]);
 		return -ENOMEM;
+	}
 	while (i < n) {
+		size_t k;
+		bool keep;
+
 		for (j = i + 1; j < n && recs[j].table == recs[i].table &&
 		     recs[j].key == recs[i].key; j++)
 			;
-		if (recs[i].table < 32 && (mask & (1u << recs[i].table))) {
+		keep = recs[i].table < 32 && (mask & (1u << recs[i].table));
+		if (keep) {
 			check_group(&recs[i], j - i, replication, place, place_arg, violations);
 			out->r[kept] = recs[i];
 			out->r[kept++].server = 0;
+			recs[i].big = NULL;	/* the snapshot's now */
 		}
+		/* the other replicas' copies were only for comparing */
+		for (k = i; k < j; k++)
+			wl_rec_release(&recs[k]);
 		i = j;
 	}
 	out->n = kept;
@@ -201,8 +232,10 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			rc = -1;
 			break;
 		}
-		if (r.table >= 32 || !(mask & (1u << r.table)))
+		if (r.table >= 32 || !(mask & (1u << r.table))) {
+			wl_rec_release(&r);
 			continue;
+		}
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 4096;
 			struct wl_rec *nr = realloc(*recs, nc * sizeof(*nr));
@@ -210,6 +243,7 @@ static int dump_server(const struct wl_ctl *ctl, unsigned int s, uint32_t mask,
 			if (!nr) {
 				fprintf(stderr, "Error: dump of server %u: %s\n", s,
 					strerror(ENOMEM));
+				wl_rec_release(&r);
 				rc = -1;
 				break;
 			}
@@ -241,6 +275,8 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 		if (s < 64 && (skip >> s & 1))
 			continue;
 		if (dump_server(ctl, s, mask, &recs, &n, &cap)) {
+			while (n)
+				wl_rec_release(&recs[--n]);
 			free(recs);
 			return -1;
 		}
@@ -256,6 +292,10 @@ int wl_snapshot(const struct wl_ctl *ctl, uint64_t skip, uint32_t mask, unsigned
 
 void wl_snap_free(struct wl_snap *s)
 {
+	size_t i;
+
+	for (i = 0; s->r && i < s->n; i++)
+		wl_rec_release(&s->r[i]);
 	free(s->r);
 	s->r = NULL;
 	s->n = 0;

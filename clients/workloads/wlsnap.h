@@ -12,14 +12,29 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 
+/*
+ * One key as a dump shows it: a value of up to XTX_VALUE_INLINE bytes in
+ * value[], a longer one (up to XTX_VALUE_MAX) in an allocation of its own
+ * at big, owned by the record's array (wl_snap_free(), wl_rec_release()),
+ * so snapshots of millions of short rows stay small.  wl_rec_value() picks.
+ */
 struct wl_rec {
 	uint8_t table;
-	uint8_t vlen;
+	uint16_t vlen;
 	uint16_t server;	/* while merging: which server's dump it came from */
 	uint64_t key;
 	uint64_t version;
 	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t *big;		/* vlen > XTX_VALUE_INLINE, else NULL */
 };
+
+static inline const uint8_t *wl_rec_value(const struct wl_rec *r)
+{
+	return r->vlen > XTX_VALUE_INLINE ? r->big : r->value;
+}
+
+/* Frees a record's long value (one not handed to a snapshot). */
+void wl_rec_release(struct wl_rec *r);
 
 /* Sorted by (table, key), one record per key. */
 struct wl_snap {
@@ -42,8 +57,9 @@ typedef unsigned int (*wl_place_fn)(void *arg, uint8_t table, uint64_t key, unsi
 #define WL_NO_REPLICA	(~0u)
 
 /*
- * Parses one `xtxctl dump` line ("table=T key=K version=V vlen=L value=HEX").
- * Returns 0, or -1 for anything else.
+ * Parses one `xtxctl dump` line ("table=T key=K version=V vlen=L value=HEX"),
+ * values up to XTX_VALUE_MAX bytes (a longer one allocated: wl_rec_release()).
+ * Returns 0, or -1 for anything else (nothing allocated).
  */
 int wl_parse_dump_line(const char *line, struct wl_rec *r);
 
@@ -52,7 +68,9 @@ int wl_parse_dump_line(const char *line, struct wl_rec *r);
  * out, keeping tables in mask (bit t for table t), and checks placement:
  * a key must be on each of its `replication` replicas and nowhere else,
  * with equal value and version.  Each breach is printed and counted in
- * *violations.  Consumes recs (sorts it in place).  0, or -ENOMEM.
+ * *violations.  Consumes recs (sorts it in place; the long values of the
+ * records kept move to out, the others are freed: the caller frees only
+ * the array).  0, or -ENOMEM (recs' long values freed).
  */
 int wl_snap_merge(struct wl_rec *recs, size_t n, uint32_t mask, unsigned int replication,
 		  wl_place_fn place, void *place_arg, struct wl_snap *out,

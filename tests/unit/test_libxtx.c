@@ -189,7 +189,7 @@ static struct { int get_bad_table, get_bad_flags, put_big, too_many, twice, firs
 
 static enum xtx_step misuse_step(struct xtx_txn *t, void *arg)
 {
-	uint8_t big[XTX_VALUE_INLINE + 1] = { 0 };
+	uint8_t big[XTX_VALUE_MAX + 1] = { 0 };
 	unsigned int i;
 	int h = 0;
 

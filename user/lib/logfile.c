@@ -1232,7 +1232,14 @@ void xtx_logw_close(struct xtx_logw *w)
 
 void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *e, bool json)
 {
-	unsigned int i, vlen = e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE;
+	xtx_logfile_print_entry_value(f, cpu, e, e->value,
+				      e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE, json);
+}
+
+void xtx_logfile_print_entry_value(FILE *f, uint32_t cpu, const struct xtx_log_entry *e,
+				   const uint8_t *value, unsigned int vlen, bool json)
+{
+	unsigned int i;
 	unsigned int nrep = e->nreplicas < 3 ? e->nreplicas : 3;
 	char flags[32] = "", reps[24] = "";
 	size_t fl = 0, rl = 0;
@@ -1243,9 +1250,12 @@ void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%slast", fl ? "," : "");
 	if (e->flags & XTX_LOGF_META)
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%smeta", fl ? "," : "");
-	if (e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META))
+	if (e->flags & XTX_LOGF_EXT)
+		fl += snprintf(flags + fl, sizeof(flags) - fl, "%sext", fl ? "," : "");
+	if (e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META | XTX_LOGF_EXT))
 		fl += snprintf(flags + fl, sizeof(flags) - fl, "%s%#x", fl ? "," : "",
-			       e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META));
+			       e->flags & ~(XTX_LOGF_DELETE | XTX_LOGF_LAST | XTX_LOGF_META |
+					    XTX_LOGF_EXT));
 	for (i = 0; i < nrep; i++)
 		rl += snprintf(reps + rl, sizeof(reps) - rl, "%s%u", i ? "," : "", e->replicas[i]);
 	if (json)
@@ -1253,14 +1263,14 @@ void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *
 			"\"key\":%llu,\"version\":%llu,\"flags\":%u,\"replicas\":[%s],\"vlen\":%u,"
 			"\"value\":\"", cpu, (unsigned long long)e->seq, (unsigned long long)e->txn,
 			e->client_id, e->table, (unsigned long long)e->key,
-			(unsigned long long)e->version, e->flags, reps, e->vlen);
+			(unsigned long long)e->version, e->flags, reps, vlen);
 	else
 		fprintf(f, "cpu=%u seq=%llu txn=%llu client=%u table=%u key=%llu version=%llu "
 			"flags=%s replicas=%s vlen=%u value=", cpu, (unsigned long long)e->seq,
 			(unsigned long long)e->txn, e->client_id, e->table,
 			(unsigned long long)e->key, (unsigned long long)e->version,
-			fl ? flags : "none", rl ? reps : "none", e->vlen);
+			fl ? flags : "none", rl ? reps : "none", vlen);
 	for (i = 0; i < vlen; i++)
-		fprintf(f, "%02x", e->value[i]);
+		fprintf(f, "%02x", value[i]);
 	fputs(json ? "\"}" : "\n", f);
 }

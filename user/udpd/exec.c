@@ -5,10 +5,12 @@
 #include <time.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/area.h>
 #include "dedupe.h"
 #include "stats.h"
 #include "txn.h"
 #include "udpd.h"
+#include "value.h"
 
 #define VALID_MUTATES	0x100	/* validate_op: the op needs a dedupe record */
 
@@ -67,9 +69,9 @@ static uint8_t check_header(const struct udpd_server *srv, const struct xtx_hdr 
 		*counter = XTX_CTR_BAD_VERSION;
 		return XTX_ST_BAD_VERSION;
 	}
-	/* exactly the ops it says, as XDP wants it */
+	/* exactly the ops it says, as XDP wants it, and value areas after them (checked later) */
 	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
-	    (size_t)len != sizeof(*hdr) + (size_t)hdr->nops * sizeof(struct xtx_op)) {
+	    (size_t)len < sizeof(*hdr) + (size_t)hdr->nops * sizeof(struct xtx_op)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
 	}
@@ -87,6 +89,8 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 {
 	int mutates = xtx_op_mutates(op->opcode) ? VALID_MUTATES : 0;
 	bool own_txn = op->txn && xtx_txn_client(op->txn) == client_id;
+	unsigned int vs = srv->cfg.value_size;
+	uint8_t st;
 
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
@@ -94,27 +98,45 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 	case XTX_OP_PING:
 	case XTX_OP_STATS:
 	case XTX_OP_COUNTER_ADD:
-	case XTX_OP_GET:
 	case XTX_OP_DELETE:
+		st = udpd_val_check(op, vs);
+		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
+	case XTX_OP_GET:
 	case XTX_OP_READ:
-		return XTX_ST_OK | mutates;
+		st = udpd_val_check(op, vs);
+		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_INSERT:
 	case XTX_OP_UPDATE:
-		if (op->vlen > srv->cfg.value_size)
-			return XTX_ST_BAD_ARG;
-		return XTX_ST_OK | mutates;
+		st = udpd_val_check(op, vs);
+		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_LOG_APPEND:
-		if (op->vlen > srv->cfg.value_size)
-			return XTX_ST_BAD_ARG;
-		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:
-		if (op->vlen > srv->cfg.value_size)
-			return XTX_ST_BAD_ARG;
+		st = udpd_val_check(op, vs);
+		if (st != XTX_ST_OK)
+			return st;
 		/* a commit belongs to a transaction too */
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
-	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+		st = udpd_val_check(op, vs);
+		if (st != XTX_ST_OK)
+			return st;
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
+	case XTX_OP_UNLOCK_SHARED:
+	case XTX_OP_UNLOCK_EXCL:
+	case XTX_OP_OCC_UNLOCK:
+	case XTX_OP_OCC_VALIDATE:
+		st = udpd_val_check(op, vs);
+		if (st != XTX_ST_OK)
+			return st;
+		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
+	case XTX_OP_HINTEND:
+		/* a long HADES write is not served: refused before the op is known unserved */
+		if (op->flags & XTX_OPF_EXT)
+			return XTX_ST_BAD_ARG;
+		return XTX_ST_UNKNOWN_OP;
 	default:
 		return XTX_ST_UNKNOWN_OP;
 	}
@@ -168,8 +190,11 @@ static void exec_op(struct udpd_worker *w, struct pkt *p, uint32_t idx)
 {
 	struct xtx_op *op = &p->ops[idx];
 	bool mutates = xtx_op_mutates(op->opcode);
+	struct udpd_val v;
 	uint8_t st;
 
+	/* before the reply rewrites value[] and flags */
+	udpd_val_of(p->hdr, op, &v);
 	if (mutates && p->mode == EXEC_REPLAY) {
 		const struct xtx_op_result *r = &p->rec[idx];
 		bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
@@ -178,8 +203,9 @@ static void exec_op(struct udpd_worker *w, struct pkt *p, uint32_t idx)
 		op->version = r->version;
 		op->token = r->token;
 		op->status = r->status;
-		if (r->status == XTX_ST_OK && want_value && udpd_is_acquire(op->opcode))
-			udpd_reread_grant(w, op);
+		if ((r->status == XTX_ST_OK || r->status == XTX_ST_TOO_BIG) && want_value &&
+		    udpd_is_acquire(op->opcode))
+			udpd_reread_grant(w, op, &v);
 		return;
 	}
 	switch (op->opcode) {
@@ -193,7 +219,7 @@ static void exec_op(struct udpd_worker *w, struct pkt *p, uint32_t idx)
 		st = op_counter_add(w->srv, op);
 		break;
 	default:
-		st = udpd_op_keyed(w, op, p->hdr->client_id);
+		st = udpd_op_keyed(w, op, p->hdr->client_id, &v);
 		break;
 	}
 	op->status = st;
@@ -267,6 +293,10 @@ int udpd_handle(struct udpd_worker *w, void *buf, int len)
 	if (p.nops > XTX_MAX_OPS)
 		p.nops = XTX_MAX_OPS;
 	st = check_header(srv, p.hdr, len, &counter);
+	if (st == XTX_ST_OK && !xtx_areas_tile(p.hdr, (uint32_t)len)) {
+		counter = XTX_CTR_MALFORMED;
+		st = XTX_ST_MALFORMED;
+	}
 	if (st != XTX_ST_OK)
 		return refuse(w, &p, len, st, true, counter);
 	if (srv->cfg.echo) {

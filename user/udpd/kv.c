@@ -3,33 +3,6 @@
 #include <string.h>
 #include "kv.h"
 
-static int lookup(struct udpd_stripe *s, const struct xtx_op *op, struct kvmodel_item *it,
-		  uint64_t *absent_version);
-
-uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op)
-{
-	uint8_t opcode = op->opcode == XTX_OP_READ ? XTX_OP_GET : op->opcode;
-	struct kvmodel_result res;
-	struct kvmodel_item it;
-	uint64_t absent;
-	uint8_t st;
-
-	st = kvmodel_apply(s->kv, opcode, op->table, op->key, op->vlen, op->value, &res);
-	/* an absent key's version, as XDP answers it: what an absent read saw */
-	if (st == XTX_ST_NOT_FOUND && opcode == XTX_OP_GET && !lookup(s, op, &it, &absent)) {
-		op->version = absent;
-		return st;
-	}
-	if (st != XTX_ST_OK)
-		return st;
-	op->version = res.version;
-	if (opcode == XTX_OP_GET) {
-		memcpy(op->value, res.value, XTX_VALUE_INLINE);
-		op->vlen = res.vlen;
-	}
-	return XTX_ST_OK;
-}
-
 /* Live: 1 with the item; absent: 0 with the version above which it may come back. */
 static int lookup(struct udpd_stripe *s, const struct xtx_op *op, struct kvmodel_item *it,
 		  uint64_t *absent_version)
@@ -42,19 +15,70 @@ static int lookup(struct udpd_stripe *s, const struct xtx_op *op, struct kvmodel
 	return 0;
 }
 
-uint8_t udpd_kv_read_locked(struct udpd_stripe *s, struct xtx_op *op)
+/* GET and READ: the value in slot or area, or an absent key's version as XDP answers it. */
+static uint8_t get(struct udpd_stripe *s, struct xtx_op *op, const struct udpd_val *v)
+{
+	struct kvmodel_item it;
+	uint64_t absent;
+	uint8_t st;
+
+	if (!lookup(s, op, &it, &absent)) {
+		op->version = absent;
+		op->flags &= ~XTX_OPF_EXT;
+		return XTX_ST_NOT_FOUND;
+	}
+	st = udpd_val_answer(op, v, kvmodel_item_value(&it), it.vlen);
+	if (st == XTX_ST_OK)
+		op->version = it.version;
+	return st;
+}
+
+uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op, const struct udpd_val *v)
+{
+	struct kvmodel_result res;
+	uint8_t st;
+
+	if (op->opcode == XTX_OP_GET || op->opcode == XTX_OP_READ)
+		return get(s, op, v);
+	st = kvmodel_apply(s->kv, op->opcode, op->table, op->key, v->len, udpd_val_bytes(v, op),
+			   &res);
+	if (st == XTX_ST_OK)
+		op->version = res.version;
+	return st;
+}
+
+bool udpd_kv_fits(struct udpd_stripe *s, const struct xtx_op *op, const struct udpd_val *v,
+		  uint16_t *vlen)
 {
 	struct kvmodel_item it;
 	uint64_t absent;
 
+	if (!lookup(s, op, &it, &absent) || udpd_val_fits(v, it.vlen))
+		return true;
+	*vlen = it.vlen;
+	return false;
+}
+
+uint8_t udpd_kv_too_big(struct xtx_op *op, const struct udpd_val *v, uint16_t vlen)
+{
+	/* a value that cannot fit the room: the answer writes only its length */
+	return udpd_val_answer(op, v, NULL, vlen);
+}
+
+uint8_t udpd_kv_read_locked(struct udpd_stripe *s, struct xtx_op *op, const struct udpd_val *v)
+{
+	struct kvmodel_item it;
+	uint64_t absent;
+	uint8_t st;
+
 	if (lookup(s, op, &it, &absent)) {
-		memcpy(op->value, it.value, XTX_VALUE_INLINE);
-		op->vlen = it.vlen;
+		st = udpd_val_answer(op, v, kvmodel_item_value(&it), it.vlen);
 		op->version = it.version;
-		return XTX_ST_OK;
+		return st;
 	}
 	op->version = absent;
 	op->vlen = 0;
+	op->flags &= ~XTX_OPF_EXT;
 	op->flags |= XTX_TXF_ABSENT;
 	return XTX_ST_OK;
 }
@@ -75,11 +99,12 @@ uint8_t udpd_kv_validate(struct udpd_stripe *s, struct xtx_op *op)
  * retransmitted commit is harmless even without its record.  An absent
  * key is installed unchecked: its coordinator read it under its lock.
  */
-uint8_t udpd_kv_commit(struct udpd_stripe *s, struct xtx_op *op, bool primary)
+uint8_t udpd_kv_commit(struct udpd_stripe *s, struct xtx_op *op, bool primary,
+		       const struct udpd_val *v)
 {
 	bool del = op->flags & XTX_OPF_DELETE;
 	struct kvmodel_item it;
-	uint64_t absent, v;
+	uint64_t absent, ver;
 
 	if (lookup(s, op, &it, &absent)) {
 		if (primary && it.version == op->version + 1)
@@ -89,9 +114,10 @@ uint8_t udpd_kv_commit(struct udpd_stripe *s, struct xtx_op *op, bool primary)
 		if (!primary && it.version >= op->version)
 			return XTX_ST_ALREADY_APPLIED;
 	}
-	v = primary ? op->version + 1 : op->version;
-	if (kvmodel_set(s->kv, op->table, op->key, !del, del ? 0 : op->vlen, op->value, v))
+	ver = primary ? op->version + 1 : op->version;
+	if (kvmodel_set(s->kv, op->table, op->key, !del, del ? 0 : v->len, udpd_val_bytes(v, op),
+			ver))
 		return XTX_ST_FULL;
-	op->version = v;
+	op->version = ver;
 	return XTX_ST_OK;
 }

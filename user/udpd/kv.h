@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 #include "store.h"
+#include "value.h"
 
 /*
  * All run under the stripe's mutex and fill the reply fields in op as
@@ -15,13 +16,27 @@
  * later incarnation gets a higher one, so versions never repeat.
  */
 
-/* GET, READ, INSERT, UPDATE, DELETE. */
-uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op);
-/* A lock grant's read: value and version, or XTX_TXF_ABSENT with the expected version. */
-uint8_t udpd_kv_read_locked(struct udpd_stripe *s, struct xtx_op *op);
+/*
+ * v is the op's value as the request placed it (udpd_val_of()): a write's
+ * bytes, or the room a read left for its answer.
+ */
+
+/* GET, READ, INSERT, UPDATE, DELETE.  A read of a value longer than its room: TOO_BIG. */
+uint8_t udpd_kv_op(struct udpd_stripe *s, struct xtx_op *op, const struct udpd_val *v);
+/*
+ * A lock grant's read: value and version, or XTX_TXF_ABSENT with the
+ * expected version.  The caller checked udpd_kv_fits() before granting.
+ */
+uint8_t udpd_kv_read_locked(struct udpd_stripe *s, struct xtx_op *op, const struct udpd_val *v);
+/* Whether the key's value (if any) fits the room v left; else its length in *vlen. */
+bool udpd_kv_fits(struct udpd_stripe *s, const struct xtx_op *op, const struct udpd_val *v,
+		  uint16_t *vlen);
+/* The answer of a read whose value did not fit: TOO_BIG with the length, nothing else. */
+uint8_t udpd_kv_too_big(struct xtx_op *op, const struct udpd_val *v, uint16_t vlen);
 /* OCC validation's second half: OK when the version is still op->version, else CHANGED. */
 uint8_t udpd_kv_validate(struct udpd_stripe *s, struct xtx_op *op);
 /* COMMIT_BACKUP / COMMIT_PRIMARY at the coordinator's version (XTX_OPF_DELETE: delete). */
-uint8_t udpd_kv_commit(struct udpd_stripe *s, struct xtx_op *op, bool primary);
+uint8_t udpd_kv_commit(struct udpd_stripe *s, struct xtx_op *op, bool primary,
+		       const struct udpd_val *v);
 
 #endif /* XTX_UDPD_KV_H */

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "logfile.h"
 #include "num.h"
+#include "recover.h"
 #include "secret.h"
 #include "serve.h"
 #include "store.h"
@@ -50,6 +51,8 @@ static void usage(FILE *out)
 		"      --data-dir DIR       drain the logs into DIR as xtxd does (segments of\n"
 		"                           CRC-checked records); without it entries are\n"
 		"                           dropped once drained\n"
+		"      --recover            before serving, rebuild the store from the writes of\n"
+		"                           the transactions --data-dir's logs hold complete\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --dump-file PATH     on SIGUSR1 write every key to PATH (as `xtxctl dump`)\n"
@@ -68,7 +71,7 @@ static void usage(FILE *out)
 		"Example: " NAME " --netns xtx-s0 --bind 10.77.0.2 --data-dir /var/lib/xtx/udpd-s0 \\\n"
 		"           -d --pidfile /run/udpd.pid\n",
 		XTX_DEFAULT_PORT, MAX_THREADS, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
-		XTX_VALUE_INLINE, XTX_VALUE_INLINE,
+		XTX_VALUE_MAX, XTX_VALUE_MAX,
 		(unsigned long long)(XTX_LOCK_LEASE_DEFAULT_NS / 1000000), XTX_LOG_RING_DEFAULT,
 		XTX_LOG_RING_MAX);
 }
@@ -76,7 +79,7 @@ static void usage(FILE *out)
 enum {
 	OPT_CPUS = 256, OPT_MAX_CLIENTS, OPT_VALUE_SIZE, OPT_LOCK_LEASE, OPT_ECHO, OPT_LOG_RING,
 	OPT_DATA_DIR, OPT_LOG_SYNC, OPT_DUMP_FILE, OPT_DROP_REQ, OPT_DROP_REPLY, OPT_NETNS, OPT_PIDFILE,
-	OPT_DAEMON_LOG, OPT_SECRET_FILE,
+	OPT_DAEMON_LOG, OPT_SECRET_FILE, OPT_RECOVER,
 };
 
 static int parse_args(int argc, char **argv, struct udpd_config *c)
@@ -92,6 +95,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		{ "echo", no_argument, NULL, OPT_ECHO },
 		{ "log-ring", required_argument, NULL, OPT_LOG_RING },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
+		{ "recover", no_argument, NULL, OPT_RECOVER },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
 		{ "dump-file", required_argument, NULL, OPT_DUMP_FILE },
 		{ "drop-request-ppm", required_argument, NULL, OPT_DROP_REQ },
@@ -113,7 +117,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 	c->bind.s_addr = htonl(INADDR_ANY);
 	c->threads = 1;
 	c->max_clients = XTX_MAX_CLIENTS_DEFAULT;
-	c->value_size = XTX_VALUE_INLINE;
+	c->value_size = XTX_VALUE_MAX;
 	c->lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	c->log_ring = XTX_LOG_RING_DEFAULT;
 	c->log_sync_ns = XTX_LOGFILE_SYNC_DEFAULT_NS;
@@ -147,7 +151,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 				return -1;
 			break;
 		case OPT_VALUE_SIZE:
-			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_INLINE, &u))
+			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &u))
 				return -1;
 			c->value_size = u;
 			break;
@@ -167,6 +171,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 			}
 			break;
 		case OPT_DATA_DIR: c->data_dir = optarg; break;
+		case OPT_RECOVER: c->recover = true; break;
 		case OPT_LOG_SYNC:
 			if (xtx_parse_duration("--log-sync", optarg, &c->log_sync_ns))
 				return -1;
@@ -190,6 +195,10 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
+	}
+	if (c->recover && !c->data_dir) {
+		fprintf(stderr, "Error: --recover needs --data-dir\n");
+		return -1;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
@@ -385,6 +394,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (setup(&srv)) {
 		fprintf(stderr, "Error: out of memory setting up the server\n");
+		teardown(&srv);
+		return 1;
+	}
+	/* before serving, and before this run's drain opens new segments */
+	if (srv.cfg.recover && udpd_recover(srv.store, srv.cfg.data_dir)) {
 		teardown(&srv);
 		return 1;
 	}

@@ -87,7 +87,7 @@ static int write_keys(struct udpd_store *s, FILE *f)
 		if (kvmodel_write_dump(f, items, n))
 			err = -errno;
 	}
-	free(items);
+	kvmodel_items_free(items, n);
 	return err;
 }
 

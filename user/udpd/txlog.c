@@ -69,24 +69,49 @@ void udpd_txlog_free(struct udpd_txlog *l)
 	free(l);
 }
 
-bool udpd_txlog_has_room(struct udpd_txlog *l)
+/* Entries a write of vlen bytes takes: the entry and its continuations. */
+static uint32_t entries_for(uint16_t vlen)
 {
-	if (l->tail - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) < l->size)
+	return 1 + xtx_log_cont_count(vlen);
+}
+
+bool udpd_txlog_has_room(struct udpd_txlog *l, uint16_t vlen)
+{
+	/* the head only moves forward: a stale read only says full early */
+	if (l->tail + entries_for(vlen) - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) <= l->size)
 		return true;
 	l->full++;
 	return false;
 }
 
-uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id)
+/* The continuations of a long value, after its head entry at seq. */
+static void append_conts(struct udpd_txlog *l, uint64_t seq, const uint8_t *value, uint16_t len)
+{
+	uint32_t i, n = xtx_log_cont_count(len), chunk;
+	struct xtx_log_cont c;
+
+	for (i = 0; i < n; i++) {
+		chunk = len - i * XTX_LOG_CONT_BYTES;
+		if (chunk > XTX_LOG_CONT_BYTES)
+			chunk = XTX_LOG_CONT_BYTES;
+		memset(&c, 0, sizeof(c));
+		c.seq = seq + 1 + i;
+		memcpy(c.bytes, value + i * XTX_LOG_CONT_BYTES, chunk);
+		memcpy(&l->ring[c.seq & (l->size - 1)], &c, sizeof(c));
+	}
+}
+
+uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id,
+			  const struct udpd_val *v)
 {
 	uint64_t tail = l->tail, packed = op->token;
+	const uint8_t *value = udpd_val_bytes(v, op);
+	struct xtx_log_ext ext = { .len = v->len, .txn = op->txn };
+	bool big = v->len > XTX_VALUE_INLINE;
 	struct xtx_log_entry *e;
 
-	/* the head only moves forward: a stale read only says full early */
-	if (tail - __atomic_load_n(&l->head, __ATOMIC_ACQUIRE) >= l->size) {
-		l->full++;
+	if (!udpd_txlog_has_room(l, v->len))
 		return XTX_ST_LOG_FULL;
-	}
 	e = &l->ring[tail & (l->size - 1)];
 	e->seq = tail;
 	e->txn = op->txn;
@@ -94,16 +119,23 @@ uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t clie
 	e->version = op->version;
 	e->client_id = client_id;
 	e->table = op->table;
-	e->vlen = op->vlen;
+	e->vlen = big ? 0 : v->len;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
 		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
-		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0);
+		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) |
+		   (big ? XTX_LOGF_EXT : 0);
 	e->nreplicas = xtx_log_replicas_unpack(packed, e->replicas);
 	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
 		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
-	memcpy(e->value, op->value, XTX_VALUE_INLINE);
-	/* publish: the entry's stores are ordered before the tail that exposes it */
-	__atomic_store_n(&l->tail, tail + 1, __ATOMIC_RELEASE);
+	memset(e->value, 0, sizeof(e->value));
+	if (big) {
+		memcpy(e->value, &ext, sizeof(ext));
+		append_conts(l, tail, value, v->len);
+	} else {
+		memcpy(e->value, op->value, XTX_VALUE_INLINE);
+	}
+	/* publish: the entries' stores are ordered before the tail that exposes them */
+	__atomic_store_n(&l->tail, tail + entries_for(v->len), __ATOMIC_RELEASE);
 	op->version = tail;
 	return XTX_ST_OK;
 }

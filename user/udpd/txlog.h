@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <xtx/proto.h>
+#include "value.h"
 
 struct udpd_txlog;
 struct udpd_txlog_drain;
@@ -15,16 +16,21 @@ struct udpd_txlog *udpd_txlog_new(uint32_t size);
 void udpd_txlog_free(struct udpd_txlog *l);
 
 /*
- * Appends op's write (include/xtx/log.h's request layout) as client_id's.
- * Only the ring's own thread appends.  XTX_ST_OK with op->version = the
- * entry's seq, or XTX_ST_LOG_FULL when the drain is behind (nothing written).
+ * An append of a value of vlen bytes now would not be refused LOG_FULL
+ * (only its own worker appends to a log, and the drain only makes room); a
+ * full log counts the refusal.
  */
+bool udpd_txlog_has_room(struct udpd_txlog *l, uint16_t vlen);
 /*
- * An append now would not be refused LOG_FULL (only its own worker appends
- * to a log, and the drain only makes room); a full log counts the refusal.
+ * Appends op's write (include/xtx/log.h's request layout, the value from v)
+ * as client_id's: a value over XTX_VALUE_INLINE as an XTX_LOGF_EXT entry and
+ * its continuations, all at once.  Only the ring's own thread appends.
+ * XTX_ST_OK with op->version = the entry's seq, or XTX_ST_LOG_FULL when the
+ * drain is behind (nothing written; a ring smaller than the entries a value
+ * needs never takes it).
  */
-bool udpd_txlog_has_room(struct udpd_txlog *l);
-uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id);
+uint8_t udpd_txlog_append(struct udpd_txlog *l, struct xtx_op *op, uint32_t client_id,
+			  const struct udpd_val *v);
 
 /*
  * Starts the thread that empties the rings into dir as xtxd does: ring i's

@@ -14,16 +14,24 @@ bool udpd_is_acquire(uint8_t opcode)
 	       opcode == XTX_OP_OCC_LOCK;
 }
 
-/* The lock half, then (unless XTX_OPF_NO_VALUE) the value of the key now held. */
+/*
+ * The lock half, then (unless XTX_OPF_NO_VALUE) the value of the key now
+ * held.  A value longer than the room left for it answers TOO_BIG before
+ * the lock is taken: the op did nothing, the client asks again with room.
+ */
 static uint8_t acquire(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h,
-		       struct xtx_op *op)
+		       struct xtx_op *op, const struct udpd_val *v)
 {
 	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
-	uint8_t st = udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
+	uint16_t vlen;
+	uint8_t st;
 
+	if (want_value && !udpd_kv_fits(s, op, v, &vlen))
+		return udpd_kv_too_big(op, v, vlen);
+	st = udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
 	if (st != XTX_ST_OK || !want_value)
 		return st;
-	return udpd_kv_read_locked(s, op);
+	return udpd_kv_read_locked(s, op, v);
 }
 
 /* Lock word first, then version: a lock held by another fails fast. */
@@ -40,31 +48,31 @@ static uint8_t validate(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h
 }
 
 /* A read reports the key's lock state too: a FaSST reader aborts on a locked key. */
-static uint8_t read_op(struct udpd_stripe *s, uint64_t h, struct xtx_op *op)
+static uint8_t read_op(struct udpd_stripe *s, uint64_t h, struct xtx_op *op,
+		       const struct udpd_val *v)
 {
-	uint8_t st = udpd_kv_op(s, op);
-
 	op->flags = udpd_lock_state(s, h, op->table, op->key, op->txn);
-	return st;
+	return udpd_kv_op(s, op, v);
 }
 
 /* Install at the coordinator's version, then release the transaction's lock. */
-static uint8_t commit_primary(struct udpd_stripe *s, uint64_t h, struct xtx_op *op)
+static uint8_t commit_primary(struct udpd_stripe *s, uint64_t h, struct xtx_op *op,
+			      const struct udpd_val *v)
 {
-	uint8_t st = udpd_kv_commit(s, op, true);
+	uint8_t st = udpd_kv_commit(s, op, true, v);
 
 	udpd_lock_release_excl(s, h, op->table, op->key, op->txn, op->token);
 	return st;
 }
 
 static uint8_t run_locked(struct udpd_worker *w, struct udpd_stripe *s, uint64_t h,
-			  struct xtx_op *op)
+			  struct xtx_op *op, const struct udpd_val *v)
 {
 	switch (op->opcode) {
 	case XTX_OP_LOCK_SHARED:
 	case XTX_OP_LOCK_EXCL:
 	case XTX_OP_OCC_LOCK:
-		return acquire(w, s, h, op);
+		return acquire(w, s, h, op, v);
 	case XTX_OP_OCC_VALIDATE:
 		return validate(w, s, h, op);
 	case XTX_OP_UNLOCK_SHARED:
@@ -72,13 +80,13 @@ static uint8_t run_locked(struct udpd_worker *w, struct udpd_stripe *s, uint64_t
 	case XTX_OP_OCC_UNLOCK:
 		return udpd_lock_op(s, h, op, udpd_now(w), w->srv->cfg.lock_lease_ns, w->stats);
 	case XTX_OP_READ:
-		return read_op(s, h, op);
+		return read_op(s, h, op, v);
 	case XTX_OP_COMMIT_PRIMARY:
-		return commit_primary(s, h, op);
+		return commit_primary(s, h, op, v);
 	case XTX_OP_COMMIT_BACKUP:
-		return udpd_kv_commit(s, op, false);
+		return udpd_kv_commit(s, op, false, v);
 	case XTX_OP_GET ... XTX_OP_DELETE:
-		return udpd_kv_op(s, op);
+		return udpd_kv_op(s, op, v);
 	case XTX_OP_LOG_APPEND:
 		/* a logged transaction is committed: its lock must outlive any lease */
 		udpd_lock_mark_logged(s, h, op->table, op->key, op->txn);
@@ -88,7 +96,8 @@ static uint8_t run_locked(struct udpd_worker *w, struct udpd_stripe *s, uint64_t
 	}
 }
 
-uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_id)
+uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_id,
+		      const struct udpd_val *v)
 {
 	uint64_t h = xtx_hash(op->table, op->key);
 	struct udpd_stripe *s = udpd_stripe_of(w->srv->store, h);
@@ -96,31 +105,36 @@ uint8_t udpd_op_keyed(struct udpd_worker *w, struct xtx_op *op, uint32_t client_
 
 	if (op->opcode == XTX_OP_LOG_APPEND && (op->flags & XTX_OPF_LOG_PRIMARY)) {
 		/* room first: a lock marked logged with no record would stay forever */
-		if (!udpd_txlog_has_room(w->log))
+		if (!udpd_txlog_has_room(w->log, v->len))
 			return XTX_ST_LOG_FULL;
 		pthread_mutex_lock(&s->mu);
 		st = udpd_lock_claim_grant(s, h, op->table, op->key, op->txn,
 					   xtx_log_grant_of(op->token));
 		pthread_mutex_unlock(&s->mu);
-		return st == XTX_ST_OK ? udpd_txlog_append(w->log, op, client_id) : st;
+		return st == XTX_ST_OK ? udpd_txlog_append(w->log, op, client_id, v) : st;
 	}
 	if (op->opcode == XTX_OP_LOG_APPEND) {
-		st = udpd_txlog_append(w->log, op, client_id);
+		st = udpd_txlog_append(w->log, op, client_id, v);
 		if (st != XTX_ST_OK)
 			return st;
 	}
 	pthread_mutex_lock(&s->mu);
-	st = run_locked(w, s, h, op);
+	st = run_locked(w, s, h, op, v);
 	pthread_mutex_unlock(&s->mu);
 	return st;
 }
 
-void udpd_reread_grant(struct udpd_worker *w, struct xtx_op *op)
+void udpd_reread_grant(struct udpd_worker *w, struct xtx_op *op, const struct udpd_val *v)
 {
 	uint64_t h = xtx_hash(op->table, op->key);
 	struct udpd_stripe *s = udpd_stripe_of(w->srv->store, h);
+	uint16_t vlen;
 
 	pthread_mutex_lock(&s->mu);
-	udpd_kv_read_locked(s, op);
+	if (op->status == XTX_ST_TOO_BIG)
+		/* the grant was never made: only the length is answered again */
+		udpd_kv_too_big(op, v, udpd_kv_fits(s, op, v, &vlen) ? XTX_VALUE_MAX : vlen);
+	else
+		udpd_kv_read_locked(s, op, v);
 	pthread_mutex_unlock(&s->mu);
 }

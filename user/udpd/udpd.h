@@ -17,7 +17,7 @@ struct udpd_config {
 	unsigned int threads;
 	const char *cpus;		/* NULL: no pinning */
 	uint32_t max_clients;
-	uint8_t value_size;		/* largest value a write may carry */
+	uint16_t value_size;		/* largest value a write may carry */
 	uint64_t lock_lease_ns;		/* 0: locks are never reclaimed */
 	bool echo;
 	const char *netns;
@@ -25,6 +25,7 @@ struct udpd_config {
 	const char *pidfile;
 	const char *logfile;		/* daemon's messages */
 	const char *data_dir;		/* where drained LOG_APPEND entries go; NULL: dropped */
+	bool recover;			/* replay data_dir's logs into the store first */
 	uint64_t log_sync_ns;		/* fdatasync the log at most this often */
 	uint32_t log_ring;		/* log entries per thread, a power of two */
 	const char *dump_file;		/* SIGUSR1 writes the store and held locks here */

@@ -1011,20 +1011,72 @@ static int cmd_log_stats(const struct xtx_target *t, const struct ctl_opts *o, c
 	return 0;
 }
 
-/* Prints dump records one way or the other; in JSON, elements of an array. */
+/*
+ * Prints dump records one way or the other; in JSON, elements of an array.
+ * A long value's entry (XTX_LOGF_EXT) is printed once its continuations
+ * have come, as one line with the whole value; they count as records.
+ */
 struct log_out {
 	bool json;
 	bool first;
 	uint64_t n;
+	bool pending;		/* head holds a long value's entry, conts of it still to come */
+	uint32_t cpu;
+	struct xtx_log_entry head;
+	uint16_t len;
+	uint32_t conts, got;
+	uint8_t buf[XTX_VALUE_MAX];
 };
 
-static void log_out_entry(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e)
+static void log_out_line(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e,
+			 const uint8_t *value, unsigned int vlen)
 {
 	if (out->json)
 		fputs(out->first ? "" : ",", stdout);
-	xtx_logfile_print_entry(stdout, cpu, e, out->json);
+	xtx_logfile_print_entry_value(stdout, cpu, e, value, vlen, out->json);
 	out->first = false;
+}
+
+/* A long value whose continuations stopped coming: what came of it, so nothing is hidden. */
+static void log_out_flush(struct log_out *out)
+{
+	unsigned int have = out->got * XTX_LOG_CONT_BYTES;
+
+	if (!out->pending)
+		return;
+	out->pending = false;
+	log_out_line(out, out->cpu, &out->head, out->buf, have < out->len ? have : out->len);
+}
+
+static void log_out_entry(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e)
+{
+	struct xtx_log_ext ext;
+	struct xtx_log_cont c;
+	uint32_t chunk;
+
 	out->n++;
+	if (out->pending && cpu == out->cpu && e->seq == out->head.seq + 1 + out->got) {
+		memcpy(&c, e, sizeof(c));
+		chunk = out->len - out->got * XTX_LOG_CONT_BYTES;
+		if (chunk > XTX_LOG_CONT_BYTES)
+			chunk = XTX_LOG_CONT_BYTES;
+		memcpy(out->buf + out->got * XTX_LOG_CONT_BYTES, c.bytes, chunk);
+		if (++out->got == out->conts)
+			log_out_flush(out);
+		return;
+	}
+	log_out_flush(out);
+	memcpy(&ext, e->value, sizeof(ext));
+	if ((e->flags & XTX_LOGF_EXT) && ext.len > XTX_VALUE_INLINE && ext.len <= XTX_VALUE_MAX) {
+		out->pending = true;
+		out->cpu = cpu;
+		out->head = *e;
+		out->len = ext.len;
+		out->conts = xtx_log_cont_count(ext.len);
+		out->got = 0;
+		return;
+	}
+	log_out_line(out, cpu, e, e->value, e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE);
 }
 
 /*
@@ -1123,6 +1175,7 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 		}
 		xtx_logr_close(&rd);
 	}
+	log_out_flush(&out);
 	if (o->json)
 		printf("],\"ring\":[");
 	else if (have_ring)
@@ -1146,6 +1199,7 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 			}
 			log_out_entry(&out, i, &e);
 		}
+		log_out_flush(&out);
 		ring_n += out.n - n0;
 	}
 	if (o->json) {

@@ -87,7 +87,7 @@ int xtx_value(const struct xtx_txn *t, int h, const void **value, uint16_t *vlen
 	if (k->flags & KF_ABSENT)
 		return -ENOENT;
 	if (value)
-		*value = k->value;
+		*value = k->vlen > XTX_VALUE_INLINE ? k->value_big : k->value;
 	if (vlen)
 		*vlen = k->vlen;
 	return 0;
@@ -99,22 +99,43 @@ static int buffer_write(struct xtx_txn *t, uint8_t table, uint64_t key, const vo
 	struct txn_key *k;
 	int h;
 
-	if (vlen > XTX_VALUE_INLINE)
+	if (vlen > XTX_VALUE_MAX)
 		return -EMSGSIZE;
+	if (vlen > XTX_VALUE_INLINE && t->c->cfg.protocol == XTX_PROTO_HADES)
+		return -EOPNOTSUPP;
 	if (vlen && !value)
 		return -EINVAL;
 	h = key_slot(t, table, key);
 	if (h < 0)
 		return h;
 	k = &t->keys[h];
+	if (vlen > XTX_VALUE_INLINE && k->new_cap < vlen) {
+		/* never realloc'd: value may point into a buffer this transaction handed out */
+		uint8_t *b = txn_arena_alloc(t, vlen);
+
+		if (!b)
+			return -ENOMEM;
+		k->new_big = b;
+		k->new_cap = vlen;
+	}
 	/* the last write of a key wins; an insert after a delete is a put */
 	if ((k->flags & KF_DELETE) && kind == KF_INSERT)
 		kind = 0;
 	k->flags = (k->flags & ~(KF_INSERT | KF_DELETE)) | KF_WRITE | kind;
 	k->new_vlen = vlen;
 	memset(k->new_value, 0, sizeof(k->new_value));
-	if (vlen)
+	if (vlen > XTX_VALUE_INLINE)
+		memmove(k->new_big, value, vlen);
+	else if (vlen)
 		memcpy(k->new_value, value, vlen);
+	return 0;
+}
+
+int xtx_client_table_value_max(struct xtx_client *c, uint8_t table, uint16_t bytes)
+{
+	if (table >= XTX_MAX_TABLES || bytes > XTX_VALUE_MAX)
+		return -EINVAL;
+	c->value_room[table] = bytes > XTX_VALUE_INLINE ? bytes : 0;
 	return 0;
 }
 
@@ -162,6 +183,7 @@ const char *xtx_cause_name(enum xtx_abort_cause c)
 		[XTX_CAUSE_MISUSE] = "misuse",
 		[XTX_CAUSE_MIXED] = "mixed",
 		[XTX_CAUSE_MOVED] = "moved",
+		[XTX_CAUSE_VALUE_ROOM] = "value_room",
 	};
 
 	return (unsigned int)c < XTX_CAUSE__COUNT && names[c] ? names[c] : "?";
@@ -171,7 +193,7 @@ bool xtx_cause_retryable(enum xtx_abort_cause c)
 {
 	return c == XTX_CAUSE_LOCK || c == XTX_CAUSE_VALIDATION || c == XTX_CAUSE_LEASE ||
 	       c == XTX_CAUSE_SQUASHED || c == XTX_CAUSE_NACK || c == XTX_CAUSE_MIXED ||
-	       c == XTX_CAUSE_MOVED;
+	       c == XTX_CAUSE_MOVED || c == XTX_CAUSE_VALUE_ROOM;
 }
 
 const char *xtx_protocol_name(enum xtx_protocol p)

@@ -217,6 +217,8 @@ void xtx_client_close(struct xtx_client *c)
 		free(c->queue[s].ops);
 	free(c->queue);
 	free(c->sent);
+	for (s = 0; c->txns && s <= c->cfg.max_inflight; s++)
+		txn_arena_free(&c->txns[s].arena);
 	free(c->txns);
 	free(c->free_txns);
 	free(c->ready);
@@ -229,6 +231,7 @@ void xtx_client_close(struct xtx_client *c)
 
 int xtx_txn_start(struct xtx_client *c, xtx_step_fn step, xtx_done_fn done, void *arg)
 {
+	struct txn_arena arena;
 	struct xtx_txn *t;
 
 	if (!step)
@@ -236,7 +239,11 @@ int xtx_txn_start(struct xtx_client *c, xtx_step_fn step, xtx_done_fn done, void
 	if (c->inflight >= c->cfg.max_inflight || !c->nfree)
 		return -EBUSY;
 	t = c->free_txns[--c->nfree];
+	arena = t->arena;
 	memset(t, 0, offsetof(struct xtx_txn, keys));
+	/* the slot's blocks of long values serve this transaction too */
+	t->arena = arena;
+	txn_arena_reset(&t->arena);
 	t->c = c;
 	t->id = xtx_txn_make(c->cfg.client_id, c->next_seq++);
 	t->step = step;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <xtx/maps.h>
 #include "libxtx.h"
 #include "msgbuf.h"
 #include "reqwin.h"
@@ -26,6 +27,11 @@
 #define KF_VALIDATE	0x0200	/* OCC: read without a lock, validate before commit */
 #define KF_SENT		0x0400	/* the current round's read went out */
 
+/*
+ * A key's read and written values: up to XTX_VALUE_INLINE bytes in place,
+ * longer ones in the transaction's arena (value_big, new_big), so a
+ * transaction of small values costs no more than before.
+ */
 struct txn_key {
 	uint64_t key;
 	uint64_t version;	/* read or locked version (what a commit expects) */
@@ -33,12 +39,31 @@ struct txn_key {
 	uint64_t shared_token;
 	uint16_t flags;		/* KF_* */
 	uint8_t table;
-	uint8_t vlen;
-	uint8_t new_vlen;
 	uint8_t replica[TXN_MAX_REPLICAS];	/* [0] is the primary */
 	uint8_t nrep;				/* replicas its shard has (R, or fewer) */
+	uint16_t vlen;
+	uint16_t new_vlen;
+	uint16_t value_cap, new_cap;		/* bytes of value_big, new_big */
+	uint8_t *value_big;			/* vlen > XTX_VALUE_INLINE */
+	uint8_t *new_big;			/* new_vlen > XTX_VALUE_INLINE */
 	uint8_t value[XTX_VALUE_INLINE];
 	uint8_t new_value[XTX_VALUE_INLINE];
+};
+
+/*
+ * Blocks of long values, allocated on demand and kept for the next
+ * transaction of the slot: bytes handed out never move while the
+ * transaction lives (xtx_value() pointers stay good across xtx_put()).
+ */
+#define TXN_ARENA_BLOCK		4096
+struct txn_arena_blk {
+	struct txn_arena_blk *next;
+	uint8_t data[TXN_ARENA_BLOCK];
+};
+
+struct txn_arena {
+	struct txn_arena_blk *head, *cur;
+	size_t used;		/* bytes of cur handed out */
 };
 
 /* What a queued or sent op does for its key. */
@@ -114,6 +139,7 @@ struct xtx_txn {
 	 * grants, which come after, so a deadline counted from here is safe.
 	 */
 	uint64_t lease_anchor_ns;
+	struct txn_arena arena;	/* kept across the slot's transactions */
 	struct txn_key keys[XTX_TXN_MAX_KEYS];
 };
 
@@ -165,6 +191,14 @@ struct xtx_client {
 	struct xtx_dgram recvv[XTX_RECV_BATCH];
 	struct xtx_cluster map;		/* the shard map keys are placed by */
 	uint64_t last_refresh_ns;	/* the last time the configuration was read again */
+	/*
+	 * Room each table's reads reserve for their answer (0: none, values
+	 * up to XTX_VALUE_INLINE in the slot): declared, or learnt from TOO_BIG.
+	 */
+	uint16_t value_room[XTX_MAX_TABLES];
+	/* The reply whose ops are being taken: where their value areas are. */
+	const uint8_t *reply_base;
+	size_t reply_len;
 };
 
 /*
@@ -227,8 +261,24 @@ void txn_on_lost(struct txn_opref *ref);
  */
 bool txn_lease_passed(const struct xtx_txn *t, uint64_t now);
 uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k);
+/* A write's value into op: in the slot, or (long) left for the packer's area. */
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k);
-void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent);
+/*
+ * A read's answer into k: the slot's value, or a long one from the reply's
+ * area (c->reply_base).  An area the reply does not hold refuses the op.
+ */
+void txn_note_value(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *op, bool absent);
+/*
+ * The value area ref's op takes, 0 for none: a write's long value (*src,
+ * *len), or the room a read reserves for its table (*src NULL, *len 0).
+ */
+uint16_t txn_op_area(const struct txn_opref *ref, const uint8_t **src, uint16_t *len);
+/* A TOO_BIG answer: the table's room grows to the value's length, the transaction aborts. */
+void txn_too_big(struct txn_opref *ref, const struct xtx_op *op);
+/* n bytes of t's arena, stable until t ends; NULL on ENOMEM. */
+uint8_t *txn_arena_alloc(struct xtx_txn *t, size_t n);
+void txn_arena_reset(struct txn_arena *a);
+void txn_arena_free(struct txn_arena *a);
 /* An op answered with something no phase expects: the server refused it. */
 void txn_refused(struct xtx_txn *t, const struct xtx_op *op);
 bool txn_has_writes(const struct xtx_txn *t);

@@ -128,7 +128,7 @@ static void on_grant(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *
 		txn_abort_for(t, XTX_CAUSE_VALIDATION);
 		return;
 	}
-	txn_note_value(k, op, absent);
+	txn_note_value(t, k, op, absent);
 }
 
 void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)

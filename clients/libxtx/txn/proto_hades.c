@@ -109,7 +109,7 @@ static void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_HREAD:
 		if (st == XTX_ST_OK || st == XTX_ST_NOT_FOUND) {
 			t->seen_mask |= bit(ref->server);
-			txn_note_value(k, op, st == XTX_ST_NOT_FOUND);
+			txn_note_value(t, k, op, st == XTX_ST_NOT_FOUND);
 		} else {
 			abort_cause_of(t, op);
 		}
@@ -117,7 +117,7 @@ static void hades_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_HWRITE:
 		if (st == XTX_ST_OK) {
 			t->seen_mask |= bit(ref->server);
-			txn_note_value(k, op, op->flags & XTX_TXF_ABSENT);
+			txn_note_value(t, k, op, op->flags & XTX_TXF_ABSENT);
 			/* the base version a write installs over is known */
 			k->flags |= KF_EXCL;
 		} else {

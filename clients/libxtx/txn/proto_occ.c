@@ -67,7 +67,7 @@ static void occ_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 			txn_refused(t, op);
 			break;
 		}
-		txn_note_value(k, op, st == XTX_ST_NOT_FOUND);
+		txn_note_value(t, k, op, st == XTX_ST_NOT_FOUND);
 		k->flags |= KF_VALIDATE;
 		/* FaSST: a reader that finds the key locked aborts */
 		if (lk_locked_by_other(op))

@@ -5,8 +5,10 @@
  * noting read values, and what a lost request means for each op kind.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xtx/log.h>
+#include <xtx/msg.h>
 #include "internal.h"
 
 /* Notes the first reason to abort; later ones do not replace it. */
@@ -54,25 +56,180 @@ uint64_t txn_replica_set(const struct xtx_txn *t, const struct txn_key *k)
 
 void txn_fill_value(struct xtx_op *op, const struct txn_key *k)
 {
-	op->vlen = k->new_vlen;
-	memcpy(op->value, k->new_value, sizeof(op->value));
 	if (k->flags & KF_DELETE)
 		op->flags |= XTX_OPF_DELETE;
+	/* a long value goes in the op's area, laid out once the request is full */
+	if (k->new_vlen > XTX_VALUE_INLINE)
+		return;
+	op->vlen = (uint8_t)k->new_vlen;
+	memcpy(op->value, k->new_value, sizeof(op->value));
 }
 
-void txn_note_value(struct txn_key *k, const struct xtx_op *op, bool absent)
+/* An answer's long value: its area, if the reply holds it whole.  NULL otherwise. */
+static const uint8_t *reply_area(const struct xtx_client *c, const struct xtx_op *op,
+				 uint16_t *len)
 {
+	struct xtx_ext e;
+
+	memcpy(&e, op->value, sizeof(e));
+	if (!c->reply_base || e.len <= XTX_VALUE_INLINE || e.len > XTX_VALUE_MAX ||
+	    e.len > e.cap || (size_t)e.off + e.len > c->reply_len ||
+	    e.off < sizeof(struct xtx_hdr))
+		return NULL;
+	*len = e.len;
+	return c->reply_base + e.off;
+}
+
+void txn_note_value(struct xtx_txn *t, struct txn_key *k, const struct xtx_op *op, bool absent)
+{
+	const uint8_t *area;
+	uint16_t len;
+
 	k->flags |= KF_ANSWERED;
 	k->version = op->version;
+	memset(k->value, 0, sizeof(k->value));
+	k->vlen = 0;
 	if (absent) {
 		k->flags |= KF_ABSENT;
-		k->vlen = 0;
-		memset(k->value, 0, sizeof(k->value));
 		return;
 	}
 	k->flags &= ~KF_ABSENT;
-	k->vlen = op->vlen <= XTX_VALUE_INLINE ? op->vlen : XTX_VALUE_INLINE;
-	memcpy(k->value, op->value, sizeof(k->value));
+	if (!(op->flags & XTX_OPF_EXT)) {
+		k->vlen = op->vlen <= XTX_VALUE_INLINE ? op->vlen : XTX_VALUE_INLINE;
+		memcpy(k->value, op->value, sizeof(k->value));
+		return;
+	}
+	area = reply_area(t->c, op, &len);
+	if (!area) {
+		/* an answer that says more than it carries is not one */
+		txn_refused(t, op);
+		return;
+	}
+	if (k->value_cap < len) {
+		k->value_big = txn_arena_alloc(t, len);
+		k->value_cap = k->value_big ? len : 0;
+	}
+	if (!k->value_big) {
+		txn_abort_for(t, XTX_CAUSE_FULL);
+		return;
+	}
+	memcpy(k->value_big, area, len);
+	k->vlen = len;
+}
+
+uint16_t txn_op_area(const struct txn_opref *ref, const uint8_t **src, uint16_t *len)
+{
+	const struct txn_key *k;
+	uint16_t room;
+
+	*src = NULL;
+	*len = 0;
+	if (!ref->t)
+		return 0;
+	k = &ref->t->keys[ref->key];
+	switch (ref->kind) {
+	case TOP_LOG:
+	case TOP_COMMIT_BACKUP:
+	case TOP_COMMIT_PRIMARY:
+	case TOP_HINTEND:
+		if (!(k->flags & KF_WRITE) || (k->flags & KF_DELETE) ||
+		    k->new_vlen <= XTX_VALUE_INLINE)
+			return 0;
+		*src = k->new_big;
+		*len = k->new_vlen;
+		return k->new_vlen;
+	case TOP_READ:
+	case TOP_LOCK_EXCL:
+	case TOP_LOCK_SHARED:
+	case TOP_HREAD:
+	case TOP_HWRITE:
+		/* a read that must find nothing needs no room: TOO_BIG says it found something */
+		room = ref->t->c->value_room[k->table];
+		return room > XTX_VALUE_INLINE ? room : 0;
+	default:
+		return 0;
+	}
+}
+
+/* Learnt rooms grow in steps of this: a table's values of similar lengths ask once. */
+#define ROOM_STEP	64
+
+void txn_too_big(struct txn_opref *ref, const struct xtx_op *op)
+{
+	struct xtx_txn *t = ref->t;
+	struct xtx_client *c = t->c;
+	uint8_t table = t->keys[ref->key].table;
+	struct xtx_ext e;
+	uint32_t want;
+
+	if (ref->kind == TOP_VALIDATE_ABSENT) {
+		/* the key it read absent exists now */
+		txn_abort_for(t, XTX_CAUSE_VALIDATION);
+		return;
+	}
+	memcpy(&e, op->value, sizeof(e));
+	want = (uint32_t)e.len;
+	if (want <= XTX_VALUE_INLINE || want > XTX_VALUE_MAX || table >= XTX_MAX_TABLES) {
+		/* no length it could ever have room for: a server to distrust */
+		txn_refused(t, op);
+		return;
+	}
+	want = (want + ROOM_STEP - 1) / ROOM_STEP * ROOM_STEP;
+	if (want > XTX_VALUE_MAX)
+		want = XTX_VALUE_MAX;
+	if (c->value_room[table] < want) {
+		c->value_room[table] = (uint16_t)want;
+		c->st.value_room_raised++;
+	}
+	/* the op took nothing (no lock, no record): the abort releases what others took */
+	txn_abort_for(t, XTX_CAUSE_VALUE_ROOM);
+}
+
+uint8_t *txn_arena_alloc(struct xtx_txn *t, size_t n)
+{
+	struct txn_arena *a = &t->arena;
+	struct txn_arena_blk *b;
+
+	if (n > TXN_ARENA_BLOCK)
+		return NULL;
+	/* 8-byte pieces: whatever the caller keeps there stays aligned */
+	n = (n + 7) & ~(size_t)7;
+	if (a->cur && a->used + n <= TXN_ARENA_BLOCK) {
+		a->used += n;
+		return a->cur->data + a->used - n;
+	}
+	b = a->cur ? a->cur->next : a->head;
+	if (!b) {
+		b = malloc(sizeof(*b));
+		if (!b)
+			return NULL;
+		b->next = NULL;
+		if (a->cur)
+			a->cur->next = b;
+		else
+			a->head = b;
+	}
+	a->cur = b;
+	a->used = n;
+	return b->data;
+}
+
+void txn_arena_reset(struct txn_arena *a)
+{
+	a->cur = NULL;
+	a->used = 0;
+}
+
+void txn_arena_free(struct txn_arena *a)
+{
+	struct txn_arena_blk *b = a->head, *next;
+
+	for (; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	a->head = a->cur = NULL;
+	a->used = 0;
 }
 
 /* An op answered with something no phase expects: the server refused it. */
@@ -208,12 +365,31 @@ unsigned int txn_log_count(const struct xtx_txn *t, unsigned int srv)
 	return txn_writes_at(t, srv) + (txn_needs_meta(t, srv) ? 1 : 0);
 }
 
+/*
+ * Whether n ops and the long values of t's writes at srv fit one request,
+ * with a lease PING ahead of them.
+ */
+static bool writes_fit(const struct xtx_txn *t, unsigned int srv, unsigned int n)
+{
+	size_t bytes = xtx_msg_len(n + 1);
+	unsigned int i;
+
+	for (i = 0; i < t->nkeys; i++) {
+		const struct txn_key *k = &t->keys[i];
+
+		if ((k->flags & KF_WRITE) && !(k->flags & KF_DELETE) &&
+		    k->new_vlen > XTX_VALUE_INLINE && txn_replica_index(t, k, srv))
+			bytes += (k->new_vlen + XTX_EXT_ALIGN - 1) & ~(XTX_EXT_ALIGN - 1);
+	}
+	return bytes <= XTX_MAX_REQUEST;
+}
+
 unsigned int txn_queue_writes_at(struct xtx_txn *t, enum txn_op_kind kind, unsigned int srv,
 				 bool last_only)
 {
 	bool meta = kind == TOP_LOG && txn_needs_meta(t, srv);
 	unsigned int i, k = 0, n = 0, total = txn_writes_at(t, srv) + (meta ? 1 : 0);
-	bool split = total > t->c->cfg.ops_per_packet;
+	bool split = total > t->c->cfg.ops_per_packet || !writes_fit(t, srv, total);
 
 	/* the participants first: never the last entry, so the LAST one counts it */
 	if (meta) {

@@ -30,7 +30,11 @@ void txn_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 {
 	struct xtx_txn *t = ref->t;
 
-	t->c->proto->on_reply(ref, op);
+	/* the same for every protocol: the read did nothing, and asks for more room */
+	if (op->status == XTX_ST_TOO_BIG)
+		txn_too_big(ref, op);
+	else
+		t->c->proto->on_reply(ref, op);
 	if (--t->waiting == 0)
 		txn_make_ready(t);
 }
@@ -171,7 +175,64 @@ static unsigned int group_len(const struct txn_queue *q)
 	return n;
 }
 
-/* Packs queued ops into as many requests as the windows allow. */
+static uint32_t round8(uint32_t x)
+{
+	return (x + XTX_EXT_ALIGN - 1) & ~(uint32_t)(XTX_EXT_ALIGN - 1);
+}
+
+/* An op's value area, noted while its request fills and laid out once its ops are final. */
+struct pack_area {
+	unsigned int op;	/* index in the request */
+	uint16_t cap, len;	/* len: a write's bytes at src */
+	const uint8_t *src;
+};
+
+/* Area bytes the ops at the head of q that must travel together take. */
+static uint32_t group_area(const struct txn_queue *q, unsigned int n)
+{
+	const uint8_t *src;
+	uint32_t bytes = 0;
+	unsigned int i;
+	uint16_t len;
+
+	for (i = 0; i < n; i++)
+		bytes += round8(txn_op_area(&q->ops[(q->head + i) % q->cap], &src, &len));
+	return bytes;
+}
+
+/*
+ * The areas after the op array, in op order, each at the previous end
+ * rounded up to 8 (include/xtx/proto.h), and the request's length.
+ */
+static void lay_out_areas(struct xtx_req *r, const struct pack_area *a, unsigned int n)
+{
+	uint8_t *base = (uint8_t *)&r->msg;
+	uint32_t off = xtx_msg_len(r->msg.hdr.nops);
+	unsigned int i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		struct xtx_op *op = &r->msg.ops[a[i].op];
+		struct xtx_ext e = { .off = (uint16_t)off, .cap = a[i].cap, .len = a[i].len };
+
+		memset(base + off, 0, round8(a[i].cap));
+		if (a[i].len)
+			memcpy(base + off, a[i].src, a[i].len);
+		op->vlen = 0;
+		op->flags |= XTX_OPF_EXT;
+		memset(op->value, 0, sizeof(op->value));
+		memcpy(op->value, &e, sizeof(e));
+		off = round8(off + a[i].cap);
+	}
+	r->len = (uint16_t)off;
+}
+
+/*
+ * Packs queued ops into as many requests as the windows allow: at most
+ * ops_per_packet ops, and with value areas, at most XTX_MAX_REQUEST bytes
+ * of ops and areas together.
+ */
 void txn_wire_pack(struct xtx_client *c)
 {
 	unsigned int s, per = c->cfg.ops_per_packet;
@@ -182,8 +243,10 @@ void txn_wire_pack(struct xtx_client *c)
 
 		while (q->len) {
 			struct xtx_req *r = xtx_reqwin_next(&c->w, s);
+			struct pack_area areas[XTX_MAX_OPS];
+			unsigned int n = 0, nareas = 0;
+			uint32_t area_bytes = 0;
 			struct txn_opref *slots;
-			unsigned int n = 0;
 
 			if (!r)
 				break;
@@ -196,10 +259,20 @@ void txn_wire_pack(struct xtx_client *c)
 			}
 			while (q->len && n < per) {
 				struct txn_opref *ref = &q->ops[q->head];
+				unsigned int g = group_len(q);
+				const uint8_t *src;
 				struct xtx_op *op;
+				uint16_t cap, len;
 
 				/* glued ops travel together: start a new request if they do not fit */
-				if (n && n + group_len(q) > per)
+				if (n && n + g > per)
+					break;
+				if (n && xtx_msg_len(n + g) + area_bytes + group_area(q, g) >
+				    XTX_MAX_REQUEST)
+					break;
+				/* never past the buffer, glued or not (one op always fits) */
+				if (xtx_msg_len(n + 1) + area_bytes + group_area(q, 1) >
+				    XTX_MAX_REQUEST)
 					break;
 				if (drop_late_log(c, ref, now)) {
 					q->head = (q->head + 1) % q->cap;
@@ -213,6 +286,12 @@ void txn_wire_pack(struct xtx_client *c)
 				ref->t->sent_mask |= 1ull << s;
 
 				txn_fill_op(ref, op);
+				cap = txn_op_area(ref, &src, &len);
+				if (cap) {
+					areas[nareas++] = (struct pack_area){ .op = n, .cap = cap,
+									      .len = len, .src = src };
+					area_bytes += round8(cap);
+				}
 				ref->t->ops++;
 				if (ref->t->last_req != r) {
 					ref->t->last_req = r;
@@ -224,6 +303,7 @@ void txn_wire_pack(struct xtx_client *c)
 			}
 			if (!n)
 				break;	/* every op was a late log append: nothing to send */
+			lay_out_areas(r, areas, nareas);
 			memset(&slots[n], 0, (XTX_MAX_OPS - n) * sizeof(*slots));
 			xtx_reqwin_submit(&c->w, s, r);
 			c->st.ops += n;
@@ -233,7 +313,7 @@ void txn_wire_pack(struct xtx_client *c)
 
 /* A request's ops leave the window: each goes back to its transaction. */
 static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
-		   const struct xtx_msgbuf *reply)
+		   const struct xtx_msgbuf *reply, size_t reply_len)
 {
 	struct txn_opref *slots = txn_sent_ops(c, s, (unsigned int)(r - c->w.srv[s].slot));
 	struct txn_opref refs[XTX_MAX_OPS];
@@ -244,6 +324,9 @@ static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
 	memcpy(refs, slots, n * sizeof(*refs));
 	memset(slots, 0, n * sizeof(*slots));
 	xtx_reqwin_done(&c->w, s, r);
+	/* the answers' value areas, for txn_note_value() */
+	c->reply_base = (const uint8_t *)reply;
+	c->reply_len = reply ? reply_len : 0;
 	for (i = 0; i < n; i++) {
 		if (!refs[i].t && refs[i].kind == TOP_PING) {
 			if (reply)
@@ -270,6 +353,8 @@ static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
 		}
 		txn_on_reply(&refs[i], &reply->ops[i]);
 	}
+	c->reply_base = NULL;
+	c->reply_len = 0;
 }
 
 /*
@@ -298,7 +383,7 @@ static void give_up_stale(struct xtx_client *c, uint64_t now)
 				 * keys are now
 				 */
 				txn_reconfigure(c, false);
-				settle(c, s, r, NULL);
+				settle(c, s, r, NULL, 0);
 			}
 		}
 	}
@@ -314,7 +399,7 @@ static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
 		if (m->hdr.status != XTX_ST_OK && m->hdr.status != XTX_ST_UNKNOWN_OP &&
 		    m->hdr.status != XTX_ST_BAD_ARG && m->hdr.status != XTX_ST_NOT_FOUND)
 			c->st.refused_packets++;
-		settle(c, d->server, r, m);
+		settle(c, d->server, r, m, d->len);
 		break;
 	case XTX_RW_RETRY:
 		/*
