@@ -3,8 +3,8 @@
 # YCSB and Retwis through libxtx on 3 servers with R = 3: populate, short runs of every YCSB
 # workload (A, B, C, F; zipf and uniform; transactions of 5 requests and single ops) and of
 # Retwis under OCC, 2PL and HADES with --verify, once each under loss, and --verify failing
-# when a record or a follow list is rewritten behind the clients' backs; then both at full
-# size (1 KiB records and lists) against xtx-udpd.
+# when a record or a follow list is rewritten behind the clients' backs; HADES on data of its
+# own within the slot; then both at full size (1 KiB records and lists) against xtx-udpd.
 # checks: 99 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
@@ -134,13 +134,6 @@ check "ycsb: ... in the counters and in record 0's history" \
 out=$(wl ycsb --workload a --protocol hades --duration 1 2>&1)
 check "ycsb: hades with 1 KiB records refused (exit $?)" \
 	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
-# HADES on records within the slot, loaded anew
-out=$(wl ycsb --records "$RECORDS" "${YCSB_SMALL[@]}" --workload b --populate --protocol hades \
-	--distribution zipf --ops-per-txn 1 --threads 2 "${RUN[@]}" 2>&1)
-rc=$?
-verified "ycsb b zipf 1 hades, 40-byte records" "$out" "$rc"
-check "ycsb b zipf 1 hades: fields as committed updates left them" \
-	grep -q "^verify: every field as loaded or as a committed write" <<<"$out"
 out=$(wl ycsb --duration 1 2>&1)
 check "ycsb: --workload is required (exit $?)" grep -q "workload a|b|c|f is required" <<<"$out"
 out=$(wl ycsb --workload e --duration 1 2>&1)
@@ -186,14 +179,21 @@ check "retwis: hades with 1 KiB lists refused (exit $?)" \
 	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
 
 
-# HADES on values within the slot, on servers started afresh (a populate over Retwis's rows
-# would leave the users and tweets the runs above added)
+# ---- HADES, on values within the slot, on xtxd servers started afresh: a load does not
+# overwrite keys a server holds, and a load over Retwis's rows would leave the users and
+# tweets the runs above added ----
 for ((i = 0; i < NSERVERS; i++)); do
 	ctl "$i" unload --force >/dev/null 2>&1
 	rm -rf /var/lib/xtx/"$(server_ns "$i")"-*
 	"$BUILD/xtxd" --iface "$(server_dev "$i")" --netns "$(server_ns "$i")" --daemon \
 		--lock-lease "$LEASE" >/dev/null || { fail "xtxd $i starts again"; finish; }
 done
+out=$(wl ycsb --records "$RECORDS" "${YCSB_SMALL[@]}" --workload b --populate --protocol hades \
+	--distribution zipf --ops-per-txn 1 --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+verified "ycsb b zipf 1 hades, 40-byte records" "$out" "$rc"
+check "ycsb b zipf 1 hades: fields as committed updates left them" \
+	grep -q "^verify: every field as loaded or as a committed write" <<<"$out"
 out=$(wl retwis --users "$USERS" "${RETWIS_SMALL[@]}" --populate --protocol hades --threads 2 \
 	"${RUN[@]}" 2>&1)
 rc=$?
