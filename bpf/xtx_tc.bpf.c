@@ -19,15 +19,20 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Every reply xtxd sends ends in a fix trailer; anything else leaves untouched. */
+/*
+ * Every reply xtxd sends ends in fix entries and a struct xtx_fix_footer
+ * (include/xtx/kv.h), found from the packet's end; anything else leaves
+ * untouched.
+ */
 SEC("tc")
 int xtx_tc_egress(struct __sk_buff *skb)
 {
-	struct xtx_fix_trailer t;
+	struct xtx_fix_entry fe;
+	struct xtx_fix_footer ft;
 	struct xtx_dedupe_slot *slot;
 	struct xtx_hdr h;
 	struct xtx_op op;
-	__u32 ops_end, i;
+	__u32 ulen, foot_off, ents_off, body_end, i;
 	struct iphdr iph;
 	struct udphdr uh;
 	void *data, *data_end;
@@ -42,20 +47,24 @@ int xtx_tc_egress(struct __sk_buff *skb)
 	if (bpf_skb_load_bytes(skb, XTX_HDR_OFF, &h, sizeof(h)) || h.magic != XTX_MAGIC ||
 	    !(h.flags & XTX_F_REPLY) || h.nops > XTX_MAX_OPS)
 		return TC_ACT_OK;
-	ops_end = XTX_OPS_OFF + h.nops * sizeof(struct xtx_op);
-	if (bpf_skb_load_bytes(skb, ops_end, &t, XTX_TRAILER_HDR_LEN) || t.magic != XTX_FIX_MAGIC ||
-	    !t.count || t.count > XTX_MAX_DEFERRED ||
-	    skb->len != ops_end + XTX_TRAILER_HDR_LEN + t.count * sizeof(struct xtx_fix_entry))
+	ulen = bpf_ntohs(uh.len);
+	if (ulen < sizeof(uh) + sizeof(h) + sizeof(ft) || ulen > sizeof(uh) + XTX_MAX_PAYLOAD ||
+	    skb->len != XTX_UDP_OFF + ulen)
 		return TC_ACT_OK;
+	foot_off = XTX_UDP_OFF + ulen - sizeof(ft);
+	if (bpf_skb_load_bytes(skb, foot_off, &ft, sizeof(ft)) || ft.magic != XTX_FIX_MAGIC ||
+	    ft.count > XTX_MAX_DEFERRED ||
+	    ft.body_len < sizeof(h) + h.nops * sizeof(struct xtx_op) ||
+	    sizeof(uh) + ft.body_len + XTX_FIX_TRAILER_LEN(ft.count) != ulen)
+		return TC_ACT_OK;
+	body_end = XTX_HDR_OFF + ft.body_len;
+	ents_off = body_end;
 
-	slot = xtx_fix_dedupe_slot(&h);
-	for (i = 0; i < XTX_MAX_DEFERRED && i < t.count; i++) {
-		struct xtx_fix_entry *f = &t.e[i];
-
-		if (bpf_skb_load_bytes(skb, ops_end + XTX_TRAILER_HDR_LEN + i * sizeof(*f), f,
-				       sizeof(*f)) ||
-		    f->op_idx >= h.nops ||
-		    bpf_skb_load_bytes(skb, XTX_OPS_OFF + (f->op_idx & (XTX_MAX_OPS - 1)) *
+	slot = ft.count ? xtx_fix_dedupe_slot(&h) : NULL;
+	for (i = 0; i < XTX_MAX_DEFERRED && i < ft.count; i++) {
+		if (bpf_skb_load_bytes(skb, ents_off + i * sizeof(fe), &fe, sizeof(fe)) ||
+		    fe.op_idx >= h.nops ||
+		    bpf_skb_load_bytes(skb, XTX_OPS_OFF + (fe.op_idx & (XTX_MAX_OPS - 1)) *
 				       sizeof(op), &op, sizeof(op)))
 			return TC_ACT_OK;
 		/*
@@ -64,14 +73,14 @@ int xtx_tc_egress(struct __sk_buff *skb)
 		 * (xtx_op_kv checks the record once it holds the bucket).
 		 */
 		if (slot)
-			xtx_fix_record(slot, f->op_idx, &op);
-		xtx_fix_apply(f, &op);
+			xtx_fix_record(slot, fe.op_idx, &op);
+		xtx_fix_apply(&fe, &op);
 	}
 	if (slot)
 		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(h.req_id, XTX_DEDUPE_DONE));
 
-	/* the client sees an ordinary reply: cut the trailer, fix the lengths */
-	if (bpf_skb_change_tail(skb, ops_end, 0))
+	/* the client sees an ordinary reply: cut the entries and footer, fix the lengths */
+	if (bpf_skb_change_tail(skb, body_end, 0))
 		return TC_ACT_SHOT;
 	data = (void *)(long)skb->data;
 	data_end = (void *)(long)skb->data_end;
@@ -79,9 +88,9 @@ int xtx_tc_egress(struct __sk_buff *skb)
 	udp = data + XTX_UDP_OFF;
 	if ((void *)(udp + 1) > data_end)
 		return TC_ACT_SHOT;
-	ip->tot_len = bpf_htons(ops_end - XTX_IP_OFF);
+	ip->tot_len = bpf_htons(body_end - XTX_IP_OFF);
 	ip->check = xtx_ip_csum(ip);
-	udp->len = bpf_htons(ops_end - XTX_UDP_OFF);
+	udp->len = bpf_htons(body_end - XTX_UDP_OFF);
 	udp->check = 0;
 	return TC_ACT_OK;
 }

@@ -221,7 +221,8 @@ int xtx_xdp(struct xdp_md *ctx)
 	pc->rec_key = 0;
 	pc->ndeferred = 0;
 	pc->redefer_busy = 0;
-	pc->max_deferred = xtx_defer_budget(nops);
+	pc->payload_len = p.payload_len;
+	pc->max_deferred = xtx_defer_budget(p.payload_len);
 	if (mutates) {
 		__u64 req_id = hdr->req_id;
 

@@ -12,6 +12,21 @@
 static __always_inline bool xtx_ext_served(__u8 opcode)
 {
 	switch (opcode) {
+	/* kv writes and reads: served by xtxd's store (kv.h defers them) */
+	case XTX_OP_INSERT:
+	case XTX_OP_UPDATE:
+	case XTX_OP_COMMIT_BACKUP:
+	case XTX_OP_COMMIT_PRIMARY:
+	case XTX_OP_GET:
+	case XTX_OP_READ:
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+	case XTX_OP_HREAD:
+	case XTX_OP_HWRITE:
+	/* a log append: copied into the log's entries (log.h) */
+	case XTX_OP_LOG_APPEND:
+		return true;
 	default:
 		return false;
 	}
@@ -36,7 +51,7 @@ static __always_inline bool xtx_area_tiles(struct xdp_md *ctx, __u32 nops, __u32
 		if (!(op->flags & XTX_OPF_EXT))
 			continue;
 		x = xtx_ext_of(op);
-		if (x->off != next || !x->cap || x->cap > XTX_VALUE_MAX)
+		if (x->off != next || !x->cap)
 			return false;
 		next += xtx_area_span(x->cap);
 	}

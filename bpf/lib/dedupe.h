@@ -95,18 +95,36 @@ static __always_inline void xtx_dedupe_expire(__u32 key)
 		slot->claimed_ns = 0;
 }
 
-/* Returns the recorded status, or XTX_ST_NONE when there is no record. */
+/*
+ * Returns the recorded status, or XTX_ST_NONE when there is no record.
+ * The request's XTX_OPF_EXT stays as sent: a grant's value is read again
+ * (exec.h), into the room the request left.  A TOO_BIG answer keeps its
+ * length in the record's version (fix.h) and answers it in ext.len again.
+ */
 static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_op *op)
 {
 	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
 	struct xtx_op_result *r;
+	struct xtx_ext *ext = (struct xtx_ext *)op->value;
+	__u32 ext_bit = op->flags & XTX_OPF_EXT;
 
 	if (!slot || idx >= XTX_MAX_OPS)
 		return XTX_ST_NONE;
 	r = &slot->res[idx];
-	op->flags = r->flags;
+	op->flags = (r->flags & ~XTX_OPF_EXT) | ext_bit;
 	op->version = r->version;
 	op->token = r->token;
+	if (r->status == XTX_ST_TOO_BIG) {
+		if (!ext_bit) {
+			ext->off = 0;
+			ext->cap = 0;
+			op->vlen = 0;
+		}
+		ext->len = (__u16)r->version;
+		ext->pad = 0;
+		op->flags |= XTX_OPF_EXT;
+		op->version = 0;
+	}
 	return r->status;
 }
 

@@ -17,15 +17,18 @@
 #include "exec.h"
 
 
-/* How many ops may be deferred so that xtxd's reply, with its fixes, fits the MTU. */
-static __always_inline __u32 xtx_defer_budget(__u32 nops)
+/*
+ * How many ops may be deferred so that xtxd's reply (the request's body,
+ * value area included, then a fix entry per op and the footer) fits the MTU.
+ */
+static __always_inline __u32 xtx_defer_budget(__u32 payload_len)
 {
-	__u32 room = XTX_MAX_PAYLOAD - sizeof(struct xtx_hdr) - nops * sizeof(struct xtx_op);
-	__u32 n;
+	__u32 room, n;
 
-	if (room < XTX_TRAILER_HDR_LEN + sizeof(struct xtx_fix_entry))
+	if (payload_len + XTX_FIX_TRAILER_LEN(1) > XTX_MAX_PAYLOAD)
 		return 0;
-	n = (room - XTX_TRAILER_HDR_LEN) / sizeof(struct xtx_fix_entry);
+	room = XTX_MAX_PAYLOAD - payload_len - sizeof(struct xtx_fix_footer);
+	n = room / sizeof(struct xtx_fix_entry);
 	return n < XTX_MAX_DEFERRED ? n : XTX_MAX_DEFERRED;
 }
 
@@ -79,6 +82,7 @@ static __always_inline int xtx_defer_pass(struct xdp_md *ctx, struct xtx_pkt_ctx
 		return -1;
 	}
 	rec->client_id = hdr->client_id;
+	rec->body_len = pc->payload_len;
 	rec->req_id = hdr->req_id;
 	rec->t.magic = XTX_DEFER_MAGIC;
 	rec->t.count = pc->ndeferred;

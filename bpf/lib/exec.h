@@ -180,7 +180,11 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		status = xtx_op_plain_write(op, idx, pc, force_defer);
 		break;
 	case XTX_OP_LOG_APPEND:
-		status = xtx_op_log_append(op, xtx_txn_client(op->txn));
+		/* a value over a slot: head and continuations from the value area */
+		if (op->flags & XTX_OPF_EXT)
+			status = xtx_log_append_ext(ctx, idx);
+		else
+			status = xtx_op_log_append(op, xtx_txn_client(op->txn));
 		break;
 	case XTX_OP_HREAD ... XTX_OP_HABORT:
 		status = xtx_op_hades(ctx, idx, op->opcode, force_defer);

@@ -10,6 +10,7 @@
 #include <xtx/maps.h>
 #include "maps.h"
 #include "stats.h"
+#include "locks.h"
 
 /*
  * Applies one fix to its bucket, but only while the bucket still holds the
@@ -18,12 +19,59 @@
  * overflow store has the data; a victim not marked clean is written back
  * again later, harmlessly).
  */
+/*
+ * Frees way w if it still holds the op's key, clean or as the copy xtxd
+ * saved (a dirty slot of another version is a write the store has not
+ * seen: kept).  The store holds the key's value now.
+ */
+static __always_inline void xtx_fix_evict(struct xtx_kv_bucket *b, const struct xtx_fix_entry *f,
+					  const struct xtx_op *op)
+{
+	__u8 w = f->fill_way & (XTX_KV_WAYS - 1);
+
+	if (b->key[w] != op->key || b->table[w] != op->table ||
+	    !(b->flags[w] & (XTX_KVF_VALID | XTX_KVF_TOMB)))
+		return;
+	if ((b->flags[w] & XTX_KVF_DIRTY) && b->version[w] != f->victim_version)
+		return;
+	b->flags[w] = 0;
+}
+
+/* An acquire answered TOO_BIG took nothing: its grant, taken in XDP, goes. */
+static __always_inline void xtx_fix_release(const struct xtx_op *op)
+{
+	__u64 hash = xtx_hash(op->table, op->key);
+	struct xtx_lock_ctx c = { .txn = op->txn, .hash = hash };
+	struct xtx_lock_slot *s;
+	int i;
+
+	if (op->opcode != XTX_OP_LOCK_SHARED) {
+		xtx_lock_release_excl(op->txn, hash, op->token);
+		return;
+	}
+	s = xtx_lock_slot_get(hash);
+	if (!s)
+		return;
+	for (i = 0; i < 64; i++) {
+		if (xtx_slot_trylock(s)) {
+			xtx_release_shared(s, &c, op->token);
+			xtx_slot_unlock(s);
+			return;
+		}
+	}
+	xtx_count(XTX_CTR_LOCK_BUSY);
+}
+
 static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const struct xtx_op *op)
 {
 	__u32 bidx = f->bucket;
 	struct xtx_kv_bucket *b = bpf_map_lookup_elem(&xtx_kv, &bidx);
 	__u8 w;
 
+	if ((f->action & XTX_FIX_RELEASE) && op->status == XTX_ST_TOO_BIG &&
+	    (op->opcode == XTX_OP_LOCK_SHARED || op->opcode == XTX_OP_LOCK_EXCL ||
+	     op->opcode == XTX_OP_OCC_LOCK))
+		xtx_fix_release(op);
 	if (!b)
 		return;
 	if (b->lock != f->token) {
@@ -33,6 +81,16 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 		 * answer NOT_FOUND for a key that exists.
 		 */
 		__sync_fetch_and_or(&b->bloom, f->bloom);
+		/*
+		 * An evicted key's kernel copy must not answer again: take the
+		 * bucket for a moment if nobody holds it.  A holder that is
+		 * busy with it may have changed it since: kept then, counted.
+		 */
+		if ((f->action & XTX_FIX_EVICT) &&
+		    __sync_val_compare_and_swap(&b->lock, 0, XTX_KV_LOCK_FAST) == 0) {
+			xtx_fix_evict(b, f, op);
+			__sync_lock_test_and_set(&b->lock, 0);
+		}
 		xtx_count(XTX_CTR_KV_FIX_STALE);
 		return;
 	}
@@ -52,7 +110,11 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 	}
 	if ((f->action & XTX_FIX_RAISE_FLOOR) && b->vfloor < f->floor_to)
 		b->vfloor = f->floor_to;
-	if ((f->action & XTX_FIX_FILL) && op->status == XTX_ST_OK && !(op->flags & XTX_TXF_ABSENT)) {
+	if (f->action & XTX_FIX_EVICT)
+		xtx_fix_evict(b, f, op);
+	/* the kernel caches values of the slot's size only */
+	if ((f->action & XTX_FIX_FILL) && op->status == XTX_ST_OK &&
+	    !(op->flags & (XTX_TXF_ABSENT | XTX_OPF_EXT)) && op->vlen <= XTX_VALUE_INLINE) {
 		w = f->fill_way & (XTX_KV_WAYS - 1);
 		/* never over a write the store has not confirmed */
 		if (!(b->flags[w] & XTX_KVF_DIRTY)) {
@@ -92,6 +154,9 @@ static __always_inline void xtx_fix_record(struct xtx_dedupe_slot *slot, __u8 id
 	r->flags = op->flags;
 	r->version = op->version;
 	r->token = op->token;
+	/* TOO_BIG answers no version: keep the length it asked room for (xtx_dedupe_replay) */
+	if (op->status == XTX_ST_TOO_BIG)
+		r->version = ((const struct xtx_ext *)op->value)->len;
 }
 
 #endif /* XTX_BPF_FIX_H */

@@ -31,6 +31,19 @@ static __always_inline bool xtx_kv_is_write(__u8 opcode)
 }
 
 /*
+ * A write whose value is in the packet's value area (over XTX_VALUE_INLINE):
+ * the kernel never holds such a value, so only xtxd's store can take it.
+ */
+static __always_inline bool xtx_kv_is_big_write(const struct xtx_op *op)
+{
+	__u8 opcode = op->opcode;
+
+	return (op->flags & XTX_OPF_EXT) &&
+	       (opcode == XTX_OP_INSERT || opcode == XTX_OP_UPDATE ||
+		opcode == XTX_OP_COMMIT_BACKUP || opcode == XTX_OP_COMMIT_PRIMARY);
+}
+
+/*
  * Write-through (the ablation): a write goes to the store first, so the
  * kernel only ever holds clean copies.  A key cached here is refreshed in
  * its own way by TC (DELETE drops it now: the bucket stays locked until the
@@ -388,6 +401,34 @@ static __always_inline void xtx_kv_plan_defer(struct xtx_kv_bucket *b, bool need
 }
 
 /*
+ * Prepares the hand-off of a big write to a key cached in way w (live or
+ * tombstone): the store takes the key and TC frees the way afterwards
+ * (XTX_FIX_EVICT).  A dirty way rides along as the victim, so xtxd saves
+ * it first and runs the op on the key's latest state; nothing is filled.
+ */
+static __always_inline void xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w,
+					      struct xtx_defer_entry *e)
+{
+	__u8 v = w & (XTX_KV_WAYS - 1);
+
+	e->fill_way = v;
+	e->victim_way = XTX_KV_NO_WAY;
+	e->flags = XTX_DEFER_EVICT;
+	if (!(b->flags[v] & XTX_KVF_DIRTY))
+		return;
+	e->flags |= XTX_DEFER_HAS_VICTIM;
+	e->victim_way = v;
+	e->victim.key = b->key[v];
+	e->victim.version = b->version[v];
+	e->victim.table = b->table[v];
+	e->victim.flags = b->flags[v];
+	e->victim.vlen = b->vlen[v];
+	xtx_kv_copy_value(e->victim.value, b->value[v]);
+	xtx_count(XTX_CTR_KV_VICTIMS);
+	b->flags[v] |= XTX_KVF_IN_USER;
+}
+
+/*
  * Runs one KV op: in the kernel when it can, else hands it to xtxd with
  * its bucket locked (XTX_ST_DEFERRED).  force_defer: a retransmission whose
  * first execution may have reached xtxd; only xtxd's record can answer it.
@@ -399,6 +440,7 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	__u32 bidx = xtx_bucket_of(h, xtx_kv_buckets), i, nd = pc->ndeferred;
 	struct xtx_defer_entry *e;
 	struct xtx_kv_bucket *b;
+	bool big;
 	__u8 st;
 	int w;
 
@@ -443,7 +485,10 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	 */
 	if (w >= 0)
 		force_defer = false;
-	if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
+	big = xtx_kv_is_big_write(op);
+	if (big)
+		st = XTX_KV_DEFER;
+	else if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
 		st = xtx_kv_write_through_op(b, w, op);
 	else switch (force_defer ? XTX_OP_NOP : op->opcode) {
 	case XTX_OP_GET:
@@ -489,6 +534,9 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		xtx_kv_unlock(b);
 		if (st == XTX_KV_DEFER && force_defer)
 			pc->redefer_busy = 1;
+		/* answered here, in the slot: a read's room in the area goes unused */
+		if (st != XTX_KV_DEFER && !big)
+			op->flags &= ~XTX_OPF_EXT;
 		return st == XTX_KV_DEFER ? XTX_ST_RETRY : st;
 	}
 
@@ -496,12 +544,17 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	e->op_idx = idx;
 	e->bucket = bidx;
 	e->vfloor = b->vfloor;
-	/* TC fills the slot with what xtxd answers, for ops that answer a key's value */
-	xtx_kv_plan_defer(b, op->opcode != XTX_OP_DELETE && op->opcode != XTX_OP_OCC_VALIDATE &&
-			  !(op->flags & XTX_OPF_DELETE), e);
-	/* a key cached here is refreshed in place, never copied into a second way */
-	if (w >= 0 && e->fill_way != XTX_KV_NO_WAY)
-		e->fill_way = w;
+	if (big && w >= 0) {
+		xtx_kv_plan_evict(b, w, e);
+	} else {
+		/* TC fills the slot with what xtxd answers, for ops that answer a key's value */
+		xtx_kv_plan_defer(b, !big && op->opcode != XTX_OP_DELETE &&
+				  op->opcode != XTX_OP_OCC_VALIDATE &&
+				  !(op->flags & XTX_OPF_DELETE), e);
+		/* a key cached here is refreshed in place, never copied into a second way */
+		if (w >= 0 && e->fill_way != XTX_KV_NO_WAY)
+			e->fill_way = w;
+	}
 	if (force_defer)
 		e->flags |= XTX_DEFER_REPLAY;
 	/* from a frequent-path hold to a rare-path one, with a lease */

@@ -12,6 +12,8 @@
 #include "maps.h"
 #include "locks.h"
 #include "placement.h"
+#include "parse.h"
+#include <xtx/area.h>
 
 /*
  * An append that proves no grant (HADES, a backup, or an older client at
@@ -74,18 +76,15 @@ static __always_inline bool xtx_log_placed_here(const struct xtx_op *op)
 	return r == 0 || (r > 0 && set == (__u32)op->token);
 }
 
-static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,
-						 __u8 extra)
+/*
+ * What is checked before an append takes room: the fence, and the
+ * placement.  XTX_ST_OK, or the refusal.
+ */
+static __always_inline __u8 xtx_log_precheck(const struct xtx_op *op, struct xtx_log_cursor *c,
+					     __u8 extra)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), idx;
-	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
-	struct xtx_log_entry *e;
-	__u64 tail, txn = op->txn;
-	__u16 rep[3];
-	__u8 st;
+	__u64 txn = op->txn;
 
-	if (!c)
-		return XTX_ST_BAD_ARG;
 	/*
 	 * The servers decided this transaction without this write (xtxd's
 	 * resolver): it must never be logged here now.  The resolver sets
@@ -103,6 +102,63 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 	if (!(extra & XTX_LOGF_DECIDED) && !(op->flags & XTX_OPF_LOG_META) &&
 	    !xtx_log_placed_here(op))
 		return XTX_ST_MOVED;
+	return XTX_ST_OK;
+}
+
+/* The entry of op at seq tail, all but its value. */
+static __always_inline void xtx_log_fill(struct xtx_log_entry *e, const struct xtx_op *op,
+					 __u32 client_id, __u8 extra, __u64 tail)
+{
+	__u16 rep[3];
+
+	e->seq = tail;
+	e->txn = op->txn;
+	e->key = op->key;
+	e->version = op->version;
+	e->client_id = client_id;
+	e->table = op->table;
+	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
+		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
+		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) | extra;
+	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
+	/* a big write, head and continuations, is one write of the count */
+	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
+		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
+	e->replicas[0] = rep[0];
+	e->replicas[1] = rep[1];
+	e->replicas[2] = rep[2];
+}
+
+/*
+ * Makes n entries written at tail.. visible to the drain; then the grant
+ * marks and the answer.  Only this CPU appends, and XDP runs to completion:
+ * the room checked before writing is still there.
+ */
+static __always_inline void xtx_log_publish(struct xtx_log_cursor *c, struct xtx_op *op,
+					    __u64 tail, __u32 n)
+{
+	/* the entries' stores are ordered before the tail that exposes them */
+	__sync_lock_test_and_set(&c->tail, tail + n);
+	c->appended += n;
+	if (!(op->flags & (XTX_OPF_LOG_PRIMARY | XTX_OPF_LOG_META)))
+		xtx_log_mark_lock(op);
+	op->version = tail;
+}
+
+static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client_id,
+						 __u8 extra)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), idx;
+	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+	struct xtx_log_entry *e;
+	__u64 tail;
+	__u8 st;
+
+	if (!c)
+		return XTX_ST_BAD_ARG;
+	st = xtx_log_precheck(op, c, extra);
+	if (st != XTX_ST_OK)
+		return st;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */
 	if (tail - c->head >= xtx_log_ring) {
@@ -119,29 +175,99 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 		if (st != XTX_ST_OK)
 			return st;
 	}
-	e->seq = tail;
-	e->txn = op->txn;
-	e->key = op->key;
-	e->version = op->version;
-	e->client_id = client_id;
-	e->table = op->table;
+	xtx_log_fill(e, op, client_id, extra, tail);
 	e->vlen = op->vlen;
-	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
-		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
-		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) | extra;
-	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
-	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
-		     (op->flags & XTX_OPF_LOG_COUNT_MASK) >> XTX_OPF_LOG_COUNT_SHIFT : 0;
-	e->replicas[0] = rep[0];
-	e->replicas[1] = rep[1];
-	e->replicas[2] = rep[2];
 	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
-	/* publish: the entry's stores are ordered before the tail that exposes it */
-	__sync_lock_test_and_set(&c->tail, tail + 1);
-	c->appended++;
-	if (!(op->flags & (XTX_OPF_LOG_PRIMARY | XTX_OPF_LOG_META)))
-		xtx_log_mark_lock(op);
-	op->version = tail;
+	xtx_log_publish(c, op, tail, 1);
+	return XTX_ST_OK;
+}
+
+/* Continuations a value of XTX_VALUE_MAX bytes takes. */
+#define XTX_LOG_CONT_MAX	((XTX_VALUE_MAX + XTX_LOG_CONT_BYTES - 1) / XTX_LOG_CONT_BYTES)
+
+/*
+ * LOG_APPEND of a value over XTX_VALUE_INLINE, in the packet's value area:
+ * a head entry (XTX_LOGF_EXT, vlen 0, value[] a struct xtx_log_ext) and
+ * xtx_log_cont_count(len) continuations at the following seqs, all or
+ * nothing.  Every slot is written past tail first, where the drain does
+ * not look; the grant is claimed only then (nothing can fail after it),
+ * and one tail update publishes them together.  A ring without room for
+ * them all answers LOG_FULL, writing nothing.  Global: verified once.
+ */
+__noinline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, op_idx);
+	__u32 cpu = bpf_get_smp_processor_id(), idx, k, n, off, len, chunk;
+	struct xtx_log_cursor *c;
+	struct xtx_log_entry *e;
+	struct xtx_log_cont *ct;
+	struct xtx_log_ext x;
+	struct xtx_hdr *h;
+	__u64 tail;
+	__u8 st;
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	h = xtx_hdr_of(ctx);
+	c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+	if (!h || !c)
+		return XTX_ST_BAD_ARG;
+	off = xtx_ext_of(op)->off;
+	len = xtx_ext_of(op)->len;
+	/*
+	 * The tiling was checked with every op; this op's own reference is
+	 * checked again here, against the frame: the bytes read below must
+	 * be this packet's, after its op array.
+	 */
+	if (len <= XTX_VALUE_INLINE || len > XTX_VALUE_MAX ||
+	    off < sizeof(struct xtx_hdr) + (__u32)h->nops * sizeof(struct xtx_op) ||
+	    (long)XTX_HDR_OFF + off + len > (long)(ctx->data_end - ctx->data))
+		return XTX_ST_MALFORMED;
+	st = xtx_log_precheck(op, c, 0);
+	if (st != XTX_ST_OK)
+		return st;
+	n = xtx_log_cont_count(len);
+	tail = c->tail;
+	if (tail - c->head + 1 + n > xtx_log_ring) {
+		c->full++;
+		return XTX_ST_LOG_FULL;
+	}
+	for (k = 0; k < XTX_LOG_CONT_MAX; k++) {
+		if (k >= n)
+			break;
+		idx = cpu * xtx_log_ring + (__u32)((tail + 1 + k) & (xtx_log_ring - 1));
+		ct = bpf_map_lookup_elem(&xtx_log, &idx);
+		if (!ct)
+			return XTX_ST_BAD_ARG;
+		ct->seq = tail + 1 + k;
+		/* zero past the value's end */
+		__builtin_memset(ct->bytes, 0, XTX_LOG_CONT_BYTES);
+		chunk = len - k * XTX_LOG_CONT_BYTES;
+		if (chunk > XTX_LOG_CONT_BYTES)
+			chunk = XTX_LOG_CONT_BYTES;
+		if (chunk < 1 || chunk > XTX_LOG_CONT_BYTES)
+			return XTX_ST_BAD_ARG;
+		if (bpf_xdp_load_bytes(ctx, XTX_HDR_OFF + off + k * XTX_LOG_CONT_BYTES, ct->bytes,
+				       chunk))
+			return XTX_ST_MALFORMED;
+	}
+	idx = cpu * xtx_log_ring + (__u32)(tail & (xtx_log_ring - 1));
+	e = bpf_map_lookup_elem(&xtx_log, &idx);
+	if (!e)
+		return XTX_ST_BAD_ARG;
+	if (op->flags & XTX_OPF_LOG_PRIMARY) {
+		st = xtx_log_claim_grant(op);
+		if (st != XTX_ST_OK)
+			return st;
+	}
+	xtx_log_fill(e, op, xtx_txn_client(op->txn), XTX_LOGF_EXT, tail);
+	e->vlen = 0;
+	__builtin_memset(&x, 0, sizeof(x));
+	x.len = (__u16)len;
+	x.txn = op->txn;
+	__builtin_memset(e->value, 0, XTX_VALUE_INLINE);
+	__builtin_memcpy(e->value, &x, sizeof(x));
+	xtx_log_publish(c, op, tail, 1 + n);
 	return XTX_ST_OK;
 }
 

@@ -195,6 +195,7 @@ struct xtx_pkt_ctx {
 	__u32 max_deferred;	/* what the reply's MTU leaves room for */
 	__u32 ring_pos;		/* this CPU's next slot in xtx_defer_ring */
 	__u32 redefer_busy;	/* a re-deferral could not get its bucket: retry it whole */
+	__u32 payload_len;	/* the request's UDP payload: header, ops, value area */
 	/*
 	 * The last sender this CPU found in the allowlist, and the list's
 	 * generation then + 1 (0 never matches): a client's packets mostly

@@ -25,10 +25,13 @@ static __always_inline bool xtx_is_acquire(__u8 opcode)
 static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
 {
 	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
+	__u32 ext = op->flags & XTX_OPF_EXT;
 	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
 
 	if (st != XTX_ST_OK || !want_value)
 		return st;
+	/* the lock half answered its state in flags: the read keeps the room it asked for */
+	op->flags |= ext;
 	st = xtx_op_kv(op, idx, pc, false);
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
 		return st;
@@ -67,9 +70,10 @@ static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xt
 	struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
 	__u8 st = xtx_op_kv(op, idx, pc, false);
 
-	op->flags = 0;
+	/* a read xtxd answers keeps its room (xtx_op_kv cleared it when answered here) */
+	op->flags &= XTX_OPF_EXT;
 	if (s && !(pc->rt_flags & XTX_RTF_BREAK_VALIDATE))
-		op->flags = xtx_lock_state(s, c.txn);
+		op->flags |= xtx_lock_state(s, c.txn);
 	return st;
 }
 

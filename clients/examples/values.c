@@ -172,6 +172,7 @@ static void usage(FILE *f, const char *prog)
 	fprintf(f,
 		"Usage: %s --servers IP[,IP...] [options] [check|write|read]\n"
 		"  -s, --servers LIST     the cluster, in its order\n"
+		"  -p, --port N           their UDP port (default %d)\n"
 		"  -P, --protocol P       occ (default), 2pl or hades (reads only past 40 bytes)\n"
 		"  -t, --table T          table id (default 14)\n"
 		"  -k, --key-base K       first key (default 5000)\n"
@@ -179,13 +180,14 @@ static void usage(FILE *f, const char *prog)
 		"  -g, --gen N            write/read: the generation written or expected (default 1)\n"
 		"  -d, --declare          declare the table's longest value ahead (else learnt)\n"
 		"  -c, --client-id N      (default: from the pid)\n",
-		prog);
+		prog, XTX_DEFAULT_PORT);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "servers", required_argument, NULL, 's' },
+		{ "port", required_argument, NULL, 'p' },
 		{ "protocol", required_argument, NULL, 'P' },
 		{ "table", required_argument, NULL, 't' },
 		{ "key-base", required_argument, NULL, 'k' },
@@ -202,15 +204,20 @@ int main(int argc, char **argv)
 	struct sockaddr_in *servers;
 	struct xtx_client *c;
 	bool declare = false;
-	unsigned int n, i;
+	unsigned int n, i, port = XTX_DEFAULT_PORT;
 	uint16_t longest = 0, shortest = XTX_VALUE_MAX;
 	int opt, rc = 0;
 
 	parse_sizes("1,40,41,512,1024", &j);
 	cfg.client_id = (uint32_t)getpid() % 1000;
-	while ((opt = getopt_long(argc, argv, "s:P:t:k:z:g:dc:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:p:P:t:k:z:g:dc:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's': list = optarg; break;
+		case 'p':
+			port = (unsigned int)strtoul(optarg, NULL, 0);
+			if (!port || port > 65535)
+				goto bad;
+			break;
 		case 'P':
 			if (xtx_protocol_parse(optarg, &cfg.protocol))
 				goto bad;
@@ -233,7 +240,7 @@ int main(int argc, char **argv)
 	if (!list || optind < argc || !j.gen ||
 	    (strcmp(mode, "check") && strcmp(mode, "write") && strcmp(mode, "read")))
 		goto bad;
-	if (xtx_parse_servers("--servers", list, XTX_DEFAULT_PORT, &servers, &n))
+	if (xtx_parse_servers("--servers", list, (uint16_t)port, &servers, &n))
 		return 2;
 	cfg.servers = servers;
 	cfg.nservers = n;
@@ -267,8 +274,9 @@ int main(int argc, char **argv)
 		}
 		rc |= run(c, read_step, &j, "read again") ? 1 : 0;
 	}
-	printf("values: %s, %u keys of %u..%u bytes, value_room aborts %llu\n",
+	printf("values: %s, %u keys of %u..%u bytes, retransmits %llu, value_room aborts %llu\n",
 	       rc ? "WRONG" : "ok", j.nkeys, shortest, longest,
+	       (unsigned long long)xtx_client_stats(c)->retransmits,
 	       (unsigned long long)xtx_client_stats(c)->aborts[XTX_CAUSE_VALUE_ROOM]);
 out:
 	xtx_client_close(c);

@@ -88,7 +88,7 @@ static inline int xtx_areas_tile(const void *payload, __u32 len)
 
 		if (!(ops[i].flags & XTX_OPF_EXT))
 			continue;
-		if (x->off != next || !x->cap || x->cap > XTX_VALUE_MAX)
+		if (x->off != next || !x->cap)
 			return 0;
 		next += xtx_area_span(x->cap);
 	}

@@ -109,11 +109,11 @@ _Static_assert(sizeof(struct xtx_kv_item) == 64, "item layout");
  *    no tailroom, bpf_xdp_adjust_tail cannot grow it.)
  * 2. xtxd executes the deferred ops in order against the overflow store
  *    (and writes back the dirty victims), fills their results, and sends
- *    the reply (header, ops, then a struct xtx_fix_trailer) to the client
- *    from its socket.
+ *    the reply (header, ops, value area, then fix entries and a struct
+ *    xtx_fix_footer) to the client from its socket.
  * 3. TC egress sees that reply, applies each fix to its bucket if it still
  *    holds the lock token, releases the lock, completes the dedupe record,
- *    and cuts the trailer off: the client sees an ordinary reply.
+ *    and cuts the entries and footer off: the client sees an ordinary reply.
  */
 #define XTX_MAX_DEFERRED	4
 /*
@@ -128,6 +128,12 @@ _Static_assert(sizeof(struct xtx_kv_item) == 64, "item layout");
 /* Deferred-op entry flags. */
 #define XTX_DEFER_HAS_VICTIM	0x01	/* victim holds a dirty slot to write back */
 #define XTX_DEFER_REPLAY	0x02	/* a retransmission: answer from xtxd's own record */
+/*
+ * A write of a value over XTX_VALUE_INLINE to a key the kernel caches in
+ * fill_way: the store takes the key (the way, when dirty, rides along as
+ * the victim and is saved first) and TC frees the way afterwards.
+ */
+#define XTX_DEFER_EVICT		0x04
 
 struct xtx_defer_entry {
 	__u8 op_idx;		/* which op of the packet */
@@ -153,6 +159,10 @@ struct xtx_defer_trailer {
 #define XTX_FIX_FILL		0x01	/* install the op's key, value, version clean */
 #define XTX_FIX_VICTIM_SAVED	0x02	/* victim written back: clean it, or free a tombstone */
 #define XTX_FIX_RAISE_FLOOR	0x04	/* floor = max(floor, floor_to) */
+/* free fill_way if it still holds the op's key: the store holds its value now */
+#define XTX_FIX_EVICT		0x08
+/* the op answered TOO_BIG: release the grant XDP's lock half took (op.token) */
+#define XTX_FIX_RELEASE		0x10
 
 struct xtx_fix_entry {
 	__u8 op_idx;
@@ -165,13 +175,6 @@ struct xtx_fix_entry {
 	__u64 floor_to;
 	__u64 victim_key;	/* identifies the victim slot that was saved */
 	__u64 victim_version;
-};
-
-struct xtx_fix_trailer {
-	__u32 magic;		/* XTX_FIX_MAGIC */
-	__u8 count;
-	__u8 pad[3];
-	struct xtx_fix_entry e[XTX_MAX_DEFERRED];
 };
 
 /*
@@ -195,10 +198,10 @@ _Static_assert(sizeof(struct xtx_fix_footer) == 8, "fix footer layout");
 /* Bytes before a trailer's entries: a trailer of n entries is this + n entries. */
 #define XTX_TRAILER_HDR_LEN	8
 #define XTX_DEFER_TRAILER_LEN(n) (XTX_TRAILER_HDR_LEN + (n) * sizeof(struct xtx_defer_entry))
-#define XTX_FIX_TRAILER_LEN(n)	(XTX_TRAILER_HDR_LEN + (n) * sizeof(struct xtx_fix_entry))
+/* The bytes xtxd appends to a reply body: n fix entries and the footer. */
+#define XTX_FIX_TRAILER_LEN(n)	((n) * sizeof(struct xtx_fix_entry) + sizeof(struct xtx_fix_footer))
 
 _Static_assert(__builtin_offsetof(struct xtx_defer_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
-_Static_assert(__builtin_offsetof(struct xtx_fix_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
 _Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");
 
 /*
@@ -210,7 +213,7 @@ _Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");
 
 struct xtx_defer_record {
 	__u32 client_id;
-	__u32 pad;
+	__u32 body_len;		/* the request's UDP payload: header, ops and value area */
 	__u64 req_id;
 	struct xtx_defer_trailer t;
 };

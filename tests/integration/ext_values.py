@@ -7,7 +7,8 @@ key and length, so a read checks what it got.  Prints one line per reply:
 "status=N op=S ..." (numeric XTX_ST_* codes) or "noreply".  Cases:
   put OP KEY LEN          OP insert|update, table 0, LEN bytes (area over 40)
   get KEY ROOM            GET with an area of ROOM bytes (0: none): prints
-                          op status, vlen, ext.len, and "value=ok|bad"
+                          op status, vlen, ext.len, and "value=ok|bad" (an OK
+                          answer compared with what was written) or "-"
   two KEY1 LEN1 KEY2 LEN2 two INSERTs with areas in one packet
   log SEQ VERSION KEY LEN [KEY LEN]
                           a transaction of this client (SEQ) logs its writes,
@@ -177,8 +178,9 @@ def main():
         else:
             val = o[9][:o[3]]
             n = o[3]
+        same = "-" if o[1] != 1 else "ok" if val == pattern(key, n) else "bad"
         print("op=%d vlen=%d ext=%d len=%d value=%s" % (o[1], o[3], 1 if o[4] & F_EXT else 0,
-              elen, "ok" if val == pattern(key, n) else "bad"))
+              elen, same))
     else:
         show(send(broken(case)))
 

@@ -87,7 +87,7 @@ out=$(client python3 - "$(server_ip 0)" <<'PY'
 import socket, struct, sys
 s = socket.create_connection((sys.argv[1], 7371), timeout=10)
 # a copy request in the spare's name (server 3), from the client's address
-s.sendall(struct.pack("<IIII", 0x59504358, 1, 3, 12) + bytes(128))
+s.sendall(struct.pack("<IIII", 0x32504358, 1, 3, 12) + bytes(128))
 magic, status = struct.unpack("<Ii", s.recv(8))
 print("status", status, "more", len(s.recv(64)))
 PY

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 11 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 14 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -339,7 +339,8 @@ static size_t build_fix_reply(uint8_t *frame, __u64 key, __u64 token, __u8 actio
 			      __u64 bloom, __u64 req)
 {
 	uint8_t payload[PKT_MAX];
-	struct xtx_fix_trailer *t;
+	struct xtx_fix_entry *fe;
+	struct xtx_fix_footer *ft;
 	struct xtx_op *op;
 	struct pkt_addrs a = pkt_default_addrs;
 
@@ -350,18 +351,27 @@ static size_t build_fix_reply(uint8_t *frame, __u64 key, __u64 token, __u8 actio
 	op->version = 12;
 	op->vlen = 8;
 	memset(op->value, 0x5a, 8);
-	t = (struct xtx_fix_trailer *)(payload + xtx_msg_len(1));
-	memset(t, 0, XTX_FIX_TRAILER_LEN(1));
-	t->magic = XTX_FIX_MAGIC;
-	t->count = 1;
-	t->e[0].action = action;
-	t->e[0].fill_way = way;
-	t->e[0].token = token;
-	t->e[0].bloom = bloom;
+	/* body | one fix entry | footer */
+	fe = (struct xtx_fix_entry *)(payload + xtx_msg_len(1));
+	memset(fe, 0, XTX_FIX_TRAILER_LEN(1));
+	fe->action = action;
+	fe->fill_way = way;
+	fe->token = token;
+	fe->bloom = bloom;
+	ft = (struct xtx_fix_footer *)(fe + 1);
+	ft->magic = XTX_FIX_MAGIC;
+	ft->count = 1;
+	ft->body_len = xtx_msg_len(1);
 	/* a reply leaves from the server port */
 	a.sport = XTX_DEFAULT_PORT;
 	a.dport = 40000;
 	return pkt_build(frame, &a, payload, xtx_msg_len(1) + XTX_FIX_TRAILER_LEN(1));
+}
+
+/* The fix entry of a frame build_fix_reply built. */
+static struct xtx_fix_entry *fix_entry_of(uint8_t *frame)
+{
+	return (struct xtx_fix_entry *)(frame + PKT_PAYLOAD_OFF + xtx_msg_len(1));
 }
 
 static int run_tc(struct run *r)
@@ -420,7 +430,7 @@ static void test_tc_applies_fix(void)
 static void test_tc_victim_saved(void)
 {
 	struct xtx_kv_bucket b = {};
-	struct xtx_fix_trailer *t;
+	struct xtx_fix_entry *fe;
 	struct run r;
 
 	/* way 1: a dirty value; way 3: a dirty tombstone */
@@ -433,19 +443,19 @@ static void test_tc_victim_saved(void)
 	b.flags[3] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
 	bucket_put(&b);
 	r.in_len = build_fix_reply(r.in, 11, 0x3001, XTX_FIX_VICTIM_SAVED, XTX_KV_NO_WAY, 0, 7100);
-	t = (struct xtx_fix_trailer *)(r.in + PKT_PAYLOAD_OFF + xtx_msg_len(1));
-	t->e[0].victim_way = 1;
-	t->e[0].victim_key = 11;
-	t->e[0].victim_version = 4;
+	fe = fix_entry_of(r.in);
+	fe->victim_way = 1;
+	fe->victim_key = 11;
+	fe->victim_version = 4;
 	run_tc(&r);
 	b = bucket_get();
 	CHECK(b.flags[1] == (XTX_KVF_VALID | XTX_KVF_IN_USER), "saved victim is clean: %#x",
 	      b.flags[1]);
 	b.lock = 0x3001;
 	bucket_put(&b);
-	t->e[0].victim_way = 3;
-	t->e[0].victim_key = 13;
-	t->e[0].victim_version = 9;
+	fe->victim_way = 3;
+	fe->victim_key = 13;
+	fe->victim_version = 9;
 	run_tc(&r);
 	b = bucket_get();
 	CHECK(b.flags[3] == 0 && b.vfloor == 9, "saved tombstone freed, floor %llu",
@@ -485,6 +495,233 @@ static void test_redefer_after_lost_round_trip(void)
 	bucket_reset();
 }
 
+/* ---- values over the slot: XDP hands them to xtxd, TC evicts and releases ---- */
+
+/* A one-op request whose op has an area of cap bytes holding len value bytes of fill. */
+static void big_req(struct run *r, __u32 client, __u64 req, __u8 opcode, __u64 key, __u16 cap,
+		    __u16 len, __u8 fill)
+{
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	struct xtx_op *op;
+	size_t plen;
+
+	xtx_msg_init(payload, client, req);
+	op = xtx_msg_add(payload, opcode, 0, key);
+	op->txn = xtx_txn_make(client, req);
+	xtx_msg_set_area(op, cap, len);
+	plen = xtx_msg_finish(payload);
+	memset(xtx_msg_area(payload, op), fill, len);
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, plen);
+}
+
+static struct xtx_defer_record defer_record_of(struct run *r)
+{
+	struct xtx_defer_record rec = {};
+	__u32 ticket = out_hdr(r)->reserved - 1;
+
+	if (out_hdr(r)->reserved)
+		bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_defer_ring), &ticket, &rec);
+	return rec;
+}
+
+/*
+ * xtxd's reply to a passed request r: its body with op 0 answered st (and
+ * ext.len for an area op), then one fix entry and the footer, from the
+ * server port.  Returns the body's length.
+ */
+static size_t reply_to(struct run *r, struct run *out, __u8 st, __u16 ext_len,
+		       const struct xtx_fix_entry *fix)
+{
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	size_t body = r->out_len - PKT_PAYLOAD_OFF;
+	struct xtx_hdr *h = (struct xtx_hdr *)payload;
+	struct xtx_op *op = xtx_msg_ops(payload);
+	struct xtx_fix_footer ft = { .magic = XTX_FIX_MAGIC, .count = 1 };
+	struct pkt_addrs a = pkt_default_addrs;
+
+	memcpy(payload, r->out + PKT_PAYLOAD_OFF, body);
+	h->flags |= XTX_F_REPLY;
+	h->reserved = 0;
+	h->status = XTX_ST_OK;
+	op->status = st;
+	if (op->flags & XTX_OPF_EXT)
+		((struct xtx_ext *)op->value)->len = ext_len;
+	memcpy(payload + body, fix, sizeof(*fix));
+	ft.body_len = (__u16)body;
+	memcpy(payload + body + sizeof(*fix), &ft, sizeof(ft));
+	a.sport = XTX_DEFAULT_PORT;
+	a.dport = 40000;
+	out->in_len = pkt_build(out->in, &a, payload, body + XTX_FIX_TRAILER_LEN(1));
+	return body;
+}
+
+/* A write of more than a slot goes to xtxd whole; the kernel stores none of it. */
+static void test_big_write_deferred(void)
+{
+	struct xtx_defer_record rec;
+	struct xtx_kv_bucket b;
+	struct run r;
+
+	bucket_reset();
+	big_req(&r, 1, next_req++, XTX_OP_INSERT, 21, 1024, 1024, 0x61);
+	run(&r);
+	rec = defer_record_of(&r);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED,
+	      "1024-byte insert of a new key: verdict %d status %u", r.retval,
+	      out_op(&r, 0)->status);
+	CHECK(r.out_len == r.in_len && rec.body_len == r.in_len - PKT_PAYLOAD_OFF &&
+	      rec.t.count == 1 && rec.t.e[0].fill_way == XTX_KV_NO_WAY &&
+	      !(rec.t.e[0].flags & (XTX_DEFER_EVICT | XTX_DEFER_HAS_VICTIM)),
+	      "record: body %u count %u fill %u flags %#x", rec.body_len, rec.t.count,
+	      rec.t.e[0].fill_way, rec.t.e[0].flags);
+	CHECK((out_op(&r, 0)->flags & XTX_OPF_EXT) &&
+	      !memcmp(out_op(&r, 0)->value, in_op(&r, 0)->value, sizeof(struct xtx_ext)) &&
+	      !memcmp(r.out + PKT_PAYLOAD_OFF + xtx_msg_len(1),
+		      r.in + PKT_PAYLOAD_OFF + xtx_msg_len(1), 1024),
+	      "the area reached xtxd changed");
+	CHECK(b.flags[0] == 0 && b.flags[1] == 0, "the kernel took the key");
+	bucket_reset();
+
+	/* 41 bytes: one more than a slot, deferred all the same */
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 22, 48, 41, 0x62);
+	run(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED,
+	      "41-byte update: verdict %d status %u", r.retval, out_op(&r, 0)->status);
+	bucket_reset();
+}
+
+/*
+ * A big write to a key the kernel caches: the dirty copy rides along as
+ * the victim, TC's EVICT frees the way, and XDP answers from it no more.
+ */
+static void test_big_write_evicts(void)
+{
+	struct xtx_fix_entry fix = {};
+	struct xtx_defer_record rec;
+	struct xtx_kv_bucket b;
+	struct xtx_op op;
+	struct run r, t;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 2, 8, 0x11, &v);	/* way 0, dirty, v1 */
+	kv_do(XTX_OP_INSERT, 3, 8, 0x12, &v);	/* way 1 */
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 3, 512, 300, 0x63);
+	run(&r);
+	rec = defer_record_of(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED,
+	      "big update of a cached key: verdict %d", r.retval);
+	CHECK((rec.t.e[0].flags & XTX_DEFER_EVICT) && (rec.t.e[0].flags & XTX_DEFER_HAS_VICTIM) &&
+	      rec.t.e[0].fill_way == 1 && rec.t.e[0].victim_way == 1 &&
+	      rec.t.e[0].victim.key == 3 && rec.t.e[0].victim.version == 1,
+	      "evict entry: flags %#x fill %u victim %u key %llu", rec.t.e[0].flags,
+	      rec.t.e[0].fill_way, rec.t.e[0].victim_way,
+	      (unsigned long long)rec.t.e[0].victim.key);
+	b = bucket_get();
+	CHECK(b.key[1] == 3 && (b.flags[1] & XTX_KVF_IN_USER) && b.lock == rec.t.e[0].token,
+	      "the way stays, locked, until TC (flags %#x)", b.flags[1]);
+
+	/* xtxd saved it, ran the update at v2, and asks TC to evict */
+	fix.op_idx = 0;
+	fix.action = XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT;
+	fix.fill_way = 1;
+	fix.victim_way = 1;
+	fix.token = rec.t.e[0].token;
+	fix.bloom = 1ull << xtx_bloom_bit_of(xtx_hash(0, 3));
+	fix.victim_key = 3;
+	fix.victim_version = 1;
+	out_op(&r, 0)->version = 2;
+	reply_to(&r, &t, XTX_ST_OK, 300, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	b = bucket_get();
+	CHECK(b.flags[1] == 0 && b.lock == 0 && b.bloom == fix.bloom &&
+	      b.key[0] == 2 && (b.flags[0] & XTX_KVF_VALID), "evicted: flags %#x lock %#llx",
+	      b.flags[1], (unsigned long long)b.lock);
+	CHECK(t.out_len == r.out_len, "reply cut to its body with the area: %u of %u", t.out_len,
+	      r.out_len);
+
+	/* a read of it goes to xtxd now, with its room */
+	big_req(&r, 1, next_req++, XTX_OP_GET, 3, 1024, 0, 0);
+	run(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
+	      (out_op(&r, 0)->flags & XTX_OPF_EXT), "GET after eviction: verdict %d status %u",
+	      r.retval, out_op(&r, 0)->status);
+	bucket_reset();
+
+	/* a small read with room of a key the kernel holds: answered here, in the slot */
+	kv_do(XTX_OP_INSERT, 4, 8, 0x44, &v);
+	big_req(&r, 1, next_req++, XTX_OP_GET, 4, 200, 0, 0);
+	run(&r);
+	op = *out_op(&r, 0);
+	CHECK(r.retval == XDP_TX && op.status == XTX_ST_OK && !(op.flags & XTX_OPF_EXT) &&
+	      op.vlen == 8 && op.value[7] == 0x44, "cached GET with room: verdict %d status %u "
+	      "flags %#x", r.retval, op.status, op.flags);
+	big_req(&r, 1, next_req++, XTX_OP_LOCK_EXCL, 4, 200, 0, 0);
+	run(&r);
+	op = *out_op(&r, 0);
+	CHECK(r.retval == XDP_TX && op.status == XTX_ST_OK && !(op.flags & XTX_OPF_EXT) &&
+	      op.vlen == 8 && op.value[0] == 0x44 && (op.flags & XTX_LOCKF_EXCL),
+	      "cached grant with room: status %u flags %#x", op.status, op.flags);
+	bucket_reset();
+}
+
+/*
+ * A grant whose value is too big for its room: TC releases the lock XDP
+ * took, and a retransmission answers TOO_BIG with the length again.
+ */
+static void test_too_big_grant(void)
+{
+	struct xtx_fix_entry fix = {};
+	struct xtx_defer_record rec;
+	struct xtx_kv_bucket b;
+	struct xtx_ext ext;
+	struct run r, t, o;
+	__u64 req = next_req++;
+
+	bucket_reset();
+	b = bucket_get();
+	b.bloom = ~0ull;
+	bucket_put(&b);
+	big_req(&r, 1, req, XTX_OP_LOCK_EXCL, 9, 64, 0, 0);
+	run(&r);
+	rec = defer_record_of(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
+	      (out_op(&r, 0)->flags & XTX_OPF_EXT), "uncached grant with room: status %u flags %#x",
+	      out_op(&r, 0)->status, out_op(&r, 0)->flags);
+	/* held: another transaction is refused */
+	big_req(&o, 2, next_req++, XTX_OP_LOCK_EXCL, 9, 64, 0, 0);
+	run(&o);
+	CHECK(out_op(&o, 0)->status == XTX_ST_REJECTED, "lock not held: %u",
+	      out_op(&o, 0)->status);
+
+	fix.action = XTX_FIX_RELEASE;
+	fix.fill_way = XTX_KV_NO_WAY;
+	fix.victim_way = XTX_KV_NO_WAY;
+	fix.token = rec.t.e[0].token;
+	fix.bloom = ~0ull;
+	reply_to(&r, &t, XTX_ST_TOO_BIG, 700, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	b = bucket_get();
+	CHECK(b.lock == 0, "bucket still held");
+	/* released: another transaction gets it (deferred: the key is xtxd's) */
+	big_req(&o, 2, next_req++, XTX_OP_LOCK_EXCL, 9, 64, 0, 0);
+	run(&o);
+	CHECK(out_op(&o, 0)->status == XTX_ST_DEFERRED, "TOO_BIG left its grant: %u",
+	      out_op(&o, 0)->status);
+	bucket_reset();
+
+	/* the first request again: answered from the dedupe record, TOO_BIG with the length */
+	big_req(&r, 1, req, XTX_OP_LOCK_EXCL, 9, 64, 0, 0);
+	run(&r);
+	memcpy(&ext, out_op(&r, 0)->value, sizeof(ext));
+	CHECK(r.retval == XDP_TX && out_op(&r, 0)->status == XTX_ST_TOO_BIG &&
+	      (out_hdr(&r)->flags & XTX_F_REPLAYED) && (out_op(&r, 0)->flags & XTX_OPF_EXT) &&
+	      ext.len == 700 && ext.cap == 64, "replayed TOO_BIG: status %u len %u",
+	      out_op(&r, 0)->status, ext.len);
+	bucket_reset();
+}
+
 int main(void)
 {
 	xtx_log_libbpf();
@@ -498,6 +735,7 @@ int main(void)
 	/* TC shares the XDP program's maps, as xtxd's pins make it on a real server */
 	tc->rodata->xtx_max_clients = TEST_MAX_CLIENTS;
 	tc->rodata->xtx_kv_buckets = KV_BUCKETS;
+	tc->rodata->xtx_lock_slots = TEST_LOCK_SLOTS;
 	if (bpf_map__reuse_fd(tc->maps.xtx_kv, kv_fd()) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
@@ -518,6 +756,9 @@ int main(void)
 	RUN_CASE(test_tc_applies_fix);
 	RUN_CASE(test_tc_victim_saved);
 	RUN_CASE(test_redefer_after_lost_round_trip);
+	RUN_CASE(test_big_write_deferred);
+	RUN_CASE(test_big_write_evicts);
+	RUN_CASE(test_too_big_grant);
 	xtx_tc__destroy(tc);
 	xtx_xdp__destroy(skel);
 	printf("# test_kv: %d passed, %d failed\n", cases_passed, cases_failed);

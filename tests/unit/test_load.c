@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Bulk load: the engine on the XDP program's own mmap-ed buckets, and what XDP answers then. */
-/* checks: 10 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 11 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -105,11 +105,11 @@ static void test_parse_line(void)
 		{ "-1 1 00", -1, 0, 0, 0, "table" },
 		{ "0 18446744073709551616 00", -1, 0, 0, 0, "key" },
 		{ "0 12abc 00", -1, 0, 0, 0, "key '12abc'" },
-		{ "0 1 abc", -1, 0, 0, 0, "not up to 40 bytes" },
+		{ "0 1 abc", -1, 0, 0, 0, "not up to 1024 bytes" },
 		{ "0 1 zz", -1, 0, 0, 0, "not hex" },
 		{ "0 1 00 extra", -1, 0, 0, 0, "unexpected 'extra'" },
 	};
-	char value41[2 * 41 + 8] = "0 1 ";
+	static char value41[2 * 41 + 8] = "0 1 ", value1025[2 * 1025 + 8] = "0 1 ";
 	struct xtxd_load_item it;
 	char why[160];
 	unsigned int i;
@@ -130,10 +130,20 @@ static void test_parse_line(void)
 	CHECK(xtxd_load_parse_line("3 42 0a0B", &it, why, sizeof(why)) == 1 &&
 	      it.value[0] == 0x0a && it.value[1] == 0x0b && it.value[2] == 0, "value bytes");
 	memset(value41 + 4, 'a', 2 * 41);
-	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == -1, "41 bytes accepted");
+	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 41 &&
+	      it.big && it.big[0] == 0xaa && it.big[40] == 0xaa,
+	      "41 bytes: not in the item's slot but beside it: %s", why);
+	xtxd_load_item_free(&it);
+	memset(value1025 + 4, 'b', 2 * 1025);
+	CHECK(xtxd_load_parse_line(value1025, &it, why, sizeof(why)) == -1 &&
+	      strstr(why, "1024 bytes"), "1025 bytes accepted");
+	value1025[4 + 2 * 1024] = '\0';
+	CHECK(xtxd_load_parse_line(value1025, &it, why, sizeof(why)) == 1 && it.vlen == 1024 &&
+	      it.big && it.big[1023] == 0xbb, "1024 bytes refused: %s", why);
+	xtxd_load_item_free(&it);
 	value41[4 + 2 * 40] = '\0';
-	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 40,
-	      "40 bytes refused: %s", why);
+	CHECK(xtxd_load_parse_line(value41, &it, why, sizeof(why)) == 1 && it.vlen == 40 &&
+	      !it.big, "40 bytes refused or not in the slot: %s", why);
 }
 
 /* The generator is a documented function: tests and scripts recompute it. */
@@ -280,6 +290,58 @@ static void test_version_floor_and_tombstone(void)
 	      kv[b].flags[w] == (XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_IN_USER),
 	      "over its tombstone: v%llu flags %x", w < 0 ? 0ull :
 	      (unsigned long long)kv[b].version[w], w < 0 ? 0 : kv[b].flags[w]);
+	done(&l);
+}
+
+/*
+ * A value over the slot goes to the overflow store even with kernel ways
+ * free, its bytes whole; over a kernel tombstone it comes back in the
+ * store, the tombstone gone, its version going on.
+ */
+static void test_big_values_to_the_store(void)
+{
+	struct xtxd_loader l = fresh(1000);
+	static uint8_t big[3][XTX_VALUE_MAX];
+	static struct xtxd_ovf_item o;
+	struct xtxd_load_item it[4];
+	uint32_t b;
+	int i, w;
+
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < 4; i++) {
+		it[i].table = 3;
+		it[i].key = 700 + i;
+	}
+	for (i = 0; i < 3; i++) {
+		memset(big[i], 0x70 + i, sizeof(big[i]));
+		it[i].vlen = i == 0 ? 41 : i == 1 ? 700 : XTX_VALUE_MAX;
+		it[i].big = big[i];
+	}
+	it[3].vlen = 8;
+	memset(it[3].value, 0x33, 8);
+	/* key 702 was deleted in the kernel while the store had it */
+	b = bucket_of(3, it[2].key);
+	kv[b].key[5] = it[2].key;
+	kv[b].table[5] = 3;
+	kv[b].version[5] = 5;
+	kv[b].flags[5] = XTX_KVF_TOMB | XTX_KVF_DIRTY | XTX_KVF_IN_USER;
+	CHECK(!xtxd_load_items(&l, it, 4), "load");
+	CHECK(l.n.store == 3 && l.n.kernel == 1, "store %llu, kernel %llu",
+	      (unsigned long long)l.n.store, (unsigned long long)l.n.kernel);
+	for (i = 0; i < 3; i++) {
+		uint16_t want = it[i].vlen;
+
+		w = kernel_way(3, it[i].key);
+		CHECK(w < 0 && !xtxd_ovf_get(l.store, 3, it[i].key, &o) && o.vlen == want &&
+		      o.value[want - 1] == 0x70 + i && o.value[0] == 0x70 + i,
+		      "key %llu: kernel way %d, in the store with %u bytes",
+		      (unsigned long long)it[i].key, w, o.vlen);
+		CHECK(kv[bucket_of(3, it[i].key)].bloom &
+		      (1ull << xtx_bloom_bit_of(xtx_hash(3, it[i].key))), "its filter bit");
+	}
+	CHECK(o.version == 6 && !kv[b].flags[5], "over a tombstone: v%llu, tombstone flags %x",
+	      (unsigned long long)o.version, kv[b].flags[5]);
+	CHECK(kernel_way(3, it[3].key) >= 0, "a small value still in the kernel");
 	done(&l);
 }
 
@@ -511,6 +573,7 @@ int main(void)
 	RUN_CASE(test_kernel_then_store);
 	RUN_CASE(test_duplicates_change_nothing);
 	RUN_CASE(test_version_floor_and_tombstone);
+	RUN_CASE(test_big_values_to_the_store);
 	RUN_CASE(test_busy_buckets);
 	RUN_CASE(test_store_full);
 	RUN_CASE(test_write_through);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
-/* checks: 13 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -17,13 +17,32 @@
 #include <xtx/log.h>
 #include "check.h"
 #include "harness.h"
+#include "pkt.h"
 #include "log.h"
 #include "store/overflow.h"
 #include "resolve/resolve_apply.h"
 #include "log/txn_records.h"
+#include "logrec.h"
 
 #define CLIENT 9
 #define RING 64	/* test_log_ring */
+
+/* One entry's write (a value that fits it) into the table. */
+static int txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
+{
+	static struct xtx_log_write w;
+
+	xtx_logrec_from_entry(&w, e);
+	return xtxd_txns_add(t, &w, now);
+}
+
+static int live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
+{
+	static struct xtx_log_write w;
+
+	xtx_logrec_from_entry(&w, e);
+	return xtxd_live_install(l, &w);
+}
 
 static __u64 next_req = 30000;
 
@@ -359,11 +378,11 @@ static void test_meta_participants(void)
 
 	/* the record: its participants asked, the META counted among the LAST's */
 	w.txn = e.txn;
-	CHECK(!xtxd_txns_add(&t, &w, 1) && !xtxd_txns_add(&t, &e, 1), "added");
+	CHECK(!txns_add(&t, &w, 1) && !txns_add(&t, &e, 1), "added");
 	w.key = 6;
 	w.flags = XTX_LOGF_LAST;
 	w.nwrites = 3;
-	CHECK(!xtxd_txns_add(&t, &w, 1), "added the LAST");
+	CHECK(!txns_add(&t, &w, 1), "added the LAST");
 	x = xtxd_txns_get(&t, e.txn, false, 0);
 	CHECK(x && x->nw == 2 && x->meta && x->nrep == 6 && xtxd_txn_complete(x),
 	      "two writes and the participants: 6 servers to ask, complete");
@@ -412,13 +431,13 @@ static void test_txn_table(void)
 
 	for (i = 0; i < 1000; i++) {
 		e.txn = 1000 + i;
-		CHECK(!xtxd_txns_add(&t, &e, 5), "add %d", i);
+		CHECK(!txns_add(&t, &e, 5), "add %d", i);
 	}
 	e.txn = 7;
-	CHECK(!xtxd_txns_add(&t, &e, 5), "add");
+	CHECK(!txns_add(&t, &e, 5), "add");
 	e.key = 2;
 	e.flags = XTX_LOGF_LAST;
-	CHECK(!xtxd_txns_add(&t, &e, 9), "add last");
+	CHECK(!txns_add(&t, &e, 9), "add last");
 	x = xtxd_txns_get(&t, 7, false, 0);
 	CHECK(x && x->nw == 2 && x->last && x->first_ns == 5 && x->nrep == 3 && x->rep[2] == 6 &&
 	      x->w[1].key == 2, "txn 7 as logged");
@@ -432,31 +451,31 @@ static void test_txn_table(void)
 	e.txn = 8;
 	e.key = 1;
 	e.flags = 0;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	e.key = 3;
 	e.flags = XTX_LOGF_LAST;
 	e.nwrites = 3;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	x = xtxd_txns_get(&t, 8, false, 0);
 	CHECK(x && x->last && !xtxd_txn_complete(x), "LAST of 3 with 2 writes: incomplete");
 	e.key = 1;
 	e.flags = 0;
 	e.nwrites = 0;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	CHECK(!xtxd_txn_complete(x), "a write logged twice does not stand in for a missing one");
 	e.key = 2;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	CHECK(xtxd_txn_complete(x), "with the third write: complete");
 
 	/* writes of keys in different shards: the record names every server of them */
 	e.txn = 9;
 	e.key = 1;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	e.key = 2;
 	e.replicas[0] = 6;
 	e.replicas[1] = 7;
 	e.replicas[2] = 4;
-	xtxd_txns_add(&t, &e, 9);
+	txns_add(&t, &e, 9);
 	x = xtxd_txns_get(&t, 9, false, 0);
 	CHECK(x && x->nrep == 4 && x->rep[0] == 4 && x->rep[1] == 5 && x->rep[2] == 6 &&
 	      x->rep[3] == 7, "two shards' replica sets: their union, %u servers", x ? x->nrep : 0);
@@ -524,39 +543,39 @@ static void test_resolver_installs_decided_writes(void)
 	if (!kv || !l.store)
 		goto out;
 	e = wr(1, 5, 0, 0xa1);
-	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_live_version(&l, 0, 1, &v) == 1 && v == 5,
+	CHECK(live_install(&l, &e) == 1 && xtxd_live_version(&l, 0, 1, &v) == 1 && v == 5,
 	      "a new key goes into a free way");
 	CHECK(kv->flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY) && kv->value[0][0] == 0xa1 &&
 	      !kv->lock, "... valid, dirty, bucket unlocked");
 	e = wr(1, 5, 0, 0xb2);
-	CHECK(xtxd_live_install(&l, &e) == 0 && kv->value[0][0] == 0xa1, "same version: kept");
+	CHECK(live_install(&l, &e) == 0 && kv->value[0][0] == 0xa1, "same version: kept");
 	e = wr(1, 4, 0, 0xb2);
-	CHECK(xtxd_live_install(&l, &e) == 0 && kv->version[0] == 5, "older: kept");
+	CHECK(live_install(&l, &e) == 0 && kv->version[0] == 5, "older: kept");
 	e = wr(1, 6, 0, 0xc3);
-	CHECK(xtxd_live_install(&l, &e) == 1 && kv->version[0] == 6 && kv->value[0][0] == 0xc3,
+	CHECK(live_install(&l, &e) == 1 && kv->version[0] == 6 && kv->value[0][0] == 0xc3,
 	      "newer: overwritten");
 	e = wr(1, 7, XTX_LOGF_DELETE, 0);
-	CHECK(xtxd_live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
+	CHECK(live_install(&l, &e) == 1 && !kv->flags[0] && kv->vfloor == 7 &&
 	      xtxd_live_version(&l, 0, 1, &v) == 0 && v == 7, "delete: way freed, floor raised");
 	/* every way taken: the next keys go to the store, which holds two */
 	for (k = 10; k < 10 + XTX_KV_WAYS; k++) {
 		e = wr(k, 8, 0, 0x10);
-		CHECK(xtxd_live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
+		CHECK(live_install(&l, &e) == 1, "key %llu", (unsigned long long)k);
 	}
 	for (k = 20; k < 22; k++) {
 		e = wr(k, 8, 0, 0x20);
-		CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, k, &it) &&
+		CHECK(live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, k, &it) &&
 		      it.version == 8, "key %llu into the store", (unsigned long long)k);
 		CHECK(kv->bloom & (1ull << xtx_bloom_bit_of(xtx_hash(0, k))), "its filter bit");
 	}
 	e = wr(22, 8, 0, 0x20);
-	CHECK(xtxd_live_install(&l, &e) == -ENOSPC && xtxd_live_version(&l, 0, 22, &v) == 0,
+	CHECK(live_install(&l, &e) == -ENOSPC && xtxd_live_version(&l, 0, 22, &v) == 0,
 	      "a full store refuses");
 	e = wr(21, 9, 0, 0x21);
-	CHECK(xtxd_live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, 21, &it) &&
+	CHECK(live_install(&l, &e) == 1 && !xtxd_ovf_get(l.store, 0, 21, &it) &&
 	      it.version == 9 && it.value[0] == 0x21, "a store key updated in place");
 	e = wr(20, 9, XTX_LOGF_DELETE, 0);
-	CHECK(xtxd_live_install(&l, &e) == 1 && xtxd_ovf_get(l.store, 0, 20, &it) == -ENOENT,
+	CHECK(live_install(&l, &e) == 1 && xtxd_ovf_get(l.store, 0, 20, &it) == -ENOENT,
 	      "a store key deleted");
 	CHECK(!kv->lock, "every bucket lock let go");
 out:
@@ -564,6 +583,343 @@ out:
 		xtxd_ovf_free(l.store);
 	rcu_unregister_thread();
 	free(kv);
+}
+
+/* The value byte i of a big write's test pattern for key. */
+static uint8_t big_byte(uint64_t key, unsigned int i)
+{
+	return (uint8_t)(key * 31 + i * 7 + (i >> 8));
+}
+
+/*
+ * A LOG_APPEND of a value of len bytes in the packet's value area (len >
+ * XTX_VALUE_INLINE); flags as append()'s, grant for a primary's.
+ */
+static struct xtx_op append_big(__u64 txn_seq, __u64 key, __u16 len, __u32 flags, __u64 grant)
+{
+	static const __u16 replicas[3] = { 0, 1, 2 };
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	struct xtx_op *op;
+	struct run r;
+	size_t plen;
+	__u8 *area;
+	unsigned int i;
+
+	xtx_msg_init(payload, CLIENT, next_req++);
+	op = xtx_msg_add(payload, XTX_OP_LOG_APPEND, 0, key);
+	op->txn = xtx_txn_make(CLIENT, txn_seq);
+	op->version = 11;
+	op->flags = flags;
+	op->token = xtx_log_replicas_pack(replicas, 3) | (grant << 32);
+	xtx_msg_set_area(op, len, len);
+	plen = xtx_msg_finish(payload);
+	area = xtx_msg_area(payload, op);
+	for (i = 0; i < len; i++)
+		area[i] = big_byte(key, i);
+	r.in_len = pkt_build(r.in, &pkt_default_addrs, payload, plen);
+	run(&r);
+	return *out_op(&r, 0);
+}
+
+/* The write logged at seq, gathered from the ring; 0, or -EBADMSG with *why. */
+static int write_at(__u64 seq, struct xtx_log_write *w, const char **why)
+{
+	struct xtx_log_entry e[XTX_LOGREC_MAX_ENTRIES];
+	uint32_t n, i;
+
+	e[0] = entry_at(seq);
+	n = xtx_logrec_span(&e[0]);
+	for (i = 1; i < n; i++)
+		e[i] = entry_at(seq + i);
+	return xtx_logrec_decode(e, n, w, why);
+}
+
+/*
+ * A value over the slot is logged as a head and its continuations at the
+ * following seqs, published together, and reads back whole; a big write
+ * counts once in nwrites (the LAST's count is the client's, copied).
+ */
+static void test_big_append_whole(void)
+{
+	static const __u16 lens[] = { 41, 80, 81, 512, 1024 };
+	static struct xtx_log_write w;
+	const char *why = "";
+	unsigned int i, j, bad;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct xtx_log_cursor before;
+		__u32 n = xtx_logrec_entries(lens[i]);
+		struct xtx_op o;
+
+		set_head(cursor().tail);
+		before = cursor();
+		o = append_big(200 + i, 300 + i, lens[i],
+			       XTX_OPF_LOG_LAST | (2u << XTX_OPF_LOG_COUNT_SHIFT), 0);
+		CHECK(o.status == XTX_ST_OK && o.version == before.tail, "%u bytes: status %u",
+		      lens[i], o.status);
+		CHECK(cursor().tail == before.tail + n && cursor().appended == before.appended + n,
+		      "%u bytes: %llu entries, want %u", lens[i],
+		      (unsigned long long)(cursor().tail - before.tail), n);
+		CHECK(!write_at(before.tail, &w, &why), "%u bytes: %s", lens[i], why);
+		for (j = 0, bad = 0; j < lens[i]; j++)
+			bad += w.value[j] != big_byte(300 + i, j);
+		CHECK(w.vlen == lens[i] && !bad && w.e.key == 300 + i && w.e.version == 11 &&
+		      w.e.txn == xtx_txn_make(CLIENT, 200 + i) && w.e.client_id == CLIENT &&
+		      w.e.flags == (XTX_LOGF_LAST | XTX_LOGF_EXT) && w.e.nwrites == 2 &&
+		      w.e.nreplicas == 3 && w.e.replicas[2] == 2 && !w.e.vlen,
+		      "%u bytes read back: vlen %u, %u bytes differ, flags %#x", lens[i], w.vlen,
+		      bad, w.e.flags);
+	}
+}
+
+/*
+ * All or nothing: a ring with room for all but one of a big write's
+ * entries answers LOG_FULL and publishes none; a primary whose grant is
+ * gone appends nothing either; a reference outside the packet is refused.
+ */
+static void test_big_append_all_or_nothing(void)
+{
+	__u32 n = xtx_logrec_entries(1024);
+	struct xtx_log_cursor before;
+	static struct xtx_log_write w;
+	const char *why = "";
+	struct xtx_op o, g;
+
+	set_head(cursor().tail);
+	/* room for n - 1 entries */
+	set_head(cursor().tail - (RING - (n - 1)));
+	before = cursor();
+	o = append_big(210, 400, 1024, XTX_OPF_LOG_LAST, 0);
+	CHECK(o.status == XTX_ST_LOG_FULL && cursor().tail == before.tail &&
+	      cursor().appended == before.appended && cursor().full == before.full + 1,
+	      "one entry short: status %u, tail moved by %llu", o.status,
+	      (unsigned long long)(cursor().tail - before.tail));
+	o = append_big(210, 400, 41, XTX_OPF_LOG_LAST, 0);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + 2,
+	      "a smaller big write fits: status %u", o.status);
+	set_head(cursor().tail - (RING - n));
+	before = cursor();
+	o = append_big(211, 401, 1024, XTX_OPF_LOG_LAST, 0);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + n &&
+	      !write_at(before.tail, &w, &why) && w.vlen == 1024 &&
+	      w.value[1023] == big_byte(401, 1023),
+	      "exactly the room: status %u (%s)", o.status, why);
+
+	/* a primary whose grant the lease took back: nothing logged, the lock not pinned */
+	set_head(cursor().tail);
+	g = lock_key(212, 402, XTX_OP_LOCK_EXCL);
+	before = cursor();
+	o = append_big(212, 402, 600, XTX_OPF_LOG_LAST | XTX_OPF_LOG_PRIMARY, g.token + 1);
+	CHECK(g.status == XTX_ST_OK && o.status == XTX_ST_NOT_HELD && cursor().tail == before.tail,
+	      "a stale grant: status %u, tail moved by %llu", o.status,
+	      (unsigned long long)(cursor().tail - before.tail));
+	o = append_big(212, 402, 600, XTX_OPF_LOG_LAST | XTX_OPF_LOG_PRIMARY, g.token);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + xtx_logrec_entries(600),
+	      "the grant proven: status %u", o.status);
+	set_head(cursor().tail);
+}
+
+/* The shared reader finds a big write's damage: every case a wrong reader would replay. */
+static void test_logrec_damage(void)
+{
+	static struct xtx_log_write w, got;
+	struct xtx_log_entry e[XTX_LOGREC_MAX_ENTRIES], d[XTX_LOGREC_MAX_ENTRIES];
+	struct xtx_log_ext x;
+	struct xtx_logrec rec;
+	const char *why = "";
+	unsigned int i;
+	int n;
+
+	memset(&w, 0, sizeof(w));
+	w.e.txn = 77;
+	w.e.key = 5;
+	w.e.version = 3;
+	w.e.flags = XTX_LOGF_LAST;
+	w.vlen = 1000;
+	for (i = 0; i < w.vlen; i++)
+		w.value[i] = big_byte(5, i);
+	n = xtx_logrec_encode(&w, 50, e, XTX_LOGREC_MAX_ENTRIES);
+	CHECK(n == 14 && (e[0].flags & XTX_LOGF_EXT) && !e[0].vlen && e[13].seq == 63 &&
+	      xtx_logrec_span(&e[0]) == 14, "encoded as %d entries", n);
+	CHECK(!xtx_logrec_decode(e, n, &got, &why) && got.vlen == 1000 &&
+	      !memcmp(got.value, w.value, 1000) && got.e.key == 5 && got.e.seq == 50,
+	      "decoded whole: %s", why);
+	/* a continuation missing: the next entry is out of sequence */
+	memcpy(d, e, sizeof(e));
+	memmove(&d[5], &d[6], 8 * sizeof(d[0]));
+	CHECK(xtx_logrec_decode(d, n - 1, &got, &why) == -EBADMSG && strstr(why, "sequence"),
+	      "a missing continuation not found: %s", why);
+	/* the log ends before the last continuation */
+	CHECK(xtx_logrec_decode(e, n - 1, &got, &why) == -EBADMSG, "a cut-short write decoded");
+	xtx_logrec_init(&rec);
+	for (i = 0; i < (unsigned int)n - 1; i++)
+		xtx_logrec_feed(&rec, &e[i]);
+	CHECK(xtx_logrec_partial(&rec), "a cut-short write not seen as partial");
+	/* two continuations swapped */
+	memcpy(d, e, sizeof(e));
+	d[3] = e[4];
+	d[4] = e[3];
+	CHECK(xtx_logrec_decode(d, n, &got, &why) == -EBADMSG, "swapped continuations decoded");
+	/* bytes past the value's end */
+	memcpy(d, e, sizeof(e));
+	((uint8_t *)&d[13])[sizeof(__u64) + 1000 - 12 * XTX_LOG_CONT_BYTES] = 1;
+	CHECK(xtx_logrec_decode(d, n, &got, &why) == -EBADMSG && strstr(why, "past"),
+	      "bytes past the end accepted: %s", why);
+	/* a head whose length is out of range, or names another txn */
+	memcpy(d, e, sizeof(e));
+	memcpy(&x, d[0].value, sizeof(x));
+	x.len = XTX_VALUE_INLINE;
+	memcpy(d[0].value, &x, sizeof(x));
+	CHECK(xtx_logrec_decode(d, n, &got, &why) == -EBADMSG && xtx_logrec_span(&d[0]) == 1,
+	      "a head of 40 bytes accepted");
+	memcpy(d, e, sizeof(e));
+	memcpy(&x, d[0].value, sizeof(x));
+	x.txn = 78;
+	memcpy(d[0].value, &x, sizeof(x));
+	CHECK(xtx_logrec_decode(d, n, &got, &why) == -EBADMSG, "a head naming another txn");
+	/* a small write is one entry, as before */
+	w.vlen = 40;
+	n = xtx_logrec_encode(&w, 70, e, 1);
+	CHECK(n == 1 && !(e[0].flags & XTX_LOGF_EXT) && e[0].vlen == 40 &&
+	      !xtx_logrec_decode(e, 1, &got, &why) && got.vlen == 40 &&
+	      !memcmp(got.value, w.value, 40), "a 40-byte write: %d entries", n);
+	w.vlen = 41;
+	CHECK(xtx_logrec_encode(&w, 70, e, 1) == -EINVAL, "41 bytes encoded into one entry");
+}
+
+struct seen {
+	struct xtx_log_entry e[256];
+	size_t n, calls;
+	bool cut;		/* a call began or ended inside a write */
+};
+
+static void seen_fn(const struct xtx_log_entry *e, size_t n, void *arg)
+{
+	struct seen *s = arg;
+
+	s->cut |= xtx_logrec_whole(e, n) != n || xtx_logrec_span(&e[0]) > n;
+	memcpy(&s->e[s->n], e, n * sizeof(*e));
+	s->n += n;
+	s->calls++;
+}
+
+/*
+ * A reader of the ring (the drain) gets it in batches: one that ends inside
+ * a big write (a batch's size, the ring's end) passes on whole writes only,
+ * the cut one once its rest comes; a batch given again after a failed write
+ * is not passed on twice; the reader frees nothing past a cut write's start.
+ */
+static void test_batch_splits_a_big_write(void)
+{
+	static struct xtx_logrec_batcher b;
+	static struct seen s;
+	static struct xtx_log_write w, got;
+	struct xtx_log_entry log[64];
+	const char *why = "";
+	size_t n = 0, i;
+	int k;
+
+	memset(&w, 0, sizeof(w));
+	/* small, big (14 entries), small, big (7), small */
+	for (i = 0; i < 5; i++) {
+		w.e.txn = 90 + i;
+		w.e.key = i;
+		w.vlen = i == 1 ? 1024 : i == 3 ? 500 : 8;
+		memset(w.value, 0x40 + (int)i, w.vlen);
+		k = xtx_logrec_encode(&w, n, &log[n], 64 - n);
+		n += k > 0 ? (size_t)k : 0;
+	}
+	CHECK(n == 1 + 14 + 1 + 8 + 1, "%zu entries", n);
+	xtx_logrec_batcher_init(&b, 0, NULL, 0);
+	/* a batch ending inside the first big write (after its 5th entry) */
+	xtx_logrec_batch(&b, log, 6, seen_fn, &s);
+	CHECK(s.n == 1 && b.npart == 5 && xtx_logrec_batch_safe(&b, 6) == 1,
+	      "first batch: %zu passed on, %u waiting, free up to %llu", s.n, b.npart,
+	      (unsigned long long)xtx_logrec_batch_safe(&b, 6));
+	/* given again from seq 3 (a failed write retried), then on to inside the second */
+	xtx_logrec_batch(&b, &log[3], 17 - 3, seen_fn, &s);
+	CHECK(s.n == 16 && b.npart == 1 && b.part[0].seq == 16,
+	      "second batch: %zu passed on, %u waiting", s.n, b.npart);
+	/* the ring's end: the rest in two runs */
+	xtx_logrec_batch(&b, &log[17], 3, seen_fn, &s);
+	xtx_logrec_batch(&b, &log[20], n - 20, seen_fn, &s);
+	CHECK(s.n == n && !b.npart && !s.cut && xtx_logrec_batch_safe(&b, n) == n,
+	      "every entry once, in whole writes: %zu of %zu, cut %d", s.n, n, s.cut);
+	for (i = 0; i < n && s.e[i].seq == i; i++)
+		;
+	CHECK(i == n && !xtx_logrec_decode(&s.e[1], 14, &got, &why) && got.vlen == 1024 &&
+	      got.value[1023] == 0x41, "in order and whole: %zu, %s", i, why);
+}
+
+/*
+ * The resolver's record keeps a big write's value beside its head; a
+ * decided big write goes to the overflow store only, the kernel's older
+ * copy dropped.
+ */
+static void test_big_write_record_and_install(void)
+{
+	struct xtx_kv_bucket *kv = calloc(1, sizeof(*kv));
+	struct xtxd_live l = { .kv = kv, .nbuckets = 1, .store = xtxd_ovf_new(1, 4) };
+	static struct xtx_log_write w, got;
+	static struct xtxd_ovf_item it;
+	struct xtxd_txns t = {};
+	struct xtxd_txn *x;
+	struct xtx_log_entry e;
+	uint16_t keeps;
+	uint64_t v;
+
+	rcu_register_thread();
+	CHECK(kv && l.store, "setup");
+	if (!kv || !l.store)
+		goto out;
+	memset(&w, 0, sizeof(w));
+	w.e.txn = 500;
+	w.e.key = 1;
+	w.e.version = 6;
+	w.e.nreplicas = 2;
+	w.e.flags = XTX_LOGF_EXT | XTX_LOGF_LAST;
+	w.vlen = 700;
+	memset(w.value, 0x5a, 700);
+	CHECK(!xtxd_txns_add(&t, &w, 1), "added");
+	e = wr(2, 6, 0, 0x11);
+	e.txn = 500;
+	CHECK(!txns_add(&t, &e, 1), "added a small one");
+	x = xtxd_txns_get(&t, 500, false, 0);
+	xtxd_txn_write(x, 0, &got);
+	CHECK(x && x->nw == 2 && got.vlen == 700 && got.value[699] == 0x5a && got.e.key == 1,
+	      "the big write back whole: vlen %u", got.vlen);
+	xtxd_txn_write(x, 1, &got);
+	CHECK(got.vlen == 4 && got.value[0] == 0x11, "the small one: vlen %u", got.vlen);
+	xtxd_txns_free(&t);
+
+	/* what the store keeps of a value is the store's business: the install hands it whole */
+	memset(&it, 0, sizeof(it));
+	it.key = 99;
+	it.version = 1;
+	it.vlen = XTX_VALUE_MAX;
+	xtxd_ovf_put(l.store, &it);
+	xtxd_ovf_get(l.store, 0, 99, &it);
+	keeps = it.vlen < 700 ? it.vlen : 700;
+	xtxd_ovf_del(l.store, 0, 99, UINT64_MAX, NULL);
+	e = wr(1, 5, 0, 0xa1);
+	CHECK(live_install(&l, &e) == 1 && kv->flags[0] & XTX_KVF_VALID, "a small one in a way");
+	CHECK(xtxd_live_install(&l, &w) == 1 && !(kv->flags[0] & (XTX_KVF_VALID | XTX_KVF_TOMB)) &&
+	      !xtxd_ovf_get(l.store, 0, 1, &it) && it.vlen == keeps && it.version == 6 &&
+	      it.value[keeps - 1] == 0x5a &&
+	      (kv->bloom & (1ull << xtx_bloom_bit_of(xtx_hash(0, 1)))),
+	      "the big one: in the store (%u of 700 bytes kept), the kernel's way free, flags %#x",
+	      it.vlen, kv->flags[0]);
+	CHECK(xtxd_live_version(&l, 0, 1, &v) == 1 && v == 6, "version %llu", (unsigned long long)v);
+	w.e.key = 3;
+	CHECK(xtxd_live_install(&l, &w) == 1 && !(kv->flags[0] & XTX_KVF_VALID) &&
+	      !xtxd_ovf_get(l.store, 0, 3, &it) && it.vlen == keeps,
+	      "a new big key goes to the store, never a free way");
+	CHECK(!kv->lock, "bucket lock let go");
+out:
+	if (l.store)
+		xtxd_ovf_free(l.store);
+	free(kv);
+	rcu_unregister_thread();
 }
 
 int main(void)
@@ -593,6 +949,11 @@ int main(void)
 	RUN_CASE(test_txn_table);
 	RUN_CASE(test_resolver_frees_logged_lock);
 	RUN_CASE(test_resolver_installs_decided_writes);
+	RUN_CASE(test_big_append_whole);
+	RUN_CASE(test_big_append_all_or_nothing);
+	RUN_CASE(test_logrec_damage);
+	RUN_CASE(test_batch_splits_a_big_write);
+	RUN_CASE(test_big_write_record_and_install);
 	xtx_xdp__destroy(skel);
 	printf("# test_log: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

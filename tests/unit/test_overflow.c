@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
-/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 24 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -324,12 +324,21 @@ struct req {
 	int nops;
 	struct xtx_defer_trailer dt;
 	size_t len;
+	size_t body_len;	/* 0: header and ops only; else with the value area */
+};
+
+/* A reply's fixes, read from its end: the entries and the footer's fields. */
+struct fixes {
+	uint32_t magic;
+	uint8_t count;
+	uint16_t body_len;
+	struct xtx_fix_entry e[XTX_MAX_DEFERRED];
 };
 
 struct reply {
 	uint8_t buf[2048] __attribute__((aligned(8)));
 	int len;
-	struct xtx_fix_trailer ft;
+	struct fixes ft;
 };
 
 static struct xtxd_exec x;
@@ -423,7 +432,8 @@ static void set_victim(struct xtx_defer_entry *e, uint8_t table, uint64_t key, u
 
 static size_t req_finish(struct req *r)
 {
-	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	size_t off = r->body_len ? r->body_len :
+				   sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
 	size_t tl = offsetof(struct xtx_defer_trailer, e) + r->dt.count * sizeof(r->dt.e[0]);
 
 	memcpy(r->buf + off, &r->dt, tl);
@@ -433,18 +443,24 @@ static size_t req_finish(struct req *r)
 
 static int run(struct req *r, struct reply *rep)
 {
-	size_t off = sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	size_t off = r->body_len ? r->body_len :
+				   sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	struct xtx_fix_footer ff;
 
 	if (!r->len)
 		req_finish(r);
 	memset(rep, 0, sizeof(*rep));
 	rep->len = xtxd_exec_packet(&x, r->buf, r->len, rep->buf, sizeof(rep->buf));
 	if (rep->len > 0) {
-		memcpy(&rep->ft, rep->buf + off, rep->len - off);
-		CHECK((size_t)rep->len == off + 8 + r->dt.count * sizeof(struct xtx_fix_entry),
+		CHECK((size_t)rep->len == off + XTX_FIX_TRAILER_LEN(r->dt.count),
 		      "reply length %d", rep->len);
-		CHECK(rep->ft.magic == XTX_FIX_MAGIC && rep->ft.count == r->dt.count,
-		      "fix trailer magic %#x count %u", rep->ft.magic, rep->ft.count);
+		memcpy(&ff, rep->buf + rep->len - sizeof(ff), sizeof(ff));
+		rep->ft.magic = ff.magic;
+		rep->ft.count = ff.count;
+		rep->ft.body_len = ff.body_len;
+		memcpy(rep->ft.e, rep->buf + off, r->dt.count * sizeof(struct xtx_fix_entry));
+		CHECK(ff.magic == XTX_FIX_MAGIC && ff.count == r->dt.count && ff.body_len == off,
+		      "fix footer magic %#x count %u body %u", ff.magic, ff.count, ff.body_len);
 		CHECK(hdr_of(rep->buf)->flags & XTX_F_REPLY, "reply flag not set");
 	}
 	return rep->len;
@@ -1106,6 +1122,381 @@ static void exec_malformed(void)
 	exec_teardown();
 }
 
+/* ---- values over the slot: the value area, eviction, TOO_BIG ---- */
+
+/* Byte i of a test value: a pattern that shows a shifted or truncated copy. */
+static uint8_t vbyte(uint8_t c, unsigned int i)
+{
+	return (uint8_t)(c + i * 7);
+}
+
+static void fill_value(uint8_t *p, uint16_t len, uint8_t c)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		p[i] = vbyte(c, i);
+}
+
+static bool value_is(const uint8_t *p, uint16_t len, uint8_t c)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != vbyte(c, i))
+			return false;
+	return true;
+}
+
+/*
+ * Gives op idx of r an area of cap bytes after the previous one (canonical
+ * tiling); a write's value of len bytes goes in it.  Returns the offset.
+ */
+static uint16_t req_area(struct req *r, int idx, uint16_t cap, uint16_t len, uint8_t c)
+{
+	size_t off = r->body_len ? r->body_len :
+				   sizeof(struct xtx_hdr) + r->nops * sizeof(struct xtx_op);
+	struct xtx_ext ext = { .off = (uint16_t)off, .cap = cap, .len = len };
+	struct xtx_op *op = op_at(r->buf, idx);
+
+	op->flags |= XTX_OPF_EXT;
+	op->vlen = 0;
+	memset(op->value, 0, sizeof(op->value));
+	memcpy(op->value, &ext, sizeof(ext));
+	memset(r->buf + off, 0, cap);
+	fill_value(r->buf + off, len, c);
+	r->body_len = (off + cap + XTX_EXT_ALIGN - 1) & ~(size_t)(XTX_EXT_ALIGN - 1);
+	return ext.off;
+}
+
+static struct xtx_ext rext(struct reply *rep, int i)
+{
+	struct xtx_ext ext;
+
+	memcpy(&ext, rop(rep, i)->value, sizeof(ext));
+	return ext;
+}
+
+static void seed_big(uint8_t table, uint64_t key, uint64_t version, uint16_t vlen, uint8_t c)
+{
+	struct xtxd_ovf_item it = { .key = key, .version = version, .table = table, .vlen = vlen };
+
+	fill_value(it.value, vlen, c);
+	CHECK(put(x.store, it) == 1, "seeding the store");
+}
+
+/* The store keeps each value at its own length, whole, and zero past it. */
+static void store_big_values(void)
+{
+	static const uint16_t lens[] = { 1, 40, 41, 512, 1024 };
+	struct xtxd_ovf *s = xtxd_ovf_new(NB, 100);
+	size_t small, big, fb, pb;
+	unsigned int i, j;
+
+	for (i = 0; i < 5; i++) {
+		struct xtxd_ovf_item it = { .key = 300 + i, .version = 1, .table = 2,
+					    .vlen = lens[i] };
+
+		fill_value(it.value, lens[i], (uint8_t)i);
+		CHECK(put(s, it) == 1, "put of %u bytes", lens[i]);
+	}
+	for (i = 0; i < 5; i++) {
+		struct xtxd_ovf_item got;
+		bool zero = true;
+
+		memset(&got, 0xee, sizeof(got));
+		CHECK(!xtxd_ovf_get(s, 2, 300 + i, &got) && got.vlen == lens[i] &&
+		      value_is(got.value, lens[i], (uint8_t)i), "value of %u bytes read back (%u)",
+		      lens[i], got.vlen);
+		for (j = lens[i]; j < XTX_VALUE_MAX; j++)
+			zero &= got.value[j] == 0;
+		CHECK(zero, "bytes past a %u-byte value are not zero", lens[i]);
+	}
+	/* a big value overwritten by a small one: the old bytes are gone */
+	{
+		struct xtxd_ovf_item it = { .key = 304, .version = 2, .table = 2, .vlen = 3 }, got;
+
+		fill_value(it.value, 3, 9);
+		CHECK(put(s, it) == 1 && !xtxd_ovf_get(s, 2, 304, &got) && got.vlen == 3 &&
+		      got.value[3] == 0 && got.value[1023] == 0, "small over big: stale bytes");
+	}
+	check_filters_exact(s);
+	/* a node holds its own length: a kilobyte value costs about a kilobyte more */
+	xtxd_ovf_cost(XTX_VALUE_INLINE, &small, &fb, &pb);
+	xtxd_ovf_cost(XTX_VALUE_MAX, &big, &fb, &pb);
+	CHECK(small < 160 && big >= small + XTX_VALUE_MAX - XTX_VALUE_INLINE &&
+	      big < small + XTX_VALUE_MAX, "cost per key: %zu small, %zu big", small, big);
+	xtxd_ovf_free(s);
+}
+
+/* The plain writes a packet logged: captured instead of written to a disk. */
+static struct xtx_log_entry logged[64];
+static size_t nlogged;
+
+static int capture_log(struct xtx_log_entry *e, size_t n)
+{
+	memcpy(logged + nlogged, e, n * sizeof(*e));
+	nlogged += n;
+	return 0;
+}
+
+/* A big write to a key the kernel does not cache: stored whole, never filled, logged in pieces. */
+static void exec_big_write(void)
+{
+	static const uint16_t lens[] = { 41, 512, 1024 };
+	struct xtxd_ovf_item got;
+	struct req r;
+	struct reply rep;
+	unsigned int i, k;
+
+	exec_setup(100);
+	x.log_writes = capture_log;
+	for (i = 0; i < 3; i++) {
+		struct xtx_log_ext lx;
+		bool pieces = true;
+
+		nlogged = 0;
+		req_init(&r, 3, 100 + i, 2);
+		req_defer(&r, 1, XTX_OP_INSERT, 1, 40 + i, 0);
+		req_area(&r, 1, lens[i], lens[i], (uint8_t)(0x40 + i));
+		CHECK(run(&r, &rep) > 0 && rop(&rep, 1)->status == XTX_ST_OK &&
+		      rop(&rep, 1)->version == 1, "insert of %u bytes: status %u", lens[i],
+		      rop(&rep, 1)->status);
+		CHECK(!(rep.ft.e[0].action & XTX_FIX_FILL), "a %u-byte value filled the kernel",
+		      lens[i]);
+		CHECK(rep.ft.e[0].bloom & bit_of(1, 40 + i), "the filter misses the key");
+		CHECK(!xtxd_ovf_get(x.store, 1, 40 + i, &got) && got.vlen == lens[i] &&
+		      value_is(got.value, lens[i], (uint8_t)(0x40 + i)),
+		      "stored %u of %u bytes", got.vlen, lens[i]);
+		/* head entry, then the continuations in order, bytes in order */
+		memcpy(&lx, logged[0].value, sizeof(lx));
+		CHECK(nlogged == 1 + xtx_log_cont_count(lens[i]) &&
+		      (logged[0].flags & XTX_LOGF_EXT) && logged[0].vlen == 0 &&
+		      lx.len == lens[i] && logged[0].key == 40 + i, "log head: %zu entries",
+		      nlogged);
+		for (k = 0; k < lens[i]; k++) {
+			const struct xtx_log_cont *c =
+				(const struct xtx_log_cont *)&logged[1 + k / XTX_LOG_CONT_BYTES];
+
+			pieces &= c->bytes[k % XTX_LOG_CONT_BYTES] == vbyte(0x40 + i, k);
+		}
+		CHECK(pieces, "the log's continuations do not hold the %u bytes", lens[i]);
+		/* the reply's body is as long as the request's: the client gets its area back */
+		CHECK(rep.ft.body_len == r.body_len, "body %u", rep.ft.body_len);
+	}
+	/* an update of a big value with a small one: the kernel may cache it again */
+	req_init(&r, 3, 200, 1);
+	req_defer(&r, 0, XTX_OP_UPDATE, 1, 41, 0x77);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 2 && (rep.ft.e[0].action & XTX_FIX_FILL),
+	      "small update: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 1, 41, &got) && got.vlen == 8 && got.value[8] == 0,
+	      "small update left %u bytes", got.vlen);
+	exec_teardown();
+}
+
+/* Reads: in the slot when it fits, in the area when the room takes it, else TOO_BIG. */
+static void exec_big_read(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_ext ext;
+	struct req r;
+	struct reply rep;
+	uint16_t off;
+
+	exec_setup(100);
+	seed_big(1, 7, 4, 512, 0x11);
+	seed_big(1, 8, 6, 20, 0x22);
+	seed_big(1, 9, 3, 1024, 0x33);
+
+	req_init(&r, 4, 1, 3);
+	req_defer(&r, 0, XTX_OP_GET, 1, 7, 0);
+	off = req_area(&r, 0, 520, 0, 0);
+	req_defer(&r, 1, XTX_OP_GET, 1, 8, 0);
+	req_area(&r, 1, 64, 0, 0);
+	req_defer(&r, 2, XTX_OP_GET, 1, 9, 0);
+	req_area(&r, 2, 200, 0, 0);
+	/* as XDP defers it: the reply with three fixes fits one datagram */
+	CHECK(r.body_len + XTX_FIX_TRAILER_LEN(3) <= XTX_MAX_PAYLOAD, "test request of %zu bytes",
+	      r.body_len);
+	CHECK(run(&r, &rep) > 0, "dropped");
+	ext = rext(&rep, 0);
+	CHECK(rop(&rep, 0)->status == XTX_ST_OK && (rop(&rep, 0)->flags & XTX_OPF_EXT) &&
+	      ext.off == off && ext.len == 512 && rop(&rep, 0)->version == 4 &&
+	      value_is(rep.buf + off, 512, 0x11) && rep.buf[off + 512] == 0,
+	      "512 bytes in a room of 520: status %u len %u", rop(&rep, 0)->status, ext.len);
+	CHECK(!(rep.ft.e[0].action & XTX_FIX_FILL), "a big answer filled the kernel");
+	CHECK(rop(&rep, 1)->status == XTX_ST_OK && !(rop(&rep, 1)->flags & XTX_OPF_EXT) &&
+	      rop(&rep, 1)->vlen == 20 && value_is(rop(&rep, 1)->value, 20, 0x22) &&
+	      (rep.ft.e[1].action & XTX_FIX_FILL), "a small value answers in the slot");
+	ext = rext(&rep, 2);
+	CHECK(rop(&rep, 2)->status == XTX_ST_TOO_BIG && ext.len == 1024 && ext.cap == 200 &&
+	      !(rep.ft.e[2].action & XTX_FIX_FILL), "1024 bytes in 200: status %u len %u",
+	      rop(&rep, 2)->status, ext.len);
+
+	/* no room at all: TOO_BIG with the length, and nothing changed */
+	req_init(&r, 4, 2, 1);
+	req_defer(&r, 0, XTX_OP_GET, 1, 7, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG &&
+	      (rop(&rep, 0)->flags & XTX_OPF_EXT) && rext(&rep, 0).len == 512,
+	      "GET without room: status %u", rop(&rep, 0)->status);
+	CHECK(!xtxd_ovf_get(x.store, 1, 7, &got) && got.version == 4 && got.vlen == 512,
+	      "TOO_BIG changed the store");
+
+	/* a grant too big for its room takes nothing: TC releases XDP's grant */
+	req_init(&r, 4, 3, 1);
+	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 1, 9, 0);
+	req_area(&r, 0, 100, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG &&
+	      rext(&rep, 0).len == 1024 && (rep.ft.e[0].action & XTX_FIX_RELEASE) &&
+	      !(rep.ft.e[0].action & XTX_FIX_FILL), "too-big grant: status %u action %#x",
+	      rop(&rep, 0)->status, rep.ft.e[0].action);
+	/* with room, granted with the value */
+	req_init(&r, 4, 4, 1);
+	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 1, 9, 0);
+	off = req_area(&r, 0, 1024, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rext(&rep, 0).len == 1024 && value_is(rep.buf + off, 1024, 0x33) &&
+	      !(rep.ft.e[0].action & (XTX_FIX_RELEASE | XTX_FIX_FILL)),
+	      "grant with room: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+	exec_teardown();
+}
+
+/*
+ * A big write to a key the kernel caches: the dirty kernel copy is saved
+ * first, the op runs on it, and TC is told to free the way, never to fill.
+ */
+static void exec_evict(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	req_init(&r, 5, 1, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 70, 0);
+	req_area(&r, 0, 512, 300, 0x5e);
+	set_victim(e, 2, 70, 7, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x07);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 8, "evicting update: status %u version %llu",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version);
+	CHECK(rep.ft.e[0].action == (XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT) &&
+	      rep.ft.e[0].fill_way == 1 && rep.ft.e[0].victim_version == 7 &&
+	      (rep.ft.e[0].bloom & bit_of(2, 70)), "evict fix: action %#x",
+	      rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 70, &got) && got.version == 8 && got.vlen == 300 &&
+	      value_is(got.value, 300, 0x5e), "the store holds v%llu of %u bytes",
+	      (unsigned long long)got.version, got.vlen);
+
+	/* a clean cached copy: no victim, the store's copy is current */
+	req_init(&r, 5, 2, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 70, 0);
+	req_area(&r, 0, 64, 64, 0x6f);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = 4;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 9 && rep.ft.e[0].action == XTX_FIX_EVICT,
+	      "clean evict: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+
+	/* the kernel copy cannot be saved (store full): the op does not run, nothing evicted */
+	exec_teardown();
+	exec_setup(1);
+	seed(0, 1, 1, 0x01);
+	req_init(&r, 5, 3, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 71, 0);
+	req_area(&r, 0, 64, 64, 0x6f);
+	set_victim(e, 2, 71, 3, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_FULL &&
+	      !(rep.ft.e[0].action & (XTX_FIX_EVICT | XTX_FIX_VICTIM_SAVED)),
+	      "unsaved evict: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+	CHECK(xtxd_ovf_get(x.store, 2, 71, &got) == -ENOENT, "FULL stored the key");
+
+	/* an eviction that names a victim of another key is a bad datagram */
+	req_init(&r, 5, 4, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 71, 0);
+	req_area(&r, 0, 64, 64, 0x6f);
+	set_victim(e, 2, neighbour(2, 71), 3, XTX_KVF_VALID | XTX_KVF_DIRTY, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) < 0, "an eviction of another key's way was run");
+	exec_teardown();
+}
+
+/* A retransmitted grant that answered a big value is answered with it again, from the record. */
+static void exec_big_replay(void)
+{
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint16_t off;
+
+	exec_setup(100);
+	seed_big(3, 5, 10, 700, 0x70);
+	req_init(&r, 6, 50, 1);
+	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
+	off = req_area(&r, 0, 1024, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rext(&rep, 0).len == 700, "first grant: status %u", rop(&rep, 0)->status);
+	/* the key changes meanwhile (another value): the replay still answers what was granted */
+	seed_big(3, 5, 11, 900, 0x90);
+	req_init(&r, 6, 50, 1);
+	e = req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
+	e->flags |= XTX_DEFER_REPLAY;
+	off = req_area(&r, 0, 1024, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      (rop(&rep, 0)->flags & XTX_OPF_EXT) && rext(&rep, 0).len == 700 &&
+	      rop(&rep, 0)->version == 10 && value_is(rep.buf + off, 700, 0x70) &&
+	      x.stats.replays == 1, "replayed grant: status %u len %u v%llu",
+	      rop(&rep, 0)->status, rext(&rep, 0).len, (unsigned long long)rop(&rep, 0)->version);
+
+	/* a replayed TOO_BIG answers TOO_BIG with the length again */
+	req_init(&r, 6, 51, 1);
+	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
+	req_area(&r, 0, 64, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG, "too big");
+	req_init(&r, 6, 51, 1);
+	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0)->flags |= XTX_DEFER_REPLAY;
+	req_area(&r, 0, 64, 0, 0);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG &&
+	      rext(&rep, 0).len == 900 && !(rep.ft.e[0].action & XTX_FIX_RELEASE),
+	      "replayed TOO_BIG: status %u len %u action %#x", rop(&rep, 0)->status,
+	      rext(&rep, 0).len, rep.ft.e[0].action);
+	exec_teardown();
+}
+
+/* Areas that do not lie in the body, or write values that belong in the slot: dropped. */
+static void exec_bad_area(void)
+{
+	struct req r;
+	struct reply rep;
+	struct xtx_ext ext;
+
+	exec_setup(100);
+	req_init(&r, 7, 1, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 1, 1, 0);
+	req_area(&r, 0, 64, 40, 0x01);
+	CHECK(run(&r, &rep) < 0, "an area write of 40 bytes was run");
+	req_init(&r, 7, 2, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 1, 1, 0);
+	req_area(&r, 0, 64, 65, 0x01);
+	CHECK(run(&r, &rep) < 0, "a value longer than its area was run");
+	req_init(&r, 7, 3, 1);
+	req_defer(&r, 0, XTX_OP_GET, 1, 1, 0);
+	req_area(&r, 0, 64, 0, 0);
+	memcpy(&ext, op_at(r.buf, 0)->value, sizeof(ext));
+	ext.cap = 72;	/* past the body's end */
+	memcpy(op_at(r.buf, 0)->value, &ext, sizeof(ext));
+	CHECK(run(&r, &rep) < 0, "an area past the body was used");
+	CHECK(xtxd_ovf_count(x.store) == 0, "a dropped datagram changed the store");
+	exec_teardown();
+}
+
 int main(void)
 {
 	const char *env = getenv("XTX_FUZZ_SEED");
@@ -1134,6 +1525,12 @@ int main(void)
 	RUN_CASE(exec_full);
 	RUN_CASE(exec_replay);
 	RUN_CASE(exec_malformed);
+	RUN_CASE(store_big_values);
+	RUN_CASE(exec_big_write);
+	RUN_CASE(exec_big_read);
+	RUN_CASE(exec_evict);
+	RUN_CASE(exec_big_replay);
+	RUN_CASE(exec_bad_area);
 	rcu_unregister_thread();
 	printf("# test_overflow: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;

@@ -287,7 +287,7 @@ static void test_value_area_refusals(void)
 		{ "a gap between two areas", A_GAP, XTX_ST_MALFORMED, -1 },
 		{ "request over XTX_MAX_REQUEST", A_PAST_REQUEST, XTX_ST_MALFORMED, -1 },
 		{ "area write of a value that fits the slot", A_SHORT_WRITE, XTX_ST_BAD_ARG, 1 },
-		{ "area over XTX_VALUE_MAX", A_CAP_OVER, XTX_ST_MALFORMED, -1 },
+		{ "area over XTX_VALUE_MAX", A_CAP_OVER, XTX_ST_BAD_ARG, 1 },
 		{ "area on an op without a value", A_NO_VALUE_OP, XTX_ST_BAD_ARG, 1 },
 		{ "read room with a length", A_READ_LEN, XTX_ST_BAD_ARG, 1 },
 		{ "area op with a slot length too", A_VLEN, XTX_ST_BAD_ARG, 1 },

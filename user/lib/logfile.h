@@ -261,17 +261,6 @@ int xtx_logw_sync(struct xtx_logw *w);
 int xtx_logw_rotate(struct xtx_logw *w, uint32_t *next);
 void xtx_logw_close(struct xtx_logw *w);
 
-/* ---- printing ---- */
-
-/* One record as a line: cpu=C seq=S txn=T client=ID table=T key=K ... value=HEX */
-void xtx_logfile_print_entry(FILE *f, uint32_t cpu, const struct xtx_log_entry *e, bool json);
-/*
- * The same line with the value given apart: an XTX_LOGF_EXT entry's long
- * value, reassembled from its continuations (vlen= says its length).
- */
-void xtx_logfile_print_entry_value(FILE *f, uint32_t cpu, const struct xtx_log_entry *e,
-				   const uint8_t *value, unsigned int vlen, bool json);
-
 /*
  * A directory stream over dirfd from its first entry, leaving dirfd open
  * for the caller (readdir on a dup); NULL with errno set on failure.

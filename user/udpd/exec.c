@@ -89,54 +89,34 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 {
 	int mutates = xtx_op_mutates(op->opcode) ? VALID_MUTATES : 0;
 	bool own_txn = op->txn && xtx_txn_client(op->txn) == client_id;
-	unsigned int vs = srv->cfg.value_size;
 	uint8_t st;
 
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
+	/* a value area the op may not carry, or a write longer than this server takes */
+	st = udpd_val_check(op, srv->cfg.value_size);
+	if (st != XTX_ST_OK)
+		return st;
 	switch (op->opcode) {
 	case XTX_OP_PING:
 	case XTX_OP_STATS:
 	case XTX_OP_COUNTER_ADD:
-	case XTX_OP_DELETE:
-		st = udpd_val_check(op, vs);
-		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_GET:
-	case XTX_OP_READ:
-		st = udpd_val_check(op, vs);
-		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
 	case XTX_OP_INSERT:
 	case XTX_OP_UPDATE:
-		st = udpd_val_check(op, vs);
-		return st != XTX_ST_OK ? st : XTX_ST_OK | mutates;
+	case XTX_OP_DELETE:
+	case XTX_OP_READ:
+		return XTX_ST_OK | mutates;
 	case XTX_OP_LOG_APPEND:
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:
-		st = udpd_val_check(op, vs);
-		if (st != XTX_ST_OK)
-			return st;
 		/* a commit belongs to a transaction too */
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
-	case XTX_OP_LOCK_SHARED:
-	case XTX_OP_LOCK_EXCL:
-	case XTX_OP_OCC_LOCK:
-		st = udpd_val_check(op, vs);
-		if (st != XTX_ST_OK)
-			return st;
-		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
-	case XTX_OP_UNLOCK_SHARED:
-	case XTX_OP_UNLOCK_EXCL:
-	case XTX_OP_OCC_UNLOCK:
-	case XTX_OP_OCC_VALIDATE:
-		st = udpd_val_check(op, vs);
-		if (st != XTX_ST_OK)
-			return st;
+	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
 	case XTX_OP_HINTEND:
-		/* a long HADES write is not served: refused before the op is known unserved */
-		if (op->flags & XTX_OPF_EXT)
-			return XTX_ST_BAD_ARG;
-		return XTX_ST_UNKNOWN_OP;
+		/* HADES is not served, and a long HADES write is not taken by any server yet */
+		return op->flags & XTX_OPF_EXT ? XTX_ST_BAD_ARG : XTX_ST_UNKNOWN_OP;
 	default:
 		return XTX_ST_UNKNOWN_OP;
 	}

@@ -11,7 +11,9 @@
  * as many writes as it counts) are installed at their logged versions,
  * a key keeping the highest.  xtx-udpd has no resolver to ask the other
  * replicas, so a complete record is taken as committed, as it is on a
- * single server.  Values over XTX_VALUE_INLINE are reassembled from their
+ * single server; with replicas, a transaction whose coordinator aborted
+ * after this one logged it whole (its primary refused the append: the
+ * lease had taken the lock) comes back here.  Values over XTX_VALUE_INLINE are reassembled from their
  * continuation entries; a torn tail is ignored.  Plain INSERT/UPDATE/DELETE
  * are not logged and do not come back.  A missing dir is an empty log.
  * 0, or a negative errno after printing why.

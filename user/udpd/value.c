@@ -52,14 +52,13 @@ uint8_t udpd_val_answer(struct xtx_op *op, const struct udpd_val *room, const ui
 		op->vlen = vlen;
 		return XTX_ST_OK;
 	}
+	/* value[] holds the area reference from here: the value's, or the length it needs */
 	op->vlen = 0;
 	memset(op->value, 0, sizeof(op->value));
-	if (!udpd_val_fits(room, vlen)) {
-		memcpy(op->value, &e, sizeof(e));
-		return XTX_ST_TOO_BIG;
-	}
-	memcpy(room->area, value, vlen);
 	memcpy(op->value, &e, sizeof(e));
 	op->flags |= XTX_OPF_EXT;
+	if (!udpd_val_fits(room, vlen))
+		return XTX_ST_TOO_BIG;
+	memcpy(room->area, value, vlen);
 	return XTX_ST_OK;
 }

@@ -39,9 +39,10 @@ uint8_t udpd_val_check(const struct xtx_op *op, unsigned int value_size);
 
 /*
  * Answers a read's value into op as the reply carries it: up to
- * XTX_VALUE_INLINE bytes in the slot, longer in the request's area, and
- * XTX_ST_TOO_BIG (its length in ext.len, nothing else written) when the
- * area is missing or short.  Returns XTX_ST_OK or XTX_ST_TOO_BIG.
+ * XTX_VALUE_INLINE bytes in the slot (EXT clear), longer in the request's
+ * area (EXT set, ext.len), and XTX_ST_TOO_BIG (EXT set, its length in
+ * ext.len, nothing written to the packet's areas) when the area is missing
+ * or short.  Returns XTX_ST_OK or XTX_ST_TOO_BIG.
  */
 uint8_t udpd_val_answer(struct xtx_op *op, const struct udpd_val *room, const uint8_t *value,
 			uint16_t vlen);

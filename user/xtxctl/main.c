@@ -21,6 +21,7 @@
 #include "attach.h"
 #include "log.h"
 #include "logfile.h"
+#include "logrec.h"
 #include "names.h"
 #include "num.h"
 #include "allow.h"
@@ -1013,70 +1014,49 @@ static int cmd_log_stats(const struct xtx_target *t, const struct ctl_opts *o, c
 
 /*
  * Prints dump records one way or the other; in JSON, elements of an array.
- * A long value's entry (XTX_LOGF_EXT) is printed once its continuations
- * have come, as one line with the whole value; they count as records.
+ * Entries are gathered into writes (a big value's head and continuations
+ * are one line), n counting entries, writes the lines.
  */
 struct log_out {
 	bool json;
 	bool first;
-	uint64_t n;
-	bool pending;		/* head holds a long value's entry, conts of it still to come */
-	uint32_t cpu;
-	struct xtx_log_entry head;
-	uint16_t len;
-	uint32_t conts, got;
-	uint8_t buf[XTX_VALUE_MAX];
+	uint64_t n, writes;
+	uint64_t damaged;	/* writes malformed or out of sequence */
 };
 
-static void log_out_line(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e,
-			 const uint8_t *value, unsigned int vlen)
+static void log_out_entry(struct log_out *out, struct xtx_logrec *rec, uint32_t cpu,
+			  const struct xtx_log_entry *e)
 {
+	out->n++;
+	switch (xtx_logrec_feed(rec, e)) {
+	case XTX_LOGREC_MORE:
+		return;
+	case XTX_LOGREC_DAMAGED:
+		out->damaged++;
+		if (!out->json)
+			printf("# damaged: cpu %u seq %llu: %s\n", cpu, (unsigned long long)e->seq,
+			       rec->why);
+		return;
+	case XTX_LOGREC_WRITE:
+		break;
+	}
 	if (out->json)
 		fputs(out->first ? "" : ",", stdout);
-	xtx_logfile_print_entry_value(stdout, cpu, e, value, vlen, out->json);
+	xtx_logrec_print(stdout, cpu, &rec->w, out->json);
 	out->first = false;
+	out->writes++;
 }
 
-/* A long value whose continuations stopped coming: what came of it, so nothing is hidden. */
-static void log_out_flush(struct log_out *out)
+/* The end of a CPU's log: a write still waiting for continuations never got them. */
+static void log_out_end(struct log_out *out, struct xtx_logrec *rec, uint32_t cpu)
 {
-	unsigned int have = out->got * XTX_LOG_CONT_BYTES;
-
-	if (!out->pending)
+	if (!xtx_logrec_partial(rec))
 		return;
-	out->pending = false;
-	log_out_line(out, out->cpu, &out->head, out->buf, have < out->len ? have : out->len);
-}
-
-static void log_out_entry(struct log_out *out, uint32_t cpu, const struct xtx_log_entry *e)
-{
-	struct xtx_log_ext ext;
-	struct xtx_log_cont c;
-	uint32_t chunk;
-
-	out->n++;
-	if (out->pending && cpu == out->cpu && e->seq == out->head.seq + 1 + out->got) {
-		memcpy(&c, e, sizeof(c));
-		chunk = out->len - out->got * XTX_LOG_CONT_BYTES;
-		if (chunk > XTX_LOG_CONT_BYTES)
-			chunk = XTX_LOG_CONT_BYTES;
-		memcpy(out->buf + out->got * XTX_LOG_CONT_BYTES, c.bytes, chunk);
-		if (++out->got == out->conts)
-			log_out_flush(out);
-		return;
-	}
-	log_out_flush(out);
-	memcpy(&ext, e->value, sizeof(ext));
-	if ((e->flags & XTX_LOGF_EXT) && ext.len > XTX_VALUE_INLINE && ext.len <= XTX_VALUE_MAX) {
-		out->pending = true;
-		out->cpu = cpu;
-		out->head = *e;
-		out->len = ext.len;
-		out->conts = xtx_log_cont_count(ext.len);
-		out->got = 0;
-		return;
-	}
-	log_out_line(out, cpu, e, e->value, e->vlen < XTX_VALUE_INLINE ? e->vlen : XTX_VALUE_INLINE);
+	if (!out->json)
+		printf("# cut short: cpu %u seq %llu: a big write without %u of its %u "
+		       "continuations (never replayed)\n", cpu, (unsigned long long)rec->w.e.seq,
+		       rec->want - rec->got, rec->want);
+	xtx_logrec_reset(rec);
 }
 
 /*
@@ -1086,6 +1066,7 @@ static void log_out_entry(struct log_out *out, uint32_t cpu, const struct xtx_lo
 static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, const char *dir)
 {
 	struct log_out out = { .json = o->json, .first = true };
+	struct xtx_logrec *recs = NULL, *rec;
 	struct xtx_logseg *segs = NULL;
 	struct xtx_log_epoch ep = {};
 	struct log_ring r;
@@ -1103,10 +1084,12 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 		xtx_log_epoch_boot_id(ep.boot_id);
 		disk_next = calloc(r.ncpu, sizeof(*disk_next));
 		disk_matches = calloc(r.ncpu, sizeof(*disk_matches));
-		if (!disk_next || !disk_matches) {
-			fprintf(stderr, "Error: %s\n", strerror(ENOMEM));
-			return 1;
-		}
+	}
+	/* one per ring CPU (a write may go on from disk into the ring), one for the others */
+	recs = calloc((have_ring ? r.ncpu : 0) + 1, sizeof(*recs));
+	if (!recs || (have_ring && (!disk_next || !disk_matches))) {
+		fprintf(stderr, "Error: %s\n", strerror(ENOMEM));
+		return 1;
 	}
 	dirfd = log_dir_open(dir);
 	if (dirfd < 0 && errno != ENOENT) {
@@ -1126,8 +1109,13 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 		printf("# data_dir %s%s\n", dir, dirfd < 0 ? " (none)" : "");
 	for (i = 0; i < nseg; i++) {
 		const struct xtx_logseg *s = &segs[i];
+		bool ends = i + 1 == nseg || segs[i + 1].cpu != s->cpu;
 		struct xtx_log_entry e;
 		struct xtx_logr rd;
+
+		rec = have_ring && s->cpu < r.ncpu ? &recs[s->cpu] : &recs[have_ring ? r.ncpu : 0];
+		if (!i || segs[i - 1].cpu != s->cpu)
+			xtx_logrec_reset(rec);
 
 		err = xtx_logr_open(&rd, dirfd, s->name);
 		if (err) {
@@ -1148,7 +1136,7 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 				       (unsigned long long)prev_next);
 		}
 		while (xtx_logr_next(&rd, &e) == 1)
-			log_out_entry(&out, s->cpu, &e);
+			log_out_entry(&out, rec, s->cpu, &e);
 		if (rd.status == XTX_LOGR_TORN) {
 			torn++;
 			if (!o->json)
@@ -1173,9 +1161,11 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 			disk_matches[s->cpu] = xtx_log_epoch_eq(&ep, &rd.hdr);
 			disk_next[s->cpu] = rd.hdr.first_seq + rd.good;
 		}
+		/* unless the ring holds the rest of it */
+		if (ends && !(have_ring && s->cpu < r.ncpu && disk_matches[s->cpu]))
+			log_out_end(&out, rec, s->cpu);
 		xtx_logr_close(&rd);
 	}
-	log_out_flush(&out);
 	if (o->json)
 		printf("],\"ring\":[");
 	else if (have_ring)
@@ -1189,6 +1179,9 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 		/* written but not yet synced: on disk already, so listed above */
 		if (disk_matches[i] && disk_next[i] > seq)
 			seq = disk_next[i];
+		/* the ring goes on where the disk stopped, or a write begun there is cut short */
+		if (!disk_matches[i] || disk_next[i] != seq)
+			log_out_end(&out, &recs[i], (uint32_t)i);
 		for (; seq < r.cur[i].tail; seq++) {
 			__u32 idx = i * r.ring + (__u32)(seq & (r.ring - 1));
 			struct xtx_log_entry e;
@@ -1197,9 +1190,9 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 				drained_meanwhile++;	/* drained and reused since we looked */
 				continue;
 			}
-			log_out_entry(&out, i, &e);
+			log_out_entry(&out, &recs[i], i, &e);
 		}
-		log_out_flush(&out);
+		log_out_end(&out, &recs[i], (uint32_t)i);
 		ring_n += out.n - n0;
 	}
 	if (o->json) {
@@ -1216,14 +1209,17 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 			       (unsigned long long)sc.file_size, (unsigned long long)sc.end,
 			       xtx_logr_status_name(sc.status));
 		}
-		printf("],\"disk_records\":%llu,\"ring_records\":%llu,\"torn\":%llu,\"corrupt\":%llu,"
-		       "\"skipped\":%llu}\n", (unsigned long long)(out.n - ring_n),
-		       (unsigned long long)ring_n, (unsigned long long)torn,
-		       (unsigned long long)bad, (unsigned long long)drained_meanwhile);
+		printf("],\"disk_records\":%llu,\"ring_records\":%llu,\"writes\":%llu,"
+		       "\"torn\":%llu,\"corrupt\":%llu,\"skipped\":%llu}\n",
+		       (unsigned long long)(out.n - ring_n), (unsigned long long)ring_n,
+		       (unsigned long long)out.writes, (unsigned long long)torn,
+		       (unsigned long long)(bad + out.damaged),
+		       (unsigned long long)drained_meanwhile);
 	} else {
-		printf("# %llu records on disk in %zu files, %llu in the ring%s%s\n",
+		printf("# %llu records on disk in %zu files, %llu in the ring, %llu writes%s%s\n",
 		       (unsigned long long)(out.n - ring_n), nseg, (unsigned long long)ring_n,
-		       torn ? ", torn tail found" : "", bad ? ", CORRUPTION found" : "");
+		       (unsigned long long)out.writes, torn ? ", torn tail found" : "",
+		       bad || out.damaged ? ", CORRUPTION found" : "");
 		if (drained_meanwhile)
 			printf("# %llu ring entries were drained while dumping: dump again\n",
 			       (unsigned long long)drained_meanwhile);
@@ -1231,11 +1227,12 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 	free(segs);
 	free(disk_next);
 	free(disk_matches);
+	free(recs);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (have_ring)
 		log_ring_close(&r);
-	return bad || fflush(stdout) ? 1 : 0;
+	return bad || out.damaged || fflush(stdout) ? 1 : 0;
 }
 
 static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const char *sub)

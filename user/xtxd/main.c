@@ -210,7 +210,7 @@ static void print_sizes(const struct xtxd_opts *o)
 	struct xtxd_ovf_cost c;
 	struct xtxd_memory m;
 
-	xtxd_ovf_cost(&c.per_key, &c.per_spilling_bucket, &c.per_bucket);
+	xtxd_ovf_cost(o->load.value_size, &c.per_key, &c.per_spilling_bucket, &c.per_bucket);
 	xtxd_memory_estimate(z->capacity, z, &c, &m);
 	if (z->kv_capped && !o->kv_set)
 		pr_warn("xtxd: --capacity %llu: the kernel cache is capped at %u buckets "

@@ -76,20 +76,23 @@ static void nap(uint64_t ns)
 		nanosleep(&tick, NULL);
 }
 
-/* One key as the resolver installs a decided write: only over an older version. */
-static int install(struct xtxd_live *l, const struct xtx_kv_item *k)
+/*
+ * One key as the resolver installs a decided write: only over an older
+ * version (a value over XTX_VALUE_INLINE into the overflow store).
+ */
+static int install(struct xtxd_live *l, const struct xtxd_copy_item *k, const uint8_t *value)
 {
-	struct xtx_log_entry e;
+	static struct xtx_log_write w;
 	int err, tries = 0;
 
-	memset(&e, 0, sizeof(e));
-	e.key = k->key;
-	e.version = k->version;
-	e.table = k->table;
-	e.vlen = k->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : k->vlen;
-	memcpy(e.value, k->value, e.vlen);
+	memset(&w, 0, sizeof(w));
+	w.e.key = k->key;
+	w.e.version = k->version;
+	w.e.table = k->table;
+	w.vlen = k->vlen;
+	memcpy(w.value, value, k->vlen);
 	do
-		err = xtxd_live_install(l, &e);
+		err = xtxd_live_install(l, &w);
 	while (err == -ETIMEDOUT && ++tries < 5 && !cancelled());
 	return err < 0 ? err : 0;
 }
@@ -134,12 +137,12 @@ static int recv_exact(int fd, void *buf, size_t len)
 /* The shards of rq from server src, installed here; 0 or a negative errno. */
 static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_req *rq)
 {
-	static struct xtx_kv_item buf[BATCH];
+	static uint8_t buf[BATCH * sizeof(struct xtxd_copy_item) + XTXD_COPY_ITEM_MAX];
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(K.cport + 1)),
 				 .sin_addr = K.c.server[src] };
 	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
 	struct xtxd_copy_hdr h;
-	size_t have = 0, got, i, n;
+	size_t have = 0, got, off;
 	uint64_t count = 0;
 	int fd, err;
 
@@ -158,26 +161,37 @@ static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_re
 	if (!err && h.status)
 		err = h.status < 0 ? h.status : -EPROTO;
 	while (!err) {
-		err = recv_some(fd, (char *)buf + have, sizeof(buf) - have, &got);
+		err = recv_some(fd, buf + have, sizeof(buf) - have, &got);
 		if (err)
 			break;
 		have += got;
-		n = have / sizeof(buf[0]);
-		for (i = 0; i < n && !err; i++) {
-			if (!(buf[i].flags & XTX_KVF_VALID)) {
+		for (off = 0; !err;) {
+			struct xtxd_copy_item it;
+
+			if (have - off < sizeof(it))
+				break;
+			memcpy(&it, buf + off, sizeof(it));
+			if (!(it.flags & XTX_KVF_VALID)) {
 				/* the end: every key sent arrived; no version below the source's floor */
-				err = buf[i].key != count ? -EPROTO :
-				      xtxd_live_raise_floors(l, buf[i].version) ? -ETIMEDOUT : 1;
+				err = it.key != count ? -EPROTO :
+				      xtxd_live_raise_floors(l, it.version) ? -ETIMEDOUT : 1;
 				break;
 			}
-			err = install(l, &buf[i]);
+			if (it.vlen > XTX_VALUE_MAX) {
+				err = -EPROTO;
+				break;
+			}
+			if (have - off < xtxd_copy_item_size(it.vlen))
+				break;
+			err = install(l, &it, buf + off + sizeof(it));
+			off += xtxd_copy_item_size(it.vlen);
 			count++;
 			atomic_fetch_add(&K.keys, 1);
 		}
 		if (err)
 			break;
-		have -= n * sizeof(buf[0]);
-		memmove(buf, (char *)buf + n * sizeof(buf[0]), have);
+		have -= off;
+		memmove(buf, buf + off, have);
 	}
 	close(fd);
 	if (err == -ENOSPC)

@@ -28,7 +28,7 @@
 /* Transactions logged here settle within the resolver's after_ns and a decision. */
 #define SETTLE_WAIT_NS		(20ull * 1000 * 1000 * 1000)
 #define IO_TIMEOUT_S		10
-#define BATCH			1024	/* items per send */
+#define BATCH_BYTES		(64 * 1024)	/* bytes per send, at least */
 
 static struct {
 	int sock, stop_fd;
@@ -46,8 +46,8 @@ static bool stopping(void)
 /* A batch of items on its way to the copier. */
 struct out {
 	int fd;
-	struct xtx_kv_item b[BATCH];
-	unsigned int n;
+	uint8_t b[BATCH_BYTES + XTXD_COPY_ITEM_MAX];
+	size_t n;		/* bytes */
 	uint64_t sent;
 	struct xtxd_live *l;
 	const struct xtx_cluster *c;
@@ -73,7 +73,7 @@ static int send_all(int fd, const void *p, size_t len)
 
 static int flush(struct out *o)
 {
-	int err = o->n ? send_all(o->fd, o->b, o->n * sizeof(o->b[0])) : 0;
+	int err = o->n ? send_all(o->fd, o->b, o->n) : 0;
 
 	o->n = 0;
 	return err;
@@ -81,20 +81,24 @@ static int flush(struct out *o)
 
 static int emit(struct out *o, const struct xtxd_ovf_item *it)
 {
-	struct xtx_kv_item *k;
+	struct xtxd_copy_item k;
+	uint16_t vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	size_t size = xtxd_copy_item_size(vlen);
 
 	if (stopping())
 		return -ECANCELED;
-	k = &o->b[o->n++];
-	memset(k, 0, sizeof(*k));
-	k->key = it->key;
-	k->version = it->version;
-	k->table = it->table;
-	k->flags = XTX_KVF_VALID;
-	k->vlen = it->vlen;
-	memcpy(k->value, it->value, it->vlen);
+	memset(&k, 0, sizeof(k));
+	k.key = it->key;
+	k.version = it->version;
+	k.table = it->table;
+	k.flags = XTX_KVF_VALID;
+	k.vlen = vlen;
+	memcpy(o->b + o->n, &k, sizeof(k));
+	memset(o->b + o->n + sizeof(k), 0, size - sizeof(k));
+	memcpy(o->b + o->n + sizeof(k), it->value, vlen);
+	o->n += size;
 	o->sent++;
-	return o->n == BATCH ? flush(o) : 0;
+	return o->n >= BATCH_BYTES ? flush(o) : 0;
 }
 
 static bool wanted(const struct out *o, uint8_t table, uint64_t key)
@@ -217,7 +221,7 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 	static struct out o;
 	struct xtxd_copy_req rq;
 	struct xtxd_copy_hdr h = { .magic = XTXD_COPY_MAGIC };
-	struct xtx_kv_item end;
+	struct xtxd_copy_item end;
 	unsigned int self = 0;
 	uint64_t t0 = xtx_now_ns(), t1;
 	size_t left = 0;

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "log.h"
 #include "logfile.h"
+#include "logrec.h"
 #include "logdrain.h"
 
 #define DRAIN_BATCH		1024		/* entries shown to the observer and appended at once */
@@ -29,6 +30,14 @@ struct drain_cpu {
 	uint64_t head;		/* what we last stored: everything before it is durable */
 	uint64_t tail0;		/* tail when we started, for the appended count */
 	uint64_t tail;		/* tail at the last pass */
+	/*
+	 * A big value's head and continuations may leave the ring in two
+	 * batches (a batch's size, the ring's end).  The observer is shown
+	 * whole writes only: the entries of one cut by a batch wait here,
+	 * and head never passes its first entry, so a drain started again
+	 * finds it whole in the ring.
+	 */
+	struct xtx_logrec_batcher shown;
 };
 
 static struct {
@@ -255,6 +264,19 @@ static void write_stats_file(void)
 		unlink(tmp);
 }
 
+static void show(const struct xtx_log_entry *e, size_t n, void *arg)
+{
+	(void)arg;
+	if (D.observer)
+		D.observer(e, n);
+}
+
+/* What head may pass: what is on disk, but never the start of a write not wholly seen. */
+static uint64_t releasable(const struct drain_cpu *dc)
+{
+	return xtx_logrec_batch_safe(&dc->shown, dc->w.next_seq);
+}
+
 /*
  * Copies CPU c's entries next..tail out of the ring and appends them to
  * its segment.  The slots stay XDP's to fill again only once head passes
@@ -308,8 +330,7 @@ static uint64_t drain_cpu(uint32_t c)
 			}
 		}
 		/* the resolver learns each multi-replica write as it leaves the ring */
-		if (D.observer)
-			D.observer(run, n);
+		xtx_logrec_batch(&dc->shown, run, n, show, NULL);
 		err = xtx_logw_append(&dc->w, run, n);
 		/* what did reach the file counts even when the rest failed */
 		ST_ADD(bytes, (dc->w.next_seq - next) * sizeof(struct xtx_logfile_rec));
@@ -358,9 +379,9 @@ static void sync_and_release(void)
 		ST_SET(sync_max_ns, dt);
 	for (c = 0; c < D.ncpu; c++) {
 		struct drain_cpu *dc = &D.cpus[c];
-		uint64_t durable = dc->w.next_seq;
+		uint64_t durable = releasable(dc);
 
-		if (durable == dc->head)
+		if (durable <= dc->head)
 			continue;
 		/* release: our reads of the slots happen before XDP may overwrite them */
 		__atomic_store_n(&D.cur[c].head, durable, __ATOMIC_RELEASE);
@@ -377,7 +398,7 @@ static bool any_pending(void)
 	uint32_t c;
 
 	for (c = 0; c < D.ncpu; c++)
-		if (D.cpus[c].w.dirty || D.cpus[c].w.next_seq != D.cpus[c].head)
+		if (D.cpus[c].w.dirty || releasable(&D.cpus[c]) != D.cpus[c].head)
 			return true;
 	return false;
 }
@@ -483,6 +504,34 @@ static void cleanup(void)
 	D.observer = obs;
 }
 
+/*
+ * A previous xtxd wrote head..next_seq-1 and stopped: head is where a
+ * write starts (it never released part of one), so walking the ring from
+ * there finds whether the disk ends inside a write, whose entries (still in
+ * the ring: head has not passed them) wait for the rest of it.
+ */
+static void resume_part(uint32_t c, struct drain_cpu *dc, uint64_t head)
+{
+	const uint8_t *base = D.log + (size_t)c * D.ring * D.stride;
+	struct xtx_log_entry part[XTX_LOGREC_MAX_ENTRIES];
+	uint64_t seq = head, end = dc->w.next_seq, k;
+	const struct xtx_log_entry *e;
+	uint32_t span;
+
+	while (seq < end) {
+		e = (const void *)(base + (seq & (D.ring - 1)) * D.stride);
+		span = xtx_logrec_span(e);
+		if (end - seq < span) {
+			for (k = 0; seq + k < end; k++)
+				memcpy(&part[k], base + ((seq + k) & (D.ring - 1)) * D.stride,
+				       sizeof(part[k]));
+			xtx_logrec_batcher_init(&dc->shown, end, part, (uint32_t)k);
+			return;
+		}
+		seq += span;
+	}
+}
+
 int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_opts *o)
 {
 	struct xtx_log_epoch ep = {};
@@ -534,10 +583,12 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 			goto fail;
 		dc->head = head;
 		dc->tail0 = dc->tail = tail;
+		xtx_logrec_batcher_init(&dc->shown, dc->w.next_seq, NULL, 0);
 		if (dc->w.next_seq > head) {
 			resumed += dc->w.next_seq - head;
-			__atomic_store_n(&D.cur[c].head, dc->w.next_seq, __ATOMIC_RELEASE);
-			dc->head = dc->w.next_seq;
+			resume_part(c, dc, head);
+			dc->head = releasable(dc);
+			__atomic_store_n(&D.cur[c].head, dc->head, __ATOMIC_RELEASE);
 		}
 		if (tail != head)
 			pr_info("log: CPU %u: %llu entries undrained (head %llu, tail %llu), %llu "

@@ -21,6 +21,7 @@
 #include "store/load.h"
 #include "log.h"
 #include "logfile.h"
+#include "logrec.h"
 #include "store/overflow.h"
 #include "recover.h"
 #include "decisions.h"
@@ -139,10 +140,11 @@ struct rkey {
 	uint64_t key;
 	uint64_t version;
 	uint8_t table;
-	uint8_t vlen;
 	uint8_t used;
 	uint8_t deleted;	/* the newest record deletes it */
+	uint16_t vlen;
 	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t *big;		/* vlen > XTX_VALUE_INLINE: the value (malloc'd), not value[] */
 };
 
 struct rmap {
@@ -179,8 +181,9 @@ static int rmap_grow(struct rmap *m)
 
 /* Highest version wins; 1 applied, 0 older than what we hold, or -ENOMEM. */
 static int rmap_apply(struct rmap *m, uint8_t table, uint64_t key, uint64_t version,
-		      bool deleted, uint8_t vlen, const uint8_t *value)
+		      bool deleted, uint16_t vlen, const uint8_t *value)
 {
+	uint8_t *big = NULL;
 	struct rkey *k;
 
 	if ((m->n + 1) * 2 > m->cap && rmap_grow(m))
@@ -188,8 +191,18 @@ static int rmap_apply(struct rmap *m, uint8_t table, uint64_t key, uint64_t vers
 	k = rmap_slot(m, table, key);
 	if (k->used && k->version >= version)
 		return 0;
+	if (vlen > XTX_VALUE_MAX)
+		vlen = XTX_VALUE_MAX;
+	/* most values fit the key's slot: only big ones cost an allocation */
+	if (!deleted && vlen > XTX_VALUE_INLINE) {
+		big = malloc(vlen);
+		if (!big)
+			return -ENOMEM;
+		memcpy(big, value, vlen);
+	}
 	if (!k->used)
 		m->n++;
+	free(k->big);
 	memset(k, 0, sizeof(*k));
 	k->used = 1;
 	k->key = key;
@@ -197,10 +210,29 @@ static int rmap_apply(struct rmap *m, uint8_t table, uint64_t key, uint64_t vers
 	k->version = version;
 	k->deleted = deleted;
 	if (!deleted) {
-		k->vlen = vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : vlen;
-		memcpy(k->value, value, k->vlen);
+		k->vlen = vlen;
+		if (big)
+			k->big = big;
+		else
+			memcpy(k->value, value, vlen);
 	}
 	return 1;
+}
+
+/* The value of a recovered key. */
+static const uint8_t *rkey_value(const struct rkey *k)
+{
+	return k->big ? k->big : k->value;
+}
+
+static void rmap_free(struct rmap *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->cap; i++)
+		free(m->k[i].big);
+	free(m->k);
+	memset(m, 0, sizeof(*m));
 }
 
 /* ---- the snapshot ---- */
@@ -240,46 +272,38 @@ static int newest_snapshot(int dirfd, struct snap_info *si)
 	return 0;
 }
 
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-	ssize_t n;
-
-	while (done < len) {
-		n = read(fd, (uint8_t *)buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (!n)
-			break;
-		done += n;
-	}
-	return done;
-}
-
-/* Reads and checks the snapshot whole into m; 0 or a negative errno after printing why. */
+/*
+ * Reads and checks the snapshot whole into m; 0 or a negative errno after
+ * printing why.  Version 1 (values of up to XTX_VALUE_INLINE bytes) is
+ * read too.
+ */
 static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struct rmap *m)
 {
-	struct xtx_snap_rec *recs = NULL;
 	struct xtx_snap_hdr *h = &si->h;
+	uint8_t value[XTX_VALUE_MAX];
 	const char *what = NULL;
-	uint64_t i, want;
-	struct stat st;
+	struct xtx_snap_rec r;
+	FILE *f = NULL;
+	uint64_t i;
 	uint32_t crc;
+	size_t tn;
 	int fd, err = 0;
 
 	fd = openat(dirfd, si->name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
+	if (fd < 0 || !(f = fdopen(fd, "r"))) {
 		err = -errno;
 		fprintf(stderr, "Error: recovery: opening %s/%s: %s\n", dir, si->name,
 			strerror(errno));
 		goto out;
 	}
-	if (read_full(fd, h, sizeof(*h)) != sizeof(*h) ||
-	    memcmp(h->magic, XTX_SNAP_MAGIC, sizeof(h->magic)) || h->version != XTX_SNAP_VERSION ||
+	fd = -1;
+	setvbuf(f, NULL, _IOFBF, 1 << 20);
+	if (fread(h, sizeof(*h), 1, f) != 1 ||
+	    memcmp(h->magic, XTX_SNAP_MAGIC, sizeof(h->magic)) ||
+	    (h->version != XTX_SNAP_VERSION && h->version != XTX_SNAP_VERSION_INLINE) ||
 	    h->rec_size != sizeof(struct xtx_snap_rec) || !h->ncpu || h->ncpu > 65536) {
-		what = "bad header";
+		what = h->version > XTX_SNAP_VERSION ? "a newer format than this xtxd reads" :
+		       "bad header";
 		goto bad;
 	}
 	si->pos = calloc(h->ncpu, sizeof(*si->pos));
@@ -287,8 +311,7 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 		err = -ENOMEM;
 		goto out;
 	}
-	if (read_full(fd, si->pos, sizeof(*si->pos) * h->ncpu) !=
-	    (ssize_t)(sizeof(*si->pos) * h->ncpu)) {
+	if (fread(si->pos, sizeof(*si->pos), h->ncpu, f) != h->ncpu) {
 		what = "short header";
 		goto bad;
 	}
@@ -298,27 +321,29 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 		what = "header fails its CRC";
 		goto bad;
 	}
-	want = sizeof(*h) + sizeof(*si->pos) * h->ncpu + h->count * sizeof(*recs);
-	if ((uint64_t)st.st_size != want) {
-		what = "size does not match its record count";
-		goto bad;
-	}
-	recs = malloc(h->count ? h->count * sizeof(*recs) : 1);
-	if (!recs) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (read_full(fd, recs, h->count * sizeof(*recs)) != (ssize_t)(h->count * sizeof(*recs))) {
-		err = -(errno ?: EIO);
-		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, si->name,
-			strerror(-err));
-		goto out;
-	}
 	for (i = 0; i < h->count; i++) {
-		struct xtx_snap_rec r = recs[i];
+		uint32_t want;
+		uint16_t vlen;
 
+		if (fread(&r, sizeof(r), 1, f) != 1) {
+			what = "size does not match its record count";
+			goto bad;
+		}
+		vlen = h->version == XTX_SNAP_VERSION_INLINE ? r.vlen_inline : r.vlen;
+		if (vlen > XTX_VALUE_MAX ||
+		    (h->version == XTX_SNAP_VERSION_INLINE && (r.vlen || vlen > XTX_VALUE_INLINE))) {
+			what = "a record's value length is out of range";
+			goto bad;
+		}
+		tn = h->version == XTX_SNAP_VERSION ? xtx_snap_tail_size(vlen) : 0;
+		memset(value, 0, sizeof(value));
+		if (tn && fread(value + XTX_VALUE_INLINE, tn, 1, f) != 1) {
+			what = "size does not match its record count";
+			goto bad;
+		}
+		want = r.crc;
 		r.crc = 0;
-		if (xtx_crc32c(0, &r, sizeof(r)) != recs[i].crc) {
+		if (xtx_crc32c(xtx_crc32c(0, &r, sizeof(r)), value + XTX_VALUE_INLINE, tn) != want) {
 			fprintf(stderr, "Error: recovery: %s/%s: record %llu fails its CRC: the "
 				"snapshot is damaged; not starting (move it away and restart to "
 				"recover from what is left, or use --fresh)\n", dir, si->name,
@@ -331,20 +356,37 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 				m->floor = r.version;
 			continue;
 		}
-		err = rmap_apply(m, r.table, r.key, r.version, false, r.vlen, r.value);
+		memcpy(value, r.value, XTX_VALUE_INLINE);
+		err = rmap_apply(m, r.table, r.key, r.version, false, vlen, value);
 		if (err < 0)
 			goto out;
 		err = 0;
 	}
+	if (fgetc(f) != EOF) {
+		what = "size does not match its record count";
+		goto bad;
+	}
+	if (ferror(f)) {
+		err = -EIO;
+		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, si->name,
+			strerror(EIO));
+	}
 	goto out;
 bad:
+	if (f && ferror(f)) {
+		err = -EIO;
+		fprintf(stderr, "Error: recovery: reading %s/%s: %s\n", dir, si->name,
+			strerror(EIO));
+		goto out;
+	}
 	fprintf(stderr, "Error: recovery: %s/%s: %s: the snapshot is damaged; not starting (move "
 		"it away and restart to recover from what is left, or use --fresh)\n", dir,
 		si->name, what);
 	err = -EBADMSG;
 out:
-	free(recs);
-	if (fd >= 0)
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
 		close(fd);
 	return err;
 }
@@ -357,7 +399,33 @@ static struct xtxd_txns pending;
 struct replay_counts {
 	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
+	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
+
+/* One CPU's log as it is read, segment after segment: a big write may span two. */
+struct replay_cpu {
+	struct xtx_logrec rec;
+	struct xtx_logfile_hdr prev;	/* the header of the segment read before */
+	bool have_prev;
+};
+
+/*
+ * A big write whose continuations never reached the disk: the ring that
+ * held them is gone (its segment ends and the log goes on in another ring
+ * incarnation, or ends).  As a torn record it was never wholly logged:
+ * not replayed.
+ */
+static void drop_cut_short(struct replay_cpu *rc, const char *name, struct replay_counts *n)
+{
+	if (!xtx_logrec_partial(&rc->rec))
+		return;
+	pr_warn("recovery: %s: a big write (seq %llu, txn %#llx) ends without %u of its %u "
+		"continuations: cut short by a crash; not replayed\n", name,
+		(unsigned long long)rc->rec.w.e.seq, (unsigned long long)rc->rec.w.e.txn,
+		rc->rec.want - rc->rec.got, rc->rec.want);
+	n->cut_short++;
+	xtx_logrec_reset(&rc->rec);
+}
 
 /*
  * Cuts the torn tail (end..torn_end) of a CPU's last segment: a crash tore
@@ -383,14 +451,16 @@ static int cut_tail(int dirfd, const char *dir, const char *name, uint32_t versi
 }
 
 static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bool last,
-		      const struct snap_info *si, struct rmap *m, struct replay_counts *n)
+		      const struct snap_info *si, struct rmap *m, struct replay_counts *n,
+		      struct replay_cpu *rc)
 {
 	const struct xtx_snap_pos *pos = si->have && s->cpu < si->h.ncpu ? &si->pos[s->cpu] : NULL;
+	const struct xtx_log_write *w = &rc->rec.w;
 	struct xtx_log_epoch sep = {};
 	struct xtx_log_entry e;
 	struct xtx_logr r;
 	bool same_ring;
-	int err;
+	int err, res;
 
 	if (pos && s->seg < pos->seg_from) {
 		n->skipped_segs++;	/* wholly in the snapshot */
@@ -403,6 +473,15 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		return err;
 	}
 	n->segs++;
+	/* a write goes on in the next segment of its ring only, at the next seq */
+	if (xtx_logrec_partial(&rc->rec) &&
+	    (r.status != XTX_LOGR_OK || !rc->have_prev ||
+	     rc->prev.map_id != r.hdr.map_id ||
+	     memcmp(rc->prev.boot_id, r.hdr.boot_id, sizeof(r.hdr.boot_id)) ||
+	     r.hdr.first_seq != w->e.seq + 1 + rc->rec.got))
+		drop_cut_short(rc, s->name, n);
+	rc->prev = r.hdr;
+	rc->have_prev = r.status == XTX_LOGR_OK;
 	if (si->have) {
 		memcpy(sep.boot_id, si->h.boot_id, sizeof(sep.boot_id));
 		sep.map_id = si->h.map_id;
@@ -410,29 +489,43 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 	same_ring = pos && r.status == XTX_LOGR_OK && xtx_log_epoch_eq(&sep, &r.hdr);
 	while (xtx_logr_next(&r, &e) == 1) {
 		n->records++;
-		/* the snapshot's ring restarted at 0 elsewhere: only its seqs compare */
-		if (same_ring && e.seq < pos->seq) {
+		/*
+		 * The snapshot's ring restarted at 0 elsewhere: only its seqs
+		 * compare.  Its position is where a write starts (XDP appends a
+		 * write's entries at once), so a write is covered whole or not.
+		 */
+		if (same_ring && e.seq < pos->seq && !xtx_logrec_partial(&rc->rec)) {
 			n->covered++;
 			continue;
+		}
+		res = xtx_logrec_feed(&rc->rec, &e);
+		if (res == XTX_LOGREC_MORE)
+			continue;
+		if (res == XTX_LOGREC_DAMAGED) {
+			fprintf(stderr, "Error: recovery: %s/%s: at seq %llu: %s: the log is "
+				"damaged; not starting (the store would be wrong)\n", dir, s->name,
+				(unsigned long long)e.seq, rc->rec.why);
+			err = -EBADMSG;
+			goto out;
 		}
 		/*
 		 * several replicas: applied only once decided (xtxd_decided_apply);
 		 * a participant list is no write, only part of its record
 		 */
-		if ((e.nreplicas > 1 || (e.flags & XTX_LOGF_META)) &&
-		    !(e.flags & XTX_LOGF_DECIDED)) {
-			err = xtxd_txns_add(&pending, &e, 0);
+		if ((w->e.nreplicas > 1 || (w->e.flags & XTX_LOGF_META)) &&
+		    !(w->e.flags & XTX_LOGF_DECIDED)) {
+			err = xtxd_txns_add(&pending, w, 0);
 			if (err < 0)
 				goto out;
 			continue;
 		}
-		err = rmap_apply(m, e.table, e.key, e.version, e.flags & XTX_LOGF_DELETE, e.vlen,
-				 e.value);
+		err = rmap_apply(m, w->e.table, w->e.key, w->e.version,
+				 w->e.flags & XTX_LOGF_DELETE, w->vlen, w->value);
 		if (err < 0)
 			goto out;
 		if (err) {
 			n->applied++;
-			if (e.flags & XTX_LOGF_DELETE)
+			if (w->e.flags & XTX_LOGF_DELETE)
 				n->deletes++;
 		} else {
 			n->older++;
@@ -444,6 +537,8 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		break;
 	case XTX_LOGR_TORN:
 		if (last) {
+			/* a big write the torn record belonged to was never whole either */
+			drop_cut_short(rc, s->name, n);
 			n->cut_bytes += r.torn_end - r.off;
 			err = cut_tail(dirfd, dir, s->name, r.hdr.version, r.off, r.torn_end);
 			break;
@@ -512,6 +607,7 @@ struct apply_ctx {
 	struct rmap *m;
 	struct replay_counts *n;
 	int err;
+	struct xtx_log_write w;		/* scratch */
 };
 
 static void apply_decided(struct xtxd_txn *x, void *arg)
@@ -528,10 +624,11 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 		return;
 	}
 	for (i = 0; i < x->nw; i++) {
-		const struct xtx_log_entry *e = &x->w[i];
+		const struct xtx_log_entry *e = &a->w.e;
 
+		xtxd_txn_write(x, i, &a->w);
 		r = rmap_apply(a->m, e->table, e->key, e->version, e->flags & XTX_LOGF_DELETE,
-			       e->vlen, e->value);
+			       a->w.vlen, a->w.value);
 		if (r < 0) {
 			a->err = r;
 			return;
@@ -546,7 +643,7 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
 			      struct replay_counts *n)
 {
-	struct apply_ctx a = { .m = m, .n = n };
+	static struct apply_ctx a;
 	int err = xtxd_outcome_load(dirfd, note_decision, NULL);
 
 	if (err) {
@@ -554,6 +651,9 @@ static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
 			strerror(-err));
 		return err;
 	}
+	a.m = m;
+	a.n = n;
+	a.err = 0;
 	xtxd_txns_each(&pending, apply_decided, &a);
 	return a.err;
 }
@@ -623,7 +723,11 @@ static int install(const struct xtx_target *t, struct xtxd_ovf *store, struct rm
 		items[k].table = r->table;
 		items[k].vlen = r->vlen;
 		items[k].version = r->version;
-		memcpy(items[k].value, r->value, r->vlen);
+		/* a big value goes to the store: the rmap keeps its bytes until the load is done */
+		if (r->big)
+			items[k].big = r->big;
+		else
+			memcpy(items[k].value, r->value, r->vlen);
 		k++;
 	}
 	/* before any key goes back: versions the snapshot's floors covered are never reused */
@@ -712,9 +816,13 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 		   struct replay_counts *n)
 {
 	struct xtx_logseg *segs = NULL;
+	struct replay_cpu *rc;
 	size_t nsegs = 0, i;
 	int err;
 
+	rc = malloc(sizeof(*rc));
+	if (!rc)
+		return -ENOMEM;
 	err = newest_snapshot(dirfd, si);
 	if (!err)
 		err = xtx_logfile_list(dirfd, &segs, &nsegs);
@@ -731,13 +839,21 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 	for (i = 0; i < nsegs; i++) {
 		bool last = i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu;
 
-		err = replay_seg(dirfd, dir, &segs[i], last, si, m, n);
+		if (!i || segs[i - 1].cpu != segs[i].cpu) {
+			xtx_logrec_init(&rc->rec);
+			rc->have_prev = false;
+		}
+		err = replay_seg(dirfd, dir, &segs[i], last, si, m, n, rc);
 		if (err)
 			goto out;
+		/* the CPU's log ends inside a write: the rest died with its ring */
+		if (last)
+			drop_cut_short(rc, segs[i].name, n);
 	}
 	err = xtxd_decided_apply(dirfd, dir, m, n);
 out:
 	free(segs);
+	free(rc);
 	return err;
 }
 
@@ -747,13 +863,14 @@ static void report(const struct snap_info *si, const struct replay_counts *n, ui
 	pr_info("recovery: %s%s: %llu keys, then %llu log segments (%llu older ones skipped): "
 		"%llu records, %llu already in the snapshot, %llu applied (%llu deletes), %llu "
 		"superseded, %llu of undecided or aborted transactions left out; %llu keys "
-		"%s%s\n", si->have ? "snapshot " : "no snapshot",
+		"%s%s%s\n", si->have ? "snapshot " : "no snapshot",
 		si->have ? si->name : "", si->have ? (unsigned long long)si->h.count : 0ull,
 		(unsigned long long)n->segs, (unsigned long long)n->skipped_segs,
 		(unsigned long long)n->records, (unsigned long long)n->covered,
 		(unsigned long long)n->applied, (unsigned long long)n->deletes,
 		(unsigned long long)n->older, (unsigned long long)n->undecided,
-		(unsigned long long)live, what, n->cut_bytes ? "; a torn tail was cut" : "");
+		(unsigned long long)live, what, n->cut_bytes ? "; a torn tail was cut" : "",
+		n->cut_short ? "; big writes cut short by a crash left out" : "");
 }
 
 int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh)
@@ -785,7 +902,7 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 		report(&si, &n, live, "live");
 out:
 	free(si.pos);
-	free(m.k);
+	rmap_free(&m);
 	xtxd_decided_free();
 	close(dirfd);
 	return err;
@@ -851,18 +968,19 @@ static int way_of(const struct xtx_kv_bucket *b, uint8_t table, uint64_t key)
 static int adopt_key(struct xtxd_ovf *store, struct xtx_kv_bucket *b, const struct rkey *r)
 {
 	uint64_t h = xtx_hash(r->table, r->key);
-	struct xtxd_ovf_item it = {};
+	static __thread struct xtxd_ovf_item it;
 	int w = way_of(b, r->table, r->key);
 
 	if (w >= 0 || r->deleted)
 		return 0;
 	if (!(__atomic_load_n(&b->bloom, __ATOMIC_ACQUIRE) & (1ull << xtx_bloom_bit_of(h))))
 		return 0;
+	memset(&it, 0, sizeof(it));
 	it.key = r->key;
 	it.table = r->table;
 	it.version = r->version;
 	it.vlen = r->vlen;
-	memcpy(it.value, r->value, r->vlen);
+	memcpy(it.value, rkey_value(r), r->vlen);
 	return xtxd_ovf_put(store, &it);
 }
 
@@ -976,7 +1094,7 @@ out:
 	if (km.kv)
 		munmap(km.kv, km.size);
 	free(si.pos);
-	free(m.k);
+	rmap_free(&m);
 	xtxd_decided_free();
 	close(dirfd);
 	return err;

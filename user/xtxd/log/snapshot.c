@@ -102,16 +102,22 @@ struct snap_writer {
 static int write_rec(const struct xtxd_ovf_item *it, void *arg)
 {
 	struct snap_writer *w = arg;
+	uint8_t tail[XTX_VALUE_MAX];
 	struct xtx_snap_rec r;
+	size_t tn;
 
 	memset(&r, 0, sizeof(r));
 	r.key = it->key;
 	r.version = it->version;
 	r.table = it->table;
-	r.vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen;
-	memcpy(r.value, it->value, r.vlen);
-	r.crc = xtx_crc32c(0, &r, sizeof(r));
-	if (fwrite(&r, sizeof(r), 1, w->f) != 1)
+	r.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	memcpy(r.value, it->value, r.vlen < XTX_VALUE_INLINE ? r.vlen : XTX_VALUE_INLINE);
+	tn = xtx_snap_tail_size(r.vlen);
+	memset(tail, 0, tn);
+	if (tn)
+		memcpy(tail, it->value + XTX_VALUE_INLINE, r.vlen - XTX_VALUE_INLINE);
+	r.crc = xtx_crc32c(xtx_crc32c(0, &r, sizeof(r)), tail, tn);
+	if (fwrite(&r, sizeof(r), 1, w->f) != 1 || (tn && fwrite(tail, tn, 1, w->f) != 1))
 		return -EIO;
 	w->count++;
 	return 0;

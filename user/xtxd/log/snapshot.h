@@ -13,7 +13,8 @@ struct xtxd_out;
 
 /*
  * DATADIR/snapshot-NNNNNN.xsnap: a header, the per-CPU log positions it
- * covers, then one CRC-checked record per live key (host byte order).
+ * covers, then one CRC-checked record per live key (host byte order), each
+ * followed by the rest of a value over XTX_VALUE_INLINE bytes.
  * Each CPU's position is (seg_from, seq): segments numbered below seg_from
  * are wholly in the snapshot; in the others, records of the snapshot's ring
  * incarnation (boot_id, map_id) with seq below seq are too.  Every other
@@ -23,7 +24,9 @@ struct xtxd_out;
  * log after the position, or both: replay by version makes both harmless.
  */
 #define XTX_SNAP_MAGIC		"XTXSNAP\n"
-#define XTX_SNAP_VERSION	1
+#define XTX_SNAP_VERSION	2
+/* Values of up to XTX_VALUE_INLINE bytes, records of 64 bytes: still read. */
+#define XTX_SNAP_VERSION_INLINE	1
 
 struct xtx_snap_hdr {
 	char magic[8];
@@ -50,13 +53,22 @@ struct xtx_snap_rec {
 	uint64_t key;
 	uint64_t version;
 	uint8_t table;
-	uint8_t vlen;
-	uint8_t pad[2];
-	uint32_t crc;		/* CRC32C of the record with crc 0 */
-	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t vlen_inline;	/* version 1: the value's length; 0 in version 2 */
+	uint16_t vlen;		/* version 2: the value's length, up to XTX_VALUE_MAX */
+	uint32_t crc;		/* CRC32C of the record with crc 0, then of its tail */
+	uint8_t value[XTX_VALUE_INLINE];	/* the value's first bytes */
 };
 
 _Static_assert(sizeof(struct xtx_snap_rec) == 64, "snapshot record layout");
+
+/*
+ * Version 2: the bytes of a value past its first XTX_VALUE_INLINE follow
+ * the record, zero-padded to a multiple of 8 (this many).
+ */
+static inline size_t xtx_snap_tail_size(uint16_t vlen)
+{
+	return vlen > XTX_VALUE_INLINE ? ((size_t)vlen - XTX_VALUE_INLINE + 7) & ~(size_t)7 : 0;
+}
 
 /*
  * The last record of a snapshot is no key: table XTX_SNAP_FLOOR_TABLE and

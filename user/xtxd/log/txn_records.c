@@ -69,9 +69,11 @@ static void add_replica(struct xtxd_txn *x, uint16_t r)
 		x->rep[x->nrep++] = r;
 }
 
-int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
+int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_write *wr, uint64_t now)
 {
+	const struct xtx_log_entry *e = &wr->e;
 	struct xtxd_txn *x = xtxd_txns_get(t, e->txn, true, now);
+	uint8_t *big = NULL;
 	unsigned int i;
 
 	if (!x)
@@ -86,13 +88,37 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 	if (x->nw == x->cap) {
 		uint32_t cap = x->cap ? x->cap * 2 : 4;
 		struct xtx_log_entry *w = realloc(x->w, cap * sizeof(*w));
+		uint8_t **b;
 
 		if (!w)
 			return -ENOMEM;
 		x->w = w;
+		b = realloc(x->big, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		x->big = b;
 		x->cap = cap;
 	}
-	x->w[x->nw++] = *e;
+	/* most values fit the entry: only the rare big one costs an allocation */
+	if (wr->vlen > XTX_VALUE_INLINE) {
+		big = malloc(wr->vlen);
+		if (!big)
+			return -ENOMEM;
+		memcpy(big, wr->value, wr->vlen);
+	}
+	x->big[x->nw] = big;
+	x->w[x->nw] = *e;
+	if (big) {
+		/* the head as the log holds it: its length in a struct xtx_log_ext */
+		struct xtx_log_ext ext = { .len = wr->vlen, .txn = e->txn };
+		struct xtx_log_entry *h = &x->w[x->nw];
+
+		h->flags |= XTX_LOGF_EXT;
+		h->vlen = 0;
+		memset(h->value, 0, sizeof(h->value));
+		memcpy(h->value, &ext, sizeof(ext));
+	}
+	x->nw++;
 	for (i = 0; i < e->nreplicas && i < 3; i++)
 		add_replica(x, e->replicas[i]);
 	if (e->flags & XTX_LOGF_LAST) {
@@ -100,6 +126,43 @@ int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t n
 		x->last_count = e->nwrites;
 	}
 	return 0;
+}
+
+void xtxd_txn_write(const struct xtxd_txn *x, uint32_t i, struct xtx_log_write *out)
+{
+	uint16_t len = xtx_logrec_ext_len(&x->w[i]);
+
+	xtx_logrec_from_entry(out, &x->w[i]);
+	if (x->big[i] && len) {
+		out->vlen = len;
+		memcpy(out->value, x->big[i], len);
+		memset(out->value + len, 0, sizeof(out->value) - len);
+	}
+}
+
+struct xtx_log_write *xtxd_txn_writes(const struct xtxd_txn *x, uint32_t *n)
+{
+	struct xtx_log_write *w = malloc((x->nw ? x->nw : 1) * sizeof(*w));
+	uint32_t i;
+
+	*n = 0;
+	if (!w)
+		return NULL;
+	for (i = 0; i < x->nw; i++)
+		xtxd_txn_write(x, i, &w[i]);
+	*n = x->nw;
+	return w;
+}
+
+static void txn_free(struct xtxd_txn *x)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nw; i++)
+		free(x->big[i]);
+	free(x->big);
+	free(x->w);
+	free(x);
 }
 
 bool xtxd_txn_complete(const struct xtxd_txn *x)
@@ -126,8 +189,7 @@ void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn)
 	for (pp = &t->b[slot_of(t, txn)]; (x = *pp); pp = &x->next) {
 		if (x->txn == txn) {
 			*pp = x->next;
-			free(x->w);
-			free(x);
+			txn_free(x);
 			t->n--;
 			return;
 		}
@@ -155,8 +217,7 @@ void xtxd_txns_free(struct xtxd_txns *t)
 	for (i = 0; i < t->nb; i++) {
 		for (x = t->b[i]; x; x = next) {
 			next = x->next;
-			free(x->w);
-			free(x);
+			txn_free(x);
 		}
 	}
 	free(t->b);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <xtx/log.h>
+#include "logrec.h"
 
 /* What is known of a transaction's fate. */
 enum xtxd_outcome {
@@ -60,7 +61,12 @@ struct xtxd_txn {
 	uint64_t sent_ns;		/* last query or decision sent */
 	uint64_t decided_ns;
 	uint32_t nw, cap;
-	struct xtx_log_entry *w;	/* the writes, in log order */
+	/*
+	 * The writes, in log order: a big value's head (XTX_LOGF_EXT) here,
+	 * its bytes in big[] at the same index (NULL for the others).
+	 */
+	struct xtx_log_entry *w;
+	uint8_t **big;
 	struct xtxd_txn *next;		/* hash chain */
 };
 
@@ -81,7 +87,14 @@ bool xtxd_txn_complete(const struct xtxd_txn *x);
  * Adds one logged write (replica set and LAST from it), or a META entry's
  * participants (not a write: never among w); 0 or -ENOMEM.
  */
-int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now);
+int xtxd_txns_add(struct xtxd_txns *t, const struct xtx_log_write *w, uint64_t now);
+/* Write i of x with its whole value. */
+void xtxd_txn_write(const struct xtxd_txn *x, uint32_t i, struct xtx_log_write *out);
+/*
+ * Copies of x's writes with their values (malloc'd, the caller frees), in
+ * *n; NULL on ENOMEM.
+ */
+struct xtx_log_write *xtxd_txn_writes(const struct xtxd_txn *x, uint32_t *n);
 void xtxd_txns_del(struct xtxd_txns *t, uint64_t txn);
 void xtxd_txns_free(struct xtxd_txns *t);
 /* Calls fn on each; fn may delete the one it is given (and no other). */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "logfile.h"
+#include "logrec.h"
 #include "userlog.h"
 
 static struct {
@@ -51,14 +52,23 @@ int xtxd_userlog_enabled(void)
 /* U.lock held. */
 static int append_locked(struct xtx_log_entry *e, size_t n)
 {
-	size_t i;
+	size_t i, k, span;
 	int err;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i += span) {
+		/* a big value's continuations take their seqs only (a seq leads both layouts) */
+		span = xtx_logrec_span(&e[i]);
+		if (span > n - i) {
+			pr_warn("log: xtxd's own log: a big write without all its continuations: "
+				"not logged\n");
+			return -EINVAL;
+		}
 		e[i].seq = U.w.next_seq + i;
 		e[i].flags |= XTX_LOGF_DECIDED | XTX_LOGF_LAST;
 		e[i].nreplicas = 0;
 		e[i].nwrites = 1;
+		for (k = 1; k < span; k++)
+			e[i + k].seq = U.w.next_seq + i + k;
 	}
 	err = xtx_logw_append(&U.w, e, n);
 	if (!err)

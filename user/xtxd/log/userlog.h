@@ -23,8 +23,11 @@ int xtxd_userlog_open(const char *dir);
 int xtxd_userlog_enabled(void);
 /*
  * Appends e[0..n) as decided single writes (seq, flags, replicas filled in
- * here) and makes them durable before returning.  Thread-safe.  0, 0 when
- * not open, or a negative errno: then nothing may be acknowledged.
+ * here) and makes them durable before returning.  A value over
+ * XTX_VALUE_INLINE is its head entry followed by its continuations, as
+ * xtx_logrec_encode() makes them (their seqs are filled in too).
+ * Thread-safe.  0, 0 when not open, or a negative errno: then nothing may
+ * be acknowledged (-EINVAL: the last write's continuations are missing).
  */
 int xtxd_userlog_append(struct xtx_log_entry *e, size_t n);
 /*

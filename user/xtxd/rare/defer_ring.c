@@ -66,20 +66,21 @@ int xtxd_defer_ring_complete(const struct xtxd_defer_ring *r, uint8_t *buf, size
 		return -1;
 	ticket = h->reserved - 1;
 	ops_end = xtx_msg_len(h->nops);
-	if (ticket >= r->entries || len != ops_end)
+	/* header, ops and the value area XDP checked, as long as XDP saw it */
+	if (ticket >= r->entries || len < ops_end || len > XTX_MAX_REQUEST)
 		return -1;
 	slot = (const struct xtx_defer_record *)(r->base + (size_t)ticket * r->value_size);
 	/* copy, then check it still names this packet: XDP may reuse the slot meanwhile */
 	memcpy(&rec, slot, sizeof(rec));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (rec.client_id != h->client_id || rec.req_id != h->req_id ||
+	if (rec.client_id != h->client_id || rec.req_id != h->req_id || rec.body_len != len ||
 	    slot->client_id != h->client_id || slot->req_id != h->req_id ||
 	    rec.t.magic != XTX_DEFER_MAGIC || !rec.t.count || rec.t.count > XTX_MAX_DEFERRED)
 		return -1;
 	tlen = XTX_DEFER_TRAILER_LEN(rec.t.count);
-	if (ops_end + tlen > cap)
+	if (len + tlen > cap)
 		return -1;
-	memcpy(buf + ops_end, &rec.t, tlen);
+	memcpy(buf + len, &rec.t, tlen);
 	h->reserved = 0;
-	return (int)(ops_end + tlen);
+	return (int)(len + tlen);
 }

@@ -19,9 +19,9 @@ int xtxd_defer_ring_open(struct xtxd_defer_ring *r, const struct xtx_target *t);
 void xtxd_defer_ring_close(struct xtxd_defer_ring *r);
 
 /*
- * Turns a passed packet (header + ops, ticket + 1 in hdr.reserved) into
+ * Turns a passed packet (header, ops, value area; ticket + 1 in hdr.reserved) into
  * the request the executor reads: the record's defer trailer appended
- * after the ops, reserved cleared.  Returns the new length, or -1 when the
+ * after the body, reserved cleared.  Returns the new length, or -1 when the
  * ticket is bad or its slot was reused for another packet (the deferred
  * ops' buckets then come back by lease, and the client resends).
  */

@@ -13,10 +13,17 @@
 #include "names.h"
 
 #define DEFER_HDR_LEN	offsetof(struct xtx_defer_trailer, e)
-#define FIX_HDR_LEN	offsetof(struct xtx_fix_trailer, e)
-#define DEFER_FLAGS_KNOWN	(XTX_DEFER_HAS_VICTIM | XTX_DEFER_REPLAY)
+#define DEFER_FLAGS_KNOWN	(XTX_DEFER_HAS_VICTIM | XTX_DEFER_REPLAY | XTX_DEFER_EVICT)
+/* log entries of one plain write: a head and the continuations of the longest value */
+#define WRITE_ENTRIES	(1 + (XTX_VALUE_MAX + XTX_LOG_CONT_BYTES - 1) / XTX_LOG_CONT_BYTES)
 
-_Static_assert(DEFER_HDR_LEN == 8 && FIX_HDR_LEN == 8, "trailer headers are 8 bytes");
+_Static_assert(DEFER_HDR_LEN == 8, "trailer headers are 8 bytes");
+
+/* The request body (header, ops, value area) the reply is written over. */
+struct body {
+	uint8_t *p;
+	size_t len;
+};
 
 static const char *const drop_names[XTXD_DROP__COUNT] = {
 	[XTXD_DROP_TRUNCATED] = "truncated",
@@ -43,6 +50,48 @@ static int drop(struct xtxd_exec *x, enum xtxd_drop why)
 static size_t op_off(uint32_t idx)
 {
 	return sizeof(struct xtx_hdr) + (size_t)idx * sizeof(struct xtx_op);
+}
+
+/* Ops whose request value is written to the store: a big one comes in the area. */
+static bool is_value_write(uint8_t opcode)
+{
+	return opcode == XTX_OP_INSERT || opcode == XTX_OP_UPDATE ||
+	       opcode == XTX_OP_COMMIT_BACKUP || opcode == XTX_OP_COMMIT_PRIMARY;
+}
+
+static bool op_ext(const struct xtx_op *op, struct xtx_ext *ext)
+{
+	if (!(op->flags & XTX_OPF_EXT))
+		return false;
+	memcpy(ext, op->value, sizeof(*ext));
+	return true;
+}
+
+static void set_ext(struct xtx_op *op, const struct xtx_ext *ext)
+{
+	memset(op->value, 0, sizeof(op->value));
+	memcpy(op->value, ext, sizeof(*ext));
+	op->flags |= XTX_OPF_EXT;
+	op->vlen = 0;
+}
+
+/*
+ * An op's area lies inside the body, after the ops, 8-byte aligned, and a
+ * write's value in it is over XTX_VALUE_INLINE and within the area (XDP
+ * checked the whole tiling; this is what a wrong datagram could break).
+ */
+static bool ext_ok(const struct xtx_op *op, size_t ops_end, size_t body_len)
+{
+	struct xtx_ext ext;
+
+	if (!op_ext(op, &ext))
+		return true;
+	if (op->vlen || ext.off < ops_end || ext.off % XTX_EXT_ALIGN ||
+	    (size_t)ext.off + ext.cap > body_len || ext.cap > XTX_VALUE_MAX)
+		return false;
+	if (is_value_write(op->opcode))
+		return ext.len > XTX_VALUE_INLINE && ext.len <= ext.cap;
+	return true;
 }
 
 /* The ops XDP may hand over: the KV ops and the KV half of transaction ops. */
@@ -86,7 +135,7 @@ static bool victim_ok(const struct xtxd_ovf *s, const struct xtx_defer_entry *e)
  * bad datagram changes nothing.
  */
 static bool entries_ok(const struct xtxd_ovf *s, const uint8_t *req, uint32_t nops,
-		       const struct xtx_defer_trailer *dt)
+		       size_t body_len, const struct xtx_defer_trailer *dt)
 {
 	uint32_t seen = 0, i;
 
@@ -107,18 +156,77 @@ static bool entries_ok(const struct xtxd_ovf *s, const uint8_t *req, uint32_t no
 			return false;
 		if ((e->flags & XTX_DEFER_HAS_VICTIM) && !victim_ok(s, e))
 			return false;
+		if (!ext_ok(&op, op_off(nops), body_len))
+			return false;
+		/* an eviction names the key's way, and only a victim of that way */
+		if ((e->flags & XTX_DEFER_EVICT) &&
+		    (e->fill_way >= XTX_KV_WAYS || ((e->flags & XTX_DEFER_HAS_VICTIM) &&
+						     (e->victim_way != e->fill_way ||
+						      e->victim.key != op.key ||
+						      e->victim.table != op.table))))
+			return false;
 	}
 	return true;
 }
 
-static void item_of_op(struct xtxd_ovf_item *it, const struct xtx_op *op, uint64_t version)
+/* The item a write installs: its value from the slot, or from its area. */
+static void item_of_op(struct xtxd_ovf_item *it, const struct body *b, const struct xtx_op *op,
+		       uint64_t version)
 {
+	struct xtx_ext ext;
+
 	memset(it, 0, sizeof(*it));
 	it->key = op->key;
 	it->table = op->table;
-	it->vlen = op->vlen;
 	it->version = version;
-	memcpy(it->value, op->value, op->vlen);
+	if (op_ext(op, &ext)) {
+		it->vlen = ext.len;
+		memcpy(it->value, b->p + ext.off, ext.len);
+	} else {
+		it->vlen = op->vlen;
+		memcpy(it->value, op->value, op->vlen);
+	}
+}
+
+/* Whether the kernel may cache what op wrote or read: never a value over the slot. */
+static bool fits_kernel(const struct xtx_op *op)
+{
+	return !(op->flags & XTX_OPF_EXT) && op->vlen <= XTX_VALUE_INLINE;
+}
+
+/*
+ * A read's answer: in the slot when it fits there, else in the op's area
+ * when its room takes it (EXT, ext.len).  Returns XTX_ST_OK, or
+ * XTX_ST_TOO_BIG with the value's length in ext.len: nothing answered.
+ */
+static uint8_t answer_value(const struct body *b, struct xtx_op *op, const uint8_t *value,
+			    uint16_t vlen)
+{
+	struct xtx_ext ext = {};
+	bool room = op_ext(op, &ext);
+
+	if (vlen <= XTX_VALUE_INLINE) {
+		op->flags &= ~XTX_OPF_EXT;
+		memset(op->value, 0, sizeof(op->value));
+		memcpy(op->value, value, vlen);
+		op->vlen = vlen;
+		return XTX_ST_OK;
+	}
+	if (!room || vlen > ext.cap) {
+		if (!room)
+			ext.off = ext.cap = 0;
+		ext.len = vlen;
+		ext.pad = 0;
+		set_ext(op, &ext);
+		return XTX_ST_TOO_BIG;
+	}
+	memcpy(b->p + ext.off, value, vlen);
+	/* the rest of the area is the request's: zero, so no stale byte reads as value */
+	memset(b->p + ext.off + vlen, 0, ext.cap - vlen);
+	ext.len = vlen;
+	ext.pad = 0;
+	set_ext(op, &ext);
+	return XTX_ST_OK;
 }
 
 /*
@@ -162,10 +270,12 @@ static bool write_back_victim(struct xtxd_exec *x, const struct xtx_defer_entry 
 	return true;
 }
 
+/* TC fills the way with the op's answer: only a value the slot holds, and never an evicted key. */
 static void fill(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_fix_entry *fix,
-		 bool can_fill)
+		 bool can_fill, const struct xtx_op *op)
 {
-	if (e->fill_way == XTX_KV_NO_WAY || !can_fill)
+	if (e->fill_way == XTX_KV_NO_WAY || !can_fill || (e->flags & XTX_DEFER_EVICT) ||
+	    !fits_kernel(op))
 		return;
 	fix->action |= XTX_FIX_FILL;
 	xtxd_stat_inc(&x->stats.fills);
@@ -197,29 +307,37 @@ static uint64_t absent_base(struct xtxd_exec *x, const struct xtx_defer_entry *e
  * The KV half of transaction ops, with the kernel's semantics (bpf/lib/kv.h):
  * the lock half already ran in XDP.  Commits install at the version the
  * coordinator fixed and answer ALREADY_APPLIED when it is there already.
+ * A grant whose value does not fit the room answers TOO_BIG, and TC
+ * releases the grant (XTX_FIX_RELEASE): the op took nothing.
  */
-static uint8_t run_txn_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
+static uint8_t run_txn_op(struct xtxd_exec *x, const struct body *bd,
+			  const struct xtx_defer_entry *e, struct xtx_op *op,
 			  struct xtx_fix_entry *fix, bool can_fill, bool found,
 			  const struct xtxd_ovf_item *cur)
 {
 	bool primary = op->opcode == XTX_OP_COMMIT_PRIMARY, del = op->flags & XTX_OPF_DELETE;
 	struct xtxd_ovf_item it;
 	uint64_t v;
+	uint8_t st;
 
 	switch (op->opcode) {
 	case XTX_OP_LOCK_SHARED:
 	case XTX_OP_LOCK_EXCL:
 	case XTX_OP_OCC_LOCK:
 		if (!found) {
-			op->flags |= XTX_TXF_ABSENT;
+			op->flags = (op->flags & ~XTX_OPF_EXT) | XTX_TXF_ABSENT;
+			memset(op->value, 0, sizeof(op->value));
 			op->vlen = 0;
 			op->version = absent_base(x, e, fix);
 			return XTX_ST_OK;
 		}
-		op->vlen = cur->vlen;
+		st = answer_value(bd, op, cur->value, cur->vlen);
+		if (st == XTX_ST_TOO_BIG) {
+			fix->action |= XTX_FIX_RELEASE;
+			return st;
+		}
 		op->version = cur->version;
-		memcpy(op->value, cur->value, XTX_VALUE_INLINE);
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
 	case XTX_OP_OCC_VALIDATE:
 		v = found ? cur->version : absent_base(x, e, fix);
@@ -244,22 +362,23 @@ static uint8_t run_txn_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, 
 			op->version = v;
 			return XTX_ST_OK;
 		}
-		item_of_op(&it, op, v);
+		item_of_op(&it, bd, op, v);
 		if (xtxd_ovf_put(x->store, &it) < 0)
 			return XTX_ST_FULL;
 		op->version = v;
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
 	}
 }
 
 /* Runs one op against the store (holding its bucket lock); returns its status. */
-static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
-		      struct xtx_fix_entry *fix, bool can_fill)
+static uint8_t run_op(struct xtxd_exec *x, const struct body *bd, const struct xtx_defer_entry *e,
+		      struct xtx_op *op, struct xtx_fix_entry *fix, bool can_fill)
 {
 	struct xtxd_ovf_item cur, it;
 	uint64_t v;
 	bool found = !xtxd_ovf_get(x->store, op->table, op->key, &cur);
+	uint8_t st;
 
 	switch (op->opcode) {
 	case XTX_OP_GET:
@@ -268,10 +387,11 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 			op->version = absent_base(x, e, fix);	/* as XDP answers */
 			return XTX_ST_NOT_FOUND;
 		}
-		op->vlen = cur.vlen;
+		st = answer_value(bd, op, cur.value, cur.vlen);
+		if (st != XTX_ST_OK)
+			return st;
 		op->version = cur.version;
-		memcpy(op->value, cur.value, XTX_VALUE_INLINE);
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
 	case XTX_OP_INSERT:
 		if (found)
@@ -282,25 +402,25 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 			v = fix->floor_to;
 		if (v < xtxd_ovf_floor(x->store, e->bucket))
 			v = xtxd_ovf_floor(x->store, e->bucket);
-		item_of_op(&it, op, v + 1);
+		item_of_op(&it, bd, op, v + 1);
 		if (xtxd_ovf_put(x->store, &it) < 0)
 			return XTX_ST_FULL;
 		op->version = v + 1;
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
 	case XTX_OP_UPDATE:
 		if (!found)
 			return XTX_ST_NOT_FOUND;
-		item_of_op(&it, op, cur.version + 1);
+		item_of_op(&it, bd, op, cur.version + 1);
 		if (xtxd_ovf_put(x->store, &it) < 0)
 			return XTX_ST_FULL;
 		op->version = cur.version + 1;
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 	case XTX_OP_COMMIT_BACKUP:
 	case XTX_OP_COMMIT_PRIMARY:
-		return run_txn_op(x, e, op, fix, can_fill, found, &cur);
+		return run_txn_op(x, bd, e, op, fix, can_fill, found, &cur);
 	default: /* XTX_OP_DELETE */
 		if (!found || !xtxd_ovf_del(x->store, op->table, op->key, UINT64_MAX, &cur))
 			return XTX_ST_NOT_FOUND;
@@ -312,47 +432,69 @@ static uint8_t run_op(struct xtxd_exec *x, const struct xtx_defer_entry *e, stru
 }
 
 /* A HADES op's KV half runs as the op it stands for, as in XDP (include/xtx/hades.h). */
-static uint8_t run_op_as(struct xtxd_exec *x, const struct xtx_defer_entry *e, struct xtx_op *op,
+static uint8_t run_op_as(struct xtxd_exec *x, const struct body *bd,
+			 const struct xtx_defer_entry *e, struct xtx_op *op,
 			 struct xtx_fix_entry *fix, bool can_fill)
 {
 	uint8_t orig = op->opcode, alias = xtx_hades_kv_opcode(orig, op->flags), st;
 
 	if (alias == XTX_OP_NOP)
-		return run_op(x, e, op, fix, can_fill);
+		return run_op(x, bd, e, op, fix, can_fill);
 	op->opcode = alias;
 	op->version = xtx_hades_kv_version(orig, op->flags, op->version);
-	st = run_op(x, e, op, fix, can_fill);
+	st = run_op(x, bd, e, op, fix, can_fill);
 	op->opcode = orig;
 	return st;
 }
 
+/* Ops whose answer is a value (a read, or a grant that reads). */
+static bool answers_value(const struct xtx_op *op)
+{
+	return !is_value_write(op->opcode) && op->opcode != XTX_OP_DELETE &&
+	       op->opcode != XTX_OP_OCC_VALIDATE && op->opcode != XTX_OP_HVALIDATE;
+}
+
 /*
- * A retransmission answered from the record.  Its fix may still fill the
- * kernel, but only while the store holds exactly the recorded version:
- * since the first answer other ops may have changed the key.
+ * A retransmission answered from the record: a value read is answered
+ * again, from the slot or the area (the request, sent again, leaves the
+ * same room).  Its fix may still fill the kernel, but only while the store
+ * holds exactly the recorded version: since the first answer other ops
+ * may have changed the key.
  */
-static void answer_from_record(struct xtxd_exec *x, const struct xtx_defer_entry *e,
-			       struct xtx_op *op, struct xtx_fix_entry *fix, bool can_fill,
+static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
+			       const struct xtx_defer_entry *e, struct xtx_op *op,
+			       struct xtx_fix_entry *fix, bool can_fill,
 			       const struct xtxd_replay_rec *rec)
 {
 	struct xtxd_ovf_item cur;
 
 	op->status = rec->status;
+	if (rec->status == XTX_ST_TOO_BIG) {
+		answer_value(bd, op, rec->value, rec->vlen);
+		return;
+	}
 	if (rec->status != XTX_ST_OK)
 		return;
 	op->version = rec->version;
-	op->vlen = rec->vlen;
-	memcpy(op->value, rec->value, XTX_VALUE_INLINE);
+	if (answers_value(op)) {
+		/* the room is the request's: its area reference stays in the slot */
+		op->flags = (rec->flags & ~XTX_OPF_EXT) | (op->flags & XTX_OPF_EXT);
+		answer_value(bd, op, rec->value, rec->vlen);
+	}
 	if (op->opcode == XTX_OP_DELETE) {
 		raise_floor(x, e, fix, rec->version);
 		return;
 	}
 	if (!xtxd_ovf_get(x->store, op->table, op->key, &cur) && cur.version == rec->version)
-		fill(x, e, fix, can_fill);
+		fill(x, e, fix, can_fill, op);
 }
 
-static void record(struct xtxd_exec *x, const struct xtx_hdr *hdr, uint8_t op_idx,
-		   const struct xtx_op *op)
+/*
+ * Records an op's answer: a value it answered in the area is kept whole,
+ * and a TOO_BIG keeps the length it asked room for.
+ */
+static void record(struct xtxd_exec *x, const struct body *bd, const struct xtx_hdr *hdr,
+		   uint8_t op_idx, const struct xtx_op *op)
 {
 	struct xtxd_replay_rec rec = {
 		.req_id = hdr->req_id,
@@ -363,10 +505,19 @@ static void record(struct xtxd_exec *x, const struct xtx_hdr *hdr, uint8_t op_id
 		.status = op->status,
 		.key = op->key,
 		.version = op->version,
+		.flags = op->flags,
 		.vlen = op->vlen,
 	};
+	struct xtx_ext ext;
 
-	memcpy(rec.value, op->value, XTX_VALUE_INLINE);
+	if (answers_value(op) && op_ext(op, &ext) &&
+	    (op->status == XTX_ST_OK || op->status == XTX_ST_TOO_BIG)) {
+		rec.vlen = ext.len;
+		if (op->status == XTX_ST_OK)
+			memcpy(rec.value, bd->p + ext.off, ext.len);
+	} else {
+		memcpy(rec.value, op->value, XTX_VALUE_INLINE);
+	}
 	xtxd_replay_put(x->replay, &rec);
 }
 
@@ -397,13 +548,13 @@ static bool bucket_held(const struct xtxd_exec *x, const struct xtx_defer_entry 
  * One deferred entry: victim, op, record, filter, as one step under the
  * bucket lock.  Returns whether the op ran here (not answered from a record).
  */
-static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
+static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct xtx_hdr *hdr,
 		      const struct xtx_defer_entry *e, struct xtx_op *op,
 		      struct xtx_fix_entry *fix)
 {
 	struct xtxd_replay_rec rec;
 	struct xtxd_ovf_item cur;
-	bool can_fill = true, held, ran = false;
+	bool can_fill = true, held, ran = false, saved = true;
 	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
@@ -416,8 +567,7 @@ static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	xtxd_ovf_lock(x->store, e->bucket);
 	held = bucket_held(x, e);
 	if (e->flags & XTX_DEFER_HAS_VICTIM) {
-		bool saved = false;
-
+		saved = false;
 		if (held)
 			saved = write_back_victim(x, e, fix);
 		else
@@ -436,9 +586,18 @@ static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	 */
 	if (xtxd_replay_get(x->replay, hdr->client_id, hdr->req_id, e->op_idx, &rec) &&
 	    record_matches(&rec, op)) {
-		answer_from_record(x, e, op, fix, can_fill, &rec);
+		answer_from_record(x, bd, e, op, fix, can_fill, &rec);
 		xtxd_stat_inc((e->flags & XTX_DEFER_REPLAY) ? &x->stats.replays :
 							       &x->stats.duplicates);
+	} else if ((e->flags & XTX_DEFER_EVICT) && (!held || !saved)) {
+		/*
+		 * The key's kernel copy could not be saved first (store full,
+		 * or the bucket was taken over and XDP may have changed it
+		 * since): the store's copy may be older, so the op does not
+		 * run.  FULL when the store has no room, else RETRY.
+		 */
+		op->status = held ? XTX_ST_FULL : XTX_ST_RETRY;
+		record(x, bd, hdr, e->op_idx, op);
 	} else if (!held && op->opcode == XTX_OP_INSERT &&
 		   xtxd_ovf_get(x->store, op->table, op->key, &cur)) {
 		/*
@@ -450,14 +609,17 @@ static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 		 * request answers the same.
 		 */
 		op->status = XTX_ST_RETRY;
-		record(x, hdr, e->op_idx, op);
+		record(x, bd, hdr, e->op_idx, op);
 	} else {
 		if (e->flags & XTX_DEFER_REPLAY)
 			xtxd_stat_inc(&x->stats.replays_unrecorded);
-		op->status = run_op_as(x, e, op, fix, can_fill);
+		op->status = run_op_as(x, bd, e, op, fix, can_fill);
 		ran = true;
 		/* recorded before the bucket unlocks: a replay of it finds it */
-		record(x, hdr, e->op_idx, op);
+		record(x, bd, hdr, e->op_idx, op);
+		/* the store holds the key now (the kernel's copy was saved first) */
+		if (e->flags & XTX_DEFER_EVICT)
+			fix->action |= XTX_FIX_EVICT;
 	}
 	pr_debug("rare: client %u req %llu op %u %s key %llu -> %s v%llu%s\n", hdr->client_id,
 		 (unsigned long long)hdr->req_id, e->op_idx, xtx_op_name(op->opcode) ?: "?",
@@ -483,13 +645,21 @@ static bool run_entry(struct xtxd_exec *x, const struct xtx_hdr *hdr,
 	return ran;
 }
 
-/* A plain write that ran here, as xtxd's log keeps it (userlog.h). */
-static bool plain_write_entry(const struct xtx_hdr *hdr, const struct xtx_op *op,
-			      struct xtx_log_entry *e)
+/*
+ * A plain write that ran here, as xtxd's log keeps it (userlog.h): one
+ * entry, or for a value over the slot a head entry (XTX_LOGF_EXT) and its
+ * continuations, appended together.  Returns the entries written to e.
+ */
+static uint32_t plain_write_entries(const struct body *bd, const struct xtx_hdr *hdr,
+				    const struct xtx_op *op, struct xtx_log_entry *e)
 {
+	struct xtx_log_ext lx = {};
+	struct xtx_ext ext;
+	uint32_t n, i;
+
 	if (op->status != XTX_ST_OK || (op->opcode != XTX_OP_INSERT &&
 					 op->opcode != XTX_OP_UPDATE && op->opcode != XTX_OP_DELETE))
-		return false;
+		return 0;
 	memset(e, 0, sizeof(*e));
 	e->client_id = hdr->client_id;
 	e->key = op->key;
@@ -497,21 +667,64 @@ static bool plain_write_entry(const struct xtx_hdr *hdr, const struct xtx_op *op
 	e->version = op->version;
 	if (op->opcode == XTX_OP_DELETE) {
 		e->flags = XTX_LOGF_DELETE;
-	} else {
+		return 1;
+	}
+	if (!op_ext(op, &ext)) {
 		e->vlen = op->vlen;
 		memcpy(e->value, op->value, XTX_VALUE_INLINE);
+		return 1;
 	}
-	return true;
+	e->flags = XTX_LOGF_EXT;
+	lx.len = ext.len;
+	lx.txn = e->txn;
+	memcpy(e->value, &lx, sizeof(lx));
+	n = xtx_log_cont_count(ext.len);
+	for (i = 0; i < n; i++) {
+		struct xtx_log_cont c = {};
+		uint32_t at = i * XTX_LOG_CONT_BYTES, k = ext.len - at;
+
+		if (k > XTX_LOG_CONT_BYTES)
+			k = XTX_LOG_CONT_BYTES;
+		/* seq is the log writer's to number, consecutively after the head */
+		memcpy(c.bytes, bd->p + ext.off + at, k);
+		memcpy(&e[1 + i], &c, sizeof(c));
+	}
+	return 1 + n;
+}
+
+/*
+ * The body's length: the defer trailer XDP's record left after it names
+ * its entry count, so it is found from the datagram's end.  Counts are
+ * tried from 1 up: a shorter guess lands inside the real trailer, at an
+ * entry's start, whose first byte is an op index, never the magic's.
+ */
+static size_t body_len_of(const uint8_t *req, size_t len, size_t ops_end)
+{
+	struct xtx_defer_trailer dt;
+	uint32_t c;
+
+	for (c = 1; c <= XTX_MAX_DEFERRED; c++) {
+		size_t tl = XTX_DEFER_TRAILER_LEN(c);
+
+		if (len < ops_end + tl)
+			break;
+		memcpy(&dt, req + len - tl, DEFER_HDR_LEN);
+		if (dt.magic == XTX_DEFER_MAGIC && dt.count == c)
+			return len - tl;
+	}
+	return 0;
 }
 
 int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out,
 		     size_t out_size)
 {
 	struct xtx_defer_trailer dt;
-	struct xtx_fix_trailer ft;
-	struct xtx_log_entry writes[XTX_MAX_DEFERRED];
+	struct xtx_fix_entry fe[XTX_MAX_DEFERRED];
+	struct xtx_fix_footer ff;
+	struct xtx_log_entry writes[XTX_MAX_DEFERRED * WRITE_ENTRIES];
 	struct xtx_hdr hdr;
-	size_t ops_end, reply_len;
+	struct body bd;
+	size_t ops_end, body_len, reply_len;
 	uint8_t *o = out;
 	uint32_t i, nwrites = 0;
 
@@ -525,31 +738,35 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 	ops_end = op_off(hdr.nops);
 	if (len < ops_end + DEFER_HDR_LEN)
 		return drop(x, XTXD_DROP_LENGTH);
-	memset(&dt, 0, sizeof(dt));
-	memcpy(&dt, (const uint8_t *)req + ops_end, DEFER_HDR_LEN);
-	if (dt.magic != XTX_DEFER_MAGIC || !dt.count || dt.count > XTX_MAX_DEFERRED)
-		return drop(x, XTXD_DROP_TRAILER);
-	if (len != ops_end + DEFER_HDR_LEN + dt.count * sizeof(struct xtx_defer_entry))
+	body_len = body_len_of(req, len, ops_end);
+	if (!body_len) {
+		memset(&dt, 0, sizeof(dt));
+		memcpy(&dt, (const uint8_t *)req + ops_end, DEFER_HDR_LEN);
+		return drop(x, dt.magic != XTX_DEFER_MAGIC || !dt.count ||
+			       dt.count > XTX_MAX_DEFERRED ? XTXD_DROP_TRAILER : XTXD_DROP_LENGTH);
+	}
+	if (body_len % XTX_EXT_ALIGN || body_len > XTX_MAX_REQUEST)
 		return drop(x, XTXD_DROP_LENGTH);
-	memcpy(dt.e, (const uint8_t *)req + ops_end + DEFER_HDR_LEN,
-	       dt.count * sizeof(struct xtx_defer_entry));
-	if (!entries_ok(x->store, req, hdr.nops, &dt))
+	memset(&dt, 0, sizeof(dt));
+	memcpy(&dt, (const uint8_t *)req + body_len, len - body_len);
+	if (!entries_ok(x->store, req, hdr.nops, body_len, &dt))
 		return drop(x, XTXD_DROP_ENTRY);
-	reply_len = ops_end + FIX_HDR_LEN + dt.count * sizeof(struct xtx_fix_entry);
+	reply_len = body_len + XTX_FIX_TRAILER_LEN(dt.count);
 	/* a fragmented reply would reach TC egress in pieces */
 	if (reply_len > XTX_MAX_PAYLOAD || reply_len > out_size)
 		return drop(x, XTXD_DROP_TOO_BIG);
 
 	/* the reply is the request rewritten; out may be req */
-	memmove(o, req, ops_end);
+	memmove(o, req, body_len);
+	bd.p = o;
+	bd.len = body_len;
 	for (i = 0; i < dt.count; i++) {
 		const struct xtx_defer_entry *e = &dt.e[i];
 		struct xtx_op op;
 
 		memcpy(&op, o + op_off(e->op_idx), sizeof(op));
-		if (run_entry(x, &hdr, e, &op, &ft.e[i]) &&
-		    plain_write_entry(&hdr, &op, &writes[nwrites]))
-			nwrites++;
+		if (run_entry(x, &bd, &hdr, e, &op, &fe[i]))
+			nwrites += plain_write_entries(&bd, &hdr, &op, &writes[nwrites]);
 		memcpy(o + op_off(e->op_idx), &op, sizeof(op));
 	}
 	/*
@@ -562,9 +779,11 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 	if (hdr.status == XTX_ST_NONE)
 		hdr.status = XTX_ST_OK;
 	memcpy(o, &hdr, sizeof(hdr));
-	ft.magic = XTX_FIX_MAGIC;
-	ft.count = dt.count;
-	memset(ft.pad, 0, sizeof(ft.pad));
-	memcpy(o + ops_end, &ft, FIX_HDR_LEN + dt.count * sizeof(struct xtx_fix_entry));
+	memcpy(o + body_len, fe, dt.count * sizeof(struct xtx_fix_entry));
+	ff.magic = XTX_FIX_MAGIC;
+	ff.count = dt.count;
+	ff.pad = 0;
+	ff.body_len = (uint16_t)body_len;
+	memcpy(o + body_len + dt.count * sizeof(struct xtx_fix_entry), &ff, sizeof(ff));
 	return (int)reply_len;
 }

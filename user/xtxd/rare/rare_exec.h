@@ -64,14 +64,14 @@ struct xtxd_exec {
 	int (*log_writes)(struct xtx_log_entry *e, size_t n);
 };
 
-/* Largest request the executor accepts: header, 16 ops and a full defer trailer. */
-#define XTXD_REQ_MAX	(sizeof(struct xtx_hdr) + XTX_MAX_OPS * sizeof(struct xtx_op) + \
-			 sizeof(struct xtx_defer_trailer))
+/* Largest request the executor accepts: a body with a value area and a full defer trailer. */
+#define XTXD_REQ_MAX	(XTX_MAX_REQUEST + sizeof(struct xtx_defer_trailer))
 
 /*
  * Executes the deferred ops of one datagram XDP passed (UDP payload in
- * req) and writes the reply payload (header, ops, struct xtx_fix_trailer)
- * to out.  Returns the reply's length, or a negative errno when the
+ * req: header, ops, value area, then the defer trailer of its record) and
+ * writes the reply payload (header, ops, value area, fix entries, struct
+ * xtx_fix_footer) to out.  Returns the reply's length, or a negative errno when the
  * datagram is dropped (counted in x->stats.drop; nothing was changed).
  * The caller is a registered RCU thread.
  */

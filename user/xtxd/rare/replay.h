@@ -14,6 +14,9 @@
  * version twice, so the answer comes from here.  The table is bounded:
  * 4-way sets, the oldest record of a set overwritten; a retransmission
  * arrives within milliseconds, long before its record could age out.
+ * A record keeps a value up to XTX_VALUE_INLINE in place and a longer one
+ * on the heap, so the table stays small while a retransmitted read of a
+ * big value is still answered with it.
  */
 struct xtxd_replay;
 
@@ -26,10 +29,11 @@ struct xtxd_replay_rec {
 	uint8_t table;
 	uint8_t status;
 	uint64_t key;
-	/* the answer */
+	/* the answer (a read's value up to XTX_VALUE_MAX: replies answer from the area too) */
 	uint64_t version;
-	uint8_t vlen;
-	uint8_t value[XTX_VALUE_INLINE];
+	uint32_t flags;
+	uint16_t vlen;
+	uint8_t value[XTX_VALUE_MAX];
 };
 
 #define XTXD_REPLAY_ENTRIES	(64u << 10)

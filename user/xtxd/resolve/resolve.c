@@ -24,6 +24,7 @@
 #include "log/logdrain.h"
 #include "log/snapshot.h"
 #include "logfile.h"
+#include "logrec.h"
 #include "store/overflow.h"
 #include "resolve.h"
 #include "resolve_apply.h"
@@ -110,15 +111,23 @@ static void note_late_delete(const struct xtx_log_entry *e)
 	pthread_mutex_unlock(&R.mu);
 }
 
+/*
+ * The drain shows whole writes only (logdrain.h), so each is gathered from
+ * the batch alone; a damaged one is left to recovery, which refuses the log.
+ */
 void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 {
+	static __thread struct xtx_logrec rec;
 	bool locked = false;
 	uint64_t now = 0;
-	size_t i;
+	size_t i, span;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i += span) {
 		struct xtxd_txn *x;
+		int res;
 
+		/* a head and its continuations: only the head's fields decide anything */
+		span = xtx_logrec_span(&e[i]);
 		if ((e[i].flags & (XTX_LOGF_DECIDED | XTX_LOGF_DELETE)) ==
 		    (XTX_LOGF_DECIDED | XTX_LOGF_DELETE) &&
 		    __atomic_load_n(&R.hold_deletes, __ATOMIC_ACQUIRE)) {
@@ -142,11 +151,18 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 			locked = true;
 		}
 		x = xtxd_txns_get(&R.txns, e[i].txn, false, now);
-		if (!x || x->outcome == XTXD_OUT_NONE) {
-			if (xtxd_txns_add(&R.txns, &e[i], now))
-				pr_warn("resolve: out of memory tracking txn %#llx\n",
-					(unsigned long long)e[i].txn);
+		if (x && x->outcome != XTXD_OUT_NONE)
+			continue;
+		xtx_logrec_reset(&rec);
+		res = xtx_logrec_decode(&e[i], span <= n - i ? span : n - i, &rec.w, &rec.why);
+		if (res) {
+			pr_warn("resolve: a damaged write of txn %#llx in the log: %s\n",
+				(unsigned long long)e[i].txn, rec.why);
+			continue;
 		}
+		if (xtxd_txns_add(&R.txns, &rec.w, now))
+			pr_warn("resolve: out of memory tracking txn %#llx\n",
+				(unsigned long long)e[i].txn);
 	}
 	if (locked)
 		pthread_mutex_unlock(&R.mu);
@@ -264,8 +280,19 @@ static int fence(uint64_t txn)
 	return err;
 }
 
-/* A copy of x's writes, taken under the lock (the drain may grow them). */
-static struct xtx_log_entry *copy_writes(struct xtxd_txn *x, uint32_t *n)
+/* A copy of x's writes with their values, taken under the lock (the drain may grow them). */
+static struct xtx_log_write *copy_writes(struct xtxd_txn *x, uint32_t *n)
+{
+	struct xtx_log_write *w;
+
+	pthread_mutex_lock(&R.mu);
+	w = xtxd_txn_writes(x, n);
+	pthread_mutex_unlock(&R.mu);
+	return w;
+}
+
+/* A copy of x's writes without their values: what checking versions needs. */
+static struct xtx_log_entry *copy_heads(struct xtxd_txn *x, uint32_t *n)
 {
 	struct xtx_log_entry *w;
 
@@ -286,7 +313,7 @@ static struct xtx_log_entry *copy_writes(struct xtxd_txn *x, uint32_t *n)
  */
 static int apply(struct xtxd_txn *x, const char *why)
 {
-	struct xtx_log_entry *w;
+	struct xtx_log_write *w;
 	uint32_t n, i, installed = 0, unlocked = 0;
 	bool again = x->apply_pending;	/* said why once already: retry quietly */
 	int err, failed = 0;
@@ -300,21 +327,22 @@ static int apply(struct xtxd_txn *x, const char *why)
 			if (!again)
 				pr_warn("resolve: txn %#llx: installing table %u key %llu "
 					"version %llu: %s (retrying)\n",
-					(unsigned long long)x->txn, w[i].table,
-					(unsigned long long)w[i].key,
-					(unsigned long long)w[i].version, strerror(-err));
+					(unsigned long long)x->txn, w[i].e.table,
+					(unsigned long long)w[i].e.key,
+					(unsigned long long)w[i].e.version, strerror(-err));
 			failed = err;
 		} else {
 			installed += err;
 		}
 	}
 	for (i = 0; !failed && i < n; i++) {
-		err = xtxd_live_unlock(&R.live, x->txn, w[i].table, w[i].key);
+		err = xtxd_live_unlock(&R.live, x->txn, w[i].e.table, w[i].e.key);
 		if (err < 0) {
 			if (!again)
 				pr_warn("resolve: txn %#llx: freeing the lock of table %u key "
 					"%llu: %s (retrying)\n", (unsigned long long)x->txn,
-					w[i].table, (unsigned long long)w[i].key, strerror(-err));
+					w[i].e.table, (unsigned long long)w[i].e.key,
+					strerror(-err));
 			failed = err;
 		} else {
 			unlocked += err;
@@ -427,15 +455,21 @@ static int load_from_disk(void)
 	struct xtx_logseg *segs = NULL;
 	struct idset want = {};
 	struct xtx_log_entry e;
+	struct xtx_logrec *rec;
 	struct xtx_logr r;
 	size_t nsegs = 0, i;
 	int err;
 
+	rec = malloc(sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	xtx_logrec_init(rec);
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, want_searched, &want);
 	pthread_mutex_unlock(&R.mu);
 	if (want.oom) {
 		free(want.v);
+		free(rec);
 		return -ENOMEM;
 	}
 	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
@@ -444,13 +478,20 @@ static int load_from_disk(void)
 		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
 		if (err)
 			break;
+		/* a big write may go on in the CPU's next segment, never in another CPU's */
+		if (i && segs[i - 1].cpu != segs[i].cpu)
+			xtx_logrec_reset(rec);
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			if ((e.nreplicas < 2 && !(e.flags & XTX_LOGF_META)) ||
-			    (e.flags & XTX_LOGF_DECIDED) || !idset_has(&want, e.txn))
+			const struct xtx_log_entry *h = &rec->w.e;
+
+			if (xtx_logrec_feed(rec, &e) != XTX_LOGREC_WRITE)
+				continue;	/* damage is recovery's to refuse */
+			if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
+			    (h->flags & XTX_LOGF_DECIDED) || !idset_has(&want, h->txn))
 				continue;
 			pthread_mutex_lock(&R.mu);
-			err = xtxd_txns_add(&R.txns, &e, xtx_now_ns());
+			err = xtxd_txns_add(&R.txns, &rec->w, xtx_now_ns());
 			pthread_mutex_unlock(&R.mu);
 			if (err)
 				break;
@@ -464,6 +505,7 @@ static int load_from_disk(void)
 	}
 	free(segs);
 	free(want.v);
+	free(rec);
 	return err;
 }
 
@@ -712,7 +754,7 @@ static bool unfinished(struct xtxd_txn *x)
 	uint64_t v;
 	bool left = false;
 
-	w = copy_writes(x, &n);
+	w = copy_heads(x, &n);
 	if (!w)
 		return true;
 	for (i = 0; i < n && !left; i++) {
@@ -1150,8 +1192,13 @@ int xtxd_resolve_replay_deletes(size_t *n)
 	R.nlate = R.late_cap = 0;
 	pthread_mutex_unlock(&R.mu);
 	/* decided, so true: a copy older than the delete goes, a newer write stays */
-	for (i = 0; i < *n && !err; i++)
-		err = xtxd_live_install(&R.live, &v[i]) < 0 ? -EIO : 0;
+	for (i = 0; i < *n && !err; i++) {
+		struct xtx_log_write w;
+
+		/* a delete: no value to gather */
+		xtx_logrec_from_entry(&w, &v[i]);
+		err = xtxd_live_install(&R.live, &w) < 0 ? -EIO : 0;
+	}
 	if (err) {
 		/* the rest stays noted for the next try */
 		for (i--; i < *n; i++)
@@ -1210,6 +1257,7 @@ static void compact_decisions(void)
 	struct xtx_log_entry e;
 	struct xtx_logr r;
 	size_t nsegs = 0, i, kept = 0;
+	uint32_t skip = 0;
 	int err, fd;
 
 	pthread_mutex_lock(&R.mu);
@@ -1222,8 +1270,17 @@ static void compact_decisions(void)
 			continue;
 		if (xtx_logr_open(&r, R.dirfd, segs[i].name))
 			continue;
-		while (xtx_logr_next(&r, &e) == 1)
+		if (i && segs[i - 1].cpu != segs[i].cpu)
+			skip = 0;
+		/* a big value's continuations name no txn */
+		while (xtx_logr_next(&r, &e) == 1) {
+			if (skip) {
+				skip--;
+				continue;
+			}
 			idset_add(&keep, e.txn);
+			skip = xtx_logrec_span(&e) - 1;
+		}
 		xtx_logr_close(&r);
 	}
 	free(segs);

@@ -72,15 +72,38 @@ static int bucket_lock(struct xtx_kv_bucket *b)
 	}
 }
 
-static void set_way(struct xtx_kv_bucket *b, int w, const struct xtx_log_entry *e, uint8_t keep)
+/* A value of up to XTX_VALUE_INLINE bytes into way w. */
+static void set_way(struct xtx_kv_bucket *b, int w, const struct xtx_log_write *wr, uint8_t keep)
 {
+	const struct xtx_log_entry *e = &wr->e;
+
 	b->key[w] = e->key;
 	b->table[w] = e->table;
 	b->version[w] = e->version;
-	b->vlen[w] = e->vlen;
+	b->vlen[w] = (uint8_t)wr->vlen;
 	memset(b->value[w], 0, XTX_VALUE_INLINE);
-	memcpy(b->value[w], e->value, e->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : e->vlen);
+	memcpy(b->value[w], wr->value, wr->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : wr->vlen);
 	b->flags[w] = XTX_KVF_VALID | XTX_KVF_DIRTY | keep;
+}
+
+/* Both locks held: wr into the overflow store, its filter bit set.  1, or a negative errno. */
+static int store_put(struct xtxd_live *l, struct xtx_kv_bucket *b, const struct xtx_log_write *wr,
+		     uint64_t h)
+{
+	struct xtxd_ovf_item it;
+	int ret;
+
+	memset(&it, 0, sizeof(it));
+	it.key = wr->e.key;
+	it.table = wr->e.table;
+	it.version = wr->e.version;
+	it.vlen = wr->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : wr->vlen;
+	memcpy(it.value, wr->value, it.vlen);
+	ret = xtxd_ovf_put(l->store, &it);
+	if (ret < 0)
+		return ret;
+	__atomic_fetch_or(&b->bloom, 1ull << xtx_bloom_bit_of(h), __ATOMIC_SEQ_CST);
+	return ret;
 }
 
 static void raise_floor(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t bi, uint64_t v)
@@ -92,17 +115,34 @@ static void raise_floor(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t b
 
 /* Both locks held: the write against the kernel way or the store's copy. */
 static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t bi,
-			  const struct xtx_log_entry *e, uint64_t h)
+			  const struct xtx_log_write *wr, uint64_t h)
 {
-	bool del = e->flags & XTX_LOGF_DELETE;
-	struct xtxd_ovf_item it, cur;
+	const struct xtx_log_entry *e = &wr->e;
+	bool del = e->flags & XTX_LOGF_DELETE, big = !del && wr->vlen > XTX_VALUE_INLINE;
+	struct xtxd_ovf_item cur;
 	int w = way_of(b, e->table, e->key), i;
 
 	if (w >= 0) {
 		if (b->version[w] >= e->version)
 			return 0;
+		if (big) {
+			/*
+			 * A value the kernel cannot hold: it goes to the store
+			 * (over the store's older copy, if any), and the kernel's
+			 * copy, live or tombstone, is dropped, as an eviction
+			 * moves a key out, both locks held: from then on the
+			 * filter sends the key's ops to the rare path, which
+			 * finds it in the store.  Nothing is written back: the
+			 * kernel's copy is older.
+			 */
+			i = store_put(l, b, wr, h);
+			if (i < 0)
+				return i;
+			b->flags[w] = 0;
+			return 1;
+		}
 		if (!del) {
-			set_way(b, w, e, b->flags[w] & XTX_KVF_IN_USER);
+			set_way(b, w, wr, b->flags[w] & XTX_KVF_IN_USER);
 		} else if (b->flags[w] & XTX_KVF_IN_USER) {
 			/* the store's copy goes when this tombstone is written back */
 			b->version[w] = e->version;
@@ -120,24 +160,14 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 		raise_floor(l, b, bi, e->version);
 		return 1;
 	}
-	for (i = 0; i < XTX_KV_WAYS; i++) {
+	for (i = 0; !big && i < XTX_KV_WAYS; i++) {
 		if (!(b->flags[i] & (XTX_KVF_VALID | XTX_KVF_TOMB))) {
 			/* a store copy, if any, is older: the dirty way is written back over it */
-			set_way(b, i, e, 0);
+			set_way(b, i, wr, 0);
 			return 1;
 		}
 	}
-	memset(&it, 0, sizeof(it));
-	it.key = e->key;
-	it.table = e->table;
-	it.version = e->version;
-	it.vlen = e->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : e->vlen;
-	memcpy(it.value, e->value, it.vlen);
-	i = xtxd_ovf_put(l->store, &it);
-	if (i < 0)
-		return i;
-	__atomic_fetch_or(&b->bloom, 1ull << xtx_bloom_bit_of(h), __ATOMIC_SEQ_CST);
-	return i;
+	return store_put(l, b, wr, h);
 }
 
 int xtxd_live_bucket_lock(struct xtxd_live *l, uint32_t bi)
@@ -289,8 +319,9 @@ int xtxd_live_raise_floors(struct xtxd_live *l, uint64_t v)
 	return 0;
 }
 
-int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
+int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w)
 {
+	const struct xtx_log_entry *e = &w->e;
 	uint64_t h = xtx_hash(e->table, e->key);
 	uint32_t bi = xtx_bucket_of(h, l->nbuckets);
 	struct xtx_kv_bucket *b = &l->kv[bi];
@@ -300,7 +331,7 @@ int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e)
 	if (err)
 		return err;
 	xtxd_ovf_lock(l->store, bi);
-	err = install_locked(l, b, bi, e, h);
+	err = install_locked(l, b, bi, w, h);
 	xtxd_ovf_unlock(l->store, bi);
 	__atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
 	return err;

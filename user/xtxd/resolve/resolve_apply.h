@@ -8,6 +8,7 @@
 #include <xtx/kv.h>
 #include <xtx/log.h>
 #include <xtx/maps.h>
+#include "logrec.h"
 
 struct xtxd_ovf;
 
@@ -31,11 +32,13 @@ int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t
 /*
  * Installs a decided write (COMMIT_BACKUP's rule: only if newer than what
  * is there) into the kernel cache or the overflow store, under the bucket
- * lock as XDP takes it.  1 installed, 0 already there or newer, or a
- * negative errno (-ENOSPC: the store is full, -ETIMEDOUT: the bucket
- * stayed locked).  The caller is a registered RCU thread.
+ * lock as XDP takes it.  A value over XTX_VALUE_INLINE goes to the store
+ * only, dropping the kernel's older copy of the key.  1 installed, 0
+ * already there or newer, or a negative errno (-ENOSPC: the store is full,
+ * -ETIMEDOUT: the bucket stayed locked).  The caller is a registered RCU
+ * thread.
  */
-int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_entry *e);
+int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w);
 
 /*
  * Kernel bucket bi and the overflow store's keys of it, locked together as

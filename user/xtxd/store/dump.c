@@ -20,15 +20,45 @@ struct dump_rec {
 	uint8_t table;
 	uint8_t src;
 	uint8_t flags;		/* kernel slot flags */
-	uint8_t vlen;
+	uint16_t vlen;		/* up to XTX_VALUE_MAX */
 	uint8_t value[XTX_VALUE_INLINE];
+	uint64_t big;		/* vlen > XTX_VALUE_INLINE: the value's offset in the arena */
 };
 
 struct dump_vec {
 	struct dump_rec *r;
 	size_t n, cap;
 	int table;		/* -1: all */
+	/* the few values over XTX_VALUE_INLINE (the store's only): a record stays small */
+	uint8_t *arena;
+	size_t alen, acap;
 };
+
+/* The record's value bytes. */
+static const uint8_t *rec_value(const struct dump_vec *v, const struct dump_rec *r)
+{
+	return r->vlen > XTX_VALUE_INLINE ? v->arena + r->big : r->value;
+}
+
+static int arena_add(struct dump_vec *v, const uint8_t *bytes, size_t len, uint64_t *off)
+{
+	if (v->alen + len > v->acap) {
+		size_t cap = v->acap ? v->acap * 2 : 64 * 1024;
+		uint8_t *a;
+
+		while (cap < v->alen + len)
+			cap *= 2;
+		a = realloc(v->arena, cap);
+		if (!a)
+			return -ENOMEM;
+		v->arena = a;
+		v->acap = cap;
+	}
+	memcpy(v->arena + v->alen, bytes, len);
+	*off = v->alen;
+	v->alen += len;
+	return 0;
+}
 
 static int vec_push(struct dump_vec *v, const struct dump_rec *rec)
 {
@@ -50,16 +80,25 @@ static int vec_push(struct dump_vec *v, const struct dump_rec *rec)
 /* Runs inside the store's RCU read-side section: only copies. */
 static int push_item(const struct xtxd_ovf_item *it, void *arg)
 {
+	struct dump_vec *v = arg;
 	struct dump_rec rec = {
 		.key = it->key,
 		.version = it->version,
 		.table = it->table,
 		.src = SRC_STORE,
-		.vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen,
+		.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen,
 	};
+	int err;
 
+	if (v->table >= 0 && rec.table != v->table)
+		return 0;
 	memcpy(rec.value, it->value, XTX_VALUE_INLINE);
-	return vec_push(arg, &rec);
+	if (rec.vlen > XTX_VALUE_INLINE) {
+		err = arena_add(v, it->value, rec.vlen, &rec.big);
+		if (err)
+			return err;
+	}
+	return vec_push(v, &rec);
 }
 
 static int push_bucket(struct dump_vec *v, const struct xtx_kv_bucket *live)
@@ -144,15 +183,17 @@ static int rec_cmp(const void *a, const void *b)
 	return (int)x->src - (int)y->src;
 }
 
-static void print_rec(struct xtxd_out *out, const struct dump_rec *r, bool json)
+static void print_rec(struct xtxd_out *out, const struct dump_vec *v, const struct dump_rec *r,
+		      bool json)
 {
 	static const char digits[] = "0123456789abcdef";
-	char hex[2 * XTX_VALUE_INLINE + 1];
+	const uint8_t *value = rec_value(v, r);
+	char hex[2 * XTX_VALUE_MAX + 1];
 	int i;
 
 	for (i = 0; i < r->vlen; i++) {
-		hex[2 * i] = digits[r->value[i] >> 4];
-		hex[2 * i + 1] = digits[r->value[i] & 15];
+		hex[2 * i] = digits[value[i] >> 4];
+		hex[2 * i + 1] = digits[value[i] & 15];
 	}
 	hex[2 * r->vlen] = '\0';
 	if (json)
@@ -279,7 +320,7 @@ int xtxd_dump_each(const struct xtx_target *t, struct xtxd_ovf *s,
 		   const char **why)
 {
 	struct dump_vec v = { .table = -1 };
-	struct xtxd_ovf_item it;
+	static __thread struct xtxd_ovf_item it;
 	size_t i, j;
 	int err;
 
@@ -304,13 +345,14 @@ int xtxd_dump_each(const struct xtx_target *t, struct xtxd_ovf *s,
 		it.version = w->version;
 		it.table = w->table;
 		it.vlen = w->vlen;
-		memcpy(it.value, w->value, w->vlen);
+		memcpy(it.value, rec_value(&v, w), w->vlen);
 		err = fn(&it, arg);
 		if (err)
 			break;
 	}
 out:
 	free(v.r);
+	free(v.arena);
 	return err;
 }
 
@@ -336,9 +378,10 @@ int xtxd_dump(const struct xtx_target *t, struct xtxd_ovf *s, int table, bool js
 		}
 		w = winner(k, st);
 		if (w)
-			print_rec(out, w, json);
+			print_rec(out, &v, w, json);
 	}
 out:
 	free(v.r);
+	free(v.arena);
 	return err;
 }

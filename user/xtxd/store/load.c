@@ -27,7 +27,8 @@
 #define LOAD_PREFETCH		8
 #define LOAD_PROGRESS_NS	(100ull * 1000 * 1000)
 #define LOAD_RETRY_PAUSE_NS	(50 * 1000)
-#define FILE_LINE_MAX		1024
+/* a value of XTX_VALUE_MAX bytes in hex, its table and key, a comment */
+#define FILE_LINE_MAX		4096
 #define FILE_BUF		(256 * 1024)
 /* as the control channel's own timeout: a client that stops sending is cut off */
 #define FILE_IO_TIMEOUT_MS	10000
@@ -128,10 +129,29 @@ static void install(struct xtx_kv_bucket *b, int w, const struct xtxd_load_item 
 {
 	b->key[w] = it->key;
 	b->table[w] = it->table;
-	b->vlen[w] = it->vlen;
+	b->vlen[w] = (uint8_t)it->vlen;
 	b->version[w] = version;
 	memcpy(b->value[w], it->value, XTX_VALUE_INLINE);
 	b->flags[w] = flags;
+}
+
+/* The item into the store at version, its filter bit set: xtxd_ovf_put's answer. */
+static int store_put(struct xtxd_loader *l, struct xtx_kv_bucket *b,
+		     const struct xtxd_load_item *it, uint64_t version, uint64_t bit)
+{
+	struct xtxd_ovf_item si;
+	int ret;
+
+	memset(&si, 0, sizeof(si));
+	si.key = it->key;
+	si.table = it->table;
+	si.vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	si.version = version;
+	memcpy(si.value, si.vlen > XTX_VALUE_INLINE ? it->big : it->value, si.vlen);
+	ret = xtxd_ovf_put(l->store, &si);
+	if (ret > 0)
+		__atomic_fetch_or(&b->bloom, bit, __ATOMIC_SEQ_CST);
+	return ret;
 }
 
 /* One key, holding its bucket's lock word; 0 or a negative errno from the store. */
@@ -139,7 +159,8 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 		 const struct xtxd_load_item *it, uint64_t h)
 {
 	uint64_t bit = 1ull << xtx_bloom_bit_of(h), floor;
-	struct xtxd_ovf_item cur, si;
+	struct xtxd_ovf_item cur;
+	bool big;
 	int w, ret = 0;
 
 	/* the store's floor and keys of this bucket move under this lock only */
@@ -161,6 +182,21 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 		l->n.stale++;
 		goto out;
 	}
+	big = it->vlen > XTX_VALUE_INLINE;
+	if (w >= 0 && big) {
+		/*
+		 * A tombstone, and a value the kernel cannot hold: the key comes
+		 * back in the store (over its older copy, if the tombstone was
+		 * waiting to delete one), its version going on, the tombstone gone.
+		 */
+		ret = store_put(l, b, it, it->version ?: b->version[w] + 1, bit);
+		if (ret > 0) {
+			b->flags[w] = 0;
+			l->n.store++;
+		}
+		ret = ret < 0 ? ret : 0;
+		goto out;
+	}
 	if (w >= 0) {
 		/* a kernel tombstone: the key was deleted; it comes back in its way */
 		install(b, w, it, it->version ?: b->version[w] + 1,
@@ -174,26 +210,19 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 	/* recovery brings keys back at the versions they had */
 	if (it->version)
 		floor = it->version - 1;
-	w = l->write_through ? -1 : free_way(b);
+	w = l->write_through || big ? -1 : free_way(b);
 	if (w >= 0) {
 		install(b, w, it, floor + 1, XTX_KVF_VALID | XTX_KVF_DIRTY);
 		l->n.kernel++;
 		goto out;
 	}
-	memset(&si, 0, sizeof(si));
-	si.key = it->key;
-	si.table = it->table;
-	si.vlen = it->vlen;
-	si.version = floor + 1;
-	memcpy(si.value, it->value, it->vlen);
-	ret = xtxd_ovf_put(l->store, &si);
+	ret = store_put(l, b, it, floor + 1, bit);
 	if (ret < 0)
 		goto out;
 	/* 0: it held a newer copy after all, so it was there: a duplicate */
 	if (!ret)
 		goto dup;
 	ret = 0;
-	__atomic_fetch_or(&b->bloom, bit, __ATOMIC_SEQ_CST);
 	l->n.store++;
 	goto out;
 dup:
@@ -335,6 +364,7 @@ static int clip(size_t len)
 
 int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why, size_t why_len)
 {
+	uint8_t bytes[XTX_VALUE_MAX], *big;
 	const char *tok[4];
 	size_t len[4], i;
 	uint64_t v;
@@ -376,10 +406,10 @@ int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why,
 	}
 	if (nt < 3)
 		return 1;
-	if (len[2] % 2 || len[2] / 2 > XTX_VALUE_INLINE) {
+	if (len[2] % 2 || len[2] / 2 > XTX_VALUE_MAX) {
 		snprintf(why, why_len, "value '%.*s%s' is not up to %d bytes of hex "
 			 "(2 digits each)", clip(len[2]), tok[2], len[2] > 32 ? "..." : "",
-			 XTX_VALUE_INLINE);
+			 XTX_VALUE_MAX);
 		return -1;
 	}
 	for (i = 0; i < len[2] / 2; i++) {
@@ -390,10 +420,27 @@ int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why,
 				 len[2] > 32 ? "..." : "");
 			return -1;
 		}
-		it->value[i] = (uint8_t)(hi << 4 | lo);
+		bytes[i] = (uint8_t)(hi << 4 | lo);
 	}
-	it->vlen = (uint8_t)(len[2] / 2);
+	it->vlen = (uint16_t)(len[2] / 2);
+	if (it->vlen <= XTX_VALUE_INLINE) {
+		memcpy(it->value, bytes, it->vlen);
+		return 1;
+	}
+	big = malloc(it->vlen);
+	if (!big) {
+		snprintf(why, why_len, "%s", strerror(ENOMEM));
+		return -1;
+	}
+	memcpy(big, bytes, it->vlen);
+	it->big = big;
 	return 1;
+}
+
+void xtxd_load_item_free(struct xtxd_load_item *it)
+{
+	free((void *)it->big);
+	it->big = NULL;
 }
 
 /* ---- the control channel's requests ---- */
@@ -707,6 +754,27 @@ static int vec_push(struct item_vec *iv, const struct xtxd_load_item *it)
 	return 0;
 }
 
+static void vec_free(struct item_vec *iv)
+{
+	size_t i;
+
+	for (i = 0; i < iv->n; i++)
+		xtxd_load_item_free(&iv->v[i]);
+	free(iv->v);
+	iv->v = NULL;
+	iv->n = iv->cap = 0;
+}
+
+/*
+ * The longest value a load file may hold: --value-size bounds what the
+ * kernel cache's slot takes; at the slot's whole size, values past it go to
+ * the overflow store, up to XTX_VALUE_MAX.
+ */
+static uint32_t file_value_max(uint32_t value_size)
+{
+	return value_size < XTX_VALUE_INLINE ? value_size : XTX_VALUE_MAX;
+}
+
 /*
  * Reads the stream to its end, parsing line by line.  0, or -1 after
  * answering ERR (xtxd sends nothing before the end: a client still sending
@@ -753,12 +821,14 @@ static int read_file(const struct xtxd_load_env *env, int fd, const char *pendin
 				xtxd_out_printf(env->out, "ERR line %llu: a value of %u bytes: the "
 						"server takes at most %u (xtxd --value-size)\n",
 						(unsigned long long)lineno, it.vlen, value_size);
+				xtxd_load_item_free(&it);
 				goto out;
 			}
 			it.version = env->version;
 			if (r && vec_push(iv, &it)) {
 				xtxd_out_printf(env->out, "ERR load: %llu lines: %s\n",
 						(unsigned long long)lineno, strerror(ENOMEM));
+				xtxd_load_item_free(&it);
 				goto out;
 			}
 		}
@@ -812,8 +882,8 @@ void xtxd_load_file(const struct xtxd_load_env *env, int fd, const char *pending
 
 	if (run_begin(&r, env))
 		return;
-	if (read_file(env, fd, pending, npending, r.value_size, &iv)) {
-		free(iv.v);
+	if (read_file(env, fd, pending, npending, file_value_max(r.value_size), &iv)) {
+		vec_free(&iv);
 		run_close(&r);
 		return;
 	}
@@ -822,7 +892,7 @@ void xtxd_load_file(const struct xtxd_load_env *env, int fd, const char *pending
 	r.total = iv.n;
 	run_start_helper(&r);
 	err = run_items(&r, iv.v, iv.n, 0);
-	free(iv.v);
+	vec_free(&iv);
 	run_end(&r, err);
 }
 

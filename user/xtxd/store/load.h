@@ -15,12 +15,17 @@ struct xtxd_ovf;
 struct xtxd_out;
 struct xtx_target;
 
-/* One key to load; value is zero past vlen. */
+/*
+ * One key to load; value is zero past vlen.  A value over XTX_VALUE_INLINE
+ * bytes is in big instead (owned by whoever made the item) and goes to the
+ * overflow store, never into a kernel way.
+ */
 struct xtxd_load_item {
 	uint64_t key;
 	uint8_t table;
-	uint8_t vlen;
+	uint16_t vlen;		/* up to XTX_VALUE_MAX */
 	uint8_t value[XTX_VALUE_INLINE];
+	const uint8_t *big;	/* vlen > XTX_VALUE_INLINE: the value's bytes */
 	/*
 	 * 0: one above the bucket's floor (this server's history decides);
 	 * else exactly this (recovery; a replicated load, where every replica
@@ -88,11 +93,14 @@ void xtxd_loader_release(struct xtxd_loader *l);
 
 /*
  * One line of a load file: "table key hexvalue" (value may be omitted:
- * empty), '#' starts a comment, blank lines are allowed.  Key: decimal, or
- * hex after 0x.  1: *it filled; 0: nothing on the line; -1: *why says what
- * is wrong (at most why_len bytes).
+ * empty; up to XTX_VALUE_MAX bytes), '#' starts a comment, blank lines are
+ * allowed.  Key: decimal, or hex after 0x.  1: *it filled (a value over
+ * XTX_VALUE_INLINE in it->big, malloc'd: free it with
+ * xtxd_load_item_free); 0: nothing on the line; -1: *why says what is
+ * wrong (at most why_len bytes).
  */
 int xtxd_load_parse_line(const char *line, struct xtxd_load_item *it, char *why, size_t why_len);
+void xtxd_load_item_free(struct xtxd_load_item *it);
 
 /*
  * The control channel's "load" requests.  Both write their whole answer to

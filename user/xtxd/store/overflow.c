@@ -14,10 +14,19 @@
 #define OVF_STRIPES	256
 #define OVF_HT_MIN	1024	/* the hash table's buckets at first */
 
+/*
+ * A key's node holds its value's own length, not XTX_VALUE_MAX: most
+ * values fit the 40-byte slot, and a store of millions of small keys must
+ * not cost a kilobyte each.
+ */
 struct ovf_node {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
-	struct xtxd_ovf_item it;
+	uint64_t key;
+	uint64_t version;
+	uint8_t table;
+	uint16_t vlen;
+	uint8_t value[];
 };
 
 /* Per kernel bucket, allocated with its first key and freed with its last. */
@@ -65,7 +74,7 @@ static int ovf_match(struct cds_lfht_node *node, const void *arg)
 	const struct ovf_node *n = caa_container_of(node, struct ovf_node, node);
 	const struct ovf_lookup *l = arg;
 
-	return n->it.key == l->key && n->it.table == l->table;
+	return n->key == l->key && n->table == l->table;
 }
 
 static void ovf_node_free_rcu(struct rcu_head *head)
@@ -133,10 +142,20 @@ void xtxd_ovf_free(struct xtxd_ovf *s)
 /* glibc's malloc: a size word per chunk, chunks in 16-byte steps */
 #define OVF_MALLOC_OVERHEAD	16
 
-void xtxd_ovf_cost(size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket)
+/* What malloc spends on a node of vlen value bytes. */
+static size_t ovf_node_bytes(size_t vlen)
 {
+	size_t n = sizeof(struct ovf_node) + vlen + OVF_MALLOC_OVERHEAD;
+
+	return (n + 15) & ~(size_t)15;
+}
+
+void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket)
+{
+	if (vlen > XTX_VALUE_MAX)
+		vlen = XTX_VALUE_MAX;
 	/* the table grows to a bucket pointer per key (grow_at) */
-	*per_key = sizeof(struct ovf_node) + OVF_MALLOC_OVERHEAD + sizeof(void *);
+	*per_key = ovf_node_bytes(vlen) + sizeof(void *);
 	*per_spilling_bucket = sizeof(struct ovf_filter) + OVF_MALLOC_OVERHEAD;
 	*per_bucket = sizeof(struct ovf_filter *) + sizeof(uint64_t);
 }
@@ -171,6 +190,22 @@ void xtxd_ovf_unlock(struct xtxd_ovf *s, uint32_t bucket)
 	pthread_mutex_unlock(&s->stripe[bucket % OVF_STRIPES]);
 }
 
+/*
+ * The item a node holds.  Canonical: bytes past vlen are zero, so equal
+ * items compare equal; dirty says how many bytes past vlen out may hold
+ * from before (XTX_VALUE_MAX when unknown), so a walk zeroes no more.
+ */
+static void item_of_node(struct xtxd_ovf_item *out, const struct ovf_node *n, uint16_t dirty)
+{
+	out->key = n->key;
+	out->version = n->version;
+	out->table = n->table;
+	out->vlen = n->vlen;
+	memcpy(out->value, n->value, n->vlen);
+	if (dirty > n->vlen)
+		memset(out->value + n->vlen, 0, dirty - n->vlen);
+}
+
 /* Under rcu_read_lock: the node holding (table, key), or NULL. */
 static struct ovf_node *ovf_find(struct xtxd_ovf *s, uint8_t table, uint64_t key,
 				 struct cds_lfht_iter *iter)
@@ -191,25 +226,24 @@ int xtxd_ovf_get(struct xtxd_ovf *s, uint8_t table, uint64_t key, struct xtxd_ov
 	rcu_read_lock();
 	n = ovf_find(s, table, key, &iter);
 	if (n)
-		*out = n->it;
+		item_of_node(out, n, XTX_VALUE_MAX);
 	rcu_read_unlock();
 	return n ? 0 : -ENOENT;
 }
 
 static struct ovf_node *ovf_node_new(const struct xtxd_ovf_item *it)
 {
-	struct ovf_node *n = calloc(1, sizeof(*n));
-	uint8_t vlen = it->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : it->vlen;
+	uint16_t vlen = it->vlen > XTX_VALUE_MAX ? XTX_VALUE_MAX : it->vlen;
+	struct ovf_node *n = calloc(1, sizeof(*n) + vlen);
 
 	if (!n)
 		return NULL;
 	cds_lfht_node_init(&n->node);
-	n->it.key = it->key;
-	n->it.version = it->version;
-	n->it.table = it->table;
-	n->it.vlen = vlen;
-	/* canonical: bytes past vlen are zero, so equal items compare equal */
-	memcpy(n->it.value, it->value, vlen);
+	n->key = it->key;
+	n->version = it->version;
+	n->table = it->table;
+	n->vlen = vlen;
+	memcpy(n->value, it->value, vlen);
 	return n;
 }
 
@@ -276,7 +310,7 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 
 	rcu_read_lock();
 	old = ovf_find(s, it->table, it->key, &iter);
-	if (old && it->version < old->it.version) {
+	if (old && it->version < old->version) {
 		err = 0;
 		goto out;
 	}
@@ -333,9 +367,9 @@ int xtxd_ovf_del(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t below
 
 	rcu_read_lock();
 	n = ovf_find(s, table, key, &iter);
-	if (n && n->it.version < below && !cds_lfht_del(s->ht, &n->node)) {
+	if (n && n->version < below && !cds_lfht_del(s->ht, &n->node)) {
 		if (old)
-			*old = n->it;
+			item_of_node(old, n, XTX_VALUE_MAX);
 		filter_remove(s, xtx_hash(table, key));
 		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
 		call_rcu(&n->rcu, ovf_node_free_rcu);
@@ -376,16 +410,23 @@ void xtxd_ovf_raise_floor(struct xtxd_ovf *s, uint32_t bucket, uint64_t version)
 int xtxd_ovf_foreach(struct xtxd_ovf *s, int (*fn)(const struct xtxd_ovf_item *it, void *arg),
 		     void *arg)
 {
+	struct xtxd_ovf_item *it = calloc(1, sizeof(*it));
 	struct cds_lfht_iter iter;
 	struct ovf_node *n;
+	uint16_t dirty = 0;
 	int ret = 0;
 
+	if (!it)
+		return -ENOMEM;
 	rcu_read_lock();
 	cds_lfht_for_each_entry(s->ht, &iter, n, node) {
-		ret = fn(&n->it, arg);
+		item_of_node(it, n, dirty);
+		dirty = n->vlen;
+		ret = fn(it, arg);
 		if (ret)
 			break;
 	}
 	rcu_read_unlock();
+	free(it);
 	return ret;
 }

@@ -38,10 +38,11 @@ void xtxd_ovf_free(struct xtxd_ovf *s);
 
 /*
  * What the store costs in memory (estimates for sizing): per key it holds
- * (node, allocator header, its share of the hash table), per kernel bucket
+ * with a value of vlen bytes (node, value, allocator header, its share of
+ * the hash table; a node holds its own value's length), per kernel bucket
  * with keys here (the counting filter), and per kernel bucket.
  */
-void xtxd_ovf_cost(size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket);
+void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket);
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s);
 uint64_t xtxd_ovf_max(const struct xtxd_ovf *s);
@@ -81,8 +82,9 @@ void xtxd_ovf_raise_floor(struct xtxd_ovf *s, uint32_t bucket, uint64_t version)
 
 /*
  * Calls fn on every item inside one RCU read-side section: fn must not
- * block, and sees a weakly consistent view.  Stops at fn's first nonzero
- * return and returns it; else 0.
+ * block, and sees a weakly consistent view (the item is a copy, valid
+ * during the call).  Stops at fn's first nonzero return and returns it;
+ * else 0 (-ENOMEM when it could not start).
  */
 int xtxd_ovf_foreach(struct xtxd_ovf *s, int (*fn)(const struct xtxd_ovf_item *it, void *arg),
 		     void *arg);
