@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# YCSB and Retwis through libxtx on 3 servers with R = 3: populate, short runs of every YCSB
-# workload (A, B, C, F; zipf and uniform; transactions of 5 requests and single ops) and of
-# Retwis under OCC, 2PL and HADES with --verify, once each under loss, and --verify failing
-# when a record or a follow list is rewritten behind the clients' backs; HADES on data of its
-# own within the slot; then both at full size (1 KiB records and lists) against xtx-udpd.
+# YCSB and Retwis through libxtx on 3 xtx servers with R = 3, at full size (1016-byte records,
+# lists of up to 1 KiB): populate, short runs of every YCSB workload (A, B, C, F; zipf and
+# uniform; transactions of 5 requests and single ops) and of Retwis under OCC and 2PL with
+# --verify, once each under loss, and --verify failing when a record is torn or set back (a
+# lost update) or a follow list is emptied behind the clients' backs; HADES on data of its own
+# within the slot (its big writes are not served yet); then both against xtx-udpd, populated
+# through transactions.
 # checks: 99 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
@@ -17,11 +19,11 @@ tmp=$(mktemp -d /tmp/xtx-test-ycsb.XXXXXX)
 trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 RECORDS=2000
 USERS=2000
-# Record and list sizes of the OCC and 2PL runs on xtxd: YCSB_ARGS and RETWIS_ARGS (the
-# workloads' defaults are 1 KiB values). HADES runs, which big writes do not serve yet, get a
-# data set of their own at the slot's 40 bytes.
-YCSB_SIZE=(${YCSB_ARGS:---fields 3 --field-size 8})
-RETWIS_SIZE=(${RETWIS_ARGS:---value-max 40 --tweet-size 40 --follows 3})
+# Record and list sizes of the OCC and 2PL runs: the workloads' defaults (YCSB's 1016-byte
+# records, Retwis's lists of up to 1 KiB), or YCSB_ARGS and RETWIS_ARGS. HADES runs, which big
+# writes do not serve yet, get a data set of their own at the slot's 40 bytes.
+YCSB_SIZE=(${YCSB_ARGS:-})
+RETWIS_SIZE=(${RETWIS_ARGS:-})
 YCSB_SMALL=(--fields 3 --field-size 8)
 RETWIS_SMALL=(--value-max 40 --tweet-size 40 --follows 3)
 # Fixed client ids, so the hand-made ops below (client 900) never share one with a run.
@@ -100,6 +102,17 @@ check "ycsb f with loss: requests were resent (${retrans:-0})" test "${retrans:-
 
 # ---- --verify must catch what a broken server or library would do ----
 op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
+# update_all TABLE KEY HEX: the row rewritten on every replica, again while a transaction
+# holds its lock
+update_all() {
+	local i n
+	for i in 0 1 2; do
+		for ((n = 0; n < 200; n++)); do
+			op "$i" update "$1" "$2" "value=$3" | grep -q "status=ok" && break
+			sleep 0.01
+		done
+	done
+}
 # record HEX of key K with counter C and its fields' stamps all 0, as the load made it, but
 # for the counter: a read-modify-write that no transaction made
 rec=$(ctl 0 dump --table 10 | grep " key=1999 " | grep -o 'value=[0-9a-f]*' | cut -d= -f2)
@@ -108,13 +121,13 @@ pid=$!
 after_first_tick "$tmp/y.out"
 # the counter bumped (byte 8), the checksum left as it was
 bad=${rec:0:16}ff${rec:18}
-for i in 0 1 2; do op "$i" update 10 1999 "value=$bad" >/dev/null; done
+update_all 10 1999 "$bad"
 wait "$pid"
 rc=$?
 out=$(cat "$tmp/y.out")
 check "ycsb: a record rewritten behind its back fails --verify (exit $rc)" test "$rc" -eq 1
 check "ycsb: ... named as such" grep -q "record 1999: checksum does not match" <<<"$out"
-for i in 0 1 2; do op "$i" update 10 1999 "value=$rec" >/dev/null; done
+update_all 10 1999 "$rec"
 
 # A lost update: the hottest record set back mid-run to what it held before the run, a
 # well-formed record whose counter and fields no longer count the read-modify-writes since.
@@ -122,7 +135,7 @@ rec=$(ctl 0 dump --table 10 | grep " key=0 " | grep -o 'value=[0-9a-f]*' | cut -
 ycsb --workload f --duration 2 --warmup 0 --verify >"$tmp/y.out" 2>&1 &
 pid=$!
 after_first_tick "$tmp/y.out"
-for i in 0 1 2; do op "$i" update 10 0 "value=$rec" >/dev/null; done
+update_all 10 0 "$rec"
 wait "$pid"
 rc=$?
 out=$(cat "$tmp/y.out")
@@ -166,7 +179,7 @@ retwis --duration 2 --warmup 0 --verify >"$tmp/r.out" 2>&1 &
 pid=$!
 after_first_tick "$tmp/r.out"
 key=$((2 << 56))
-for i in 0 1 2; do op "$i" update 15 "$key" value=0200000000000000 >/dev/null; done
+update_all 15 "$key" 0200000000000000
 wait "$pid"
 rc=$?
 out=$(cat "$tmp/r.out")
@@ -207,8 +220,8 @@ b=$(json_field "$out" follows_at_bound)
 check "retwis: follows past a list's bound refused as logical failures (${b:-0})" \
 	test "${b:-0}" -gt 0 -a "$(total_field "$out" logical)" = "${b:-x}"
 
-# ---- at full size against xtx-udpd: 1 KiB records and lists, populated through
-# transactions, verified through its SIGUSR1 dumps ----
+# ---- against xtx-udpd: 1 KiB records and lists, populated through transactions, verified
+# through its SIGUSR1 dumps ----
 UDPD=$BUILD/xtx-udpd
 udpd_pid() { echo "$tmp/udpd$1.pid"; }
 stop_udpds() {
