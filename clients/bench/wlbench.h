@@ -79,8 +79,9 @@ struct wl_workload {
 	int (*check_opts)(void *ctx, unsigned int threads, uint64_t seed);
 	/*
 	 * Optional: the longest value it writes to one of its tables, once its
-	 * options are checked; under HADES one over XTX_VALUE_INLINE is
-	 * refused before anything runs.
+	 * options are checked.  Every client reserves that much read room for
+	 * the table ahead (xtx_client_table_value_max), and under HADES one over
+	 * XTX_VALUE_INLINE is refused before anything runs.
 	 */
 	uint16_t (*value_max)(const void *ctx, uint8_t table);
 	void (*usage)(FILE *out);
