@@ -132,7 +132,7 @@ help:
 	@echo '  user/xtxd        the daemon (store/, rare/, log/, resolve/)'
 	@echo '  user/xtxctl      the operator CLI      user/udpd   the user-space baseline'
 	@echo '  clients/libxtx   the client library (libxtx.h; txn/ is private)'
-	@echo '  clients/workloads TATP, SmallBank     clients/bench  xtxbench'
+	@echo '  clients/workloads TATP, SmallBank, YCSB, Retwis  clients/bench  xtxbench'
 	@echo '  clients/examples programs against libxtx alone'
 
 deps:

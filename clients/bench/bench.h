@@ -23,6 +23,8 @@ int bench_log_main(int argc, char **argv);
 int bench_tatp_main(int argc, char **argv);
 int bench_smallbank_main(int argc, char **argv);
 int bench_tpcc_main(int argc, char **argv);
+int bench_ycsb_main(int argc, char **argv);
+int bench_retwis_main(int argc, char **argv);
 int bench_bank_main(int argc, char **argv);
 int bench_resolve_main(int argc, char **argv);
 

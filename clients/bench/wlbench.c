@@ -763,7 +763,17 @@ static void usage(const struct wl_workload *w, FILE *out)
 	common_usage(out);
 }
 
-/* 1 after -h, 0, or -1 after printing why. */
+/* The longest value the workload writes to any of its tables (0: it does not say). */
+static unsigned int value_max(const struct wl_workload *w)
+{
+	unsigned int i, m = 0;
+
+	for (i = 0; w->value_max && i < w->ntables; i++)
+		if (w->value_max(w->ctx, w->tables[i]) > m)
+			m = w->value_max(w->ctx, w->tables[i]);
+	return m;
+}
+
 /* NAME=PID[,PID...] */
 static int parse_cpu_of(struct wl_opts *o, const char *arg)
 {
@@ -805,6 +815,7 @@ static int parse_cpu_of(struct wl_opts *o, const char *arg)
 	return 0;
 }
 
+/* 1 after -h, 0, or -1 after printing why. */
 static int parse_args(const struct wl_workload *w, int argc, char **argv, struct wl_opts *o)
 {
 	struct option longopts[64];
@@ -1040,13 +1051,27 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 	o->run_seed = o->seed_set ? o->seed : xtx_mix64(xtx_req_id_start() ^ (uint64_t)getpid());
 	if (w->check_opts(w->ctx, o->threads, o->seed))
 		return -1;
+	/* the servers refuse a HADES write of a value past the slot (BAD_ARG) */
+	if (o->protocol == XTX_PROTO_HADES && value_max(w) > XTX_VALUE_INLINE) {
+		fprintf(stderr, "Error: --protocol hades: %s writes values of up to %u bytes; "
+			"HADES writes over %u bytes are not supported (use occ or 2pl, or "
+			"smaller values)\n", w->name, value_max(w), XTX_VALUE_INLINE);
+		return -1;
+	}
 	return w->check_run && w->check_run(w->ctx, o->nservers, o->protocol) ? -1 : 0;
 }
 
 /* ---- clients, populate and snapshots ---- */
 
-static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_id)
+/*
+ * A client of the run: every table the workload says holds values past the
+ * op slot gets read room for its longest ahead, so no read aborts to learn it.
+ */
+static struct xtx_client *open_client(const struct wl_workload *w, const struct wl_opts *o,
+				      uint32_t client_id)
 {
+	struct xtx_client *c;
+	unsigned int i;
 	struct xtx_client_cfg cfg = {
 		.servers = o->servers,
 		.nservers = o->nservers,
@@ -1065,7 +1090,10 @@ static struct xtx_client *open_client(const struct wl_opts *o, uint32_t client_i
 		.transport = o->transport,
 	};
 
-	return xtx_client_open(&cfg);
+	c = xtx_client_open(&cfg);
+	for (i = 0; c && w->value_max && i < w->ntables; i++)
+		xtx_client_table_value_max(c, w->tables[i], w->value_max(w->ctx, w->tables[i]));
+	return c;
 }
 
 /* --verify's placement: the replicas that hold the key whole (a copying one is last) */
@@ -1701,7 +1729,7 @@ static struct wl_thread *setup_threads(const struct wl_workload *w, const struct
 			t->wt = NULL;
 			goto fail;
 		}
-		t->cl = open_client(o, t->bt.client_id);
+		t->cl = open_client(w, o, t->bt.client_id);
 		if (!t->cl)
 			goto fail;
 		if (o->history) {
@@ -1838,7 +1866,7 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		goto out;
 	}
 	/* placement for --populate and --verify, and the first contact with the servers */
-	setup = open_client(&o, o.client_base + o.threads);
+	setup = open_client(w, &o, o.client_base + o.threads);
 	if (!setup)
 		goto out;
 	if (o.populate && (o.populate_via == WL_VIA_TXN ? populate_txn(w, &o, setup) :

@@ -83,6 +83,13 @@ struct wl_workload {
 	 * use; 0 or -1 after printing why.
 	 */
 	int (*check_run)(void *ctx, unsigned int nservers, enum xtx_protocol protocol);
+	/*
+	 * Optional: the longest value it writes to one of its tables, once its
+	 * options are checked.  Every client reserves that much read room for
+	 * the table ahead (xtx_client_table_value_max), and under HADES one over
+	 * XTX_VALUE_INLINE is refused before anything runs.
+	 */
+	uint16_t (*value_max)(const void *ctx, uint8_t table);
 	void (*usage)(FILE *out);
 	/* A line naming its settings, for the summary, or JSON fields each ending in ','. */
 	void (*describe)(const void *ctx, bool json);

@@ -21,6 +21,8 @@ static const struct bench_cmd {
 	{ "smallbank", bench_smallbank_main, "SmallBank over libxtx (2pl default); --verify" },
 	{ "tpcc", bench_tpcc_main, "TPC-C over libxtx (occ default): tpmC, NewOrder or the mix; "
 	  "--verify" },
+	{ "ycsb", bench_ycsb_main, "YCSB A/B/C/F over libxtx (occ default); --verify" },
+	{ "retwis", bench_retwis_main, "Retwis over libxtx (occ default); --verify" },
 	{ "check-history", history_check_main,
 	  "checks --history files for serializability: Adya's G0..G2 from versions" },
 	{ "op", bench_op_main, "one op to one server, the answer printed (for shell scripts)" },

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* TATP and SmallBank generators: encodings, population, NURand and hotspot skew, mixes. */
-/* checks: 14 (tests/run.sh fails the suite when fewer verdicts come out) */
+/*
+ * TATP, SmallBank, YCSB and Retwis generators: encodings, population, NURand, hotspot and
+ * zipf skew, mixes, YCSB's records and Retwis's lists and follow graph.
+ */
+/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
@@ -10,9 +13,13 @@
 #include <unistd.h>
 #include "check.h"
 #include "smallbank.h"
+#include "retwis.h"
+#include "retwis_txn.h"
 #include "tatp.h"
 #include "wlload.h"
 #include "wlsnap.h"
+#include "ycsb.h"
+#include "ycsb_txn.h"
 #include "zipf.h"
 
 /* |got - want| within 4 standard deviations of a binomial share over n draws. */
@@ -514,6 +521,243 @@ static void test_load_rows(void)
 	CHECK(!rows.r && !rows.n && !rows.cap, "freed");
 }
 
+static int ycsb_init(void *cfg)
+{
+	return ycsb_cfg_init(cfg);
+}
+
+static int rw_init(void *cfg)
+{
+	return rw_cfg_init(cfg);
+}
+
+static struct ycsb_cfg ycsb_cfg(char workload, unsigned int fields, unsigned int size)
+{
+	struct ycsb_cfg c = { .records = 1000, .fields = fields, .field_size = size,
+			      .ops_per_txn = 5, .workload = workload, .theta = 0.99, .seed = 3 };
+
+	CHECK(!ycsb_cfg_init(&c), "config %c %ux%u", workload, fields, size);
+	return c;
+}
+
+static void test_ycsb_records(void)
+{
+	struct ycsb_cfg c = ycsb_cfg('f', 10, 100), s = ycsb_cfg('a', 3, 8);
+	uint8_t rec[XTX_VALUE_MAX], old[XTX_VALUE_MAX];
+	unsigned int f;
+
+	CHECK(ycsb_record_len(&c) == 1016 && ycsb_record_len(&s) == 40,
+	      "10 x 100 B in 1016 bytes, 3 x 8 B in 40");
+	ycsb_record_init(&c, 777, rec);
+	CHECK(!ycsb_record_check(&c, 777, rec, 1016), "a loaded record checks");
+	CHECK(rec[0] == 0x09 && rec[1] == 0x03 && !rec[2], "the key first, little-endian");
+	CHECK(ycsb_record_counter(rec) == 0, "counter 0 when loaded");
+	for (f = 0; f < c.fields; f++)
+		CHECK(ycsb_field_stamp(&c, rec, f) == 0, "field %u stamped 0", f);
+	CHECK(ycsb_record_check(&c, 778, rec, 1016) != NULL, "another key's record is refused");
+	CHECK(ycsb_record_check(&c, 777, rec, 1015) != NULL, "a short record is refused");
+	memcpy(old, rec, sizeof(rec));
+	ycsb_record_write(&c, rec, 4, 0xabcdef, true);
+	CHECK(!ycsb_record_check(&c, 777, rec, 1016), "a written record checks");
+	CHECK(ycsb_record_counter(rec) == 1 && ycsb_field_stamp(&c, rec, 4) == 0xabcdef,
+	      "the counter bumped, field 4 stamped");
+	CHECK(!memcmp(rec + 16, old + 16, 400) && !memcmp(rec + 516, old + 516, 500),
+	      "the other fields kept");
+	ycsb_record_write(&c, rec, 4, 0xabcdef, false);
+	CHECK(ycsb_record_counter(rec) == 1, "an update leaves the counter");
+	rec[600] ^= 1;
+	CHECK(ycsb_record_check(&c, 777, rec, 1016) != NULL, "a flipped bit is caught");
+	rec[600] ^= 1;
+	/* a field that claims another stamp, checksum made good: its bytes give it away */
+	memcpy(rec + 16, old + 16 + 100, 100);
+	rec[12] = rec[13] = rec[14] = rec[15] = 0;
+	CHECK(ycsb_record_check(&c, 777, rec, 1016) != NULL, "a field moved from another");
+	/* the printable fill depends on every input */
+	ycsb_fill(&c, 1, 2, 3, rec, 92);
+	ycsb_fill(&c, 1, 2, 4, old, 92);
+	CHECK(memcmp(rec, old, 92), "the fill follows the stamp");
+	for (f = 0; f < 92 && rec[f] >= ' ' && rec[f] < 127; f++)
+		;
+	CHECK(f == 92, "fields are printable");
+	c.field_size = 101;
+	CHECK(quietly(ycsb_init, &c) == -1, "10 x 101 B does not fit 1 KiB");
+}
+
+static void test_ycsb_generators(void)
+{
+	static const char wl[] = "abcf";
+	static const double share[] = { 0.5, 0.05, 0, 0.5 };
+	uint64_t rng = 11, n = 400000, i, cnt[YCSB_NOPS], hits[1000] = { 0 }, top = 0;
+	struct ycsb_cfg c;
+	struct ycsb_txn x;
+	unsigned int w, j, k, bad = 0;
+
+	for (w = 0; w < 4; w++) {
+		enum ycsb_op wop = wl[w] == 'f' ? YCSB_RMW : YCSB_UPDATE;
+
+		c = ycsb_cfg(wl[w], 3, 8);
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[ycsb_pick_op(&c, &rng)]++;
+		CHECK(within_4sigma((double)cnt[wop] / n, share[w], n) || (!share[w] && !cnt[wop]),
+		      "%c: %.4f of the requests write, want %.2f", wl[w], (double)cnt[wop] / n,
+		      share[w]);
+		CHECK(cnt[wop == YCSB_RMW ? YCSB_UPDATE : YCSB_RMW] == 0, "%c: no other writes",
+		      wl[w]);
+	}
+	/* zipf 0.99 over 1000 records: record 0 is the hottest, about 1/zeta(1000) = 13% */
+	c = ycsb_cfg('a', 3, 8);
+	for (i = 0; i < n; i++)
+		hits[ycsb_pick_key(&c, &rng)]++;
+	for (i = 1; i < 1000; i++)
+		top += hits[i] > hits[0];
+	CHECK(!top && hits[0] > n / 10 && hits[0] < n / 6, "zipf: record 0 drawn %llu of %llu",
+	      (unsigned long long)hits[0], (unsigned long long)n);
+	c.theta = 0;
+	memset(hits, 0, sizeof(hits));
+	for (i = 0; i < n; i++)
+		hits[ycsb_pick_key(&c, &rng)]++;
+	for (i = 0; i < 1000; i++)
+		bad += hits[i] < n / 1000 / 2 || hits[i] > n / 1000 * 2;
+	CHECK(!bad, "uniform: %u records far from their share", bad);
+	/* a transaction's keys differ and its writes' stamps are base + index */
+	c.theta = 0.99;
+	c.records = 5;
+	CHECK(!ycsb_cfg_init(&c), "5 records");
+	bad = 0;
+	for (i = 0; i < 10000; i++) {
+		ycsb_txn_draw(&x, &c, &rng, 1000 * YCSB_MAX_OPS);
+		for (j = 0; j < x.n; j++) {
+			bad += x.req[j].key >= 5 || x.req[j].field >= 3 ||
+			       x.req[j].stamp != 1000 * YCSB_MAX_OPS + j;
+			for (k = 0; k < j; k++)
+				bad += x.req[k].key == x.req[j].key;
+		}
+	}
+	CHECK(x.n == 5 && !bad, "5 distinct keys of 5 records, stamps in order (%u bad)", bad);
+	c.ops_per_txn = 6;
+	CHECK(quietly(ycsb_init, &c) == -1, "6 requests on 5 records refused");
+}
+
+static struct rw_cfg rw_cfg(uint32_t users, unsigned int value_max)
+{
+	struct rw_cfg c = { .users = users, .follows = 3, .value_max = value_max,
+			    .tweet_size = 40, .fanout = 2, .theta = 0.5, .seed = 9 };
+
+	memcpy(c.mix, rw_default_mix, sizeof(c.mix));
+	CHECK(!rw_cfg_init(&c), "retwis config");
+	return c;
+}
+
+static void test_rw_values(void)
+{
+	struct rw_cfg c = rw_cfg(100, 1024);
+	static struct rw_list l, l2;
+	struct rw_user u = { .uid = 4242, .ntweets = 17 }, u2;
+	uint8_t v[XTX_VALUE_MAX];
+	uint32_t n;
+	unsigned int i;
+	uint16_t len;
+
+	CHECK(rw_key(RW_TWEET, rw_tweet_id(5, 3)) == (5ull << 56 | 5ull << 24 | 3),
+	      "tweet key: kind 5 on top, uid above 24 bits of seq");
+	CHECK(rw_key_kind(rw_key(RW_FOLLOWERS, 7)) == RW_FOLLOWERS &&
+	      rw_key_payload(rw_key(RW_FOLLOWERS, 7)) == 7, "kind and payload back");
+	CHECK(rw_list_max(&c, RW_FOLLOWERS) == 254 && rw_list_max(&c, RW_TIMELINE) == 127,
+	      "1 KiB lists: 254 users, 127 tweets");
+	c.value_max = 40;
+	CHECK(rw_list_max(&c, RW_FOLLOWING) == 8 && rw_list_max(&c, RW_TIMELINE) == 4,
+	      "40-byte lists: 8 users, 4 tweets");
+	len = rw_user_encode(&u, v);
+	CHECK(len == RW_USER_LEN && len <= XTX_VALUE_INLINE, "a user fits the slot");
+	CHECK(!rw_user_decode(v, len, &u2) && u2.uid == 4242 && u2.ntweets == 17,
+	      "user round trip");
+	CHECK(!memcmp(v + 12, "user4242", 9), "the name at 12");
+	v[8]++;
+	CHECK(rw_user_decode(v, len, &u2) == -1, "a user whose count changed behind its sum");
+	l = (struct rw_list){ .kind = RW_TIMELINE, .owner = 6 };
+	for (i = 0; i < 6; i++)
+		rw_list_push_front(&l, 100 + i, 4);
+	CHECK(l.n == 4 && l.e[0] == 105 && l.e[3] == 102, "a timeline keeps the newest 4");
+	len = rw_list_encode(&l, v);
+	CHECK(len == 40 && !rw_list_decode(v, len, RW_TIMELINE, &l2) && l2.n == 4 &&
+	      l2.owner == 6 && l2.e[3] == 102, "timeline round trip");
+	CHECK(rw_list_decode(v, len, RW_FOLLOWERS, &l2) == -1, "a list of another kind");
+	CHECK(rw_list_decode(v, len - 1, RW_TIMELINE, &l2) == -1, "a list cut short");
+	rw_list_remove(&l, 1);
+	CHECK(l.n == 3 && l.e[0] == 105 && l.e[1] == 103 && rw_list_find(&l, 104) == -1 &&
+	      rw_list_find(&l, 102) == 2, "remove keeps the order");
+	len = rw_tweet_encode(&c, 9, 4, v);
+	CHECK(len == 40 && !rw_tweet_check(&c, 9, 4, v, len), "a tweet checks");
+	CHECK(rw_tweet_check(&c, 9, 5, v, len) == -1, "... not as another's");
+	len = rw_next_encode(12, v);
+	CHECK(!rw_next_decode(v, len, &n) && n == 12, "counter round trip");
+	v[5] ^= 1;
+	CHECK(rw_next_decode(v, len, &n) == -1, "a counter without its complement");
+	CHECK(rw_added_uid(&c, 3, 2) == 100 + 2 * RW_PARTS + 3, "added users past the loaded");
+}
+
+static void test_rw_graph(void)
+{
+	struct rw_cfg c = rw_cfg(3000, 40);
+	unsigned int fmax = rw_list_max(&c, RW_FOLLOWERS), bad = 0, full = 0;
+	uint64_t edges = 0, in = 0, j, k;
+	struct rw_graph g;
+	uint32_t a;
+
+	/* half the bound: a few hot followees fill up, nearly every edge is kept */
+	c.follows = 4;
+	CHECK(!rw_graph_build(&c, &g), "built");
+	for (a = 0; a < c.users; a++) {
+		const uint32_t *mine = g.following + (size_t)a * c.follows;
+
+		edges += g.nfollowing[a];
+		in += g.foff[a + 1] - g.foff[a];
+		full += g.foff[a + 1] - g.foff[a] == fmax;
+		bad += g.foff[a + 1] - g.foff[a] > fmax || g.nfollowing[a] > c.follows;
+		for (j = 0; j < g.nfollowing[a]; j++) {
+			bool back = false;
+
+			bad += mine[j] == a || mine[j] >= c.users;
+			for (k = 0; k < j; k++)
+				bad += mine[k] == mine[j];
+			for (k = g.foff[mine[j]]; k < g.foff[mine[j] + 1]; k++)
+				back |= g.followers[k] == a;
+			bad += !back;
+		}
+	}
+	CHECK(!bad && edges == in, "symmetric, bounded, no self or repeat (%u bad, %llu edges)",
+	      bad, (unsigned long long)edges);
+	CHECK(edges > 3.9 * c.users && full > 0, "nearly every user follows 4 (%llu), %u lists "
+	      "full", (unsigned long long)edges, full);
+	rw_graph_free(&g);
+	c.follows = 9;
+	CHECK(quietly(rw_init, &c) == -1, "9 follows do not fit 40-byte lists");
+}
+
+static void test_rw_mix(void)
+{
+	struct rw_cfg c = rw_cfg(1000, 1024);
+	uint64_t cnt[RW_NTYPES] = { 0 }, rng = 13, n = 400000, i, bad = 0, zero = 0;
+	struct rw_txn x;
+
+	for (i = 0; i < n; i++) {
+		rw_txn_draw(&x, &c, &rng);
+		cnt[x.type]++;
+		bad += x.a >= c.users || x.part >= RW_PARTS || x.nshow < 1 ||
+		       x.nshow > RW_MAX_SHOW || (x.type == RW_FOLLOW && x.b == x.a);
+		zero += x.a == 0;
+	}
+	for (i = 0; i < RW_NTYPES; i++)
+		CHECK(within_4sigma((double)cnt[i] / n, rw_default_mix[i] / 100.0, n),
+		      "%s: %.4f of the mix, want %.2f", rw_type_names[i], (double)cnt[i] / n,
+		      rw_default_mix[i] / 100.0);
+	CHECK(!bad, "%llu draws out of range", (unsigned long long)bad);
+	/* zipf 0.5 over 1000 users: user 0 gets 1/zeta(1000, 0.5), about 1.6% */
+	CHECK(zero > n / 100 && zero < n / 40, "user 0 drawn %llu of %llu",
+	      (unsigned long long)zero, (unsigned long long)n);
+}
+
 /* Replicas on servers 1 and 2. */
 static unsigned int place_12(void *arg, uint8_t table, uint64_t key, unsigned int i)
 {
@@ -600,6 +844,11 @@ int main(void)
 	RUN_CASE(test_dump_parse);
 	RUN_CASE(test_snap_merge);
 	RUN_CASE(test_load_rows);
+	RUN_CASE(test_ycsb_records);
+	RUN_CASE(test_ycsb_generators);
+	RUN_CASE(test_rw_values);
+	RUN_CASE(test_rw_graph);
+	RUN_CASE(test_rw_mix);
 	RUN_CASE(test_long_values);
 	printf("# test_workloads: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
