@@ -235,6 +235,7 @@ bench: deps
 	$(Q)$(MAKE) -j$(JOBS) all
 	$(Q)scripts/bench.sh
 	$(Q)scripts/bench_txn.sh
+	$(Q)scripts/bench_values.sh
 	$(Q)scripts/bench_transport.sh
 	$(Q)scripts/bench_failover.sh
 

@@ -125,24 +125,39 @@ ctl_list() {
 	for ((i = 0; i < NSERVERS; i++)); do l+="${l:+,}$(server_ns "$i"):$(server_dev "$i")"; done
 	echo "$l"
 }
+# TPC-C warehouses per server, YCSB records of 1 KiB, Retwis users (all with R = 3).
+TPCC_W=${TPCC_W:-1}
+YCSB_RECORDS=${YCSB_RECORDS:-100000}
+RETWIS_USERS=${RETWIS_USERS:-10000}
 wl_args() {
 	case $1 in
 	tatp) echo "--subscribers $TATP_P" ;;
 	smallbank) echo "--accounts $SB_ACCOUNTS" ;;
+	tpcc) echo "--warehouses $TPCC_W" ;;
+	ycsb) echo "--records $YCSB_RECORDS" ;;
+	retwis) echo "--users $RETWIS_USERS" ;;
 	esac
 }
-# populate ctl|txn: TATP and SmallBank; POPULATE_FAILED=1 when either did not load whole.
+# populate ctl|txn [WORKLOAD...]: TATP and SmallBank unless named; POPULATE_FAILED=1 when one
+# did not load whole.
 POPULATE_FAILED=0
 populate() {
-	local how=$1 w
+	local how=$1 w ws=("${@:2}") extra
+	[ ${#ws[@]} -gt 0 ] || ws=(tatp smallbank)
 	POPULATE_FAILED=0
-	for w in tatp smallbank; do
+	for w in "${ws[@]}"; do
+		# YCSB's mix is required; its records are the same for every mix
+		extra=()
+		[ "$w" = ycsb ] && extra=(--workload a)
 		if [ "$how" = ctl ]; then
 			client "$w" --servers "$(server_ips)" $(wl_args "$w") --ctl "$(ctl_list)" \
-				--populate --duration 0 >/dev/null 2>&1
+				--populate --duration 0 "${extra[@]}" >/dev/null 2>&1
 		else
+			# a long retransmit timeout: a server's stalls under a bulk of inserts
+			# would otherwise read as unreachable
 			client "$w" --servers "$(server_ips)" $(wl_args "$w") --populate \
-				--populate-via txn --duration 0 >/dev/null 2>&1
+				--populate-via txn --timeout 20ms --duration 0 "${extra[@]}" \
+				>/dev/null 2>&1
 		fi || { echo "populating $w ($how) failed" >&2; POPULATE_FAILED=1; }
 	done
 }

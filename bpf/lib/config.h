@@ -21,8 +21,12 @@ const volatile __u32 xtx_nr_cpus = 1;	/* possible CPUs, for STATS sums */
 const volatile __u32 xtx_lock_slots = XTX_LOCK_SLOTS_DEFAULT;
 /* Buckets in xtx_kv; xtxd sizes the map to match. */
 const volatile __u32 xtx_kv_buckets = XTX_KV_BUCKETS_DEFAULT;
-/* Largest value a write may carry (<= XTX_VALUE_INLINE): 8 for SmallBank, 40 for TATP. */
-const volatile __u8 xtx_value_size = XTX_VALUE_INLINE;
+/*
+ * Largest value a write may carry (<= XTX_VALUE_MAX): past XTX_VALUE_INLINE
+ * in the value area, to xtxd's store.  An operator who knows the workload's
+ * values are short (8 for SmallBank, 40 for TATP) refuses longer ones.
+ */
+const volatile __u16 xtx_value_size = XTX_VALUE_MAX;
 /*
  * Ablations of DINT's design (Table 1): write-through sends every write to
  * xtxd (BMC's policy), and without the Bloom filter every miss asks xtxd.

@@ -47,7 +47,8 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;
 	if (op->flags & XTX_OPF_EXT) {
-		if (!xtx_ext_args_ok(op) || !xtx_ext_served(op->opcode))
+		if (!xtx_ext_args_ok(op) || !xtx_ext_served(op->opcode) ||
+		    xtx_ext_of(op)->len > xtx_value_size)
 			return XTX_ST_BAD_ARG;
 		mutates |= XTX_VALID_EXT;
 	}

@@ -5,27 +5,11 @@
 #include <string.h>
 #include <xtx/hash.h>
 #include "retwis.h"
+#include "wlbytes.h"
 
 const char *const rw_type_names[RW_NTYPES] = { "ADD", "FOLLOW", "POST", "TLINE" };
 
 const unsigned int rw_default_mix[RW_NTYPES] = { 5, 15, 30, 50 };
-
-static void put_le(uint8_t *p, uint64_t v, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
-}
 
 static unsigned int entry_size(enum rw_kind kind)
 {
@@ -114,10 +98,10 @@ uint16_t rw_user_encode(const struct rw_user *u, uint8_t *out)
 {
 	memset(out, 0, RW_USER_LEN);
 	out[0] = RW_USER;
-	put_le(out + 4, u->uid, 4);
-	put_le(out + 8, u->ntweets, 4);
+	wl_put_le(out + 4, u->uid, 4);
+	wl_put_le(out + 8, u->ntweets, 4);
 	snprintf((char *)out + 12, 20, "user%u", u->uid);
-	put_le(out + 32, sum32(out, 32), 4);
+	wl_put_le(out + 32, sum32(out, 32), 4);
 	return RW_USER_LEN;
 }
 
@@ -125,10 +109,10 @@ int rw_user_decode(const uint8_t *v, uint16_t vlen, struct rw_user *u)
 {
 	char name[20] = { 0 };
 
-	if (vlen != RW_USER_LEN || v[0] != RW_USER || get_le(v + 32, 4) != sum32(v, 32))
+	if (vlen != RW_USER_LEN || v[0] != RW_USER || wl_get_le(v + 32, 4) != sum32(v, 32))
 		return -1;
-	u->uid = (uint32_t)get_le(v + 4, 4);
-	u->ntweets = (uint32_t)get_le(v + 8, 4);
+	u->uid = (uint32_t)wl_get_le(v + 4, 4);
+	u->ntweets = (uint32_t)wl_get_le(v + 8, 4);
 	snprintf(name, sizeof(name), "user%u", u->uid);
 	return memcmp(name, v + 12, 20) ? -1 : 0;
 }
@@ -140,10 +124,10 @@ uint16_t rw_list_encode(const struct rw_list *l, uint8_t *out)
 
 	out[0] = (uint8_t)l->kind;
 	out[1] = 0;
-	put_le(out + 2, l->n, 2);
-	put_le(out + 4, l->owner, 4);
+	wl_put_le(out + 2, l->n, 2);
+	wl_put_le(out + 4, l->owner, 4);
 	for (i = 0; i < l->n; i++)
-		put_le(out + RW_LIST_HDR + i * es, l->e[i], es);
+		wl_put_le(out + RW_LIST_HDR + i * es, l->e[i], es);
 	return (uint16_t)(RW_LIST_HDR + l->n * es);
 }
 
@@ -152,13 +136,13 @@ int rw_list_decode(const uint8_t *v, uint16_t vlen, enum rw_kind kind, struct rw
 	unsigned int es = entry_size(kind), i;
 
 	if (vlen < RW_LIST_HDR || v[0] != kind || v[1] ||
-	    vlen != RW_LIST_HDR + get_le(v + 2, 2) * es)
+	    vlen != RW_LIST_HDR + wl_get_le(v + 2, 2) * es)
 		return -1;
 	l->kind = kind;
-	l->n = (unsigned int)get_le(v + 2, 2);
-	l->owner = (uint32_t)get_le(v + 4, 4);
+	l->n = (unsigned int)wl_get_le(v + 2, 2);
+	l->owner = (uint32_t)wl_get_le(v + 4, 4);
 	for (i = 0; i < l->n; i++)
-		l->e[i] = get_le(v + RW_LIST_HDR + i * es, es);
+		l->e[i] = wl_get_le(v + RW_LIST_HDR + i * es, es);
 	return 0;
 }
 
@@ -170,15 +154,15 @@ uint16_t rw_tweet_encode(const struct rw_cfg *cfg, uint32_t uid, uint32_t seq, u
 
 	out[0] = RW_TWEET;
 	out[1] = 0;
-	put_le(out + 2, cfg->tweet_size, 2);
-	put_le(out + 4, uid, 4);
-	put_le(out + 8, seq, 4);
+	wl_put_le(out + 2, cfg->tweet_size, 2);
+	wl_put_le(out + 4, uid, 4);
+	wl_put_le(out + 8, seq, 4);
 	for (i = RW_TWEET_HDR; i < cfg->tweet_size; i++) {
 		if (!(i & 7))
 			s = xtx_mix64(s + i);
 		out[i] = (uint8_t)('a' + (s >> (8 * (i & 7))) % 26);
 	}
-	put_le(out + 12, sum32(out + RW_TWEET_HDR, cfg->tweet_size - RW_TWEET_HDR), 4);
+	wl_put_le(out + 12, sum32(out + RW_TWEET_HDR, cfg->tweet_size - RW_TWEET_HDR), 4);
 	return (uint16_t)cfg->tweet_size;
 }
 
@@ -195,16 +179,16 @@ int rw_tweet_check(const struct rw_cfg *cfg, uint32_t uid, uint32_t seq, const u
 
 uint16_t rw_next_encode(uint32_t count, uint8_t *out)
 {
-	put_le(out, count, 4);
-	put_le(out + 4, (uint32_t)~count, 4);
+	wl_put_le(out, count, 4);
+	wl_put_le(out + 4, (uint32_t)~count, 4);
 	return RW_NEXT_LEN;
 }
 
 int rw_next_decode(const uint8_t *v, uint16_t vlen, uint32_t *count)
 {
-	if (vlen != RW_NEXT_LEN || (uint32_t)get_le(v + 4, 4) != (uint32_t)~get_le(v, 4))
+	if (vlen != RW_NEXT_LEN || (uint32_t)wl_get_le(v + 4, 4) != (uint32_t)~wl_get_le(v, 4))
 		return -1;
-	*count = (uint32_t)get_le(v, 4);
+	*count = (uint32_t)wl_get_le(v, 4);
 	return 0;
 }
 

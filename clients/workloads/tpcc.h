@@ -35,8 +35,8 @@
  * reserves room in its request for the longest value its table holds.
  */
 #define TPCC_T_SMALL		6	/* ORDER, NEW-ORDER, the order indexes: within the slot */
-#define TPCC_T_MID		7	/* WAREHOUSE, DISTRICT, STOCK, HISTORY, name index */
-#define TPCC_T_BIG		12	/* CUSTOMER and the order lines: up to 670 bytes */
+#define TPCC_T_MID		7	/* WAREHOUSE, DISTRICT, STOCK, HISTORY: up to 306 bytes */
+#define TPCC_T_BIG		12	/* CUSTOMER, the order lines, the name index: up to 1 KiB */
 
 enum tpcc_kind {
 	TPCC_K_WAREHOUSE = 1,	/* (w) */
@@ -80,7 +80,11 @@ static inline uint32_t tpcc_key_x(uint64_t key)
 	return (uint32_t)key;
 }
 
-/* The wire table of a key's kind. */
+/*
+ * The wire table of a key's kind.  A read reserves its table's longest
+ * value in the request (tpcc_value_max): the few rows past 306 bytes sit
+ * apart, so a packet carries several STOCK reads, not one.
+ */
 static inline uint8_t tpcc_table_of(uint64_t key)
 {
 	switch (tpcc_key_kind(key)) {
@@ -91,6 +95,7 @@ static inline uint8_t tpcc_table_of(uint64_t key)
 		return TPCC_T_SMALL;
 	case TPCC_K_CUSTOMER:
 	case TPCC_K_OLINES:
+	case TPCC_K_CNAME:
 		return TPCC_T_BIG;
 	default:
 		return TPCC_T_MID;
@@ -203,6 +208,12 @@ struct tpcc_stock {
 	uint16_t order_cnt, remote_cnt;
 	char dist[TPCC_DISTRICTS][24];
 } __attribute__((packed));
+
+/* The longest value of TPCC_T_MID: a STOCK row with the longest S_DATA. */
+#define TPCC_MID_VALUE_MAX	(sizeof(struct tpcc_stock) + TPCC_S_DATA_MAX)
+_Static_assert(sizeof(struct tpcc_warehouse) <= TPCC_MID_VALUE_MAX &&
+	       sizeof(struct tpcc_district) <= TPCC_MID_VALUE_MAX &&
+	       sizeof(struct tpcc_history) <= TPCC_MID_VALUE_MAX, "TPCC_T_MID's rows fit its room");
 
 /* The index rows. */
 struct tpcc_idx {

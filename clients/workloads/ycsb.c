@@ -4,6 +4,7 @@
 #include <string.h>
 #include <xtx/hash.h>
 #include "ycsb.h"
+#include "wlbytes.h"
 
 const char *const ycsb_type_names[YCSB_NTYPES] = { "READ", "UPDATE", "RMW" };
 
@@ -28,23 +29,6 @@ int ycsb_workload_mix(char workload, unsigned int *write_pct, enum ycsb_op *writ
 		return 0;
 	}
 	return -1;
-}
-
-static void put_le(uint8_t *p, uint64_t v, unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_le(const uint8_t *p, unsigned int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | p[n];
-	return v;
 }
 
 int ycsb_cfg_init(struct ycsb_cfg *cfg)
@@ -137,15 +121,15 @@ void ycsb_record_init(const struct ycsb_cfg *cfg, uint64_t key, uint8_t *rec)
 {
 	unsigned int f;
 
-	put_le(rec, key, 8);
-	put_le(rec + 8, 0, 4);
+	wl_put_le(rec, key, 8);
+	wl_put_le(rec + 8, 0, 4);
 	for (f = 0; f < cfg->fields; f++) {
 		uint8_t *p = field_at(cfg, rec, f);
 
-		put_le(p, 0, YCSB_STAMP);
+		wl_put_le(p, 0, YCSB_STAMP);
 		ycsb_fill(cfg, key, f, 0, p + YCSB_STAMP, cfg->field_size - YCSB_STAMP);
 	}
-	put_le(rec + 12, checksum(rec, ycsb_record_len(cfg)), 4);
+	wl_put_le(rec + 12, checksum(rec, ycsb_record_len(cfg)), 4);
 }
 
 void ycsb_record_write(const struct ycsb_cfg *cfg, uint8_t *rec, unsigned int f, uint64_t stamp,
@@ -154,10 +138,10 @@ void ycsb_record_write(const struct ycsb_cfg *cfg, uint8_t *rec, unsigned int f,
 	uint8_t *p = field_at(cfg, rec, f);
 
 	if (bump)
-		put_le(rec + 8, (uint32_t)(get_le(rec + 8, 4) + 1), 4);
-	put_le(p, stamp, YCSB_STAMP);
-	ycsb_fill(cfg, get_le(rec, 8), f, stamp, p + YCSB_STAMP, cfg->field_size - YCSB_STAMP);
-	put_le(rec + 12, checksum(rec, ycsb_record_len(cfg)), 4);
+		wl_put_le(rec + 8, (uint32_t)(wl_get_le(rec + 8, 4) + 1), 4);
+	wl_put_le(p, stamp, YCSB_STAMP);
+	ycsb_fill(cfg, wl_get_le(rec, 8), f, stamp, p + YCSB_STAMP, cfg->field_size - YCSB_STAMP);
+	wl_put_le(rec + 12, checksum(rec, ycsb_record_len(cfg)), 4);
 }
 
 const char *ycsb_record_check(const struct ycsb_cfg *cfg, uint64_t key, const uint8_t *rec,
@@ -168,14 +152,14 @@ const char *ycsb_record_check(const struct ycsb_cfg *cfg, uint64_t key, const ui
 
 	if (vlen != ycsb_record_len(cfg))
 		return "not a record's length";
-	if (get_le(rec, 8) != key)
+	if (wl_get_le(rec, 8) != key)
 		return "carries another key";
-	if (get_le(rec + 12, 4) != checksum(rec, vlen))
+	if (wl_get_le(rec + 12, 4) != checksum(rec, vlen))
 		return "checksum does not match";
 	for (f = 0; f < cfg->fields; f++) {
 		const uint8_t *p = rec + YCSB_HDR + f * cfg->field_size;
 
-		ycsb_fill(cfg, key, f, get_le(p, YCSB_STAMP), want, n);
+		ycsb_fill(cfg, key, f, wl_get_le(p, YCSB_STAMP), want, n);
 		if (memcmp(p + YCSB_STAMP, want, n))
 			return "a field's bytes are not its stamp's";
 	}
@@ -184,10 +168,10 @@ const char *ycsb_record_check(const struct ycsb_cfg *cfg, uint64_t key, const ui
 
 uint32_t ycsb_record_counter(const uint8_t *rec)
 {
-	return (uint32_t)get_le(rec + 8, 4);
+	return (uint32_t)wl_get_le(rec + 8, 4);
 }
 
 uint64_t ycsb_field_stamp(const struct ycsb_cfg *cfg, const uint8_t *rec, unsigned int f)
 {
-	return get_le(rec + YCSB_HDR + f * cfg->field_size, YCSB_STAMP);
+	return wl_get_le(rec + YCSB_HDR + f * cfg->field_size, YCSB_STAMP);
 }

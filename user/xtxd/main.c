@@ -93,7 +93,7 @@ static void usage(FILE *out)
 		"      --kv-lease DUR       take over a bucket held across a lost rare-path round\n"
 		"                           trip after DUR (default 50ms)\n"
 		"      --value-size B       largest value a write may carry, 1..%u (default %u;\n"
-		"                           SmallBank needs 8, TATP 40)\n"
+		"                           over %u they live in the overflow store, not XDP's cache)\n"
 		"      --log-entries N      log entries per CPU, a power of two up to %u (default %u)\n"
 		"      --data-dir DIR       where the logs are drained to (default\n"
 		"                           %s/<netns>-<iface>, created 0700)\n"
@@ -162,7 +162,7 @@ static void usage(FILE *out)
 		"         3 servers, R = 3: 10.7M keys each)\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
-		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_INLINE, XTX_VALUE_INLINE, XTX_LOG_RING_MAX,
+		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_VALUE_INLINE, XTX_LOG_RING_MAX,
 		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_ZK_NAME_DEFAULT, XTX_HADES_SLOTS_MAX,
 		XTX_HADES_SLOTS_DEFAULT, XTX_HADES_BF_BITS_MIN, XTX_HADES_BF_BITS_MAX,
 		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
@@ -210,7 +210,9 @@ static void print_sizes(const struct xtxd_opts *o)
 	struct xtxd_ovf_cost c;
 	struct xtxd_memory m;
 
-	xtxd_ovf_cost(o->load.value_size, &c.per_key, &c.per_spilling_bucket, &c.per_bucket);
+	/* the keys the kernel spills hold its values; longer ones are counted apart */
+	xtxd_ovf_cost(o->load.value_size < XTX_VALUE_INLINE ? o->load.value_size : XTX_VALUE_INLINE,
+		      &c.per_key, &c.per_spilling_bucket, &c.per_bucket);
 	xtxd_ovf_cost(XTX_VALUE_MAX, &c.per_big_key, &c.per_spilling_bucket, &c.per_bucket);
 	xtxd_memory_estimate(z->capacity, z, &c, &m);
 	if (z->kv_capped && !o->kv_set)
@@ -309,7 +311,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	o->load.kv_buckets = XTX_KV_BUCKETS_DEFAULT;
 	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
-	o->load.value_size = XTX_VALUE_INLINE;
+	o->load.value_size = XTX_VALUE_MAX;
 	o->load.log_ring = XTX_LOG_RING_DEFAULT;
 	o->load.hades_slots = XTX_HADES_SLOTS_DEFAULT;
 	o->load.hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
@@ -478,7 +480,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 				return -1;
 			break;
 		case OPT_VALUE_SIZE:
-			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_INLINE, &v))
+			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &v))
 				return -1;
 			o->load.value_size = v;
 			break;
