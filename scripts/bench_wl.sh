@@ -76,13 +76,14 @@ wl_row() {
 	echo "$js" | jq -c --arg k "$kind" '. + {"label": "workloads", "server": $k}' \
 		>>"$OUT/txn_runs.jsonl"
 	# per transaction: committed and logically failed ones alike did their work
-	jq -r --arg kind "$kind" --arg xdp "$xdp" --arg rare "$rare" --arg label "${WL_LABEL:-}" \
+	jq -r --arg kind "$kind" --arg xdp "$xdp" --arg rare "$rare" --arg lbl "${WL_LABEL:-}" \
 		--arg cpu "$(cpu_util "$c0" "$c1")" '
 		def r(x): (x * 10 | round) / 10;
 		def r2(x): (x * 100 | round) / 100;
 		(.total.committed + .total.logical) as $n |
 		def per(x): if .total.committed > 0 then r2(x / 1000 / $n) else "-" end;
-		"| \(if $label != "" then $label else .bench end) \(.protocol) | \($kind) | \(.attempts_per_s | round) | " +
+		"| \(if $lbl != "" then $lbl else .bench end) \(.protocol) | \($kind) | " +
+		"\(.attempts_per_s | round) | " +
 		"\(.committed_per_s | round) | \(r(.latency_us.p50)) | \(r(.latency_us.p99)) | " +
 		"\(per(.cpu_of.napi + .cpu_of.daemon)) | \(per(.cpu_of.napi)) | " +
 		"\(per(.cpu_of.daemon)) | \($xdp) | \($rare) | \(r(.ops_per_packet_avg)) | \($cpu) |"' \
