@@ -174,7 +174,7 @@ check "tpcc: ... as condition 2" grep -q "VIOLATION: after: district 1/1: D_NEXT
 
 # ---- HADES cannot take TPC-C's rows yet: a clear error ----
 out=$(tpcc --protocol hades --duration 1 2>&1)
-check "tpcc hades refused (exit $?)" grep -q "HADES servers do not take yet" <<<"$out"
+check "tpcc hades refused (exit $?)" grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
 
 # ---- the standard mix under 2PL against xtx-udpd, loaded through transactions ----
 BACKEND=udpd
