@@ -161,7 +161,11 @@ struct xtx_defer_trailer {
 #define XTX_FIX_RAISE_FLOOR	0x04	/* floor = max(floor, floor_to) */
 /* free fill_way if it still holds the op's key: the store holds its value now */
 #define XTX_FIX_EVICT		0x08
-/* the op answered TOO_BIG: release the grant XDP's lock half took (op.token) */
+/*
+ * Release the transaction lock op.token names: a grant answered TOO_BIG
+ * (XDP's lock half took it, the op took nothing), or a COMMIT_PRIMARY xtxd
+ * answered with anything but RETRY (XDP kept the lock while it was away).
+ */
 #define XTX_FIX_RELEASE		0x10
 
 struct xtx_fix_entry {

@@ -471,6 +471,15 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 	op->status = rec->status;
 	if (rec->status == XTX_ST_TOO_BIG) {
 		answer_value(bd, op, rec->value, rec->vlen);
+		/*
+		 * The grant took nothing, as the first answer said: if that
+		 * answer was lost its release was too, so this one releases
+		 * (the token is the first copy's; a second release does nothing).
+		 */
+		op->token = rec->token;
+		if (op->opcode == XTX_OP_LOCK_SHARED || op->opcode == XTX_OP_LOCK_EXCL ||
+		    op->opcode == XTX_OP_OCC_LOCK)
+			fix->action |= XTX_FIX_RELEASE;
 		return;
 	}
 	if (rec->status != XTX_ST_OK)
@@ -632,6 +641,16 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	 */
 	if ((e->flags & XTX_DEFER_EVICT) && held && saved)
 		fix->action |= XTX_FIX_EVICT;
+	/*
+	 * XDP kept a deferred COMMIT_PRIMARY's lock until this answer: it
+	 * goes with every answer but RETRY (the resend still needs it, and
+	 * holding it kept the key from moving on meanwhile), as XDP's own
+	 * commit releases it; a commit that has logged is never reclaimed by
+	 * the lease.  Also from a record: the first answer may be lost.
+	 */
+	if (op->opcode == XTX_OP_COMMIT_PRIMARY && op->status != XTX_ST_RETRY &&
+	    op->status != XTX_ST_BAD_ARG)
+		fix->action |= XTX_FIX_RELEASE;
 	pr_debug("rare: client %u req %llu op %u %s key %llu -> %s v%llu%s\n", hdr->client_id,
 		 (unsigned long long)hdr->req_id, e->op_idx, xtx_op_name(op->opcode) ?: "?",
 		 (unsigned long long)op->key, xtx_status_name(op->status),
