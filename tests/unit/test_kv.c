@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 16 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -835,6 +835,89 @@ static void test_deferred_commit_keeps_lock(void)
 	bucket_reset();
 }
 
+/*
+ * A big write's kernel copy serves no more from the moment it goes to
+ * xtxd: a clean copy the store holds is freed at once, a dirty one is
+ * marked EVICTING, and after a lease takeover an op on it still goes to
+ * xtxd, with the way as its victim, instead of reading or writing the old
+ * small copy.  A store that could not take it (XTX_FIX_UNEVICT) lets it
+ * serve again.
+ */
+static void test_big_write_evicting(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_fix_entry fix = {};
+	struct xtx_defer_record rec;
+	struct xtx_kv_bucket b;
+	struct run r, o, t;
+	struct xtx_op op;
+	int v;
+
+	/* clean, and the store holds it: the way goes now */
+	bucket_reset();
+	b = bucket_get();
+	b.key[3] = 14;
+	b.version[3] = 4;
+	b.vlen[3] = 8;
+	b.flags[3] = XTX_KVF_VALID | XTX_KVF_IN_USER;
+	b.bloom = ~0ull;
+	bucket_put(&b);
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 14, 512, 300, 0x64);
+	run(&r);
+	rec = defer_record_of(&r);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && (rec.t.e[0].flags & XTX_DEFER_EVICT) &&
+	      !(rec.t.e[0].flags & XTX_DEFER_HAS_VICTIM) && b.flags[3] == 0,
+	      "clean big update: verdict %d flags %#x way %#x", r.retval, rec.t.e[0].flags,
+	      b.flags[3]);
+	bucket_reset();
+
+	/* dirty: EVICTING, and after the lease no op answers from it */
+	op = kv_do(XTX_OP_INSERT, 15, 8, 0x15, &v);
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 15, 512, 300, 0x65);
+	run(&r);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && b.flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY |
+						      XTX_KVF_IN_USER | XTX_KVF_EVICTING),
+	      "dirty big update: verdict %d way %#x", r.retval, b.flags[0]);
+	set_runtime(2 * 1000 * 1000);
+	nanosleep(&ms5, NULL);
+	kv_req(&o, XTX_OP_UPDATE, 15, 4, 0x0d);
+	run(&o);
+	rec = defer_record_of(&o);
+	b = bucket_get();
+	CHECK(o.retval == XDP_PASS && out_op(&o, 0)->status == XTX_ST_DEFERRED &&
+	      (rec.t.e[0].flags & (XTX_DEFER_EVICT | XTX_DEFER_HAS_VICTIM)) ==
+	      (XTX_DEFER_EVICT | XTX_DEFER_HAS_VICTIM) && rec.t.e[0].victim.key == 15 &&
+	      rec.t.e[0].victim.version == op.version && b.version[0] == op.version,
+	      "small update of an EVICTING way after a takeover: verdict %d status %u v%llu "
+	      "flags %#x", o.retval, out_op(&o, 0)->status,
+	      (unsigned long long)out_op(&o, 0)->version, rec.t.e[0].flags);
+	nanosleep(&ms5, NULL);
+	kv_req(&o, XTX_OP_GET, 15, 0, 0);
+	run(&o);
+	rec = defer_record_of(&o);
+	CHECK(o.retval == XDP_PASS && out_op(&o, 0)->status == XTX_ST_DEFERRED &&
+	      (rec.t.e[0].flags & XTX_DEFER_EVICT),
+	      "GET of an EVICTING way after a takeover: verdict %d status %u", o.retval,
+	      out_op(&o, 0)->status);
+	set_runtime(0);
+
+	/* the store was full: the way serves again */
+	fix.action = XTX_FIX_UNEVICT;
+	fix.fill_way = 0;
+	fix.victim_way = 0;
+	fix.token = rec.t.e[0].token;
+	fix.bloom = ~0ull;
+	out_op(&o, 0)->status = XTX_ST_FULL;
+	reply_to(&o, &t, XTX_ST_FULL, 0, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	op = kv_do(XTX_OP_GET, 15, 0, 0, &v);
+	CHECK(v == XDP_TX && op.status == XTX_ST_OK && op.value[0] == 0x15,
+	      "unevicted way: verdict %d status %u", v, op.status);
+	bucket_reset();
+}
+
 int main(void)
 {
 	xtx_log_libbpf();
@@ -874,6 +957,7 @@ int main(void)
 	RUN_CASE(test_too_big_grant);
 	RUN_CASE(test_big_write_redefer);
 	RUN_CASE(test_deferred_commit_keeps_lock);
+	RUN_CASE(test_big_write_evicting);
 	xtx_tc__destroy(tc);
 	xtx_xdp__destroy(skel);
 	printf("# test_kv: %d passed, %d failed\n", cases_passed, cases_failed);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
-/* checks: 25 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 26 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1572,6 +1572,75 @@ static void exec_commit_release(void)
 	exec_teardown();
 }
 
+/*
+ * An op on a way EVICTING brings its victim again, after the store ran
+ * the big write (or an op after it): a victim at a version the store
+ * already has is not written over it.  A victim the store has no room
+ * for: the op does not run and the way serves again (XTX_FIX_UNEVICT).
+ */
+static void exec_evict_again(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	seed_big(2, 80, 8, 300, 0x5e);	/* the big write, at the version the kernel copy had */
+	req_init(&r, 5, 1, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 80, 0x0d);
+	set_victim(e, 2, 80, 8, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x08);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 9 &&
+	      (rep.ft.e[0].action & (XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT)) ==
+	      (XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT) && x.stats.victims_stale == 1,
+	      "update of an EVICTING way: status %u v%llu action %#x",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version,
+	      rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 80, &got) && got.version == 9 && got.vlen == 8 &&
+	      got.value[0] == 0x0d, "the store holds v%llu of %u bytes",
+	      (unsigned long long)got.version, got.vlen);
+	/* the same victim again, with a GET: the store is newer, nothing written */
+	req_init(&r, 5, 2, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 80, 0);
+	set_victim(e, 2, 80, 8, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x08);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 9 && rop(&rep, 0)->value[0] == 0x0d &&
+	      !(rep.ft.e[0].action & XTX_FIX_FILL),
+	      "GET of an EVICTING way: status %u v%llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+	/* equal versions: the store's copy stays (a write-back never replaces it) */
+	seed_big(2, 81, 3, 300, 0x33);
+	req_init(&r, 5, 3, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 81, 0);
+	set_victim(e, 2, 81, 3, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && !xtxd_ovf_get(x.store, 2, 81, &got) && got.version == 3 &&
+	      got.vlen == 300 && value_is(got.value, 300, 0x33),
+	      "a write-back at the store's version replaced it: %u bytes", got.vlen);
+	exec_teardown();
+
+	/* no room for the victim: FULL, and the way serves again */
+	exec_setup(1);
+	seed(0, 1, 1, 0x01);
+	req_init(&r, 5, 4, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 82, 0);
+	set_victim(e, 2, 82, 3, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_FULL &&
+	      (rep.ft.e[0].action & XTX_FIX_UNEVICT) &&
+	      !(rep.ft.e[0].action & (XTX_FIX_EVICT | XTX_FIX_VICTIM_SAVED)),
+	      "unsaved EVICTING way: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+	exec_teardown();
+}
+
 /* Areas that do not lie in the body, or write values that belong in the slot: dropped. */
 static void exec_bad_area(void)
 {
@@ -1633,6 +1702,7 @@ int main(void)
 	RUN_CASE(exec_evict);
 	RUN_CASE(exec_big_replay);
 	RUN_CASE(exec_commit_release);
+	RUN_CASE(exec_evict_again);
 	RUN_CASE(exec_bad_area);
 	rcu_unregister_thread();
 	printf("# test_overflow: %d passed, %d failed\n", cases_passed, cases_failed);
