@@ -40,8 +40,8 @@ static __always_inline void xtx_fix_evict(struct xtx_kv_bucket *b, const struct 
 /*
  * An acquire answered anything but OK took nothing: its grant, taken in
  * XDP, goes.  A deferred COMMIT_PRIMARY's lock goes once xtxd has answered
- * it, unless RETRY (the resend needs it).  The
- * release checks the token: a second one (a replayed answer) does nothing.
+ * it, unless RETRY (the resend needs it).  The release checks the token: a
+ * second one (a replayed answer) does nothing.
  */
 static __always_inline void xtx_fix_release(const struct xtx_op *op)
 {
