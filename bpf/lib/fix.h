@@ -37,7 +37,12 @@ static __always_inline void xtx_fix_evict(struct xtx_kv_bucket *b, const struct 
 	b->flags[w] = 0;
 }
 
-/* An acquire answered TOO_BIG took nothing: its grant, taken in XDP, goes. */
+/*
+ * An acquire answered anything but OK took nothing: its grant, taken in
+ * XDP, goes.  A deferred COMMIT_PRIMARY's lock goes once xtxd has answered
+ * it, unless RETRY (the resend needs it).  The release checks the token: a
+ * second one (a replayed answer) does nothing.
+ */
 static __always_inline void xtx_fix_release(const struct xtx_op *op)
 {
 	__u64 hash = xtx_hash(op->table, op->key);
@@ -68,9 +73,11 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 	struct xtx_kv_bucket *b = bpf_map_lookup_elem(&xtx_kv, &bidx);
 	__u8 w;
 
-	if ((f->action & XTX_FIX_RELEASE) && op->status == XTX_ST_TOO_BIG &&
-	    (op->opcode == XTX_OP_LOCK_SHARED || op->opcode == XTX_OP_LOCK_EXCL ||
-	     op->opcode == XTX_OP_OCC_LOCK))
+	if ((f->action & XTX_FIX_RELEASE) &&
+	    ((op->status != XTX_ST_OK &&
+	      (op->opcode == XTX_OP_LOCK_SHARED || op->opcode == XTX_OP_LOCK_EXCL ||
+	       op->opcode == XTX_OP_OCC_LOCK)) ||
+	     (op->opcode == XTX_OP_COMMIT_PRIMARY && op->status != XTX_ST_RETRY)))
 		xtx_fix_release(op);
 	if (!b)
 		return;
@@ -112,6 +119,11 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 		b->vfloor = f->floor_to;
 	if (f->action & XTX_FIX_EVICT)
 		xtx_fix_evict(b, f, op);
+	if (f->action & XTX_FIX_UNEVICT) {
+		w = f->fill_way & (XTX_KV_WAYS - 1);
+		if (b->key[w] == op->key && b->table[w] == op->table)
+			b->flags[w] &= ~XTX_KVF_EVICTING;
+	}
 	/* the kernel caches values of the slot's size only */
 	if ((f->action & XTX_FIX_FILL) && op->status == XTX_ST_OK &&
 	    !(op->flags & (XTX_TXF_ABSENT | XTX_OPF_EXT)) && op->vlen <= XTX_VALUE_INLINE) {

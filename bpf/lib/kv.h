@@ -400,11 +400,21 @@ static __always_inline void xtx_kv_plan_defer(struct xtx_kv_bucket *b, bool need
 	}
 }
 
+/* Whether way w (found, or -1) is leaving for the store: only xtxd answers for its key. */
+static __always_inline bool xtx_kv_evicting(const struct xtx_kv_bucket *b, int w)
+{
+	return w >= 0 && (b->flags[w & (XTX_KV_WAYS - 1)] & XTX_KVF_EVICTING);
+}
+
 /*
  * Prepares the hand-off of a big write to a key cached in way w (live or
- * tombstone): the store takes the key and TC frees the way afterwards
- * (XTX_FIX_EVICT).  A dirty way rides along as the victim, so xtxd saves
- * it first and runs the op on the key's latest state; nothing is filled.
+ * tombstone), or of any op on a way already EVICTING: the store takes the
+ * key and TC frees the way afterwards (XTX_FIX_EVICT).  A clean copy the
+ * store holds goes now.  A dirty way rides along as the victim, so xtxd
+ * saves it first and runs the op on the key's latest state, and is marked
+ * EVICTING: the bucket lock is taken over after the lease, and an op that
+ * then answered from this copy or wrote it would not see the write in
+ * flight, or be lost under it.  Nothing is filled.
  * Global, so the op's paths after it are walked once, not per way state.
  */
 __noinline int xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w, struct xtx_defer_entry *e)
@@ -416,8 +426,11 @@ __noinline int xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w, struct xtx_defe
 	e->fill_way = v;
 	e->victim_way = XTX_KV_NO_WAY;
 	e->flags = XTX_DEFER_EVICT;
-	if (!(b->flags[v] & XTX_KVF_DIRTY))
+	if ((b->flags[v] & (XTX_KVF_DIRTY | XTX_KVF_IN_USER)) == XTX_KVF_IN_USER) {
+		b->flags[v] = 0;
 		return 0;
+	}
+	b->flags[v] |= XTX_KVF_EVICTING;
 	e->flags |= XTX_DEFER_HAS_VICTIM;
 	e->victim_way = v;
 	e->victim.key = b->key[v];
@@ -484,13 +497,13 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	 * A retransmission whose first copy reached xtxd finds its key only
 	 * in the store (xtxd records what it ran); a key in the kernel means
 	 * that copy never ran, so it runs here like a first execution.  Not
-	 * so a big write: it leaves the key in the kernel until TC evicts it,
-	 * and that fix may be what was lost.
+	 * so a big write, nor any op on a way EVICTING: the key stays in the
+	 * kernel until TC evicts it, and that fix may be what was lost.
 	 */
-	if (w >= 0 && !xtx_kv_is_big_write(op))
+	if (w >= 0 && !xtx_kv_is_big_write(op) && !xtx_kv_evicting(b, w))
 		force_defer = false;
 	/* recomputed where needed, not carried: a flag kept in a register splits every path */
-	if (xtx_kv_is_big_write(op))
+	if (xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w))
 		st = XTX_KV_DEFER;
 	else if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
 		st = xtx_kv_write_through_op(b, w, op);
@@ -548,7 +561,7 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 	e->op_idx = idx;
 	e->bucket = bidx;
 	e->vfloor = b->vfloor;
-	if (xtx_kv_is_big_write(op)) {
+	if (xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w)) {
 		if (w >= 0)
 			xtx_kv_plan_evict(b, w, e);
 		else

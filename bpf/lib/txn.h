@@ -79,18 +79,22 @@ static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xt
 
 /*
  * Commit at the primary: install, then release the transaction's lock.
- * Releasing when the install went to xtxd is safe: the bucket stays locked
- * until TC egress has installed the answer, so nobody reads around it.
+ * An install that went to xtxd keeps the lock until xtxd has answered (TC
+ * egress releases it, XTX_FIX_RELEASE): the bucket lock it also holds is
+ * taken over after the KV lease, and another transaction granted the key
+ * meanwhile could read the old copy and commit over it, so that xtxd's
+ * answer (RETRY: the install could not run) and the resend it asks for
+ * would find the key moved on and the write lost.
  */
 static __always_inline __u8 xtx_txn_commit_primary(struct xtx_op *op, __u32 idx,
 						   struct xtx_pkt_ctx *pc)
 {
 	__u8 st = xtx_op_kv(op, idx, pc, false), rel;
 
-	if (st == XTX_ST_RETRY || st == XTX_ST_BAD_ARG)
+	if (st == XTX_ST_RETRY || st == XTX_ST_BAD_ARG || st == XTX_ST_DEFERRED)
 		return st;
 	rel = xtx_lock_release_excl(op->txn, xtx_hash(op->table, op->key), op->token);
-	return rel == XTX_ST_OK || st == XTX_ST_DEFERRED ? st : rel;
+	return rel == XTX_ST_OK ? st : rel;
 }
 
 /* Runs a transaction op; force_defer: see xtx_op_kv(). */

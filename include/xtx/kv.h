@@ -22,6 +22,12 @@
  *                             still holds the key: kept (key and version)
  *                             until the delete is written back
  *   IN_USER                   the overflow store holds a copy of the key
+ *   EVICTING                  (with VALID or TOMB) a write of a value over
+ *                             the slot went to xtxd: the store takes the
+ *                             key, and no op is answered from this copy or
+ *                             writes it any more, also after a lease
+ *                             takeover; each goes to xtxd with the way as
+ *                             its victim (XTX_DEFER_EVICT) until TC frees it
  *
  * Versions never repeat for a key.  An UPDATE adds one; a DELETE adds one
  * (the tombstone's version); a new key starts above the bucket's version
@@ -43,6 +49,7 @@
 #define XTX_KVF_DIRTY		0x02
 #define XTX_KVF_TOMB		0x04
 #define XTX_KVF_IN_USER		0x08
+#define XTX_KVF_EVICTING	0x10
 
 /*
  * 512 bytes, eight cache lines; the map is page-aligned (mmapable), so
@@ -161,8 +168,14 @@ struct xtx_defer_trailer {
 #define XTX_FIX_RAISE_FLOOR	0x04	/* floor = max(floor, floor_to) */
 /* free fill_way if it still holds the op's key: the store holds its value now */
 #define XTX_FIX_EVICT		0x08
-/* the op answered TOO_BIG: release the grant XDP's lock half took (op.token) */
+/*
+ * Release the transaction lock op.token names: a grant answered anything
+ * but OK (XDP's lock half took it, the op took nothing), or a COMMIT_PRIMARY
+ * xtxd answered with anything but RETRY (XDP kept the lock while it was away).
+ */
 #define XTX_FIX_RELEASE		0x10
+/* an eviction whose victim the store could not take (FULL): fill_way serves again */
+#define XTX_FIX_UNEVICT		0x20
 
 struct xtx_fix_entry {
 	__u8 op_idx;

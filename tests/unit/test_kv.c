@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 15 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -753,6 +753,171 @@ static void test_big_write_redefer(void)
 	bucket_reset();
 }
 
+/* A transaction op with its value in the area (len bytes of fill), for a txn of its own. */
+static void txn_big_req(struct run *r, __u32 client, __u64 txn, __u8 opcode, __u64 key,
+			__u64 version, __u64 token, __u16 len, __u8 fill)
+{
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	struct xtx_op *op;
+	size_t plen;
+
+	xtx_msg_init(payload, client, next_req++);
+	op = xtx_msg_add(payload, opcode, 0, key);
+	op->txn = xtx_txn_make(client, txn);
+	op->version = version;
+	op->token = token;
+	xtx_msg_set_area(op, len ? len : 64, len);
+	plen = xtx_msg_finish(payload);
+	memset(xtx_msg_area(payload, op), fill, len);
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, plen);
+}
+
+/*
+ * A COMMIT_PRIMARY that goes to xtxd keeps its transaction lock until
+ * xtxd's answer: after the KV lease another transaction takes the bucket
+ * over, and granted the key it would read the old copy and commit over the
+ * deferred write.  A RETRY answer keeps the lock for the resend; any other
+ * answer releases it (XTX_FIX_RELEASE).
+ */
+static void test_deferred_commit_keeps_lock(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_fix_entry fix = {};
+	struct xtx_defer_record rec;
+	struct run r, t, o;
+	struct xtx_op op;
+	__u64 tok;
+	int v;
+
+	bucket_reset();
+	op = kv_do(XTX_OP_INSERT, 12, 8, 0x12, &v);	/* cached small, v1 */
+	txn_big_req(&r, 1, 77, XTX_OP_LOCK_EXCL, 12, 0, 0, 0, 0);
+	run(&r);
+	tok = out_op(&r, 0)->token;
+	CHECK(r.retval == XDP_TX && out_op(&r, 0)->status == XTX_ST_OK,
+	      "grant of a cached key: verdict %d status %u", r.retval, out_op(&r, 0)->status);
+	txn_big_req(&r, 1, 77, XTX_OP_COMMIT_PRIMARY, 12, op.version, tok, 700, 0x70);
+	run(&r);
+	rec = defer_record_of(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
+	      (rec.t.e[0].flags & XTX_DEFER_EVICT), "big commit: verdict %d status %u flags %#x",
+	      r.retval, out_op(&r, 0)->status, rec.t.e[0].flags);
+
+	/* xtxd is late past the KV lease: the bucket goes, the lock does not */
+	set_runtime(2 * 1000 * 1000);
+	nanosleep(&ms5, NULL);
+	txn_big_req(&o, 2, 78, XTX_OP_LOCK_EXCL, 12, 0, 0, 0, 0);
+	run(&o);
+	CHECK(out_op(&o, 0)->status == XTX_ST_REJECTED,
+	      "another transaction was granted the key of a deferred commit: %u",
+	      out_op(&o, 0)->status);
+	set_runtime(0);
+
+	fix.fill_way = XTX_KV_NO_WAY;
+	fix.victim_way = XTX_KV_NO_WAY;
+	fix.token = rec.t.e[0].token;
+	fix.bloom = ~0ull;
+	/* RETRY: the install did not run, the resend needs the lock */
+	fix.action = XTX_FIX_RELEASE;
+	reply_to(&r, &t, XTX_ST_RETRY, 700, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	txn_big_req(&o, 2, 79, XTX_OP_LOCK_EXCL, 12, 0, 0, 0, 0);
+	run(&o);
+	CHECK(out_op(&o, 0)->status == XTX_ST_REJECTED, "RETRY released the commit's lock: %u",
+	      out_op(&o, 0)->status);
+	/* OK: TC releases it */
+	reply_to(&r, &t, XTX_ST_OK, 700, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	txn_big_req(&o, 2, 80, XTX_OP_LOCK_EXCL, 12, 0, 0, 0, 0);
+	run(&o);
+	CHECK(out_op(&o, 0)->status == XTX_ST_OK || out_op(&o, 0)->status == XTX_ST_DEFERRED,
+	      "the answered commit kept its lock: %u", out_op(&o, 0)->status);
+	bucket_reset();
+}
+
+/*
+ * A big write's kernel copy serves no more from the moment it goes to
+ * xtxd: a clean copy the store holds is freed at once, a dirty one is
+ * marked EVICTING, and after a lease takeover an op on it still goes to
+ * xtxd, with the way as its victim, instead of reading or writing the old
+ * small copy.  A store that could not take it (XTX_FIX_UNEVICT) lets it
+ * serve again.
+ */
+static void test_big_write_evicting(void)
+{
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_fix_entry fix = {};
+	struct xtx_defer_record rec;
+	struct xtx_kv_bucket b;
+	struct run r, o, t;
+	struct xtx_op op;
+	int v;
+
+	/* clean, and the store holds it: the way goes now */
+	bucket_reset();
+	b = bucket_get();
+	b.key[3] = 14;
+	b.version[3] = 4;
+	b.vlen[3] = 8;
+	b.flags[3] = XTX_KVF_VALID | XTX_KVF_IN_USER;
+	b.bloom = ~0ull;
+	bucket_put(&b);
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 14, 512, 300, 0x64);
+	run(&r);
+	rec = defer_record_of(&r);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && (rec.t.e[0].flags & XTX_DEFER_EVICT) &&
+	      !(rec.t.e[0].flags & XTX_DEFER_HAS_VICTIM) && b.flags[3] == 0,
+	      "clean big update: verdict %d flags %#x way %#x", r.retval, rec.t.e[0].flags,
+	      b.flags[3]);
+	bucket_reset();
+
+	/* dirty: EVICTING, and after the lease no op answers from it */
+	op = kv_do(XTX_OP_INSERT, 15, 8, 0x15, &v);
+	big_req(&r, 1, next_req++, XTX_OP_UPDATE, 15, 512, 300, 0x65);
+	run(&r);
+	b = bucket_get();
+	CHECK(r.retval == XDP_PASS && b.flags[0] == (XTX_KVF_VALID | XTX_KVF_DIRTY |
+						      XTX_KVF_IN_USER | XTX_KVF_EVICTING),
+	      "dirty big update: verdict %d way %#x", r.retval, b.flags[0]);
+	set_runtime(2 * 1000 * 1000);
+	nanosleep(&ms5, NULL);
+	kv_req(&o, XTX_OP_UPDATE, 15, 4, 0x0d);
+	run(&o);
+	rec = defer_record_of(&o);
+	b = bucket_get();
+	CHECK(o.retval == XDP_PASS && out_op(&o, 0)->status == XTX_ST_DEFERRED &&
+	      (rec.t.e[0].flags & (XTX_DEFER_EVICT | XTX_DEFER_HAS_VICTIM)) ==
+	      (XTX_DEFER_EVICT | XTX_DEFER_HAS_VICTIM) && rec.t.e[0].victim.key == 15 &&
+	      rec.t.e[0].victim.version == op.version && b.version[0] == op.version,
+	      "small update of an EVICTING way after a takeover: verdict %d status %u v%llu "
+	      "flags %#x", o.retval, out_op(&o, 0)->status,
+	      (unsigned long long)out_op(&o, 0)->version, rec.t.e[0].flags);
+	nanosleep(&ms5, NULL);
+	kv_req(&o, XTX_OP_GET, 15, 0, 0);
+	run(&o);
+	rec = defer_record_of(&o);
+	CHECK(o.retval == XDP_PASS && out_op(&o, 0)->status == XTX_ST_DEFERRED &&
+	      (rec.t.e[0].flags & XTX_DEFER_EVICT),
+	      "GET of an EVICTING way after a takeover: verdict %d status %u", o.retval,
+	      out_op(&o, 0)->status);
+	set_runtime(0);
+
+	/* the store was full: the way serves again */
+	fix.action = XTX_FIX_UNEVICT;
+	fix.fill_way = 0;
+	fix.victim_way = 0;
+	fix.token = rec.t.e[0].token;
+	fix.bloom = ~0ull;
+	out_op(&o, 0)->status = XTX_ST_FULL;
+	reply_to(&o, &t, XTX_ST_FULL, 0, &fix);
+	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
+	op = kv_do(XTX_OP_GET, 15, 0, 0, &v);
+	CHECK(v == XDP_TX && op.status == XTX_ST_OK && op.value[0] == 0x15,
+	      "unevicted way: verdict %d status %u", v, op.status);
+	bucket_reset();
+}
+
 int main(void)
 {
 	xtx_log_libbpf();
@@ -791,6 +956,8 @@ int main(void)
 	RUN_CASE(test_big_write_evicts);
 	RUN_CASE(test_too_big_grant);
 	RUN_CASE(test_big_write_redefer);
+	RUN_CASE(test_deferred_commit_keeps_lock);
+	RUN_CASE(test_big_write_evicting);
 	xtx_tc__destroy(tc);
 	xtx_xdp__destroy(skel);
 	printf("# test_kv: %d passed, %d failed\n", cases_passed, cases_failed);

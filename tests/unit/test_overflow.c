@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
-/* checks: 24 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 26 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1472,18 +1472,172 @@ static void exec_big_replay(void)
 	      "replayed grant: status %u len %u v%llu",
 	      rop(&rep, 0)->status, rext(&rep, 0).len, (unsigned long long)rop(&rep, 0)->version);
 
-	/* a replayed TOO_BIG answers TOO_BIG with the length again */
+	/*
+	 * A replayed TOO_BIG answers TOO_BIG with the length again, and
+	 * releases the first copy's grant: if the first answer was lost, its
+	 * release was too, and the lock would wait for the lock lease.
+	 */
 	req_init(&r, 6, 51, 1);
 	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0);
 	req_area(&r, 0, 64, 0, 0);
+	op_at(r.buf, 0)->token = 0x55;
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG, "too big");
 	req_init(&r, 6, 51, 1);
 	req_defer(&r, 0, XTX_OP_LOCK_EXCL, 3, 5, 0)->flags |= XTX_DEFER_REPLAY;
 	req_area(&r, 0, 64, 0, 0);
 	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_TOO_BIG &&
-	      rext(&rep, 0).len == 900 && !(rep.ft.e[0].action & XTX_FIX_RELEASE),
-	      "replayed TOO_BIG: status %u len %u action %#x", rop(&rep, 0)->status,
-	      rext(&rep, 0).len, rep.ft.e[0].action);
+	      rext(&rep, 0).len == 900 && (rep.ft.e[0].action & XTX_FIX_RELEASE) &&
+	      rop(&rep, 0)->token == 0x55,
+	      "replayed TOO_BIG: status %u len %u action %#x token %#llx", rop(&rep, 0)->status,
+	      rext(&rep, 0).len, rep.ft.e[0].action, (unsigned long long)rop(&rep, 0)->token);
+	exec_teardown();
+}
+
+/*
+ * A deferred COMMIT_PRIMARY keeps its transaction lock in XDP until xtxd
+ * answers: every answer but RETRY releases it (XTX_FIX_RELEASE, the
+ * commit's token), also one from the record, since the first may be lost.
+ */
+static void exec_commit_release(void)
+{
+	static struct xtx_kv_bucket kv[NB];
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+	uint32_t b = xtx_bucket_of(xtx_hash(1, 40), NB);
+
+	exec_setup(100);
+	memset(kv, 0, sizeof(kv));
+	x.kv = kv;
+	x.kv_buckets = NB;
+	seed(1, 40, 5, 0x05);
+
+	/* taken over before it ran: RETRY, and the lock stays for the resend */
+	kv[b].lock = 0x7777;
+	req_init(&r, 5, 60, 1);
+	e = req_defer(&r, 0, XTX_OP_COMMIT_PRIMARY, 1, 40, 0);
+	e->flags |= XTX_DEFER_EVICT;
+	op_at(r.buf, 0)->version = 5;
+	op_at(r.buf, 0)->token = 0x99;
+	req_area(&r, 0, 700, 700, 0x70);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_RETRY &&
+	      !(rep.ft.e[0].action & XTX_FIX_RELEASE),
+	      "taken-over commit: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+
+	/* the resend, held: installed, and the lock goes with the answer */
+	kv[b].lock = e->token;
+	req_init(&r, 5, 61, 1);
+	e = req_defer(&r, 0, XTX_OP_COMMIT_PRIMARY, 1, 40, 0);
+	e->flags |= XTX_DEFER_EVICT;
+	op_at(r.buf, 0)->version = 5;
+	op_at(r.buf, 0)->token = 0x99;
+	req_area(&r, 0, 700, 700, 0x70);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 6 && (rep.ft.e[0].action & XTX_FIX_RELEASE) &&
+	      rop(&rep, 0)->token == 0x99 && !xtxd_ovf_get(x.store, 1, 40, &got) &&
+	      got.version == 6 && got.vlen == 700,
+	      "commit: status %u v%llu action %#x", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version, rep.ft.e[0].action);
+
+	/* its replay (the answer was lost): the record answers, releasing again */
+	req_init(&r, 5, 61, 1);
+	e = req_defer(&r, 0, XTX_OP_COMMIT_PRIMARY, 1, 40, 0);
+	e->flags |= XTX_DEFER_EVICT | XTX_DEFER_REPLAY;
+	op_at(r.buf, 0)->version = 5;
+	op_at(r.buf, 0)->token = 0x99;
+	req_area(&r, 0, 700, 700, 0x70);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      (rep.ft.e[0].action & XTX_FIX_RELEASE) && rop(&rep, 0)->token == 0x99,
+	      "replayed commit: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
+
+	/* a later copy finds it installed, and one at another version CHANGED: both release */
+	req_init(&r, 5, 62, 1);
+	req_defer(&r, 0, XTX_OP_COMMIT_PRIMARY, 1, 40, 0);
+	op_at(r.buf, 0)->version = 5;
+	op_at(r.buf, 0)->token = 0x99;
+	req_area(&r, 0, 700, 700, 0x70);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_ALREADY_APPLIED &&
+	      (rep.ft.e[0].action & XTX_FIX_RELEASE),
+	      "already applied: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+	req_init(&r, 5, 63, 1);
+	req_defer(&r, 0, XTX_OP_COMMIT_PRIMARY, 1, 40, 0);
+	op_at(r.buf, 0)->version = 2;
+	req_area(&r, 0, 700, 700, 0x70);
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_CHANGED &&
+	      (rep.ft.e[0].action & XTX_FIX_RELEASE),
+	      "changed: status %u action %#x", rop(&rep, 0)->status, rep.ft.e[0].action);
+	exec_teardown();
+}
+
+/*
+ * An op on a way EVICTING brings its victim again, after the store ran
+ * the big write (or an op after it): a victim at a version the store
+ * already has is not written over it.  A victim the store has no room
+ * for: the op does not run and the way serves again (XTX_FIX_UNEVICT).
+ */
+static void exec_evict_again(void)
+{
+	struct xtxd_ovf_item got;
+	struct xtx_defer_entry *e;
+	struct req r;
+	struct reply rep;
+
+	exec_setup(100);
+	seed_big(2, 80, 8, 300, 0x5e);	/* the big write, at the version the kernel copy had */
+	req_init(&r, 5, 1, 1);
+	e = req_defer(&r, 0, XTX_OP_UPDATE, 2, 80, 0x0d);
+	set_victim(e, 2, 80, 8, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x08);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 9 &&
+	      (rep.ft.e[0].action & (XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT)) ==
+	      (XTX_FIX_VICTIM_SAVED | XTX_FIX_EVICT) && x.stats.victims_stale == 1,
+	      "update of an EVICTING way: status %u v%llu action %#x",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version,
+	      rep.ft.e[0].action);
+	CHECK(!xtxd_ovf_get(x.store, 2, 80, &got) && got.version == 9 && got.vlen == 8 &&
+	      got.value[0] == 0x0d, "the store holds v%llu of %u bytes",
+	      (unsigned long long)got.version, got.vlen);
+	/* the same victim again, with a GET: the store is newer, nothing written */
+	req_init(&r, 5, 2, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 80, 0);
+	set_victim(e, 2, 80, 8, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x08);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_OK &&
+	      rop(&rep, 0)->version == 9 && rop(&rep, 0)->value[0] == 0x0d &&
+	      !(rep.ft.e[0].action & XTX_FIX_FILL),
+	      "GET of an EVICTING way: status %u v%llu", rop(&rep, 0)->status,
+	      (unsigned long long)rop(&rep, 0)->version);
+	/* equal versions: the store's copy stays (a write-back never replaces it) */
+	seed_big(2, 81, 3, 300, 0x33);
+	req_init(&r, 5, 3, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 81, 0);
+	set_victim(e, 2, 81, 3, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && !xtxd_ovf_get(x.store, 2, 81, &got) && got.version == 3 &&
+	      got.vlen == 300 && value_is(got.value, 300, 0x33),
+	      "a write-back at the store's version replaced it: %u bytes", got.vlen);
+	exec_teardown();
+
+	/* no room for the victim: FULL, and the way serves again */
+	exec_setup(1);
+	seed(0, 1, 1, 0x01);
+	req_init(&r, 5, 4, 1);
+	e = req_defer(&r, 0, XTX_OP_GET, 2, 82, 0);
+	set_victim(e, 2, 82, 3, XTX_KVF_VALID | XTX_KVF_DIRTY | XTX_KVF_EVICTING, 0x03);
+	e->flags |= XTX_DEFER_EVICT;
+	e->fill_way = e->victim_way;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_FULL &&
+	      (rep.ft.e[0].action & XTX_FIX_UNEVICT) &&
+	      !(rep.ft.e[0].action & (XTX_FIX_EVICT | XTX_FIX_VICTIM_SAVED)),
+	      "unsaved EVICTING way: status %u action %#x", rop(&rep, 0)->status,
+	      rep.ft.e[0].action);
 	exec_teardown();
 }
 
@@ -1547,6 +1701,8 @@ int main(void)
 	RUN_CASE(exec_big_read);
 	RUN_CASE(exec_evict);
 	RUN_CASE(exec_big_replay);
+	RUN_CASE(exec_commit_release);
+	RUN_CASE(exec_evict_again);
 	RUN_CASE(exec_bad_area);
 	rcu_unregister_thread();
 	printf("# test_overflow: %d passed, %d failed\n", cases_passed, cases_failed);

@@ -239,7 +239,7 @@ static bool write_back_victim(struct xtxd_exec *x, const struct xtx_defer_entry 
 {
 	const struct xtx_kv_item *v = &e->victim;
 	struct xtxd_ovf_item it;
-	int ret;
+	int ret = 0;
 
 	fix->victim_key = v->key;
 	fix->victim_version = v->version;
@@ -253,6 +253,13 @@ static bool write_back_victim(struct xtxd_exec *x, const struct xtx_defer_entry 
 		xtxd_stat_inc(&x->stats.tombs_saved);
 		return true;
 	}
+	/*
+	 * The kernel's copy is never newer than a version the store already
+	 * has: that one came from this copy, or from a write the store ran
+	 * after it (a victim sent again, e.g. by an op on a way EVICTING).
+	 */
+	if (!xtxd_ovf_get(x->store, v->table, v->key, &it) && it.version >= v->version)
+		goto stale;
 	memset(&it, 0, sizeof(it));
 	it.key = v->key;
 	it.version = v->version;
@@ -264,6 +271,7 @@ static bool write_back_victim(struct xtxd_exec *x, const struct xtx_defer_entry 
 		xtxd_stat_inc(&x->stats.victims_full);
 		return false;
 	}
+stale:
 	/* older than the store's copy: nothing to save, the slot is clean as far as we know */
 	xtxd_stat_inc(ret ? &x->stats.victims_saved : &x->stats.victims_stale);
 	fix->action |= XTX_FIX_VICTIM_SAVED;
@@ -308,7 +316,7 @@ static uint64_t absent_base(struct xtxd_exec *x, const struct xtx_defer_entry *e
  * the lock half already ran in XDP.  Commits install at the version the
  * coordinator fixed and answer ALREADY_APPLIED when it is there already.
  * A grant whose value does not fit the room answers TOO_BIG, and TC
- * releases the grant (XTX_FIX_RELEASE): the op took nothing.
+ * releases the grant (XTX_FIX_RELEASE, run_entry): the op took nothing.
  */
 static uint8_t run_txn_op(struct xtxd_exec *x, const struct body *bd,
 			  const struct xtx_defer_entry *e, struct xtx_op *op,
@@ -332,10 +340,8 @@ static uint8_t run_txn_op(struct xtxd_exec *x, const struct body *bd,
 			return XTX_ST_OK;
 		}
 		st = answer_value(bd, op, cur->value, cur->vlen);
-		if (st == XTX_ST_TOO_BIG) {
-			fix->action |= XTX_FIX_RELEASE;
+		if (st == XTX_ST_TOO_BIG)
 			return st;
-		}
 		op->version = cur->version;
 		fill(x, e, fix, can_fill, op);
 		return XTX_ST_OK;
@@ -447,6 +453,13 @@ static uint8_t run_op_as(struct xtxd_exec *x, const struct body *bd,
 	return st;
 }
 
+/* The lock ops whose lock half XDP ran before it deferred the KV half. */
+static bool is_grant(uint8_t opcode)
+{
+	return opcode == XTX_OP_LOCK_SHARED || opcode == XTX_OP_LOCK_EXCL ||
+	       opcode == XTX_OP_OCC_LOCK;
+}
+
 /* Ops whose answer is a value (a read, or a grant that reads). */
 static bool answers_value(const struct xtx_op *op)
 {
@@ -469,6 +482,12 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 	struct xtxd_ovf_item cur;
 
 	op->status = rec->status;
+	/*
+	 * A re-deferred grant did not run its lock half again: its token is
+	 * the first copy's, which only this record still has (and which a
+	 * refused grant's release names, run_entry).
+	 */
+	op->token = rec->token;
 	if (rec->status == XTX_ST_TOO_BIG) {
 		answer_value(bd, op, rec->value, rec->vlen);
 		return;
@@ -476,11 +495,6 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 	if (rec->status != XTX_ST_OK)
 		return;
 	op->version = rec->version;
-	/*
-	 * A re-deferred grant did not run its lock half again: its token is
-	 * the first copy's, which only this record still has.
-	 */
-	op->token = rec->token;
 	if (answers_value(op)) {
 		/* the room is the request's: its area reference stays in the slot */
 		op->flags = (rec->flags & ~XTX_OPF_EXT) | (op->flags & XTX_OPF_EXT);
@@ -632,6 +646,22 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	 */
 	if ((e->flags & XTX_DEFER_EVICT) && held && saved)
 		fix->action |= XTX_FIX_EVICT;
+	/* the way could not leave (store full): XDP serves it again */
+	if ((e->flags & XTX_DEFER_EVICT) && held && !saved)
+		fix->action |= XTX_FIX_UNEVICT;
+	/*
+	 * XDP kept a deferred COMMIT_PRIMARY's lock until this answer: it
+	 * goes with every answer but RETRY (the resend still needs it, and
+	 * holding it kept the key from moving on meanwhile), as XDP's own
+	 * commit releases it; a commit that has logged is never reclaimed by
+	 * the lease.  A grant that took nothing (TOO_BIG, or RETRY and FULL
+	 * when the key's kernel copy could not be saved) gives back the lock
+	 * XDP's half took.  Also from a record: the first answer may be lost,
+	 * and a second release does nothing (TC checks the token).
+	 */
+	if ((op->opcode == XTX_OP_COMMIT_PRIMARY && op->status != XTX_ST_RETRY) ||
+	    (is_grant(op->opcode) && op->status != XTX_ST_OK))
+		fix->action |= XTX_FIX_RELEASE;
 	pr_debug("rare: client %u req %llu op %u %s key %llu -> %s v%llu%s\n", hdr->client_id,
 		 (unsigned long long)hdr->req_id, e->op_idx, xtx_op_name(op->opcode) ?: "?",
 		 (unsigned long long)op->key, xtx_status_name(op->status),
