@@ -264,9 +264,13 @@ static int fence(uint64_t txn)
 
 	/* the flag first: a run that sees the entry must also look for it */
 	err = xtxd_logdrain_arm_fence(true);
+	/*
+	 * A failure is an error, never 0: the caller would answer "not held"
+	 * for a transaction that can still be logged here (e.g. -ENODEV from a
+	 * drain not started yet, the resolver answering first after a restart).
+	 */
 	if (err || bpf_map_update_elem(R.fence_fd, &txn, &now, BPF_ANY)) {
 		err = err ?: -errno;
-		err = -errno;
 		pr_warn("resolve: fencing txn %#llx: %s\n", (unsigned long long)txn,
 			strerror(-err));
 		return err;
