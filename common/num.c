@@ -115,3 +115,16 @@ bool xtx_json_u64(const char *json, const char *name, unsigned long long *v)
 	p = strstr(json, pat);
 	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
 }
+
+int xtx_parse_double(const char *what, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
+		fprintf(stderr, "Error: %s: '%s' is not a number in [%g, %g]\n", what, s, lo, hi);
+		return -1;
+	}
+	return 0;
+}

@@ -94,19 +94,6 @@ static void rw_usage(FILE *out)
 		XTX_VALUE_MAX, RW_TWEET_HDR, XTX_VALUE_MAX, RW_MAX_FANOUT);
 }
 
-static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
-		fprintf(stderr, "Error: %s: '%s' is not a number in [%g, %g]\n", what, s, lo, hi);
-		return -1;
-	}
-	return 0;
-}
-
 static int rw_handle_opt(void *vctx, int c, const char *arg)
 {
 	struct rw_ctx *ctx = vctx;
@@ -144,7 +131,7 @@ static int rw_handle_opt(void *vctx, int c, const char *arg)
 		ctx->dist = arg;
 		return 0;
 	case OPT_THETA:
-		return parse_double("--theta", arg, 0.001, XTX_ZIPF_THETA_MAX, &cfg->theta);
+		return xtx_parse_double("--theta", arg, 0.001, XTX_ZIPF_THETA_MAX, &cfg->theta);
 	}
 	return -1;
 }

@@ -101,19 +101,6 @@ static void sb_usage(FILE *out)
 		"AMG moved such an overdraft).\n");
 }
 
-static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
-		fprintf(stderr, "Error: %s: '%s' is not a number in [%g, %g]\n", what, s, lo, hi);
-		return -1;
-	}
-	return 0;
-}
-
 static int parse_mix(const char *s, unsigned int *mix)
 {
 	char *copy = strdup(s), *save = NULL, *tok;
@@ -150,9 +137,9 @@ static int sb_handle_opt(void *vctx, int c, const char *arg)
 		return xtx_parse_u32("--accounts", arg, 2, SB_MAX_ACCOUNTS, &ctx->cfg.accounts);
 	case OPT_HOT_FRAC:
 		ctx->hot_set = true;
-		return parse_double("--hot-frac", arg, 0, 1, &ctx->hot_frac);
+		return xtx_parse_double("--hot-frac", arg, 0, 1, &ctx->hot_frac);
 	case OPT_HOT_PROB:
-		return parse_double("--hot-prob", arg, 0, 1, &ctx->cfg.hot_prob);
+		return xtx_parse_double("--hot-prob", arg, 0, 1, &ctx->cfg.hot_prob);
 	case OPT_MIX:
 		return parse_mix(arg, ctx->cfg.mix);
 	}

@@ -108,19 +108,6 @@ static void ycsb_usage(FILE *out)
 		XTX_ZIPF_THETA_MAX, YCSB_MAX_OPS);
 }
 
-static int parse_double(const char *what, const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !(*out >= lo && *out <= hi)) {
-		fprintf(stderr, "Error: %s: '%s' is not a number in [%g, %g]\n", what, s, lo, hi);
-		return -1;
-	}
-	return 0;
-}
-
 static int ycsb_handle_opt(void *vctx, int c, const char *arg)
 {
 	struct ycsb_ctx *ctx = vctx;
@@ -155,7 +142,7 @@ static int ycsb_handle_opt(void *vctx, int c, const char *arg)
 		ctx->dist = arg;
 		return 0;
 	case OPT_THETA:
-		return parse_double("--theta", arg, 0.001, XTX_ZIPF_THETA_MAX, &cfg->theta);
+		return xtx_parse_double("--theta", arg, 0.001, XTX_ZIPF_THETA_MAX, &cfg->theta);
 	case OPT_OPS_PER_TXN:
 		if (xtx_parse_u32("--ops-per-txn", arg, 1, YCSB_MAX_OPS, &v))
 			return -1;
