@@ -139,6 +139,9 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 		}
 	}
 	b->bloom = f->bloom;
+	/* xtxd answered the big write: the value store agrees with the overflow store again */
+	if (b->big_token == f->token)
+		b->big_token = 0;
 	__sync_val_compare_and_swap(&b->lock, f->token, 0);
 	xtx_count(XTX_CTR_KV_FIXES);
 }
