@@ -235,6 +235,10 @@ static void print_sizes(const struct xtxd_opts *o)
 		pr_warn("xtxd: --overflow-max %llu is below --capacity %llu: keys evicted from the "
 			"kernel cache may find the overflow store full\n",
 			(unsigned long long)z->overflow_max, (unsigned long long)z->capacity);
+	if (o->load.bigval_max)
+		pr_info("xtxd: value store: XDP answers reads of up to %u values over %u B from "
+			"copies (about %zu B each, taken as used; --value-store)\n",
+			o->load.bigval_max, XTX_VALUE_INLINE, sizeof(struct xtx_bigval) + 64);
 	if (!z->capacity) {
 		pr_info("xtxd: sizes: kernel cache %u buckets x %u ways (%.0f MiB), lock table %u "
 			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each, %zu B with "
