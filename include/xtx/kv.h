@@ -77,7 +77,8 @@ struct xtx_kv_bucket {
 	 * TC has not seen answered (0: none).  Until it is, the value store
 	 * (XTX_MAP_BIGVAL) may hold that write before xtxd has logged it, or
 	 * lag behind the overflow store: no op of this bucket is answered from
-	 * it.  A lease takeover leaves it set; the next answered one clears it.
+	 * it.  TC clears it with that write's answer, also after a lease
+	 * takeover; a later big write's deferral replaces it.
 	 */
 	__u64 big_token;
 	__u8 pad[8];
