@@ -121,7 +121,7 @@ struct xtx_bigval {
 	__u8 data[XTX_VALUE_MAX];	/* zero past len: a copy of cap bytes zeroes the rest */
 };
 
-#define XTX_BIGVAL_DEFAULT	(1u << 18)
+#define XTX_BIGVAL_DEFAULT	(1u << 20)
 #define XTX_BIGVAL_MAX		(1u << 22)
 
 #define XTX_KV_BUCKETS_DEFAULT	(1u << 17)
