@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 74 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 76 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -131,6 +131,11 @@ ctl 0 unload >/dev/null
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
 	ARGS="--peers $(all_server_ips) --resolve-after 2s" >/dev/null
 check "server 0 restarts and recovers" test $? -eq 0
+check "after the restart (fresh maps), txn 3's late LOG_APPEND is still refused" \
+	test "$(st 0 log-append 0 200 txn=3 version=2 value=dddd replicas=0,1,2 \
+		flags=last)" = fenced
+check "... and the log says its decision was fenced again" \
+	grep -q "decided abort before this start are fenced again" <(XLOG 0)
 got=$(ctl 0 dump | tr '\n' ' ')
 check "recovered: keys 100 and 300 at version 2, aborted txn 3's write to key 200 not ($got)" \
 	test "$got" = "table=0 key=100 version=2 vlen=2 value=bbbb $(

@@ -787,7 +787,8 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
-	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
+	    xtxd_logdrain_start(&t, &o.drain) || xtxd_resolve_arm_fences() ||
+	    xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
 	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns) ||

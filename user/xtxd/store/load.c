@@ -697,6 +697,7 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 {
 	struct xtxd_load_item *items;
 	struct load_run r;
+	uint8_t *big;
 	uint64_t done;
 	size_t i, m;
 	int err = 0;
@@ -710,8 +711,11 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 		return;
 	}
 	items = calloc(LOAD_BATCH, sizeof(*items));
-	if (!items) {
+	/* values over the slot: their bytes beside the items, one batch at a time */
+	big = vsize > XTX_VALUE_INLINE ? malloc((size_t)LOAD_BATCH * vsize) : NULL;
+	if (!items || (vsize > XTX_VALUE_INLINE && !big)) {
 		xtxd_out_printf(env->out, "ERR load: %s\n", strerror(ENOMEM));
+		free(items);
 		run_close(&r);
 		return;
 	}
@@ -724,11 +728,18 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 			items[i].table = table;
 			items[i].vlen = vsize;
 			items[i].version = env->version;
-			xtxd_load_gen_value(seed, table, first + done + i, vsize, items[i].value);
+			if (big) {
+				items[i].big = big + i * vsize;
+				xtxd_load_gen_value(seed, table, first + done + i, vsize, big + i * vsize);
+			} else {
+				xtxd_load_gen_value(seed, table, first + done + i, vsize,
+						    items[i].value);
+			}
 		}
 		err = run_items(&r, items, m, done);
 	}
 	free(items);
+	free(big);
 	/* after -EPIPE nobody reads the answer, but the mapping and scratch go */
 	run_end(&r, err);
 }
