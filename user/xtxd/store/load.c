@@ -166,7 +166,8 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 	/* the store's floor and keys of this bucket move under this lock only */
 	xtxd_ovf_lock(l->store, bi);
 	w = find_way(b, it->table, it->key);
-	if (w >= 0 && (b->flags[w] & XTX_KVF_VALID))
+	/* a big write of the key is with xtxd (EVICTING): the key is as good as present */
+	if (w >= 0 && (b->flags[w] & (XTX_KVF_VALID | XTX_KVF_EVICTING)))
 		goto dup;
 	/*
 	 * Every key the store holds has its bit in the kernel filter (the rare
