@@ -659,7 +659,10 @@ static int rebuild_store(const struct xtx_target *t, const char *datadir)
 			"store: %s\n", strerror(-err));
 		return err;
 	}
-	return xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+	err = xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+	if (!err)
+		xtxd_rare_forget_big_writes();
+	return err;
 }
 
 static int serve_until_signal(void)

@@ -345,6 +345,15 @@ static int open_valstore(const struct xtx_target *t)
 	return 0;
 }
 
+void xtxd_rare_forget_big_writes(void)
+{
+	uint32_t b;
+
+	for (b = 0; rare.x.kv && b < rare.x.kv_buckets; b++)
+		if (rare.x.kv[b].big_token)
+			__atomic_store_n(&rare.x.kv[b].big_token, 0, __ATOMIC_RELEASE);
+}
+
 /*
  * The overflow store lives in xtxd's memory.  A new xtxd that finds kernel
  * buckets whose Bloom filters point into a store says so loudly: those
