@@ -616,13 +616,8 @@ static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u
 		st = XTX_KV_DEFER;
 		break;
 	}
-	/*
-	 * A big value the kernel cache never holds: its copy in the value
-	 * store answers a read in one pass, unless a write of one this bucket
-	 * deferred is still unanswered (kv.h, big_token).
-	 */
-	if (st == XTX_KV_DEFER && w < 0 && !force_defer && !b->big_token &&
-	    xtx_kv_big_readable(op->opcode)) {
+	/* a big value the kernel cache never holds: its copy answers a read in one pass */
+	if (st == XTX_KV_DEFER && w < 0 && !force_defer && xtx_kv_big_readable(op->opcode)) {
 		st = xtx_kv_big_read(ctx, idx);
 		if (st != XTX_KV_DEFER) {
 			xtx_kv_unlock(b);
@@ -672,8 +667,6 @@ static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u
 		e->flags |= XTX_DEFER_REPLAY;
 	/* from a frequent-path hold to a rare-path one, with a lease */
 	e->token = xtx_now(pc) | 1;
-	if (xtx_kv_is_big_write(op))
-		b->big_token = e->token;
 	__sync_lock_test_and_set(&b->lock, e->token);
 	pc->ndeferred = nd + 1;
 	xtx_count(XTX_CTR_KV_DEFERRED);

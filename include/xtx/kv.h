@@ -72,16 +72,7 @@ struct xtx_kv_bucket {
 	__u8 table[XTX_KV_WAYS];
 	__u8 flags[XTX_KV_WAYS];
 	__u8 vlen[XTX_KV_WAYS];
-	/*
-	 * The lock token of a write of a big value this bucket deferred and
-	 * TC has not seen answered (0: none).  Until it is, the value store
-	 * (XTX_MAP_BIGVAL) may hold that write before xtxd has logged it, or
-	 * lag behind the overflow store: no op of this bucket is answered from
-	 * it.  TC clears it with that write's answer, also after a lease
-	 * takeover; a later big write's deferral replaces it.
-	 */
-	__u64 big_token;
-	__u8 pad[8];
+	__u8 pad[16];
 	__u64 key[XTX_KV_WAYS];	/* keys together: one compare loop, one cache line */
 	__u64 version[XTX_KV_WAYS];
 	__u8 value[XTX_KV_WAYS][XTX_VALUE_INLINE];

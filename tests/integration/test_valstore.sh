@@ -109,7 +109,7 @@ out=$(op get 0 101 room=1024)
 check "deleted: not found, never the copy ($(field "$out" status))" \
 	test "$(field "$out" status)" = not_found
 
-# ---- a big write whose answer was lost: its bucket's reads go to xtxd until one is answered ----
+# ---- a big write whose answer was lost: xtxd ran it and logged it, so XDP answers from its copy ----
 v4=$(hexval 300 d)
 ver=$(field "$(op insert 0 102 value="$v4")" version)
 ctl 0 fault --drop-rare-reply-ppm 1000000 >/dev/null
@@ -122,8 +122,8 @@ sleep 0.05
 s0=$(counter kv_big_served); d0=$(counter kv_deferred)
 out=$(op get 0 102 room=1024)
 how=$(served_by "$s0" "$d0")
-check "a read then goes to xtxd, whose store has the update ($how)" \
-	test "$(field "$out" version)/$(field "$out" value)/$how" = "$((ver + 1))/$v5/served+0 deferred+1"
+check "a read then gets the logged update from its copy, in XDP ($how)" \
+	test "$(field "$out" version)/$(field "$out" value)/$how" = "$((ver + 1))/$v5/served+1 deferred+0"
 v6=$(hexval 300 f)
 out=$(op update 0 102 value="$v6")
 check "the next big write is answered ($(field "$out" status))" \
@@ -131,11 +131,10 @@ check "the next big write is answered ($(field "$out" status))" \
 s0=$(counter kv_big_served); d0=$(counter kv_deferred)
 out=$(op get 0 102 room=1024)
 how=$(served_by "$s0" "$d0")
-check "and XDP answers reads from the value store again ($how)" \
+check "and XDP answers with it ($how)" \
 	test "$(field "$out" value)/$how" = "$v6/served+1 deferred+0"
 
-# ---- SIGKILL: the new xtxd empties the copies and rebuilds them from its recovered store,
-# and forgets the big writes its predecessor never answered ----
+# ---- SIGKILL: the new xtxd empties the copies and rebuilds them from its recovered store ----
 v7=$(hexval 300 g)
 ctl 0 fault --drop-rare-reply-ppm 1000000 >/dev/null
 out=$(op --timeout 15ms update 0 102 value="$v7")

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
-/* checks: 27 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 28 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1199,8 +1199,9 @@ static int copy_of(int fd, uint8_t table, uint64_t key, struct xtx_bigval *v)
 /* The value store follows the overflow store: never a copy the store has replaced. */
 static void store_valstore(void)
 {
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_NO_PREALLOC);
 	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "test_bigval", sizeof(struct xtx_bigval_key),
-				sizeof(struct xtx_bigval), 3, NULL);
+				sizeof(struct xtx_bigval), 3, &mo);
 	struct xtxd_ovf *s = xtxd_ovf_new(NB, 100);
 	struct xtxd_ovf_item it = { .key = 500, .version = 4, .table = 3, .vlen = 600 };
 	struct xtx_bigval v;
@@ -1253,7 +1254,50 @@ static void store_valstore(void)
 	      "full: a key it holds is still replaced in place");
 	CHECK(!xtxd_valstore_clear(fd) && !copy_of(fd, 3, 600, &v) && !copy_of(fd, 3, 602, &v),
 	      "clear empties it");
+
+	/* the rare path's writes are not durable yet: copies only once they are */
+	xtxd_ovf_copy_later(true);
+	it.key = 700;
+	it.version = 1;
+	it.vlen = 300;
+	fill_value(it.value, it.vlen, 6);
+	CHECK(put(s, it) == 1 && !copy_of(fd, 3, 700, &v), "copy later: a new big key, no copy");
+	xtxd_ovf_copy_refresh(s, 3, 700, 2);
+	CHECK(!copy_of(fd, 3, 700, &v), "a refresh at another version copies nothing");
+	xtxd_ovf_copy_refresh(s, 3, 700, 1);
+	CHECK(copy_of(fd, 3, 700, &v) && v.version == 1 && value_is(v.data, 300, 6),
+	      "a refresh at the stored version copies it");
+	it.version = 2;
+	fill_value(it.value, it.vlen, 7);
+	CHECK(put(s, it) == 1 && !copy_of(fd, 3, 700, &v),
+	      "copy later: a newer big value takes the old copy away, makes none");
+	xtxd_ovf_copy_refresh(s, 3, 700, 2);
+	CHECK(copy_of(fd, 3, 700, &v) && v.version == 2 && value_is(v.data, 300, 7),
+	      "once durable, the newer one is copied");
+	xtxd_ovf_copy_later(false);
 	xtxd_ovf_free(s);
+	close(fd);
+}
+
+/* Emptying a value store of many copies: each one goes, whatever the walk's order. */
+static void valstore_clear_many(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "test_bigval", sizeof(struct xtx_bigval_key),
+				sizeof(struct xtx_bigval), 1 << 16, &mo);
+	struct xtxd_ovf_item it = { .table = 1, .version = 1, .vlen = 64 };
+	struct xtx_bigval_key k;
+	uint64_t i;
+
+	CHECK(fd >= 0, "creating a hash map for the value store: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	for (i = 0; i < 20000; i++) {
+		it.key = i;
+		xtxd_valstore_put(fd, &it);
+	}
+	CHECK(!xtxd_valstore_clear(fd) && bpf_map_get_next_key(fd, NULL, &k) && errno == ENOENT,
+	      "20000 copies cleared");
 	close(fd);
 }
 
@@ -1769,6 +1813,7 @@ int main(void)
 	RUN_CASE(exec_malformed);
 	RUN_CASE(store_big_values);
 	RUN_CASE(store_valstore);
+	RUN_CASE(valstore_clear_many);
 	RUN_CASE(exec_big_write);
 	RUN_CASE(exec_big_read);
 	RUN_CASE(exec_evict);

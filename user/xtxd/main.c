@@ -237,8 +237,9 @@ static void print_sizes(const struct xtxd_opts *o)
 			(unsigned long long)z->overflow_max, (unsigned long long)z->capacity);
 	if (o->load.bigval_max)
 		pr_info("xtxd: value store: XDP answers reads of up to %u values over %u B from "
-			"copies (about %zu B each, taken as used; --value-store)\n",
-			o->load.bigval_max, XTX_VALUE_INLINE, sizeof(struct xtx_bigval) + 64);
+			"copies (a 2 KiB kernel allocation each, taken as used: up to %.0f MiB; "
+			"--value-store)\n", o->load.bigval_max, XTX_VALUE_INLINE,
+			mib((uint64_t)o->load.bigval_max * 2048));
 	if (!z->capacity) {
 		pr_info("xtxd: sizes: kernel cache %u buckets x %u ways (%.0f MiB), lock table %u "
 			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each, %zu B with "
@@ -659,10 +660,28 @@ static int rebuild_store(const struct xtx_target *t, const char *datadir)
 			"store: %s\n", strerror(-err));
 		return err;
 	}
-	err = xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
-	if (!err)
-		xtxd_rare_forget_big_writes();
-	return err;
+	return xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+}
+
+/*
+ * The rare path's plain writes are in the overflow store, and in the replay
+ * records a retransmission is answered from, before they are logged: if the
+ * log cannot take them, a retransmission would be acknowledged with the
+ * write not durable.  So a server that cannot log stops (fail-stop, as a
+ * SIGKILL): the maps stay, and the next start rebuilds the store from what
+ * was logged, without the writes nobody was told of.
+ */
+static int log_writes_or_stop(struct xtx_log_entry *e, size_t n)
+{
+	int err = xtxd_userlog_append(e, n);
+
+	if (err) {
+		fprintf(stderr, "xtxd: FATAL: writing the rare path's writes to the log: %s; "
+			"stopping, so that none is acknowledged without being durable\n",
+			strerror(-err));
+		_exit(1);
+	}
+	return 0;
 }
 
 static int serve_until_signal(void)
@@ -784,7 +803,7 @@ int main(int argc, char **argv)
 		/* logs a snapshot removed held the only reason to keep some decisions */
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
-	o.rare.log_writes = xtxd_userlog_append;
+	o.rare.log_writes = log_writes_or_stop;
 	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||

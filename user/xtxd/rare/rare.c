@@ -279,6 +279,8 @@ static void *rare_thread_main(void *arg)
 	int n;
 
 	rcu_register_thread();
+	/* what this thread writes is logged after it runs: copied for XDP once durable */
+	xtxd_ovf_copy_later(true);
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -343,15 +345,6 @@ static int open_valstore(const struct xtx_target *t)
 	}
 	xtxd_ovf_set_valstore(rare.x.store, rare.valstore_fd);
 	return 0;
-}
-
-void xtxd_rare_forget_big_writes(void)
-{
-	uint32_t b;
-
-	for (b = 0; rare.x.kv && b < rare.x.kv_buckets; b++)
-		if (rare.x.kv[b].big_token)
-			__atomic_store_n(&rare.x.kv[b].big_token, 0, __ATOMIC_RELEASE);
 }
 
 /*

@@ -230,6 +230,28 @@ static uint8_t answer_value(const struct body *b, struct xtx_op *op, const uint8
 }
 
 /*
+ * Big values this packet wrote are durable now (logged here, or decided by
+ * their transaction's log records): XDP may answer reads from copies of
+ * them (store/overflow.h, xtxd_ovf_copy_later).
+ */
+static void copy_durable(struct xtxd_exec *x, const uint8_t *body,
+			 const struct xtx_defer_trailer *dt)
+{
+	struct xtx_op op;
+	uint32_t i;
+
+	for (i = 0; i < dt->count; i++) {
+		memcpy(&op, body + op_off(dt->e[i].op_idx), sizeof(op));
+		if (op.status != XTX_ST_OK || !(op.flags & XTX_OPF_EXT) ||
+		    (op.opcode != XTX_OP_INSERT && op.opcode != XTX_OP_UPDATE &&
+		     op.opcode != XTX_OP_COMMIT_BACKUP && op.opcode != XTX_OP_COMMIT_PRIMARY &&
+		     op.opcode != XTX_OP_HVALIDATE))
+			continue;
+		xtxd_ovf_copy_refresh(x->store, op.table, op.key, op.version);
+	}
+}
+
+/*
  * Writes the piggybacked dirty slot back.  Returns false when it could not
  * be saved (the store is full): it stays dirty in the kernel, and its way
  * must not be filled over.
@@ -816,6 +838,7 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 	 */
 	if (nwrites && x->log_writes && x->log_writes(writes, nwrites))
 		return drop(x, XTXD_DROP_LOG);
+	copy_durable(x, o, &dt);
 	hdr.flags |= XTX_F_REPLY;
 	if (hdr.status == XTX_ST_NONE)
 		hdr.status = XTX_ST_OK;

@@ -118,7 +118,7 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 			  const struct xtx_log_write *wr, uint64_t h)
 {
 	const struct xtx_log_entry *e = &wr->e;
-	bool del = e->flags & XTX_LOGF_DELETE, big = !del && wr->vlen > XTX_VALUE_INLINE;
+	bool del = e->flags & XTX_LOGF_DELETE, big = !del && wr->vlen > XTX_VALUE_INLINE, in_store;
 	struct xtxd_ovf_item cur;
 	int w = way_of(b, e->table, e->key), i;
 
@@ -161,7 +161,8 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 		}
 		return 1;
 	}
-	if (!xtxd_ovf_get(l->store, e->table, e->key, &cur) && cur.version >= e->version)
+	in_store = !xtxd_ovf_get(l->store, e->table, e->key, &cur);
+	if (in_store && cur.version >= e->version)
 		return 0;
 	if (del) {
 		xtxd_ovf_del(l->store, e->table, e->key, e->version, NULL);
@@ -170,8 +171,12 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 	}
 	for (i = 0; !big && i < XTX_KV_WAYS; i++) {
 		if (!(b->flags[i] & (XTX_KVF_VALID | XTX_KVF_TOMB))) {
-			/* a store copy, if any, is older: the dirty way is written back over it */
-			set_way(b, i, wr, 0);
+			/*
+			 * A store copy, if any, is older: the dirty way is written
+			 * back over it, and IN_USER makes a delete of the way leave
+			 * a tombstone, or the store's copy would come back
+			 */
+			set_way(b, i, wr, in_store ? XTX_KVF_IN_USER : 0);
 			return 1;
 		}
 	}

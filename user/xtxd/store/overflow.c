@@ -2,6 +2,7 @@
 /* The overflow store: an RCU hash table of the keys beyond the kernel cache, with exact filters. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <urcu.h>
@@ -55,6 +56,9 @@ struct xtxd_ovf {
 	int growing;
 	int valstore_fd;		/* XTX_MAP_BIGVAL, or -1: valstore.h */
 };
+
+/* This thread's writes are not durable when they reach the store: xtxd_ovf_copy_later(). */
+static __thread bool copy_later;
 
 struct ovf_lookup {
 	uint8_t table;
@@ -166,6 +170,11 @@ void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, si
 void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd)
 {
 	s->valstore_fd = fd;
+}
+
+void xtxd_ovf_copy_later(bool on)
+{
+	copy_later = on;
 }
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s)
@@ -330,10 +339,12 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 	if (old) {
 		/*
 		 * The value store's copy first: from now on it is never older
-		 * than the node XDP would otherwise ask xtxd for.
+		 * than the node XDP would otherwise ask xtxd for.  A write not
+		 * durable yet only takes the old copy away (copy_later).
 		 */
 		if ((old->vlen > XTX_VALUE_INLINE || it->vlen > XTX_VALUE_INLINE) &&
-		    xtxd_valstore_put(s->valstore_fd, it)) {
+		    (copy_later ? xtxd_valstore_del(s->valstore_fd, it->table, it->key) :
+				  xtxd_valstore_put(s->valstore_fd, it))) {
 			free(n);
 			err = -EIO;
 			goto out;
@@ -369,7 +380,7 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
 		free(n);
 		err = -EAGAIN;
-	} else if (it->vlen > XTX_VALUE_INLINE) {
+	} else if (it->vlen > XTX_VALUE_INLINE && !copy_later) {
 		/* a new key: the node first, as a copy it lacks only costs a trip to xtxd */
 		xtxd_valstore_put(s->valstore_fd, it);
 	}
@@ -454,4 +465,25 @@ int xtxd_ovf_foreach(struct xtxd_ovf *s, int (*fn)(const struct xtxd_ovf_item *i
 	rcu_read_unlock();
 	free(it);
 	return ret;
+}
+
+void xtxd_ovf_copy_refresh(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t version)
+{
+	uint32_t b = xtxd_ovf_bucket_of(s, table, key);
+	struct cds_lfht_iter iter;
+	struct xtxd_ovf_item it;
+	struct ovf_node *n;
+
+	if (s->valstore_fd < 0)
+		return;
+	xtxd_ovf_lock(s, b);
+	rcu_read_lock();
+	n = ovf_find(s, table, key, &iter);
+	/* a later write of the key may be in, not durable yet: then its own refresh copies it */
+	if (n && n->version == version && n->vlen > XTX_VALUE_INLINE) {
+		item_of_node(&it, n, XTX_VALUE_MAX);
+		xtxd_valstore_put(s->valstore_fd, &it);
+	}
+	rcu_read_unlock();
+	xtxd_ovf_unlock(s, b);
 }

@@ -3,6 +3,7 @@
 #ifndef XTXD_OVERFLOW_H
 #define XTXD_OVERFLOW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <xtx/proto.h>
@@ -51,6 +52,21 @@ void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, si
  * fd < 0: none.  Set before the store holds any key, on an empty map.
  */
 void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd);
+/*
+ * For the calling thread from now on: its puts are not durable yet when
+ * they reach the store (xtxd's rare path logs a packet's writes after
+ * running them), so a put takes the key's copy away and makes none; once
+ * the write is durable, xtxd_ovf_copy_refresh() copies it.  So XDP never
+ * answers from a write that a crash could still lose, nor, after a lease
+ * takeover, from a copy older than the store.
+ */
+void xtxd_ovf_copy_later(bool on);
+/*
+ * Copies (table, key) into the value store if the store holds it at
+ * exactly version with a value over XTX_VALUE_INLINE.  Takes the bucket's
+ * lock: call it without.
+ */
+void xtxd_ovf_copy_refresh(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t version);
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s);
 uint64_t xtxd_ovf_max(const struct xtxd_ovf *s);
