@@ -83,19 +83,23 @@ _Static_assert(__builtin_offsetof(struct xtx_kv_bucket, key) == 64, "keys fill l
 _Static_assert(__builtin_offsetof(struct xtx_kv_bucket, version) == 128, "versions fill line 2");
 
 /*
- * The value store (XTX_MAP_BIGVAL): a copy of every value over
- * XTX_VALUE_INLINE the overflow store holds, in a hash map XDP reads, so
- * a read of a big value is answered in XDP in one pass instead of a round
- * trip through xtxd.  xtxd writes it together with the overflow store and
- * under the same kernel bucket lock (user/xtxd/store/overflow.c), a new
- * value before the store's node is published and a removal before the
- * node goes: it never holds a value the store has replaced.  A key it
- * lacks (not yet copied, the map full, the store not holding it) is looked
- * up in xtxd as before, so a miss is always safe.  XDP answers GET, READ,
- * the grants' reads and OCC_VALIDATE from it; writes of big values still
- * go to xtxd.  Elements are replaced whole, never written in place; a
- * reader checks key and version again after copying, since a freed
- * element may be reused at once.
+ * The value store (XTX_MAP_BIGVAL): copies of the values over
+ * XTX_VALUE_INLINE the overflow store holds, in a hash map XDP reads, so a
+ * read of a big value is answered in XDP in one pass instead of a round
+ * trip through xtxd.  xtxd keeps them in step with the overflow store
+ * (user/xtxd/store/overflow.c), holding the store's bucket lock: a change
+ * of a big value takes its copy away before the store's node changes, and
+ * the new value is copied only once it is durable (at once for the
+ * resolver, loads and recovery; after the packet's writes are logged for
+ * the rare path, and only if the store still holds that version).  So a
+ * copy is never ahead of the log nor behind the store, whatever a lease
+ * takeover let run meanwhile.  A key without a copy (not durable yet, the
+ * map full, --value-store 0) is looked up in xtxd as before: a miss is
+ * always safe.  XDP answers GET, READ, the grants' reads and OCC_VALIDATE
+ * from it, holding the key's kernel bucket; writes of big values still go
+ * to xtxd.  Elements are replaced whole, never written in place; a freed
+ * element may be reused at once, so a reader checks key and version again
+ * after copying (x86 keeps the writer's stores in order).
  */
 struct xtx_bigval_key {
 	__u64 key;
