@@ -176,6 +176,14 @@ rc=$?
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
 verified "retwis with loss" "$out" "$rc"
 
+out=$(retwis --protocol hades --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+verified "retwis hades, full-size lists" "$out" "$rc"
+check "retwis hades, full-size lists: the graph and timelines hold" \
+	grep -q "^verify: after: .* follow relations the same from both sides" <<<"$out"
+check "retwis hades, full-size lists: users, tweets and relations as committed" \
+	grep -q "^verify: .* users added, .* tweets posted, .* as the committed" <<<"$out"
+
 # User 0, the hottest, loses its followers list on every replica: the relations are one-sided.
 retwis --duration 2 --warmup 0 --verify >"$tmp/r.out" 2>&1 &
 pid=$!
@@ -189,13 +197,6 @@ check "retwis: a follow list emptied behind its back fails (exit $rc)" test "$rc
 check "retwis: ... as one-sided relations" \
 	grep -Eq "follow lists disagree|follows b on one side only" <<<"$out"
 
-out=$(retwis --protocol hades --threads 2 "${RUN[@]}" 2>&1)
-rc=$?
-verified "retwis hades, full-size lists" "$out" "$rc"
-check "retwis hades, full-size lists: the graph and timelines hold" \
-	grep -q "^verify: after: .* follow relations the same from both sides" <<<"$out"
-check "retwis hades, full-size lists: users, tweets and relations as committed" \
-	grep -q "^verify: .* users added, .* tweets posted, .* as the committed" <<<"$out"
 
 
 # ---- HADES, on values within the slot, on xtxd servers started afresh: a load does not
