@@ -4,7 +4,7 @@
 # a coordinator gone after its Acks (the resolver installs the staged values), validated at one
 # replica only (the others roll forward), a stop between Ack and validation (the carry file),
 # and a SIGKILL of every xtxd (recovery from the logs).
-# checks: 41 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 39 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
