@@ -768,6 +768,7 @@ int main(int argc, char **argv)
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
 	o.rare.log_writes = xtxd_userlog_append;
+	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
