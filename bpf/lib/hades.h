@@ -571,6 +571,40 @@ static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s)
 }
 
 /*
+ * A re-deferred HVALIDATE of a big staged write: the staged bytes go over
+ * the client's copy in its area while the slot still holds them (after
+ * the slot's release only the client's copy is left).  Global: verified once.
+ */
+__noinline int xtx_hades_refill_big(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_hades_big *b;
+	struct xtx_hades_ref r;
+	__u32 j, n;
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	xtx_hades_find(op->txn, false, &r);
+	if (!r.s)
+		return XTX_ST_OK;
+	n = r.s->nstaged;
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		if (r.s->staged[j].key != op->key || r.s->staged[j].table != op->table)
+			continue;
+		if (!(r.s->staged[j].flags & XTX_HSF_BIG))
+			break;
+		b = xtx_hades_big_at(r.idx, j);
+		/* too little room: the client's copy, as it would go anyway */
+		if (b && b->len <= xtx_ext_of(op)->cap)
+			return xtx_hades_unstage_big(ctx, idx, r.idx, j);
+		break;
+	}
+	return XTX_ST_OK;
+}
+
+/*
  * HVALIDATE: install one staged write at base + 1 (as COMMIT_PRIMARY, or
  * COMMIT_BACKUP at a replica, so xtxd's rare path runs it the same way),
  * log it, and once the last one came and every write is in, release the slot.
@@ -588,6 +622,12 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 
 	if (force_defer) {
 		/* ran here before and went to xtxd: only its record can answer */
+		if (op->flags & XTX_OPF_EXT) {
+			xtx_hades_refill_big(ctx, idx);
+			op = xtx_op_at(ctx, idx);
+			if (!op)
+				return XTX_ST_MALFORMED;
+		}
 		base = op->version;
 		op->opcode = xtx_hades_kv_opcode(orig, op->flags);
 		op->version = xtx_hades_kv_version(orig, op->flags, base);

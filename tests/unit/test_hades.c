@@ -1128,9 +1128,12 @@ static void test_big_values(void)
 	struct xtx_log_entry head;
 	struct xtx_hades_slot sl;
 	struct xtx_hades_big big;
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_runtime runtime = {};
+	struct xtx_defer_record rec;
 	struct run r, r2;
 	struct xtx_op o, w;
-	__u32 idx, k;
+	__u32 idx, k, ticket, zero = 0;
 	__u64 req;
 	int len;
 
@@ -1189,7 +1192,10 @@ static void test_big_values(void)
 	      log_big(TXN(121), 1200, &head, got) < 0, "TOO_BIG changed something");
 
 	/* with room: the staged bytes go to xtxd over the client's copy, and to the log */
-	big_hop(&r, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 1024, 1024, 0xee, next_req++);
+	req = next_req++;
+	runtime.kv_lease_ns = 2 * 1000 * 1000;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &runtime, 0);
+	big_hop(&r, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 1024, 1024, 0xee, req);
 	run(&r);
 	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
 	      out_op(&r, 0)->opcode == XTX_OP_HVALIDATE && (out_op(&r, 0)->flags & XTX_OPF_EXT) &&
@@ -1200,6 +1206,21 @@ static void test_big_values(void)
 	CHECK(len == 1024 && !memcmp(got, want, 1024) && (head.flags & XTX_LOGF_DECIDED) &&
 	      head.version == w.version + 1 && !(head.flags & XTX_LOGF_LAST),
 	      "log: %d bytes flags %#x", len, head.flags);
+	/* its answer lost past the lease: the copy re-deferred carries the staged bytes too */
+	nanosleep(&ms5, NULL);
+	big_hop(&r2, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 1024, 1024, 0xee, req);
+	run(&r2);
+	ticket = out_hdr(&r2)->reserved - 1;
+	memset(&rec, 0, sizeof(rec));
+	if (out_hdr(&r2)->reserved)
+		bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_defer_ring), &ticket, &rec);
+	CHECK(r2.retval == XDP_PASS && rec.t.count == 1 && (rec.t.e[0].flags & XTX_DEFER_REPLAY) &&
+	      ((struct xtx_ext *)out_op(&r2, 0)->value)->len == 1024 &&
+	      !memcmp(out_area(&r2, 0), want, 1024) && log_big(TXN(121), 1200, &head, got) == 1024,
+	      "re-deferred validate: verdict %d, %u deferred, flags %#x", r2.retval, rec.t.count,
+	      rec.t.e[0].flags);
+	runtime.kv_lease_ns = 0;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &runtime, 0);
 	/* a write staged in the slot answers in the slot, whatever room the request left */
 	big_hop(&r2, XTX_OP_HVALIDATE, 1202, TXN(121), 0, 0, 64, 64, 0xee, next_req++);
 	run(&r2);
