@@ -187,7 +187,7 @@ $(OUT)/tests/%: $(OBJ_OUT)/tests/unit/%.o $(TEST_FIXTURES) $(ULIB_OBJS) $(COMMON
 
 # The rare path's core without sockets, threads or main(), and no XDP program
 # to load (so no harness): what test_overflow exercises.
-XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,store/overflow rare/replay rare/rare_exec) \
+XTXD_CORE_OBJS := $(patsubst %,$(OBJ_OUT)/user/xtxd/%.o,store/overflow store/valstore rare/replay rare/rare_exec) \
 	$(OBJ_OUT)/common/log.o $(OBJ_OUT)/common/names.o
 $(OUT)/tests/test_overflow: $(OBJ_OUT)/tests/unit/test_overflow.o $(XTXD_CORE_OBJS)
 	$(call msg,LINK,$@)

@@ -109,6 +109,7 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_NOT_ALLOWED] = "not_allowed",
 	[XTX_CTR_BAD_MAC] = "bad_mac",
 	[XTX_CTR_WRONG_EPOCH] = "wrong_epoch",
+	[XTX_CTR_KV_BIG_SERVED] = "kv_big_served",
 };
 
 const char *xtx_op_name(unsigned int opcode)

@@ -103,8 +103,8 @@ done
 # Functional suites that assert no rate and no tight timing run beside the others, one at a
 # time: the integration suites mostly wait (leases, drains, processes), and the whole run
 # stays under 15 minutes.
-BESIDE="test_bigvalue test_bigvalue_ops test_bigvalue_log test_kv test_load test_txn_ops
-	test_replicated_load test_fuzz_daemon test_service test_log"
+BESIDE="test_bigvalue test_bigvalue_ops test_valstore test_bigvalue_log test_kv test_load
+	test_txn_ops test_replicated_load test_fuzz_daemon test_service test_log"
 (
 	export QUIET=1
 	for n in $BESIDE; do

@@ -102,7 +102,7 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
  * log answers RETRY before anything runs: the drain makes room.  What goes
  * to xtxd is logged there (user/xtxd/log/userlog.h).
  */
-static __noinline int xtx_op_plain_write(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
+static __noinline int xtx_op_plain_write(struct xdp_md *ctx, struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
 					 bool force_defer)
 {
 	__u8 st;
@@ -113,7 +113,7 @@ static __noinline int xtx_op_plain_write(struct xtx_op *op, __u32 idx, struct xt
 		xtx_count(XTX_CTR_BUSY);
 		return XTX_ST_RETRY;
 	}
-	st = xtx_op_kv(op, idx, pc, force_defer);
+	st = xtx_op_kv(ctx, op, idx, pc, force_defer);
 	if (st == XTX_ST_OK)
 		xtx_log_plain_write(op, pc->client_id);
 	return st;
@@ -139,7 +139,7 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
 			/* a grant's value is not recorded: read it again, under the lock */
 			if (status == XTX_ST_OK && want_value && xtx_is_acquire(op->opcode)) {
-				__u8 st = xtx_op_kv(op, idx, pc, false);
+				__u8 st = xtx_op_kv(ctx, op, idx, pc, false);
 
 				if (st == XTX_ST_DEFERRED)
 					status = st;
@@ -172,13 +172,13 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		break;
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 	case XTX_OP_READ ... XTX_OP_COMMIT_PRIMARY:
-		status = xtx_op_txn(op, idx, pc, force_defer);
+		status = xtx_op_txn(ctx, op, idx, pc, force_defer);
 		break;
 	case XTX_OP_GET:
-		status = xtx_op_kv(op, idx, pc, force_defer);
+		status = xtx_op_kv(ctx, op, idx, pc, force_defer);
 		break;
 	case XTX_OP_INSERT ... XTX_OP_DELETE:
-		status = xtx_op_plain_write(op, idx, pc, force_defer);
+		status = xtx_op_plain_write(ctx, op, idx, pc, force_defer);
 		break;
 	case XTX_OP_LOG_APPEND:
 		/* a value over a slot: head and continuations from the value area */

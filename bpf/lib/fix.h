@@ -67,6 +67,18 @@ static __always_inline void xtx_fix_release(const struct xtx_op *op)
 	xtx_count(XTX_CTR_LOCK_BUSY);
 }
 
+/*
+ * xtxd answered the big write that set big_token (kv.h): the value store
+ * agrees with the overflow store again.  Whoever holds the bucket now, a
+ * later big write's token is not ours and stays.
+ */
+static __always_inline void xtx_fix_big_answered(struct xtx_kv_bucket *b,
+						 const struct xtx_fix_entry *f)
+{
+	if (b->big_token == f->token)
+		__sync_val_compare_and_swap(&b->big_token, f->token, 0);
+}
+
 static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const struct xtx_op *op)
 {
 	__u32 bidx = f->bucket;
@@ -98,6 +110,7 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 			xtx_fix_evict(b, f, op);
 			__sync_lock_test_and_set(&b->lock, 0);
 		}
+		xtx_fix_big_answered(b, f);
 		xtx_count(XTX_CTR_KV_FIX_STALE);
 		return;
 	}
@@ -139,6 +152,7 @@ static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const s
 		}
 	}
 	b->bloom = f->bloom;
+	xtx_fix_big_answered(b, f);
 	__sync_val_compare_and_swap(&b->lock, f->token, 0);
 	xtx_count(XTX_CTR_KV_FIXES);
 }

@@ -288,7 +288,7 @@ __noinline int xtx_hades_kv(struct xdp_md *ctx, __u32 idx, __u32 force_defer)
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	return xtx_op_kv(op, idx, pc, force_defer);
+	return xtx_op_kv(ctx, op, idx, pc, force_defer);
 }
 
 /* HREAD / HWRITE: record first, then the committing filters, then the value. */

@@ -14,6 +14,7 @@
 #include "stats.h"
 #include "pktctx.h"
 #include "dedupe.h"
+#include "parse.h"
 
 /* Slot states and the version rules are described in include/xtx/kv.h. */
 
@@ -444,13 +445,91 @@ __noinline int xtx_kv_plan_evict(struct xtx_kv_bucket *b, int w, struct xtx_defe
 	return 0;
 }
 
+/* Ops a copy in the value store answers as xtxd would (xtx_kv_big_read). */
+static __always_inline bool xtx_kv_big_readable(__u8 opcode)
+{
+	switch (opcode) {
+	case XTX_OP_GET:
+	case XTX_OP_READ:
+	case XTX_OP_LOCK_SHARED:
+	case XTX_OP_LOCK_EXCL:
+	case XTX_OP_OCC_LOCK:
+	case XTX_OP_OCC_VALIDATE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Answers op idx, a read of a key the kernel cache lacks, from the value
+ * store (include/xtx/kv.h), holding the key's bucket: the value into the
+ * op's room in the area, as xtxd's answer_value() does, or for
+ * OCC_VALIDATE the version.  XTX_KV_DEFER when the store has no copy, the
+ * room is short (xtxd answers TOO_BIG and, for a grant, releases it), or
+ * the element was reused while we copied it.  Global: verified once.
+ */
+__noinline int xtx_kv_big_read(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_bigval_key k = {};
+	const struct xtx_bigval *v;
+	struct xtx_ext *x;
+	__u64 version, expected;
+	__u32 len, cap, off;
+
+	if (!op)
+		return XTX_KV_DEFER;
+	k.key = op->key;
+	k.table = op->table;
+	v = bpf_map_lookup_elem(&xtx_bigval, &k);
+	if (!v)
+		return XTX_KV_DEFER;
+	version = v->version;
+	len = v->len;
+	if (op->opcode == XTX_OP_OCC_VALIDATE) {
+		if (v->key != k.key || v->table != k.table)
+			return XTX_KV_DEFER;
+		expected = op->version;
+		op->version = version;
+		return version == expected ? XTX_ST_OK : XTX_ST_CHANGED;
+	}
+	if (!(op->flags & XTX_OPF_EXT))
+		return XTX_KV_DEFER;
+	x = (struct xtx_ext *)op->value;
+	cap = x->cap;
+	off = x->off;
+	if (len <= XTX_VALUE_INLINE || len > cap || off > XTX_MAX_REQUEST)
+		return XTX_KV_DEFER;
+	/* two checks the compiler must not fuse into one range the verifier cannot follow */
+	if (cap > XTX_VALUE_MAX)
+		return XTX_KV_DEFER;
+	asm volatile("" : "+r"(cap));
+	if (cap <= XTX_VALUE_INLINE)
+		return XTX_KV_DEFER;
+	/* cap bytes: the value, then the element's zeroes over the rest of the room */
+	if (bpf_xdp_store_bytes(ctx, XTX_HDR_OFF + off, (void *)v->data, cap))
+		return XTX_KV_DEFER;
+	if (v->key != k.key || v->table != k.table || v->version != version)
+		return XTX_KV_DEFER;
+	op = xtx_op_at(ctx, idx);
+	if (!op)
+		return XTX_KV_DEFER;
+	x = (struct xtx_ext *)op->value;
+	x->len = len;
+	x->pad = 0;
+	op->vlen = 0;
+	op->version = version;
+	return XTX_ST_OK;
+}
+
 /*
  * Runs one KV op: in the kernel when it can, else hands it to xtxd with
  * its bucket locked (XTX_ST_DEFERRED).  force_defer: a retransmission whose
  * first execution may have reached xtxd; only xtxd's record can answer it.
  */
-static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
-				      bool force_defer)
+static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+				      struct xtx_pkt_ctx *pc, bool force_defer)
 {
 	__u64 h = xtx_hash(op->table, op->key);
 	__u32 bidx = xtx_bucket_of(h, xtx_kv_buckets), i, nd = pc->ndeferred;
@@ -538,6 +617,20 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		break;
 	}
 	/*
+	 * A big value the kernel cache never holds: its copy in the value
+	 * store answers a read in one pass, unless a write of one this bucket
+	 * deferred is still unanswered (kv.h, big_token).
+	 */
+	if (st == XTX_KV_DEFER && w < 0 && !force_defer && !b->big_token &&
+	    xtx_kv_big_readable(op->opcode)) {
+		st = xtx_kv_big_read(ctx, idx);
+		if (st != XTX_KV_DEFER) {
+			xtx_kv_unlock(b);
+			xtx_count(XTX_CTR_KV_BIG_SERVED);
+			return st;
+		}
+	}
+	/*
 	 * While a request is re-deferred, only its forced ops may go to xtxd:
 	 * another op taking a bucket first would make a forced op of the
 	 * same bucket retry the request whole, every time (a livelock).  A
@@ -579,6 +672,8 @@ static __always_inline __u8 xtx_op_kv(struct xtx_op *op, __u32 idx, struct xtx_p
 		e->flags |= XTX_DEFER_REPLAY;
 	/* from a frequent-path hold to a rare-path one, with a lease */
 	e->token = xtx_now(pc) | 1;
+	if (xtx_kv_is_big_write(op))
+		b->big_token = e->token;
 	__sync_lock_test_and_set(&b->lock, e->token);
 	pc->ndeferred = nd + 1;
 	xtx_count(XTX_CTR_KV_DEFERRED);

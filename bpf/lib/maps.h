@@ -148,6 +148,15 @@ struct {
 	__type(value, __u8);
 } xtx_allow SEC(".maps");
 
+/* The value store of values over the slot (include/xtx/kv.h); xtxd sizes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XTX_BIGVAL_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xtx_bigval_key);
+	__type(value, struct xtx_bigval);
+} xtx_bigval SEC(".maps");
+
 /*
  * HADES: the transaction slots (xtxd sizes them from --hades-slots), the
  * registry of committing slots, and the exact key sets of --hades-exact

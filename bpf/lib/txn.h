@@ -22,7 +22,8 @@ static __always_inline bool xtx_is_acquire(__u8 opcode)
  * the client sends the op again in a new request, and a second grant of a
  * re-entrant lock would otherwise leave a hold nobody releases.
  */
-static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+					    struct xtx_pkt_ctx *pc)
 {
 	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
 	__u32 ext = op->flags & XTX_OPF_EXT;
@@ -32,7 +33,7 @@ static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct
 		return st;
 	/* the lock half answered its state in flags: the read keeps the room it asked for */
 	op->flags |= ext;
-	st = xtx_op_kv(op, idx, pc, false);
+	st = xtx_op_kv(ctx, op, idx, pc, false);
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
 		return st;
 	if (op->opcode == XTX_OP_LOCK_SHARED) {
@@ -50,7 +51,8 @@ static __always_inline __u8 xtx_txn_acquire(struct xtx_op *op, __u32 idx, struct
 }
 
 /* Lock word first, then version: a lock held by another fails fast. */
-static __always_inline __u8 xtx_txn_validate(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_txn_validate(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+					     struct xtx_pkt_ctx *pc)
 {
 	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
 	bool broken = pc->rt_flags & XTX_RTF_BREAK_VALIDATE;
@@ -59,16 +61,17 @@ static __always_inline __u8 xtx_txn_validate(struct xtx_op *op, __u32 idx, struc
 		return st;
 	if ((op->flags & XTX_LOCKF_EXCL) && !(op->flags & XTX_LOCKF_MINE) && !broken)
 		return XTX_ST_LOCKED;
-	st = xtx_op_kv(op, idx, pc, false);
+	st = xtx_op_kv(ctx, op, idx, pc, false);
 	return st == XTX_ST_CHANGED && broken ? XTX_ST_OK : st;
 }
 
 /* A read reports the key's lock state too: a FaSST reader aborts on a locked key. */
-static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_txn_read(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+					 struct xtx_pkt_ctx *pc)
 {
 	struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_hash(op->table, op->key) };
 	struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
-	__u8 st = xtx_op_kv(op, idx, pc, false);
+	__u8 st = xtx_op_kv(ctx, op, idx, pc, false);
 
 	/* a read xtxd answers keeps its room (xtx_op_kv cleared it when answered here) */
 	op->flags &= XTX_OPF_EXT;
@@ -86,10 +89,10 @@ static __always_inline __u8 xtx_txn_read(struct xtx_op *op, __u32 idx, struct xt
  * answer (RETRY: the install could not run) and the resend it asks for
  * would find the key moved on and the write lost.
  */
-static __always_inline __u8 xtx_txn_commit_primary(struct xtx_op *op, __u32 idx,
-						   struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_txn_commit_primary(struct xdp_md *ctx, struct xtx_op *op,
+						   __u32 idx, struct xtx_pkt_ctx *pc)
 {
-	__u8 st = xtx_op_kv(op, idx, pc, false), rel;
+	__u8 st = xtx_op_kv(ctx, op, idx, pc, false), rel;
 
 	if (st == XTX_ST_RETRY || st == XTX_ST_BAD_ARG || st == XTX_ST_DEFERRED)
 		return st;
@@ -98,24 +101,24 @@ static __always_inline __u8 xtx_txn_commit_primary(struct xtx_op *op, __u32 idx,
 }
 
 /* Runs a transaction op; force_defer: see xtx_op_kv(). */
-static __always_inline __u8 xtx_op_txn(struct xtx_op *op, __u32 idx, struct xtx_pkt_ctx *pc,
-				       bool force_defer)
+static __always_inline __u8 xtx_op_txn(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+				       struct xtx_pkt_ctx *pc, bool force_defer)
 {
 	__u8 opcode = op->opcode;
 
 	/* the lock half already ran the first time: only xtxd's record is left */
 	if (force_defer)
-		return xtx_op_kv(op, idx, pc, true);
+		return xtx_op_kv(ctx, op, idx, pc, true);
 	if (xtx_is_acquire(opcode))
-		return xtx_txn_acquire(op, idx, pc);
+		return xtx_txn_acquire(ctx, op, idx, pc);
 	if (opcode == XTX_OP_OCC_VALIDATE)
-		return xtx_txn_validate(op, idx, pc);
+		return xtx_txn_validate(ctx, op, idx, pc);
 	if (opcode == XTX_OP_READ)
-		return xtx_txn_read(op, idx, pc);
+		return xtx_txn_read(ctx, op, idx, pc);
 	if (opcode == XTX_OP_COMMIT_PRIMARY)
-		return xtx_txn_commit_primary(op, idx, pc);
+		return xtx_txn_commit_primary(ctx, op, idx, pc);
 	if (opcode == XTX_OP_COMMIT_BACKUP)
-		return xtx_op_kv(op, idx, pc, false);
+		return xtx_op_kv(ctx, op, idx, pc, false);
 	/* releases */
 	return xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
 }

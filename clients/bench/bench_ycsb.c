@@ -134,12 +134,7 @@ static int ycsb_handle_opt(void *vctx, int c, const char *arg)
 		cfg->field_size = v;
 		return 0;
 	case OPT_DISTRIBUTION:
-		if (strcmp(arg, "zipf") && strcmp(arg, "uniform")) {
-			fprintf(stderr, "Error: --distribution: '%s' is not zipf or uniform\n", arg);
-			return -1;
-		}
-		ctx->dist = arg;
-		return 0;
+		return wl_parse_distribution(arg, &ctx->dist);
 	case OPT_THETA:
 		return xtx_parse_double("--theta", arg, 0.001, XTX_ZIPF_THETA_MAX, &cfg->theta);
 	case OPT_OPS_PER_TXN:

@@ -1935,3 +1935,13 @@ out:
 	free(r);
 	return exit_rc;
 }
+
+int wl_parse_distribution(const char *arg, const char **dist)
+{
+	if (strcmp(arg, "zipf") && strcmp(arg, "uniform")) {
+		fprintf(stderr, "Error: --distribution: '%s' is not zipf or uniform\n", arg);
+		return -1;
+	}
+	*dist = arg;
+	return 0;
+}

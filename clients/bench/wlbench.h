@@ -126,4 +126,7 @@ struct wl_workload {
 /* Parses the options, populates, runs, verifies and prints; returns a BENCH_EXIT_ code. */
 int wl_main(const struct wl_workload *w, int argc, char **argv);
 
+/* --distribution zipf|uniform, shared by the workloads that pick keys either way: 0 or -1. */
+int wl_parse_distribution(const char *arg, const char **dist);
+
 #endif /* XTX_WLBENCH_H */

@@ -72,7 +72,16 @@ struct xtx_kv_bucket {
 	__u8 table[XTX_KV_WAYS];
 	__u8 flags[XTX_KV_WAYS];
 	__u8 vlen[XTX_KV_WAYS];
-	__u8 pad[16];
+	/*
+	 * The lock token of a write of a big value this bucket deferred and
+	 * TC has not seen answered (0: none).  Until it is, the value store
+	 * (XTX_MAP_BIGVAL) may hold that write before xtxd has logged it, or
+	 * lag behind the overflow store: no op of this bucket is answered from
+	 * it.  TC clears it with that write's answer, also after a lease
+	 * takeover; a later big write's deferral replaces it.
+	 */
+	__u64 big_token;
+	__u8 pad[8];
 	__u64 key[XTX_KV_WAYS];	/* keys together: one compare loop, one cache line */
 	__u64 version[XTX_KV_WAYS];
 	__u8 value[XTX_KV_WAYS][XTX_VALUE_INLINE];
@@ -81,6 +90,39 @@ struct xtx_kv_bucket {
 _Static_assert(sizeof(struct xtx_kv_bucket) == 512, "bucket layout");
 _Static_assert(__builtin_offsetof(struct xtx_kv_bucket, key) == 64, "keys fill line 1");
 _Static_assert(__builtin_offsetof(struct xtx_kv_bucket, version) == 128, "versions fill line 2");
+
+/*
+ * The value store (XTX_MAP_BIGVAL): a copy of every value over
+ * XTX_VALUE_INLINE the overflow store holds, in a hash map XDP reads, so
+ * a read of a big value is answered in XDP in one pass instead of a round
+ * trip through xtxd.  xtxd writes it together with the overflow store and
+ * under the same kernel bucket lock (user/xtxd/store/overflow.c), a new
+ * value before the store's node is published and a removal before the
+ * node goes: it never holds a value the store has replaced.  A key it
+ * lacks (not yet copied, the map full, the store not holding it) is looked
+ * up in xtxd as before, so a miss is always safe.  XDP answers GET, READ,
+ * the grants' reads and OCC_VALIDATE from it; writes of big values still
+ * go to xtxd.  Elements are replaced whole, never written in place; a
+ * reader checks key and version again after copying, since a freed
+ * element may be reused at once.
+ */
+struct xtx_bigval_key {
+	__u64 key;
+	__u32 table;
+	__u32 pad;
+};
+
+struct xtx_bigval {
+	__u64 key;
+	__u64 version;
+	__u32 table;
+	__u16 len;		/* XTX_VALUE_INLINE + 1 .. XTX_VALUE_MAX */
+	__u16 pad;
+	__u8 data[XTX_VALUE_MAX];	/* zero past len: a copy of cap bytes zeroes the rest */
+};
+
+#define XTX_BIGVAL_DEFAULT	(1u << 20)
+#define XTX_BIGVAL_MAX		(1u << 22)
 
 #define XTX_KV_BUCKETS_DEFAULT	(1u << 17)
 #define XTX_KV_BUCKETS_MAX	(1u << 24)

@@ -15,6 +15,7 @@
 #define XTX_MAP_INFO		"xtx_info"
 #define XTX_MAP_LOCKS		"xtx_locks"
 #define XTX_MAP_KV		"xtx_kv"
+#define XTX_MAP_BIGVAL		"xtx_bigval"
 #define XTX_MAP_DEFER		"xtx_defer_ring"
 #define XTX_MAP_LOG		"xtx_log"
 #define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
@@ -102,6 +103,7 @@ enum xtx_counter {
 	XTX_CTR_NOT_ALLOWED,	/* dropped: the source is outside the allowlist */
 	XTX_CTR_BAD_MAC,	/* dropped: the shared secret's MAC is missing or wrong */
 	XTX_CTR_WRONG_EPOCH,	/* refused: sent for another configuration epoch */
+	XTX_CTR_KV_BIG_SERVED,	/* reads of values over the slot answered from XTX_MAP_BIGVAL */
 	XTX_CTR__COUNT,
 };
 
@@ -169,7 +171,7 @@ struct xtx_info {
 	__u32 kv_flags;		/* XTX_INFO_KV_* ablations */
 	__u32 value_size;	/* largest value a write may carry */
 	__u32 log_ring;		/* log entries per CPU */
-	__u32 reserved32;
+	__u32 bigval_max;	/* XTX_MAP_BIGVAL's copies at most; 0: xtxd keeps none */
 	__u64 reserved;
 };
 

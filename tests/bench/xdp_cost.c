@@ -29,7 +29,22 @@
 #define ITERS 200000
 
 enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
-	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY, K_READ_COLD, K_VALIDATE_COLD, K_EMPTY };
+	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY, K_READ_COLD, K_VALIDATE_COLD, K_EMPTY,
+	    K_GET_BIG_1K, K_GET_BIG_300 };
+
+static __u64 bench_key(int i);
+
+/* The big-value cases' keys and lengths: copies in the value store (include/xtx/kv.h). */
+#define BIG_KEYS	4
+static __u64 big_key(enum kind k, int i)
+{
+	return bench_key(k == K_GET_BIG_1K ? 200 + i : 300 + i);
+}
+
+static __u16 big_len(enum kind k)
+{
+	return k == K_GET_BIG_1K ? XTX_VALUE_MAX : 300;
+}
 
 struct bench_case {
 	const char *name;
@@ -133,6 +148,11 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 		case K_GET_BLOOM_MISS:
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
 			break;
+		case K_GET_BIG_1K:
+		case K_GET_BIG_300:
+			op = xtx_msg_add(payload, XTX_OP_GET, 0, big_key(c->kind, i));
+			xtx_msg_set_area(op, big_len(c->kind), 0);
+			break;
 		case K_READ_COLD:
 			xtx_msg_add(payload, XTX_OP_READ, 0, cold_stored_key())->txn = txn;
 			break;
@@ -179,7 +199,7 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 		r->in_len = pkt_build(r->in, &a, payload, xtx_msg_len(c->ops));
 		return;
 	}
-	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_len(c->ops));
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, xtx_msg_finish(payload));
 }
 
 /* Every CPU's log emptied: head moved up to tail. */
@@ -240,6 +260,10 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 		if (c->kind == K_VALIDATE_COLD)
 			for (i = 0; i < c->ops; i++)
 				bad += out_op(&r, i)->status != XTX_ST_OK;
+		if (c->kind == K_GET_BIG_1K || c->kind == K_GET_BIG_300)
+			for (i = 0; i < c->ops; i++)
+				bad += out_op(&r, i)->status != XTX_ST_OK ||
+				       xtx_msg_ext(out_op(&r, i)).len != big_len(c->kind);
 	}
 	if (bad) {
 		fprintf(stderr, "Error: %s: %d ops did not answer as expected\n", c->name, bad);
@@ -325,6 +349,38 @@ static int populate(void)
 			fprintf(stderr, "Error: populating key %d: status %u\n", i,
 				out_op(&r, 0)->status);
 			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The big-value cases' keys, as xtxd leaves them: a copy in the value store
+ * and the key's bit in its bucket's filter (it is in the overflow store).
+ */
+static int populate_big(void)
+{
+	static const enum kind kinds[] = { K_GET_BIG_1K, K_GET_BIG_300 };
+	int vfd = bpf_map__fd(skel->maps.xtx_bigval), kfd = bpf_map__fd(skel->maps.xtx_kv);
+	unsigned int k;
+	int i;
+
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < BIG_KEYS; i++) {
+			struct xtx_bigval_key key = { .key = big_key(kinds[k], i) };
+			struct xtx_bigval v = { .key = key.key, .version = 7,
+						.len = big_len(kinds[k]) };
+			__u64 h = xtx_hash(0, key.key);
+			__u32 b = xtx_bucket_of(h, skel->rodata->xtx_kv_buckets);
+			struct xtx_kv_bucket bucket;
+
+			memset(v.data, 0x5a, v.len);
+			if (bpf_map_update_elem(vfd, &key, &v, BPF_ANY) ||
+			    bpf_map_lookup_elem(kfd, &b, &bucket))
+				return -1;
+			bucket.bloom |= 1ull << xtx_bloom_bit_of(h);
+			if (bpf_map_update_elem(kfd, &b, &bucket, BPF_ANY))
+				return -1;
 		}
 	}
 	return 0;
@@ -441,6 +497,9 @@ int main(void)
 		{ "update (kernel hit)", K_UPDATE_HIT, 16, 0, 0, HOT },
 		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 1, 0, 0, HOT },
 		{ "get (miss, Bloom filter)", K_GET_BLOOM_MISS, 16, 0, 0, HOT },
+		{ "get 1 KiB (value store)", K_GET_BIG_1K, 1, 0, 0, HOT },
+		{ "get 300 B (value store)", K_GET_BIG_300, 1, 0, 0, HOT },
+		{ "get 300 B (value store)", K_GET_BIG_300, 3, 0, 0, HOT },
 		{ "log_append", K_LOG_APPEND, 1, 0, 0, HOT },
 		{ "log_append", K_LOG_APPEND, 16, 0, 0, HOT },
 		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0, 0, HOT },
@@ -468,7 +527,7 @@ int main(void)
 		return 1;
 	}
 	skel = servers[HOT];
-	if (populate()) {
+	if (populate() || populate_big()) {
 		unload_servers();
 		return 1;
 	}

@@ -6,8 +6,9 @@ source "$(dirname "$0")/lib.sh"
 
 NSERVERS=1
 # 4 buckets: every key shares few ways, so small keys live in the kernel and big ones evict them.
-# A long lock lease: a lock left behind shows, instead of going by itself.
-setup_servers --kv-buckets 4 --rare-threads 2 --kv-lease 10ms --lock-lease 5s
+# A long lock lease: a lock left behind shows, instead of going by itself.  No value store:
+# every op on a big value takes the rare path here (test_valstore.sh has XDP answer reads).
+setup_servers --kv-buckets 4 --rare-threads 2 --kv-lease 10ms --lock-lease 5s --value-store 0
 S=$(server_ip 0)
 TMP=$(mktemp -d)
 XTXD_PID=

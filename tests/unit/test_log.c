@@ -915,6 +915,21 @@ static void test_big_write_record_and_install(void)
 	      !xtxd_ovf_get(l.store, 0, 3, &it) && it.vlen == keeps,
 	      "a new big key goes to the store, never a free way");
 	CHECK(!kv->lock, "bucket lock let go");
+	/*
+	 * A kernel copy a big write is evicting: the store may be newer than
+	 * it, so nothing is written over it (it would be served, and written
+	 * back, over the big write) until TC frees it
+	 */
+	e = wr(4, 5, 0, 0xb1);
+	CHECK(live_install(&l, &e) == 1 && kv->flags[0] & XTX_KVF_VALID, "key 4 in a way");
+	kv->flags[0] |= XTX_KVF_EVICTING;
+	e = wr(4, 7, 0, 0xb2);
+	CHECK(live_install(&l, &e) == -EAGAIN && kv->version[0] == 5 && kv->value[0][0] == 0xb1 &&
+	      (kv->flags[0] & XTX_KVF_EVICTING) && !kv->lock,
+	      "a decided write to an evicting copy waits (version %llu, flags %#x)",
+	      (unsigned long long)kv->version[0], kv->flags[0]);
+	kv->flags[0] = 0;
+	CHECK(live_install(&l, &e) == 1, "once TC has freed the way, it goes in");
 out:
 	if (l.store)
 		xtxd_ovf_free(l.store);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* xtxd's overflow store and rare-path executor, run on hand-built requests without sockets. */
-/* checks: 26 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 27 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -9,12 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <urcu.h>
+#include <bpf/bpf.h>
 #include <xtx/hash.h>
 #include <xtx/kv.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "check.h"
 #include "rare/rare_exec.h"
+#include "store/valstore.h"
 
 /* This suite loads no BPF program, so it does without harness.o and defines these itself. */
 int check_failed, cases_passed, cases_failed;
@@ -1186,6 +1188,75 @@ static void seed_big(uint8_t table, uint64_t key, uint64_t version, uint16_t vle
 }
 
 /* The store keeps each value at its own length, whole, and zero past it. */
+/* The copy of one key in the value store: 1 and *v, 0 when it has none. */
+static int copy_of(int fd, uint8_t table, uint64_t key, struct xtx_bigval *v)
+{
+	struct xtx_bigval_key k = { .key = key, .table = table };
+
+	return !bpf_map_lookup_elem(fd, &k, v);
+}
+
+/* The value store follows the overflow store: never a copy the store has replaced. */
+static void store_valstore(void)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "test_bigval", sizeof(struct xtx_bigval_key),
+				sizeof(struct xtx_bigval), 3, NULL);
+	struct xtxd_ovf *s = xtxd_ovf_new(NB, 100);
+	struct xtxd_ovf_item it = { .key = 500, .version = 4, .table = 3, .vlen = 600 };
+	struct xtx_bigval v;
+	uint64_t k;
+
+	CHECK(fd >= 0, "creating a hash map for the value store: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	xtxd_ovf_set_valstore(s, fd);
+	fill_value(it.value, it.vlen, 1);
+	CHECK(put(s, it) == 1 && copy_of(fd, 3, 500, &v) && v.version == 4 && v.len == 600 &&
+	      v.key == 500 && v.table == 3 && value_is(v.data, 600, 1) && v.data[600] == 0,
+	      "a new big key is copied whole, zero past its length");
+	it.version = 3;
+	fill_value(it.value, it.vlen, 2);
+	CHECK(put(s, it) == 0 && copy_of(fd, 3, 500, &v) && v.version == 4 &&
+	      value_is(v.data, 600, 1), "an older put changes neither store nor copy");
+	it.version = 5;
+	it.vlen = 41;
+	fill_value(it.value, it.vlen, 3);
+	CHECK(put(s, it) == 1 && copy_of(fd, 3, 500, &v) && v.version == 5 && v.len == 41 &&
+	      value_is(v.data, 41, 3) && v.data[41] == 0, "a newer big value replaces the copy");
+	it.version = 6;
+	it.vlen = 40;
+	CHECK(put(s, it) == 1 && !copy_of(fd, 3, 500, &v),
+	      "a value that fits the slot: the copy goes");
+	it.version = 7;
+	it.vlen = 1024;
+	fill_value(it.value, it.vlen, 4);
+	CHECK(put(s, it) == 1 && copy_of(fd, 3, 500, &v) && v.len == 1024,
+	      "big again: copied again");
+	CHECK(del(s, 3, 500, 7) == 0 && copy_of(fd, 3, 500, &v),
+	      "a delete below the stored version keeps both");
+	CHECK(del(s, 3, 500, UINT64_MAX) == 1 && !copy_of(fd, 3, 500, &v),
+	      "a delete removes the copy with the key");
+	/* three copies at most: the fourth key has none, and reads of it go to xtxd */
+	for (k = 600; k < 604; k++) {
+		it.key = k;
+		it.version = 1;
+		it.vlen = 100;
+		put(s, it);
+	}
+	CHECK(copy_of(fd, 3, 600, &v) && copy_of(fd, 3, 602, &v) && !copy_of(fd, 3, 603, &v),
+	      "a full value store copies no more");
+	it.key = 602;
+	it.version = 2;
+	it.vlen = 200;
+	fill_value(it.value, it.vlen, 5);
+	CHECK(put(s, it) == 1 && copy_of(fd, 3, 602, &v) && v.version == 2 && v.len == 200,
+	      "full: a key it holds is still replaced in place");
+	CHECK(!xtxd_valstore_clear(fd) && !copy_of(fd, 3, 600, &v) && !copy_of(fd, 3, 602, &v),
+	      "clear empties it");
+	xtxd_ovf_free(s);
+	close(fd);
+}
+
 static void store_big_values(void)
 {
 	static const uint16_t lens[] = { 1, 40, 41, 512, 1024 };
@@ -1697,6 +1768,7 @@ int main(void)
 	RUN_CASE(exec_replay);
 	RUN_CASE(exec_malformed);
 	RUN_CASE(store_big_values);
+	RUN_CASE(store_valstore);
 	RUN_CASE(exec_big_write);
 	RUN_CASE(exec_big_read);
 	RUN_CASE(exec_evict);

@@ -118,6 +118,7 @@ static int write_info(struct xtx_xdp *skel, const struct xtx_load_opts *o)
 		.kv_flags = o->kv_flags,
 		.value_size = o->value_size,
 		.log_ring = o->log_ring,
+		.bigval_max = o->bigval_max,
 	};
 	struct xtx_runtime rt;
 	struct timespec ts;
@@ -211,6 +212,7 @@ static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
 		{ XTX_MAP_DEDUPE, o->max_clients * XTX_DEDUPE_WINDOW },
 		{ XTX_MAP_LOCKS, o->lock_slots },
 		{ XTX_MAP_KV, o->kv_buckets },
+		{ XTX_MAP_BIGVAL, o->bigval_max ? o->bigval_max : 1 },
 		{ XTX_MAP_DEFER, XTX_DEFER_RING * (ncpu > 0 ? ncpu : 1) },
 		{ XTX_MAP_LOG, o->log_ring * (ncpu > 0 ? ncpu : 1) },
 		{ XTX_MAP_LOG_CURSOR, ncpu > 0 ? ncpu : 1 },

@@ -20,6 +20,7 @@ struct xtx_load_opts {
 	__u64 kv_lease_ns;
 	__u32 kv_flags;		/* XTX_INFO_KV_* */
 	__u16 value_size;	/* largest value a write may carry, up to XTX_VALUE_MAX */
+	__u32 bigval_max;	/* values over the slot XDP may serve (XTX_MAP_BIGVAL); 0: none */
 	__u32 log_ring;		/* log entries per CPU, a power of two */
 	__u32 hades_slots;	/* HADES (include/xtx/hades.h): transaction slots */
 	__u32 hades_bf_bits;	/* bits per filter */

@@ -85,8 +85,9 @@ static void usage(FILE *out)
 		"  load --count N [--table T] [--first K] [--value-size B] [--seed S] [--print]\n"
 		"                          bulk-load keys K..K+N-1 of table T (default 0 and 0),\n"
 		"                          skipping (never overwriting) keys present; values of B\n"
-		"                          bytes (default 40, or the server's --value-size) made\n"
-		"                          from (S, T, key); --print writes them as file lines\n"
+		"                          bytes, up to 1024 (default 40, or the server's\n"
+		"                          --value-size when smaller) made from (S, T, key);\n"
+		"                          --print writes them as file lines\n"
 		"  load --file PATH        the same for the lines 'table key hexvalue' of PATH\n"
 		"                          ('-': stdin; '#' comments); a bad line loads nothing\n"
 		"       [--version V]      new keys at version V, not one above their bucket's\n"
@@ -532,7 +533,7 @@ static int cmd_dump(const struct xtx_target *t, const struct ctl_opts *o)
 /* The value xtxd's generator gives (table, key): the same function, from load.h. */
 static int cmd_load_print(const struct ctl_opts *o)
 {
-	uint8_t value[XTX_VALUE_INLINE];
+	uint8_t value[XTX_VALUE_MAX];
 	uint64_t i;
 	uint32_t j;
 
@@ -1383,7 +1384,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case OPT_VSIZE:
-			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_INLINE, &o.vsize))
+			if (xtx_parse_u32("--value-size", optarg, 0, XTX_VALUE_MAX, &o.vsize))
 				return 2;
 			o.has_vsize = true;
 			break;

@@ -287,9 +287,9 @@ static void cmd_load(struct xtxd_out *out, char **argv, int argc)
 				argv[3], argv[4]);
 		return;
 	}
-	if (!arg_u64(argv[5], XTX_VALUE_INLINE, &vsize)) {
+	if (!arg_u64(argv[5], XTX_VALUE_MAX, &vsize)) {
 		xtxd_out_printf(out, "ERR load: value size '%s' is not 0..%d\n", argv[5],
-				XTX_VALUE_INLINE);
+				XTX_VALUE_MAX);
 		return;
 	}
 	if (!arg_u64(argv[6], UINT64_MAX, &seed)) {

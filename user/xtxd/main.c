@@ -94,6 +94,8 @@ static void usage(FILE *out)
 		"                           trip after DUR (default 50ms)\n"
 		"      --value-size B       largest value a write may carry, 1..%u (default %u;\n"
 		"                           over %u they live in the overflow store, not XDP's cache)\n"
+		"      --value-store N      copies of values over %u bytes XDP answers reads from,\n"
+		"                           0..%u (default %u; 0: xtxd answers them all)\n"
 		"      --log-entries N      log entries per CPU, a power of two up to %u (default %u)\n"
 		"      --data-dir DIR       where the logs are drained to (default\n"
 		"                           %s/<netns>-<iface>, created 0700)\n"
@@ -163,7 +165,8 @@ static void usage(FILE *out)
 		"         3 servers, R = 3: 10.7M keys each)\n",
 		XTX_DEFAULT_PORT, XTX_MAX_CLIENTS_LIMIT, XTX_MAX_CLIENTS_DEFAULT,
 		XTX_LOCK_SLOTS_MAX, XTX_LOCK_SLOTS_DEFAULT, XTX_KV_WAYS, XTX_KV_BUCKETS_MAX,
-		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_VALUE_INLINE, XTX_LOG_RING_MAX,
+		XTX_KV_BUCKETS_DEFAULT, XTX_VALUE_MAX, XTX_VALUE_MAX, XTX_VALUE_INLINE, XTX_VALUE_INLINE,
+		XTX_BIGVAL_MAX, XTX_BIGVAL_DEFAULT, XTX_LOG_RING_MAX,
 		XTX_LOG_RING_DEFAULT, XTX_LOGFILE_DIR_ROOT, XTX_ZK_NAME_DEFAULT, XTX_HADES_SLOTS_MAX,
 		XTX_HADES_SLOTS_DEFAULT, XTX_HADES_BF_BITS_MIN, XTX_HADES_BF_BITS_MAX,
 		XTX_HADES_BF_BITS_DEFAULT, XTX_HADES_HASHES_MAX, XTX_HADES_HASHES_DEFAULT,
@@ -174,7 +177,7 @@ static void usage(FILE *out)
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
+       OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_VALUE_STORE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
        OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE, OPT_CAPACITY };
@@ -233,6 +236,10 @@ static void print_sizes(const struct xtxd_opts *o)
 		pr_warn("xtxd: --overflow-max %llu is below --capacity %llu: keys evicted from the "
 			"kernel cache may find the overflow store full\n",
 			(unsigned long long)z->overflow_max, (unsigned long long)z->capacity);
+	if (o->load.bigval_max)
+		pr_info("xtxd: value store: XDP answers reads of up to %u values over %u B from "
+			"copies (about %zu B each, taken as used; --value-store)\n",
+			o->load.bigval_max, XTX_VALUE_INLINE, sizeof(struct xtx_bigval) + 64);
 	if (!z->capacity) {
 		pr_info("xtxd: sizes: kernel cache %u buckets x %u ways (%.0f MiB), lock table %u "
 			"slots (%.0f MiB), overflow store up to %llu keys (%zu B each, %zu B with "
@@ -268,6 +275,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "kv-no-bloom", no_argument, NULL, OPT_NO_BLOOM },
 		{ "no-warm", no_argument, NULL, OPT_NO_WARM },
 		{ "value-size", required_argument, NULL, OPT_VALUE_SIZE },
+		{ "value-store", required_argument, NULL, OPT_VALUE_STORE },
 		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
@@ -313,6 +321,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->load.kv_buckets = XTX_KV_BUCKETS_DEFAULT;
 	o->load.kv_lease_ns = XTX_KV_LEASE_DEFAULT_NS;
 	o->load.value_size = XTX_VALUE_MAX;
+	o->load.bigval_max = XTX_BIGVAL_DEFAULT;
 	o->load.log_ring = XTX_LOG_RING_DEFAULT;
 	o->load.hades_slots = XTX_HADES_SLOTS_DEFAULT;
 	o->load.hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
@@ -485,6 +494,11 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 				return -1;
 			o->load.value_size = v;
 			break;
+		case OPT_VALUE_STORE:
+			if (xtx_parse_u32("--value-store", optarg, 0, XTX_BIGVAL_MAX,
+					  &o->load.bigval_max))
+				return -1;
+			break;
 		case OPT_ECHO: o->load.echo = true; break;
 		case OPT_GENERIC: o->generic_ok = true; break;
 		case OPT_REPLACE: o->replace = true; break;
@@ -646,7 +660,10 @@ static int rebuild_store(const struct xtx_target *t, const char *datadir)
 			"store: %s\n", strerror(-err));
 		return err;
 	}
-	return xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+	err = xtxd_recover_adopted(t, xtxd_rare_store(), datadir);
+	if (!err)
+		xtxd_rare_forget_big_writes();
+	return err;
 }
 
 static int serve_until_signal(void)
@@ -775,7 +792,8 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
-	    xtxd_logdrain_start(&t, &o.drain) || xtxd_userlog_open(datadir) ||
+	    xtxd_logdrain_start(&t, &o.drain) || xtxd_resolve_arm_fences() ||
+	    xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
 	    xtxd_control_start(&t) || (o.metrics && xtxd_metrics_start(&t, &o.metrics_addr)) ||
 	    xtxd_housekeeping_start(&t, xtxd_rare_store(), o.snapshot_every_ns) ||

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "rare.h"
 #include "defer_ring.h"
+#include "store/valstore.h"
 
 #define RARE_BATCH	32
 /* above the largest valid request, so an oversized datagram shows as MSG_TRUNC */
@@ -46,11 +47,12 @@ static struct {
 	struct xtxd_defer_ring ring;
 	size_t kv_size;
 	int runtime_fd;
+	int valstore_fd;
 	struct rare_thread **th;
 	uint32_t nthreads;
 	int stop_fd;
 	bool live;
-} rare = { .stop_fd = -1, .runtime_fd = -1 };
+} rare = { .stop_fd = -1, .runtime_fd = -1, .valstore_fd = -1 };
 
 struct xtxd_ovf *xtxd_rare_store(void)
 {
@@ -317,6 +319,42 @@ static int map_kv(const struct xtx_target *t, uint32_t nbuckets)
 }
 
 /*
+ * XDP's copies of the store's big values (store/valstore.h) copied a store
+ * that died with the last xtxd: emptied, then kept in step with this one's
+ * from its first key on, before any request is let through.
+ */
+static int open_valstore(const struct xtx_target *t)
+{
+	struct xtx_info info;
+	int err = xtx_target_info(t, &info);
+
+	if (!err && !info.bigval_max)
+		return 0;
+	if (!err) {
+		rare.valstore_fd = xtx_target_map_fd(t, XTX_MAP_BIGVAL);
+		err = rare.valstore_fd < 0 ? rare.valstore_fd : 0;
+	}
+	if (!err)
+		err = xtxd_valstore_clear(rare.valstore_fd);
+	if (err) {
+		fprintf(stderr, "Error: rare path: the value store %s: %s\n", XTX_MAP_BIGVAL,
+			strerror(-err));
+		return err;
+	}
+	xtxd_ovf_set_valstore(rare.x.store, rare.valstore_fd);
+	return 0;
+}
+
+void xtxd_rare_forget_big_writes(void)
+{
+	uint32_t b;
+
+	for (b = 0; rare.x.kv && b < rare.x.kv_buckets; b++)
+		if (rare.x.kv[b].big_token)
+			__atomic_store_n(&rare.x.kv[b].big_token, 0, __ATOMIC_RELEASE);
+}
+
+/*
  * The overflow store lives in xtxd's memory.  A new xtxd that finds kernel
  * buckets whose Bloom filters point into a store says so loudly: those
  * keys went with the old process (until the store is rebuilt from the
@@ -353,6 +391,11 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 		return err;
 	rare.runtime_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
 	rare.x.store = xtxd_ovf_new(nbuckets, o->overflow_max);
+	if (rare.x.store) {
+		err = open_valstore(t);
+		if (err)
+			goto fail;
+	}
 	rare.x.log_writes = o->log_writes;
 	rare.x.replay = xtxd_replay_new(XTXD_REPLAY_ENTRIES);
 	rare.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -433,6 +476,10 @@ void xtxd_rare_stop(void)
 	if (rare.runtime_fd >= 0)
 		close(rare.runtime_fd);
 	rare.runtime_fd = -1;
+	/* its copies stay for XDP: no write reaches them until the next xtxd */
+	if (rare.valstore_fd >= 0)
+		close(rare.valstore_fd);
+	rare.valstore_fd = -1;
 	if (rare.stop_fd >= 0)
 		close(rare.stop_fd);
 	rare.stop_fd = -1;

@@ -31,6 +31,13 @@ void xtxd_rare_stop(void);
  * xtxd stops the control channel first.
  */
 struct xtxd_ovf *xtxd_rare_store(void);
+/*
+ * The big writes an earlier xtxd took and never answered are gone with it:
+ * their buckets' big_token (include/xtx/kv.h) would keep XDP from the value
+ * store this one rebuilt from its recovered store.  Only while requests are
+ * held (log/recover.h), when no op holds a bucket.
+ */
+void xtxd_rare_forget_big_writes(void);
 const struct xtxd_rare_stats *xtxd_rare_stats(void);
 
 #endif /* XTXD_RARE_H */

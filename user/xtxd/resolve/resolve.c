@@ -54,6 +54,8 @@ static struct {
 	struct xtxd_txns txns;
 	uint64_t last_scan;
 	uint64_t commits, aborts, fenced;
+	uint64_t refenced;	/* aborts decided before this start, fenced again */
+	uint64_t refence_full;	/* ... not, the fence map being full */
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
 	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
@@ -1390,7 +1392,39 @@ static int remember_decision(uint64_t txn, uint32_t outcome, void *arg)
 		return -ENOMEM;
 	x->outcome = outcome;
 	x->decided_ns = xtx_now_ns();
+	/*
+	 * Maps created at this start hold no fence: a coordinator paused
+	 * past the restart would log the aborted transaction here again,
+	 * and, answered by every replica, go on to commit it
+	 */
+	if (outcome == XTXD_OUT_ABORT) {
+		uint64_t now = xtx_now_ns();
+
+		if (!bpf_map_update_elem(R.fence_fd, &txn, &now, BPF_ANY))
+			R.refenced++;
+		else if (errno != E2BIG)
+			return -errno;
+		else if (!R.refence_full++)
+			pr_warn("resolve: the fence map is full: aborted transactions decided "
+				"before this start are not all fenced again\n");
+	}
 	return 0;
+}
+
+int xtxd_resolve_arm_fences(void)
+{
+	int err;
+
+	if (!R.refenced)
+		return 0;
+	err = xtxd_logdrain_arm_fence(true);
+	if (err)
+		fprintf(stderr, "Error: resolve: refusing the appends of %llu aborted transactions: "
+			"%s\n", (unsigned long long)R.refenced, strerror(-err));
+	else
+		pr_info("resolve: %llu transactions decided abort before this start are fenced "
+			"again\n", (unsigned long long)R.refenced);
+	return err;
 }
 
 static int open_socket(uint16_t port)

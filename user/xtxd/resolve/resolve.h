@@ -60,6 +60,13 @@ struct xtxd_resolve_opts {
 int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 		       const struct xtxd_resolve_opts *o);
 void xtxd_resolve_stop(void);
+/*
+ * The aborts read from the decisions file at start are in the fence map;
+ * the log drain, once started, must check it: call after
+ * xtxd_logdrain_start and before requests are let through.  0 or a
+ * negative errno after printing why.
+ */
+int xtxd_resolve_arm_fences(void);
 
 /* What the resolvers decided since start (both kinds of transaction). */
 struct xtxd_resolve_stats {

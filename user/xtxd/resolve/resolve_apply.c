@@ -123,6 +123,14 @@ static int install_locked(struct xtxd_live *l, struct xtx_kv_bucket *b, uint32_t
 	int w = way_of(b, e->table, e->key), i;
 
 	if (w >= 0) {
+		/*
+		 * A big write of this key is with xtxd (or was, its answer
+		 * lost): the store may already hold a newer version than the
+		 * way, and a write here would be served, and written back,
+		 * over it.  The caller waits for TC to evict or restore it.
+		 */
+		if (b->flags[w] & XTX_KVF_EVICTING)
+			return -EAGAIN;
 		if (b->version[w] >= e->version)
 			return 0;
 		if (big) {
@@ -325,16 +333,22 @@ int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w)
 	uint64_t h = xtx_hash(e->table, e->key);
 	uint32_t bi = xtx_bucket_of(h, l->nbuckets);
 	struct xtx_kv_bucket *b = &l->kv[bi];
+	uint64_t deadline = xtx_now_ns() + BUCKET_WAIT_NS;
 	int err;
 
-	err = bucket_lock(b);
-	if (err)
-		return err;
-	xtxd_ovf_lock(l->store, bi);
-	err = install_locked(l, b, bi, w, h);
-	xtxd_ovf_unlock(l->store, bi);
-	__atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
-	return err;
+	for (;;) {
+		err = bucket_lock(b);
+		if (err)
+			return err;
+		xtxd_ovf_lock(l->store, bi);
+		err = install_locked(l, b, bi, w, h);
+		xtxd_ovf_unlock(l->store, bi);
+		__atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
+		/* an eviction in flight ends with xtxd's answer: let TC have the bucket */
+		if (err != -EAGAIN || xtx_now_ns() > deadline)
+			return err;
+		pause_ns(100 * 1000);
+	}
 }
 
 static bool held_by(const struct xtx_lock_slot *s, uint64_t txn)

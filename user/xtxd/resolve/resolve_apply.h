@@ -35,8 +35,9 @@ int xtxd_live_version(struct xtxd_live *l, uint8_t table, uint64_t key, uint64_t
  * lock as XDP takes it.  A value over XTX_VALUE_INLINE goes to the store
  * only, dropping the kernel's older copy of the key.  1 installed, 0
  * already there or newer, or a negative errno (-ENOSPC: the store is full,
- * -ETIMEDOUT: the bucket stayed locked).  The caller is a registered RCU
- * thread.
+ * -ETIMEDOUT: the bucket stayed locked, -EAGAIN: the key's kernel copy
+ * stayed XTX_KVF_EVICTING, a big write of it unanswered).  The caller is a
+ * registered RCU thread.
  */
 int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w);
 

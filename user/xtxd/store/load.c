@@ -166,7 +166,8 @@ static int place(struct xtxd_loader *l, struct xtx_kv_bucket *b, uint32_t bi,
 	/* the store's floor and keys of this bucket move under this lock only */
 	xtxd_ovf_lock(l->store, bi);
 	w = find_way(b, it->table, it->key);
-	if (w >= 0 && (b->flags[w] & XTX_KVF_VALID))
+	/* a big write of the key is with xtxd (EVICTING): the key is as good as present */
+	if (w >= 0 && (b->flags[w] & (XTX_KVF_VALID | XTX_KVF_EVICTING)))
 		goto dup;
 	/*
 	 * Every key the store holds has its bit in the kernel filter (the rare
@@ -697,6 +698,7 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 {
 	struct xtxd_load_item *items;
 	struct load_run r;
+	uint8_t *big;
 	uint64_t done;
 	size_t i, m;
 	int err = 0;
@@ -710,8 +712,11 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 		return;
 	}
 	items = calloc(LOAD_BATCH, sizeof(*items));
-	if (!items) {
+	/* values over the slot: their bytes beside the items, one batch at a time */
+	big = vsize > XTX_VALUE_INLINE ? malloc((size_t)LOAD_BATCH * vsize) : NULL;
+	if (!items || (vsize > XTX_VALUE_INLINE && !big)) {
 		xtxd_out_printf(env->out, "ERR load: %s\n", strerror(ENOMEM));
+		free(items);
 		run_close(&r);
 		return;
 	}
@@ -724,11 +729,18 @@ void xtxd_load_gen(const struct xtxd_load_env *env, uint8_t table, uint64_t firs
 			items[i].table = table;
 			items[i].vlen = vsize;
 			items[i].version = env->version;
-			xtxd_load_gen_value(seed, table, first + done + i, vsize, items[i].value);
+			if (big) {
+				items[i].big = big + i * vsize;
+				xtxd_load_gen_value(seed, table, first + done + i, vsize, big + i * vsize);
+			} else {
+				xtxd_load_gen_value(seed, table, first + done + i, vsize,
+						    items[i].value);
+			}
 		}
 		err = run_items(&r, items, m, done);
 	}
 	free(items);
+	free(big);
 	/* after -EPIPE nobody reads the answer, but the mapping and scratch go */
 	run_end(&r, err);
 }

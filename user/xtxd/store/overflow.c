@@ -8,6 +8,7 @@
 #include <urcu/rculfhash.h>
 #include <xtx/hash.h>
 #include "overflow.h"
+#include "valstore.h"
 
 #define BLOOM_BITS	64
 /* Bucket locks are striped: a rare path never holds more than one at a time. */
@@ -52,6 +53,7 @@ struct xtxd_ovf {
 	 */
 	uint64_t grow_at;
 	int growing;
+	int valstore_fd;		/* XTX_MAP_BIGVAL, or -1: valstore.h */
 };
 
 struct ovf_lookup {
@@ -94,6 +96,7 @@ struct xtxd_ovf *xtxd_ovf_new(uint32_t nbuckets, uint64_t max)
 		return NULL;
 	s->nbuckets = nbuckets;
 	s->max = max;
+	s->valstore_fd = -1;
 	/* calloc'd pages stay untouched until a bucket is used: cheap even at 2^25 buckets */
 	s->filter = calloc(nbuckets, sizeof(*s->filter));
 	s->floor = calloc(nbuckets, sizeof(*s->floor));
@@ -158,6 +161,11 @@ void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, si
 	*per_key = ovf_node_bytes(vlen) + sizeof(void *);
 	*per_spilling_bucket = sizeof(struct ovf_filter) + OVF_MALLOC_OVERHEAD;
 	*per_bucket = sizeof(struct ovf_filter *) + sizeof(uint64_t);
+}
+
+void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd)
+{
+	s->valstore_fd = fd;
 }
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s)
@@ -320,11 +328,22 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 		goto out;
 	}
 	if (old) {
+		/*
+		 * The value store's copy first: from now on it is never older
+		 * than the node XDP would otherwise ask xtxd for.
+		 */
+		if ((old->vlen > XTX_VALUE_INLINE || it->vlen > XTX_VALUE_INLINE) &&
+		    xtxd_valstore_put(s->valstore_fd, it)) {
+			free(n);
+			err = -EIO;
+			goto out;
+		}
 		/* readers see the old item or the new one, never a torn mix */
 		if (cds_lfht_replace(s->ht, &iter, ovf_hash(it->table, it->key), ovf_match, &l,
 				     &n->node)) {
 			/* only a writer without the bucket lock could have raced us */
 			free(n);
+			xtxd_valstore_del(s->valstore_fd, it->table, it->key);
 			err = -EAGAIN;
 			goto out;
 		}
@@ -350,6 +369,9 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
 		free(n);
 		err = -EAGAIN;
+	} else if (it->vlen > XTX_VALUE_INLINE) {
+		/* a new key: the node first, as a copy it lacks only costs a trip to xtxd */
+		xtxd_valstore_put(s->valstore_fd, it);
 	}
 out:
 	rcu_read_unlock();
@@ -367,6 +389,9 @@ int xtxd_ovf_del(struct xtxd_ovf *s, uint8_t table, uint64_t key, uint64_t below
 
 	rcu_read_lock();
 	n = ovf_find(s, table, key, &iter);
+	/* the value store's copy goes first: it must never outlive the node */
+	if (n && n->version < below && n->vlen > XTX_VALUE_INLINE)
+		xtxd_valstore_del(s->valstore_fd, table, key);
 	if (n && n->version < below && !cds_lfht_del(s->ht, &n->node)) {
 		if (old)
 			item_of_node(old, n, XTX_VALUE_MAX);

@@ -44,6 +44,14 @@ void xtxd_ovf_free(struct xtxd_ovf *s);
  */
 void xtxd_ovf_cost(size_t vlen, size_t *per_key, size_t *per_spilling_bucket, size_t *per_bucket);
 
+/*
+ * Keep XDP's copies of big values (XTX_MAP_BIGVAL, store/valstore.h) in
+ * step with the store from now on: every put and del of a value over
+ * XTX_VALUE_INLINE changes the copy too, under the same bucket lock.
+ * fd < 0: none.  Set before the store holds any key, on an empty map.
+ */
+void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd);
+
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s);
 uint64_t xtxd_ovf_max(const struct xtxd_ovf *s);
 uint64_t xtxd_ovf_count(const struct xtxd_ovf *s);
