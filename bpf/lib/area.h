@@ -24,6 +24,9 @@ static __always_inline bool xtx_ext_served(__u8 opcode)
 	case XTX_OP_OCC_LOCK:
 	case XTX_OP_HREAD:
 	case XTX_OP_HWRITE:
+	/* HADES staging: copied beside the slot, and back into the area (hades_big.h) */
+	case XTX_OP_HINTEND:
+	case XTX_OP_HVALIDATE:
 	/* a log append: copied into the log's entries (log.h) */
 	case XTX_OP_LOG_APPEND:
 		return true;

@@ -81,6 +81,9 @@ static __always_inline void xtx_dedupe_record(__u32 key, __u32 idx, const struct
 	r->flags = op->flags;
 	r->version = op->version;
 	r->token = op->token;
+	/* TOO_BIG answers no version: keep the length it asked room for (xtx_dedupe_replay) */
+	if (op->status == XTX_ST_TOO_BIG)
+		r->version = ((const struct xtx_ext *)op->value)->len;
 }
 
 /*

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "hades_bf.h"
 #include "hades_slot.h"
+#include "hades_big.h"
 
 /* Which filters of another slot a probe looks at. */
 #define XTX_HADES_RBF		0x1
@@ -344,8 +345,13 @@ static __always_inline void xtx_hades_stage(struct xtx_hades_staged *e, const st
 	e->table = op->table;
 	e->vlen = op->vlen;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_HSF_DELETE : 0) |
-		   ((op->flags & XTX_HOPF_REPLICA) ? XTX_HSF_REPLICA : 0);
-	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
+		   ((op->flags & XTX_HOPF_REPLICA) ? XTX_HSF_REPLICA : 0) |
+		   ((op->flags & XTX_OPF_EXT) ? XTX_HSF_BIG : 0);
+	/* a big value is in XTX_MAP_HADES_BIG: value[] holds nothing then */
+	if (op->flags & XTX_OPF_EXT)
+		__builtin_memset(e->value, 0, XTX_VALUE_INLINE);
+	else
+		__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
 }
 
 /* Does s stage a write as its primary (what a squash scan looks for)? */
@@ -421,7 +427,8 @@ static __always_inline bool xtx_hades_fenced(__u64 txn)
 }
 
 /* HINTEND: stage one write; the last one here partially locks (Ack or NACK). */
-static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_ctx *pc)
+static __always_inline __u8 xtx_hades_intend(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
+					     struct xtx_pkt_ctx *pc)
 {
 	bool last = op->flags & XTX_HOPF_LAST, nowrite = op->flags & XTX_HOPF_NO_WRITE;
 	bool replica = op->flags & XTX_HOPF_REPLICA, primary;
@@ -429,6 +436,7 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	struct xtx_hades_ref r;
 	__u32 pos = 0, n;
 	__u64 h;
+	int err;
 
 	/* checked before the slot is looked at: the resolver's grace period covers the rest */
 	if (xtx_hades_fenced(op->txn))
@@ -467,6 +475,22 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 			xtx_hades_reg_drop(pos);
 			return XTX_ST_TOO_MANY;
 		}
+		/* the value first: the resolver may install it once the slot commits */
+		if (op->flags & XTX_OPF_EXT) {
+			err = xtx_hades_stage_big(ctx, idx, r.idx, n);
+			if (err != XTX_ST_OK) {
+				__sync_fetch_and_sub(&r.s->nstaged, 1);
+				xtx_hades_reg_drop(pos);
+				return err;
+			}
+			/* the area reference was used: op is the packet's, looked up anew */
+			op = xtx_op_at(ctx, idx);
+			if (!op) {
+				__sync_fetch_and_sub(&r.s->nstaged, 1);
+				xtx_hades_reg_drop(pos);
+				return XTX_ST_MALFORMED;
+			}
+		}
 		e = &r.s->staged[n & (XTX_HADES_STAGE_MAX - 1)];
 		xtx_hades_stage(e, op);
 		if (!replica) {
@@ -491,12 +515,13 @@ static __always_inline __u8 xtx_hades_intend(struct xtx_op *op, struct xtx_pkt_c
 	return XTX_ST_OK;
 }
 
-static __always_inline bool xtx_hades_log_room(void)
+/* Room for n entries in this CPU's log (a big value: its head and continuations). */
+static __always_inline bool xtx_hades_log_room(__u32 n)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
 
-	return c && c->tail - c->head < xtx_log_ring;
+	return c && c->tail - c->head + n <= xtx_log_ring;
 }
 
 /*
@@ -512,9 +537,20 @@ __noinline int xtx_hades_log(struct xdp_md *ctx, __u32 idx, __u64 version, __u32
 		return XTX_ST_MALFORMED;
 	flags = op->flags;
 	op->version = version;
-	op->flags = (flags & XTX_OPF_DELETE) | (last ? XTX_OPF_LOG_LAST : 0);
-	/* every participant acked: decided, so recovery replays it without asking */
-	xtx_log_append_decided(op, xtx_txn_client(op->txn));
+	op->flags = (flags & (XTX_OPF_DELETE | XTX_OPF_EXT)) | (last ? XTX_OPF_LOG_LAST : 0);
+	/*
+	 * every participant acked: decided, so recovery replays it without
+	 * asking; a big value (in the area, put there by validation) goes as
+	 * a head and its continuations, all or nothing
+	 */
+	if (flags & XTX_OPF_EXT) {
+		xtx_log_append_ext_as(ctx, idx, XTX_LOGF_DECIDED);
+		op = xtx_op_at(ctx, idx);
+		if (!op)
+			return XTX_ST_MALFORMED;
+	} else {
+		xtx_log_append_decided(op, xtx_txn_client(op->txn));
+	}
 	op->flags = flags;
 	op->version = version;
 	return XTX_ST_OK;
@@ -535,6 +571,40 @@ static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s)
 }
 
 /*
+ * A re-deferred HVALIDATE of a big staged write: the staged bytes go over
+ * the client's copy in its area while the slot still holds them (after
+ * the slot's release only the client's copy is left).  Global: verified once.
+ */
+__noinline int xtx_hades_refill_big(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_hades_big *b;
+	struct xtx_hades_ref r;
+	__u32 j, n;
+
+	if (!op)
+		return XTX_ST_MALFORMED;
+	xtx_hades_find(op->txn, false, &r);
+	if (!r.s)
+		return XTX_ST_OK;
+	n = r.s->nstaged;
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		if (r.s->staged[j].key != op->key || r.s->staged[j].table != op->table)
+			continue;
+		if (!(r.s->staged[j].flags & XTX_HSF_BIG))
+			break;
+		b = xtx_hades_big_at(r.idx, j);
+		/* too little room: the client's copy, as it would go anyway */
+		if (b && b->len <= xtx_ext_of(op)->cap)
+			return xtx_hades_unstage_big(ctx, idx, r.idx, j);
+		break;
+	}
+	return XTX_ST_OK;
+}
+
+/*
  * HVALIDATE: install one staged write at base + 1 (as COMMIT_PRIMARY, or
  * COMMIT_BACKUP at a replica, so xtxd's rare path runs it the same way),
  * log it, and once the last one came and every write is in, release the slot.
@@ -547,10 +617,17 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	__u8 orig = op->opcode, st;
 	struct xtx_hades_ref r;
 	__u64 base;
-	__u32 j, n;
+	__u32 j, n, at = 0, len = 0;
+	int err;
 
 	if (force_defer) {
 		/* ran here before and went to xtxd: only its record can answer */
+		if (op->flags & XTX_OPF_EXT) {
+			xtx_hades_refill_big(ctx, idx);
+			op = xtx_op_at(ctx, idx);
+			if (!op)
+				return XTX_ST_MALFORMED;
+		}
 		base = op->version;
 		op->opcode = xtx_hades_kv_opcode(orig, op->flags);
 		op->version = xtx_hades_kv_version(orig, op->flags, base);
@@ -577,22 +654,41 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 			break;
 		if (r.s->staged[j].key == op->key && r.s->staged[j].table == op->table) {
 			e = &r.s->staged[j];
+			at = j;
 			break;
 		}
 	}
 	if (!e)
 		return XTX_ST_BAD_ARG;	/* never intended here */
+	if (e->flags & XTX_HSF_BIG) {
+		struct xtx_hades_big *b = xtx_hades_big_at(r.idx, at);
+
+		len = b ? b->len : 0;
+	}
 	/*
 	 * Done before still runs the install: it is idempotent by version, and
 	 * an install whose trip to xtxd failed after it was logged is redone.
 	 */
 	was_done = e->flags & XTX_HSF_DONE;
-	if (!was_done && !xtx_hades_log_room())
+	if (!was_done && !xtx_hades_log_room(1 + xtx_log_cont_count(len)))
 		return XTX_ST_LOG_FULL;
 	/* the packet carries the staged write, so xtxd can run it if it must */
 	base = e->version;
-	__builtin_memcpy(op->value, e->value, XTX_VALUE_INLINE);
-	op->vlen = e->vlen;
+	if (e->flags & XTX_HSF_BIG) {
+		/* the staged bytes into the op's area (or TOO_BIG: nothing changed) */
+		err = xtx_hades_unstage_big(ctx, idx, r.idx, at);
+		if (err != XTX_ST_OK)
+			return err;
+		op = xtx_op_at(ctx, idx);
+		if (!op)
+			return XTX_ST_MALFORMED;
+		op->vlen = 0;
+	} else {
+		/* answered in the slot: room the request left goes unused */
+		op->flags &= ~XTX_OPF_EXT;
+		__builtin_memcpy(op->value, e->value, XTX_VALUE_INLINE);
+		op->vlen = e->vlen;
+	}
 	op->flags &= ~(XTX_OPF_DELETE | XTX_HOPF_REPLICA);
 	if (e->flags & XTX_HSF_DELETE)
 		op->flags |= XTX_OPF_DELETE;
@@ -655,21 +751,25 @@ static __always_inline int xtx_hades_check(const struct xtx_op *op, __u32 client
 	if (!op->txn || xtx_txn_client(op->txn) != client_id)
 		return XTX_ST_BAD_TXN;
 	switch (op->opcode) {
+	/* a value area: a read's room, or a write's value (area.h checked its shape) */
 	case XTX_OP_HREAD:
 	case XTX_OP_HWRITE:
-		allowed = XTX_HOPF_BEGIN;
+		allowed = XTX_HOPF_BEGIN | XTX_OPF_EXT;
 		break;
 	case XTX_OP_HINTEND:
-		allowed = XTX_HOPF_KNOWN;
+		allowed = XTX_HOPF_KNOWN | XTX_OPF_EXT;
 		break;
 	case XTX_OP_HVALIDATE:
-		allowed = XTX_HOPF_KNOWN & ~XTX_HOPF_BEGIN;
+		allowed = (XTX_HOPF_KNOWN & ~XTX_HOPF_BEGIN) | XTX_OPF_EXT;
 		break;
 	default:
 		allowed = 0;
 		break;
 	}
 	if (op->flags & ~allowed)
+		return XTX_ST_BAD_ARG;
+	/* a value with no write */
+	if ((op->flags & XTX_OPF_EXT) && (op->flags & XTX_HOPF_NO_WRITE))
 		return XTX_ST_BAD_ARG;
 	if (op->opcode == XTX_OP_HINTEND && !(op->flags & XTX_HOPF_NO_WRITE) &&
 	    op->vlen > xtx_value_size)
@@ -695,7 +795,7 @@ __noinline int xtx_hades_op_intend(struct xdp_md *ctx, __u32 idx)
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	return xtx_hades_intend(op, pc);
+	return xtx_hades_intend(ctx, op, idx, pc);
 }
 
 __noinline int xtx_hades_op_validate(struct xdp_md *ctx, __u32 idx, __u32 force_defer)

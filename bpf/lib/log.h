@@ -192,9 +192,10 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
  * nothing.  Every slot is written past tail first, where the drain does
  * not look; the grant is claimed only then (nothing can fail after it),
  * and one tail update publishes them together.  A ring without room for
- * them all answers LOG_FULL, writing nothing.  Global: verified once.
+ * them all answers LOG_FULL, writing nothing.  extra: entry flags beyond
+ * the op's (XTX_LOGF_DECIDED for HADES).  Global: verified once.
  */
-__noinline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
+__noinline int xtx_log_append_ext_as(struct xdp_md *ctx, __u32 op_idx, __u32 extra)
 {
 	struct xtx_op *op = xtx_op_at(ctx, op_idx);
 	__u32 cpu = bpf_get_smp_processor_id(), idx, k, n, off, len, chunk;
@@ -223,7 +224,8 @@ __noinline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
 	    off < sizeof(struct xtx_hdr) + (__u32)h->nops * sizeof(struct xtx_op) ||
 	    (long)XTX_HDR_OFF + off + len > (long)(ctx->data_end - ctx->data))
 		return XTX_ST_MALFORMED;
-	st = xtx_log_precheck(op, c, 0);
+	extra &= XTX_LOGF_DECIDED;
+	st = xtx_log_precheck(op, c, extra);
 	if (st != XTX_ST_OK)
 		return st;
 	n = xtx_log_cont_count(len);
@@ -260,7 +262,7 @@ __noinline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
 		if (st != XTX_ST_OK)
 			return st;
 	}
-	xtx_log_fill(e, op, xtx_txn_client(op->txn), XTX_LOGF_EXT, tail);
+	xtx_log_fill(e, op, xtx_txn_client(op->txn), XTX_LOGF_EXT | extra, tail);
 	e->vlen = 0;
 	__builtin_memset(&x, 0, sizeof(x));
 	x.len = (__u16)len;
@@ -269,6 +271,12 @@ __noinline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
 	__builtin_memcpy(e->value, &x, sizeof(x));
 	xtx_log_publish(c, op, tail, 1 + n);
 	return XTX_ST_OK;
+}
+
+/* LOG_APPEND of a value over XTX_VALUE_INLINE: a write not decided yet. */
+static __always_inline int xtx_log_append_ext(struct xdp_md *ctx, __u32 op_idx)
+{
+	return xtx_log_append_ext_as(ctx, op_idx, 0);
 }
 
 /* LOG_APPEND: a write of a transaction not decided yet (design §5). */

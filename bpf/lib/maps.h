@@ -185,6 +185,14 @@ struct {
 	__type(value, struct xtx_hades_exact);
 } xtx_hades_exact SEC(".maps");
 
+/* The values over a slot HINTEND staged, XTX_HADES_STAGE_MAX per slot (sized with it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_HADES_SLOTS_DEFAULT * XTX_HADES_STAGE_MAX);
+	__type(key, __u32);
+	__type(value, struct xtx_hades_big);
+} xtx_hades_big SEC(".maps");
+
 /*
  * What every op of the packet being served shares (clock, knobs, dedupe
  * record), computed once per packet.  Per-CPU is safe: an XDP program runs

@@ -71,8 +71,6 @@ static void rw_usage(FILE *out)
 		"its newest (B-8)/8 tweet ids.  A post reaches its author's timeline and\n"
 		"those of its --fanout newest followers.  Transactions pick among the\n"
 		"loaded users; added users get a row and an empty timeline.\n"
-		"Under hades, values over %u bytes are refused (HADES writes of big values\n"
-		"are not supported yet).\n"
 		"\n"
 		"Retwis options:\n"
 		"      --users N             loaded users (default 100000)\n"
@@ -90,7 +88,7 @@ static void rw_usage(FILE *out)
 		"each user's tweets exactly seq 0..ntweets-1, the users exactly the loaded\n"
 		"ones and those the counters handed out; and against the committed\n"
 		"transactions: users added, tweets posted, relations made less removed.\n",
-		RW_TABLE, RW_TWEETS, RW_LISTS, XTX_VALUE_INLINE, RW_VALUE_MIN, XTX_VALUE_MAX,
+		RW_TABLE, RW_TWEETS, RW_LISTS, RW_VALUE_MIN, XTX_VALUE_MAX,
 		XTX_VALUE_MAX, RW_TWEET_HDR, XTX_VALUE_MAX, RW_MAX_FANOUT);
 }
 

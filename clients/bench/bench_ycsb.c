@@ -84,8 +84,7 @@ static void ycsb_usage(FILE *out)
 		"requests on distinct keys (K = 5, as HADES and RCBench run YCSB; 1: single\n"
 		"ops).  The store writes whole values: an update reads the record with its\n"
 		"lock and writes it back with one field replaced; a read-modify-write also\n"
-		"adds one to the counter.  Under hades, records over %u bytes are refused\n"
-		"(HADES writes of big values are not supported yet).\n"
+		"adds one to the counter.\n"
 		"\n"
 		"YCSB options:\n"
 		"      --workload a|b|c|f    the mix (required)\n"
@@ -103,7 +102,7 @@ static void ycsb_usage(FILE *out)
 		"run's), that each record's counter moved by exactly its committed\n"
 		"read-modify-writes (so the sum did too: a lost update fails), N records\n"
 		"before and after, and the mix within 4 sigma.\n",
-		YCSB_TABLE, YCSB_HDR, XTX_VALUE_INLINE, YCSB_FIELDS_DEFAULT, YCSB_STAMP,
+		YCSB_TABLE, YCSB_HDR, YCSB_FIELDS_DEFAULT, YCSB_STAMP,
 		YCSB_FIELD_SIZE_DEFAULT, YCSB_HDR + YCSB_FIELDS_DEFAULT * YCSB_FIELD_SIZE_DEFAULT,
 		XTX_ZIPF_THETA_MAX, YCSB_MAX_OPS);
 }

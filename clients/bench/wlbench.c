@@ -763,17 +763,6 @@ static void usage(const struct wl_workload *w, FILE *out)
 	common_usage(out);
 }
 
-/* The longest value the workload writes to any of its tables (0: it does not say). */
-static unsigned int value_max(const struct wl_workload *w)
-{
-	unsigned int i, m = 0;
-
-	for (i = 0; w->value_max && i < w->ntables; i++)
-		if (w->value_max(w->ctx, w->tables[i]) > m)
-			m = w->value_max(w->ctx, w->tables[i]);
-	return m;
-}
-
 /* NAME=PID[,PID...] */
 static int parse_cpu_of(struct wl_opts *o, const char *arg)
 {
@@ -1051,13 +1040,6 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 	o->run_seed = o->seed_set ? o->seed : xtx_mix64(xtx_req_id_start() ^ (uint64_t)getpid());
 	if (w->check_opts(w->ctx, o->threads, o->seed))
 		return -1;
-	/* the servers refuse a HADES write of a value past the slot (BAD_ARG) */
-	if (o->protocol == XTX_PROTO_HADES && value_max(w) > XTX_VALUE_INLINE) {
-		fprintf(stderr, "Error: --protocol hades: %s writes values of up to %u bytes; "
-			"HADES writes over %u bytes are not supported (use occ or 2pl, or "
-			"smaller values)\n", w->name, value_max(w), XTX_VALUE_INLINE);
-		return -1;
-	}
 	return w->check_run && w->check_run(w->ctx, o->nservers, o->protocol) ? -1 : 0;
 }
 

@@ -173,7 +173,7 @@ static void usage(FILE *f, const char *prog)
 		"Usage: %s --servers IP[,IP...] [options] [check|write|read]\n"
 		"  -s, --servers LIST     the cluster, in its order\n"
 		"  -p, --port N           their UDP port (default %d)\n"
-		"  -P, --protocol P       occ (default), 2pl or hades (reads only past 40 bytes)\n"
+		"  -P, --protocol P       occ (default), 2pl or hades\n"
 		"  -t, --table T          table id (default 14)\n"
 		"  -k, --key-base K       first key (default 5000)\n"
 		"  -z, --sizes LIST       value lengths, one key each (default 1,40,41,512,1024)\n"

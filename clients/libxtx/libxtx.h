@@ -303,11 +303,9 @@ int xtx_value(const struct xtx_txn *t, int handle, const void **value, uint16_t 
  * Buffers a write, applied at commit.  put: create or overwrite; insert:
  * the key must not exist (else ABORTED, XTX_CAUSE_EXISTS); delete: the key
  * must exist (else XTX_CAUSE_NOT_FOUND).  Values up to XTX_VALUE_MAX bytes
- * (over XTX_VALUE_INLINE they go in the value area, one such value per
- * request), except that HADES takes none over XTX_VALUE_INLINE: its
- * servers do not stage them.  Returns 0, -EMSGSIZE (vlen > XTX_VALUE_MAX),
- * -EOPNOTSUPP (HADES, vlen > XTX_VALUE_INLINE), -ENOMEM, -E2BIG, -EINVAL or
- * -EALREADY as for xtx_get().
+ * (over XTX_VALUE_INLINE they go in the value area; a request takes as
+ * many as fit XTX_MAX_REQUEST).  Returns 0, -EMSGSIZE (vlen >
+ * XTX_VALUE_MAX), -ENOMEM, -E2BIG, -EINVAL or -EALREADY as for xtx_get().
  */
 int xtx_put(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value, uint16_t vlen);
 int xtx_insert(struct xtx_txn *t, uint8_t table, uint64_t key, const void *value,

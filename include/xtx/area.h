@@ -23,6 +23,8 @@ static inline enum xtx_area_use xtx_area_use_of(__u8 opcode)
 	case XTX_OP_COMMIT_PRIMARY:
 	case XTX_OP_LOG_APPEND:
 	case XTX_OP_HINTEND:
+	/* the value it staged: the server's staged copy replaces it (xtx/hades.h) */
+	case XTX_OP_HVALIDATE:
 		return XTX_AREA_WRITE;
 	case XTX_OP_GET:
 	case XTX_OP_READ:

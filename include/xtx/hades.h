@@ -50,17 +50,28 @@
  *      Non-LAST HINTENDs answer OK (staged), SQUASHED, RETRY (no slot), or
  *      TOO_MANY (more than XTX_HADES_STAGE_MAX writes at one server: nothing
  *      staged, abort).
+ *      A value over XTX_VALUE_INLINE travels in the op's value area
+ *      (XTX_OPF_EXT, proto.h) and is staged whole, in the server, beside
+ *      the slot (XTX_MAP_HADES_BIG): from the Ack on, a resolver that finds
+ *      the transaction committed installs it without its coordinator.
  *   2. After every Ack: HVALIDATE, one op per write at every server and
  *      replica that staged it, naming the same table and key (value, vlen,
  *      base version, delete and replica come from the staged copy, and the
  *      reply carries them); the last one at a server has XTX_HOPF_LAST (a
  *      server with no writes gets one with XTX_HOPF_NO_WRITE |
  *      XTX_HOPF_LAST).  token carries the key's replica set for the log
- *      (xtx_log_replicas_pack, include/xtx/log.h).  Each write becomes
+ *      (xtx_log_replicas_pack, include/xtx/log.h).  A write staged with a
+ *      value over XTX_VALUE_INLINE needs an area of at least its length
+ *      (the client sends the value it staged there, XTX_OPF_EXT, as
+ *      HINTEND did: the server puts its staged copy over it, and a
+ *      re-deferred copy of the request can still be run by xtxd): without
+ *      one it answers TOO_BIG with the length in ext.len, and nothing
+ *      changed.  A write staged in the slot answers in the slot (EXT
+ *      cleared, the area unused).  Each write becomes
  *      visible at version base + 1 and is appended to the log; the slot is
  *      released once LAST came and every staged write is in, so a write
  *      whose HVALIDATE answered RETRY is not lost by the LAST beside it.
- *      Answers: OK (version = the installed version), ALREADY_APPLIED
+ *      Answers: OK (version = the installed version), TOO_BIG, ALREADY_APPLIED
  *      (done before: success), LOG_FULL or RETRY (nothing changed: send it
  *      again until it is in; the transaction is decided),
  *      TXN_GONE (no such committing transaction here: never Acked, or
@@ -212,7 +223,8 @@ static inline int xtx_hades_bf_test(const __u64 *bf, __u64 h, __u32 m, __u32 k)
 }
 
 /*
- * ---- Server state (maps XTX_MAP_HADES, XTX_MAP_HADES_REG, XTX_MAP_HADES_EXACT) ----
+ * ---- Server state (maps XTX_MAP_HADES, XTX_MAP_HADES_REG, XTX_MAP_HADES_EXACT,
+ *      XTX_MAP_HADES_BIG) ----
  *
  * The slot table is an ARRAY; a transaction's slot is one of
  * XTX_HADES_PROBES consecutive slots from xtx_hades_home(txn).  The owner
@@ -223,6 +235,7 @@ static inline int xtx_hades_bf_test(const __u64 *bf, __u64 h, __u32 m, __u32 k)
 #define XTX_MAP_HADES		"xtx_hades"
 #define XTX_MAP_HADES_REG	"xtx_hades_reg"
 #define XTX_MAP_HADES_EXACT	"xtx_hades_exact"
+#define XTX_MAP_HADES_BIG	"xtx_hades_big"
 
 #define XTX_HADES_SLOTS_DEFAULT	1024
 #define XTX_HADES_SLOTS_MAX	(1u << 16)
@@ -267,6 +280,7 @@ enum xtx_hades_outcome {
 #define XTX_HSF_DELETE		0x01
 #define XTX_HSF_REPLICA		0x02	/* staged as a backup: no conflict checks */
 #define XTX_HSF_DONE		0x04	/* validated */
+#define XTX_HSF_BIG		0x08	/* value over XTX_VALUE_INLINE: in XTX_MAP_HADES_BIG */
 
 struct xtx_hades_staged {
 	__u64 key;
@@ -282,6 +296,25 @@ struct xtx_hades_staged {
 };
 
 _Static_assert(sizeof(struct xtx_hades_staged) == 88, "staged write layout");
+
+/*
+ * The value of a write staged with XTX_HSF_BIG (vlen 0 and value[] zero in
+ * the staged entry): XTX_MAP_HADES_BIG, an ARRAY of XTX_HADES_STAGE_MAX
+ * entries per slot, entry xtx_hades_big_idx(slot, staged index).  The slot
+ * owns its entries, so nothing is allocated or freed: a new tenant's
+ * HINTEND overwrites one before its staged entry (nstaged) can name it,
+ * and only a staged entry with XTX_HSF_BIG makes an entry's bytes a value.
+ */
+struct xtx_hades_big {
+	__u16 len;		/* XTX_VALUE_INLINE < len <= XTX_VALUE_MAX */
+	__u8 pad[6];
+	__u8 data[XTX_VALUE_MAX];
+};
+
+static inline __u32 xtx_hades_big_idx(__u32 slot, __u32 j)
+{
+	return slot * XTX_HADES_STAGE_MAX + j;
+}
 
 /* Slot flags. */
 #define XTX_HSLF_PRIMARY	0x01	/* read, wrote or intends a key as its primary */

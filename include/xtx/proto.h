@@ -110,7 +110,7 @@ struct xtx_ping_info {
  * its vlen is 0.
  *
  * - A write of more than XTX_VALUE_INLINE bytes (INSERT, UPDATE, the
- *   commits, LOG_APPEND, HINTEND) carries them in its area: len bytes,
+ *   commits, LOG_APPEND, HINTEND, HVALIDATE) carries them in its area: len bytes,
  *   XTX_VALUE_INLINE < len <= cap <= XTX_VALUE_MAX.  A value that fits the
  *   slot travels in the slot: an EXT write of len <= XTX_VALUE_INLINE is
  *   refused BAD_ARG, and so is len > XTX_VALUE_MAX (never truncated).

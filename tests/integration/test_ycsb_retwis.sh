@@ -4,10 +4,10 @@
 # lists of up to 1 KiB): populate, short runs of every YCSB workload (A, B, C, F; zipf and
 # uniform; transactions of 5 requests and single ops) and of Retwis under OCC and 2PL with
 # --verify, once each under loss, and --verify failing when a record is torn or set back (a
-# lost update) or a follow list is emptied behind the clients' backs; HADES on data of its own
-# within the slot (its big writes are not served yet); then both against xtx-udpd, populated
+# lost update) or a follow list is emptied behind the clients' backs; HADES on the same full-size
+# data, and on data of its own within the slot; then both against xtx-udpd, populated
 # through transactions.
-# checks: 99 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 108 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -20,8 +20,8 @@ trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 RECORDS=2000
 USERS=2000
 # Record and list sizes of the OCC and 2PL runs: the workloads' defaults (YCSB's 1016-byte
-# records, Retwis's lists of up to 1 KiB), or YCSB_ARGS and RETWIS_ARGS. HADES runs, which big
-# writes do not serve yet, get a data set of their own at the slot's 40 bytes.
+# records, Retwis's lists of up to 1 KiB), or YCSB_ARGS and RETWIS_ARGS; HADES runs on them too,
+# and on a data set of its own at the slot's 40 bytes.
 YCSB_SIZE=(${YCSB_ARGS:-})
 RETWIS_SIZE=(${RETWIS_ARGS:-})
 YCSB_SMALL=(--fields 3 --field-size 8)
@@ -144,9 +144,11 @@ check "ycsb: ... in the counters and in record 0's history" \
 	bash -c 'grep -q "VIOLATION: counters: " <<<"$1" && grep -q "VIOLATION: record 0" <<<"$1"' \
 	_ "$out"
 
-out=$(wl ycsb --workload a --protocol hades --duration 1 2>&1)
-check "ycsb: hades with 1 KiB records refused (exit $?)" \
-	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
+out=$(ycsb --workload a --protocol hades --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+verified "ycsb a zipf 5 hades, full-size records" "$out" "$rc"
+check "ycsb a zipf 5 hades: fields as committed updates left them" \
+	grep -q "^verify: every field as loaded or as a committed write" <<<"$out"
 out=$(wl ycsb --duration 1 2>&1)
 check "ycsb: --workload is required (exit $?)" grep -q "workload a|b|c|f is required" <<<"$out"
 out=$(wl ycsb --workload e --duration 1 2>&1)
@@ -174,6 +176,14 @@ rc=$?
 for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
 verified "retwis with loss" "$out" "$rc"
 
+out=$(retwis --protocol hades --threads 2 "${RUN[@]}" 2>&1)
+rc=$?
+verified "retwis hades, full-size lists" "$out" "$rc"
+check "retwis hades, full-size lists: the graph and timelines hold" \
+	grep -q "^verify: after: .* follow relations the same from both sides" <<<"$out"
+check "retwis hades, full-size lists: users, tweets and relations as committed" \
+	grep -q "^verify: .* users added, .* tweets posted, .* as the committed" <<<"$out"
+
 # User 0, the hottest, loses its followers list on every replica: the relations are one-sided.
 retwis --duration 2 --warmup 0 --verify >"$tmp/r.out" 2>&1 &
 pid=$!
@@ -187,9 +197,6 @@ check "retwis: a follow list emptied behind its back fails (exit $rc)" test "$rc
 check "retwis: ... as one-sided relations" \
 	grep -Eq "follow lists disagree|follows b on one side only" <<<"$out"
 
-out=$(wl retwis --protocol hades --duration 1 2>&1)
-check "retwis: hades with 1 KiB lists refused (exit $?)" \
-	grep -q "HADES writes over 40 bytes are not supported" <<<"$out"
 
 
 # ---- HADES, on values within the slot, on xtxd servers started afresh: a load does not

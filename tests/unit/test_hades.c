@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* HADES: Bloom filter properties and BPF_PROG_TEST_RUN tables for every op and state change. */
-/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 20 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -28,6 +28,7 @@ static __u64 next_req = 1000;
 
 struct hades_cfg {
 	__u32 slots, bits, hashes;
+	__u32 value_size;	/* 0: 16 bytes */
 	__u64 lease_ns;
 	bool exact;
 };
@@ -44,7 +45,7 @@ static struct xtx_xdp *load_hades(const struct hades_cfg *c)
 	s->rodata->xtx_lock_slots = TEST_LOCK_SLOTS;
 	s->rodata->xtx_kv_buckets = test_kv_buckets;
 	s->rodata->xtx_log_ring = test_log_ring;
-	s->rodata->xtx_value_size = 16;
+	s->rodata->xtx_value_size = c->value_size ? c->value_size : 16;
 	s->rodata->xtx_hades_slots = c->slots;
 	s->rodata->xtx_hades_bf_bits = c->bits;
 	s->rodata->xtx_hades_hashes = c->hashes;
@@ -58,6 +59,10 @@ static struct xtx_xdp *load_hades(const struct hades_cfg *c)
 	    bpf_map__set_max_entries(s->maps.xtx_log_cursor, ncpu) ||
 	    bpf_map__set_max_entries(s->maps.xtx_hades, c->slots) ||
 	    bpf_map__set_max_entries(s->maps.xtx_hades_exact, c->exact ? c->slots : 1) ||
+	    /* the staged values of the slots the tests use (the limits test needs not all) */
+	    bpf_map__set_max_entries(s->maps.xtx_hades_big, (c->slots < XTX_HADES_SLOTS_DEFAULT ?
+							     c->slots : XTX_HADES_SLOTS_DEFAULT) *
+							    XTX_HADES_STAGE_MAX) ||
 	    xtx_xdp__load(s)) {
 		xtx_xdp__destroy(s);
 		return NULL;
@@ -1044,6 +1049,197 @@ static void test_concurrent_bank(void)
 	CHECK(t[0].commits > 100 && t[1].commits > 100 && t[1].audits > 10, "no progress");
 }
 
+/* A HADES op of txn on key with a value area of cap bytes, len of them fill. */
+static void big_hop(struct run *r, __u8 opcode, __u64 key, __u64 txn, __u32 flags,
+		    __u64 version, __u16 cap, __u16 len, __u8 fill, __u64 req)
+{
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	struct xtx_op *op;
+	size_t plen;
+
+	xtx_msg_init(payload, CLIENT, req);
+	op = xtx_msg_add(payload, opcode, 0, key);
+	op->txn = txn;
+	op->flags = flags;
+	op->version = version;
+	if (cap)
+		xtx_msg_set_area(op, cap, len);
+	plen = xtx_msg_finish(payload);
+	if (cap)
+		memset(xtx_msg_area(payload, op), fill, len);
+	r->in_len = pkt_build(r->in, &pkt_default_addrs, payload, plen);
+}
+
+static const __u8 *out_area(struct run *r, int i)
+{
+	return r->out + PKT_PAYLOAD_OFF + ((struct xtx_ext *)out_op(r, i)->value)->off;
+}
+
+/* The log head of (txn, key) with its value gathered from its continuations; -1 if none. */
+static int log_big(__u64 txn, __u64 key, struct xtx_log_entry *head, __u8 *value)
+{
+	int ncpu = libbpf_num_possible_cpus(), cpu;
+	int cfd = bpf_map__fd(skel->maps.xtx_log_cursor), lfd = bpf_map__fd(skel->maps.xtx_log);
+	struct xtx_log_cursor c;
+	struct xtx_log_cont ct;
+	struct xtx_log_ext x;
+	__u32 idx, k, n;
+	__u64 pos;
+
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		idx = cpu;
+		if (bpf_map_lookup_elem(cfd, &idx, &c))
+			continue;
+		for (pos = c.head; pos < c.tail; pos++) {
+			idx = cpu * test_log_ring + (pos & (test_log_ring - 1));
+			if (bpf_map_lookup_elem(lfd, &idx, head) || head->seq != pos ||
+			    head->txn != txn || head->key != key || !(head->flags & XTX_LOGF_EXT))
+				continue;
+			memcpy(&x, head->value, sizeof(x));
+			n = xtx_log_cont_count(x.len);
+			for (k = 0; k < n; k++) {
+				idx = cpu * test_log_ring + ((pos + 1 + k) & (test_log_ring - 1));
+				if (pos + 1 + k >= c.tail || bpf_map_lookup_elem(lfd, &idx, &ct) ||
+				    ct.seq != pos + 1 + k)
+					return -1;
+				memcpy(value + k * XTX_LOG_CONT_BYTES, ct.bytes,
+				       x.len - k * XTX_LOG_CONT_BYTES < XTX_LOG_CONT_BYTES ?
+				       x.len - k * XTX_LOG_CONT_BYTES : XTX_LOG_CONT_BYTES);
+			}
+			return x.len;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Values over a slot: HINTEND stages them whole beside the slot, HVALIDATE
+ * without room answers TOO_BIG (and again from the dedupe record), with
+ * room hands the staged bytes (not the client's) to xtxd as a big commit,
+ * and logs them decided, head and continuations.
+ */
+static void test_big_values(void)
+{
+	struct hades_cfg c = { .slots = 64, .bits = 1024, .hashes = 4,
+			       .lease_ns = XTX_HADES_LEASE_DEFAULT_NS, .value_size = XTX_VALUE_MAX };
+	struct xtx_xdp *main_skel = skel;
+	__u8 want[XTX_VALUE_MAX], got[XTX_VALUE_MAX];
+	struct xtx_hades_staged *st;
+	struct xtx_log_entry head;
+	struct xtx_hades_slot sl;
+	struct xtx_hades_big big;
+	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct xtx_runtime runtime = {};
+	struct xtx_defer_record rec;
+	struct run r, r2;
+	struct xtx_op o, w;
+	__u32 idx, k, ticket, zero = 0;
+	__u64 req;
+	int len;
+
+	skel = load_hades(&c);
+	CHECK(skel, "load with --value-size %u", c.value_size);
+	if (!skel) {
+		skel = main_skel;
+		return;
+	}
+	/* refused before anything runs: over the maximum, or a value with no write */
+	big_hop(&r, XTX_OP_HINTEND, 1200, TXN(120), BEGIN, 0, 1032, 1025, 0x70, next_req++);
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_BAD_ARG, "1025 bytes: %u", out_op(&r, 0)->status);
+	big_hop(&r, XTX_OP_HINTEND, 1200, TXN(120), BEGIN | LAST | NOWR, 0, 64, 64, 0x70,
+		next_req++);
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_BAD_ARG && state_of(TXN(120)) == XTX_HS_FREE,
+	      "a value on a NO_WRITE intend: %u", out_op(&r, 0)->status);
+
+	w = H(XTX_OP_HWRITE, 1200, TXN(121), BEGIN, 0, 0);
+	H(XTX_OP_HWRITE, 1201, TXN(121), 0, 0, 0);
+	H(XTX_OP_HWRITE, 1202, TXN(121), 0, 0, 0);
+	big_hop(&r, XTX_OP_HINTEND, 1200, TXN(121), 0, w.version, 1024, 1024, 0x71, next_req++);
+	run(&r);
+	CHECK(r.retval == XDP_TX && out_op(&r, 0)->status == XTX_ST_OK, "1024 staged: %u",
+	      out_op(&r, 0)->status);
+	big_hop(&r, XTX_OP_HINTEND, 1201, TXN(121), 0, 0, 48, 41, 0x72, next_req++);
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "41 staged: %u", out_op(&r, 0)->status);
+	o = H(XTX_OP_HINTEND, 1202, TXN(121), LAST, 0, 0x73);
+	CHECK(o.status == XTX_ST_OK, "ack: %u", o.status);
+	CHECK(slot_of(TXN(121), &sl, &idx) && sl.nstaged == 3, "slot: %u staged", sl.nstaged);
+	st = &sl.staged[0];
+	CHECK((st->flags & XTX_HSF_BIG) && st->vlen == 0 && !(sl.staged[2].flags & XTX_HSF_BIG),
+	      "staged flags %#x vlen %u", st->flags, st->vlen);
+	k = xtx_hades_big_idx(idx, 0);
+	memset(want, 0x71, sizeof(want));
+	CHECK(!bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_hades_big), &k, &big) &&
+	      big.len == 1024 && !memcmp(big.data, want, 1024), "staged value: %u bytes", big.len);
+
+	/* no room: TOO_BIG with the length, nothing done; the retransmission says it again */
+	req = next_req++;
+	o = hop_req(&(struct hop){ .opcode = XTX_OP_HVALIDATE, .key = 1200, .txn = TXN(121) }, req);
+	CHECK(o.status == XTX_ST_TOO_BIG && (o.flags & XTX_OPF_EXT) &&
+	      ((struct xtx_ext *)o.value)->len == 1024, "validate without room: %u len %u",
+	      o.status, ((struct xtx_ext *)o.value)->len);
+	o = hop_req(&(struct hop){ .opcode = XTX_OP_HVALIDATE, .key = 1200, .txn = TXN(121) }, req);
+	CHECK(o.status == XTX_ST_TOO_BIG && ((struct xtx_ext *)o.value)->len == 1024,
+	      "retransmission: %u len %u", o.status, ((struct xtx_ext *)o.value)->len);
+	big_hop(&r, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 512, 512, 0x71, next_req++);
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_TOO_BIG &&
+	      ((struct xtx_ext *)out_op(&r, 0)->value)->len == 1024, "room too small: %u",
+	      out_op(&r, 0)->status);
+	CHECK(slot_of(TXN(121), &sl, NULL) && !(sl.staged[0].flags & XTX_HSF_DONE) &&
+	      log_big(TXN(121), 1200, &head, got) < 0, "TOO_BIG changed something");
+
+	/* with room: the staged bytes go to xtxd over the client's copy, and to the log */
+	req = next_req++;
+	runtime.kv_lease_ns = 2 * 1000 * 1000;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &runtime, 0);
+	big_hop(&r, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 1024, 1024, 0xee, req);
+	run(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED &&
+	      out_op(&r, 0)->opcode == XTX_OP_HVALIDATE && (out_op(&r, 0)->flags & XTX_OPF_EXT) &&
+	      ((struct xtx_ext *)out_op(&r, 0)->value)->len == 1024 &&
+	      !memcmp(out_area(&r, 0), want, 1024), "validate 1024: verdict %d status %u",
+	      r.retval, out_op(&r, 0)->status);
+	len = log_big(TXN(121), 1200, &head, got);
+	CHECK(len == 1024 && !memcmp(got, want, 1024) && (head.flags & XTX_LOGF_DECIDED) &&
+	      head.version == w.version + 1 && !(head.flags & XTX_LOGF_LAST),
+	      "log: %d bytes flags %#x", len, head.flags);
+	/* its answer lost past the lease: the copy re-deferred carries the staged bytes too */
+	nanosleep(&ms5, NULL);
+	big_hop(&r2, XTX_OP_HVALIDATE, 1200, TXN(121), 0, 0, 1024, 1024, 0xee, req);
+	run(&r2);
+	ticket = out_hdr(&r2)->reserved - 1;
+	memset(&rec, 0, sizeof(rec));
+	if (out_hdr(&r2)->reserved)
+		bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_defer_ring), &ticket, &rec);
+	CHECK(r2.retval == XDP_PASS && rec.t.count == 1 && (rec.t.e[0].flags & XTX_DEFER_REPLAY) &&
+	      ((struct xtx_ext *)out_op(&r2, 0)->value)->len == 1024 &&
+	      !memcmp(out_area(&r2, 0), want, 1024) && log_big(TXN(121), 1200, &head, got) == 1024,
+	      "re-deferred validate: verdict %d, %u deferred, flags %#x", r2.retval, rec.t.count,
+	      rec.t.e[0].flags);
+	runtime.kv_lease_ns = 0;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &runtime, 0);
+	/* a write staged in the slot answers in the slot, whatever room the request left */
+	big_hop(&r2, XTX_OP_HVALIDATE, 1202, TXN(121), 0, 0, 64, 64, 0xee, next_req++);
+	run(&r2);
+	CHECK(out_op(&r2, 0)->status == XTX_ST_OK && !(out_op(&r2, 0)->flags & XTX_OPF_EXT) &&
+	      out_op(&r2, 0)->vlen == 8 && out_op(&r2, 0)->value[0] == 0x73,
+	      "small staged write with room: %u flags %#x", out_op(&r2, 0)->status,
+	      out_op(&r2, 0)->flags);
+	big_hop(&r, XTX_OP_HVALIDATE, 1201, TXN(121), LAST, 0, 48, 41, 0xee, next_req++);
+	run(&r);
+	memset(want, 0x72, sizeof(want));
+	len = log_big(TXN(121), 1201, &head, got);
+	CHECK(out_op(&r, 0)->status == XTX_ST_DEFERRED && !memcmp(out_area(&r, 0), want, 41) &&
+	      len == 41 && !memcmp(got, want, 41) && (head.flags & XTX_LOGF_LAST) &&
+	      state_of(TXN(121)) == XTX_HS_FREE, "validate 41: %u, log %d", out_op(&r, 0)->status,
+	      len);
+	xtx_xdp__destroy(skel);
+	skel = main_skel;
+}
+
 /* Complexity: the largest filters, most hashes, exact sets and most slots still verify. */
 static void test_verifier_at_limits(void)
 {
@@ -1085,6 +1281,7 @@ int main(void)
 	RUN_CASE(test_concurrent_bank);
 	RUN_CASE(test_full_table_and_lease);
 	RUN_CASE(test_exact_false_positives);
+	RUN_CASE(test_big_values);
 	RUN_CASE(test_verifier_at_limits);
 	xtx_xdp__destroy(skel);
 	printf("# test_hades: %d passed, %d failed\n", cases_passed, cases_failed);

@@ -218,6 +218,7 @@ static int size_and_pin(struct bpf_object *obj, const struct xtx_target *t,
 		{ XTX_MAP_LOG_CURSOR, ncpu > 0 ? ncpu : 1 },
 		{ XTX_MAP_HADES, o->hades_slots },
 		{ XTX_MAP_HADES_EXACT, o->hades_exact ? o->hades_slots : 1 },
+		{ XTX_MAP_HADES_BIG, o->hades_slots * XTX_HADES_STAGE_MAX },
 	};
 	unsigned int i;
 	int err;

@@ -114,10 +114,8 @@ static int validate_op(const struct udpd_server *srv, const struct xtx_op *op,
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
 	case XTX_OP_LOCK_SHARED ... XTX_OP_OCC_VALIDATE:
 		return own_txn ? XTX_ST_OK | mutates : XTX_ST_BAD_TXN;
-	case XTX_OP_HINTEND:
-		/* HADES is not served, and a long HADES write is not taken by any server yet */
-		return op->flags & XTX_OPF_EXT ? XTX_ST_BAD_ARG : XTX_ST_UNKNOWN_OP;
 	default:
+		/* HADES among them: this baseline serves OCC and 2PL only */
 		return XTX_ST_UNKNOWN_OP;
 	}
 }

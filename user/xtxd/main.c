@@ -117,7 +117,8 @@ static void usage(FILE *out)
 		"                           address that is local)\n"
 		"      --resolve-after DUR  decide a logged transaction left unfinished for DUR\n"
 		"                           (default 3s)\n"
-		"      --hades-slots N      HADES transaction slots, 16..%u (default %u)\n"
+		"      --hades-slots N      HADES transaction slots, 16..%u (default %u); each\n"
+		"                           holds 8 KiB of room for values over 40 bytes\n"
 		"      --hades-bf-bits M    bits of each HADES read/write filter, a multiple of 64\n"
 		"                           in %u..%u (default %u)\n"
 		"      --hades-hashes K     hashes per filter key, 1..%u (default %u)\n"
@@ -804,6 +805,7 @@ int main(int argc, char **argv)
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
 	o.rare.log_writes = log_writes_or_stop;
+	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||

@@ -101,8 +101,6 @@ static int buffer_write(struct xtx_txn *t, uint8_t table, uint64_t key, const vo
 
 	if (vlen > XTX_VALUE_MAX)
 		return -EMSGSIZE;
-	if (vlen > XTX_VALUE_INLINE && t->c->cfg.protocol == XTX_PROTO_HADES)
-		return -EOPNOTSUPP;
 	if (vlen && !value)
 		return -EINVAL;
 	h = key_slot(t, table, key);

@@ -132,7 +132,9 @@ uint16_t txn_op_area(const struct txn_opref *ref, const uint8_t **src, uint16_t 
 	case TOP_COMMIT_BACKUP:
 	case TOP_COMMIT_PRIMARY:
 	case TOP_HINTEND:
-		if (!(k->flags & KF_WRITE) || (k->flags & KF_DELETE) ||
+	/* the value it staged: the server's copy goes over it (xtx/hades.h) */
+	case TOP_HVALIDATE:
+		if ((ref->oflags & OPR_NO_WRITE) || !(k->flags & KF_WRITE) || (k->flags & KF_DELETE) ||
 		    k->new_vlen <= XTX_VALUE_INLINE)
 			return 0;
 		*src = k->new_big;
@@ -165,6 +167,11 @@ void txn_too_big(struct txn_opref *ref, const struct xtx_op *op)
 	if (ref->kind == TOP_VALIDATE_ABSENT) {
 		/* the key it read absent exists now */
 		txn_abort_for(t, XTX_CAUSE_VALIDATION);
+		return;
+	}
+	if (ref->kind == TOP_HVALIDATE) {
+		/* it sent the whole value it staged: the server staged another */
+		txn_commit_doubt(t, op);
 		return;
 	}
 	memcpy(&e, op->value, sizeof(e));

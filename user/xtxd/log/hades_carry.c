@@ -17,7 +17,8 @@
 #include "hades_carry.h"
 
 #define CARRY_MAGIC	"XTXHCRY\n"
-#define CARRY_VERSION	1
+/* 2: the staged values over a slot (XTX_MAP_HADES_BIG) ride with their slots */
+#define CARRY_VERSION	2
 
 struct carry_hdr {
 	char magic[8];
@@ -27,7 +28,7 @@ struct carry_hdr {
 	/* the settings the filters' bits and the staged values were made under */
 	uint32_t bf_bits, hashes, value_size, exact_on;
 	uint32_t crc;		/* CRC32C of the header with crc 0, then of the records */
-	uint32_t pad;
+	uint32_t big_size;	/* the layout of a staged value over a slot */
 };
 
 static void settings_of(const struct xtx_load_opts *load, struct carry_hdr *h)
@@ -43,12 +44,14 @@ struct carry_rec {
 	struct xtx_hades_exact exact;
 	uint32_t has_exact;
 	uint32_t pad;
+	/* big[j]: the value of staged write j when it has XTX_HSF_BIG, else zero */
+	struct xtx_hades_big big[XTX_HADES_STAGE_MAX];
 };
 
 /* The maps, their sizes, and the registry, opened together. */
 struct carry_maps {
-	int slots_fd, reg_fd, exact_fd;
-	uint32_t nslots, nexact;
+	int slots_fd, reg_fd, exact_fd, big_fd;
+	uint32_t nslots, nexact, nbig;
 };
 
 static uint32_t max_entries(int fd)
@@ -67,6 +70,8 @@ static void close_maps(struct carry_maps *m)
 		close(m->reg_fd);
 	if (m->exact_fd >= 0)
 		close(m->exact_fd);
+	if (m->big_fd >= 0)
+		close(m->big_fd);
 }
 
 static int open_maps(const struct xtx_target *t, struct carry_maps *m)
@@ -74,15 +79,17 @@ static int open_maps(const struct xtx_target *t, struct carry_maps *m)
 	m->slots_fd = xtx_target_map_fd(t, XTX_MAP_HADES);
 	m->reg_fd = xtx_target_map_fd(t, XTX_MAP_HADES_REG);
 	m->exact_fd = xtx_target_map_fd(t, XTX_MAP_HADES_EXACT);
-	if (m->slots_fd < 0 || m->reg_fd < 0) {
-		int err = m->slots_fd < 0 ? m->slots_fd : m->reg_fd;
+	m->big_fd = xtx_target_map_fd(t, XTX_MAP_HADES_BIG);
+	if (m->slots_fd < 0 || m->reg_fd < 0 || m->big_fd < 0) {
+		int err = m->slots_fd < 0 ? m->slots_fd : m->reg_fd < 0 ? m->reg_fd : m->big_fd;
 
 		close_maps(m);
-		m->slots_fd = m->reg_fd = m->exact_fd = -1;
+		m->slots_fd = m->reg_fd = m->exact_fd = m->big_fd = -1;
 		return err;
 	}
 	m->nslots = max_entries(m->slots_fd);
 	m->nexact = m->exact_fd >= 0 ? max_entries(m->exact_fd) : 0;
+	m->nbig = max_entries(m->big_fd);
 	return 0;
 }
 
@@ -92,11 +99,34 @@ static bool committing(const struct xtx_hades_slot *s)
 	return s->owner && (s->ctl & XTX_HADES_CTL_STATE_MASK) == XTX_HS_COMMITTING;
 }
 
+/*
+ * The values of slot idx's staged writes over a slot, between the maps and
+ * a record: save copies them out of XTX_MAP_HADES_BIG, else into it.
+ */
+static int big_values(const struct carry_maps *m, uint32_t idx, struct carry_rec *r, bool save)
+{
+	uint32_t j, k, n = r->slot.nstaged < XTX_HADES_STAGE_MAX ? r->slot.nstaged :
+								  XTX_HADES_STAGE_MAX;
+
+	for (j = 0; j < n; j++) {
+		if (!(r->slot.staged[j].flags & XTX_HSF_BIG))
+			continue;
+		k = xtx_hades_big_idx(idx, j);
+		if (k >= m->nbig)
+			return -ENOSPC;
+		if (save ? bpf_map_lookup_elem(m->big_fd, &k, &r->big[j]) :
+			   bpf_map_update_elem(m->big_fd, &k, &r->big[j], BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 static int write_file(int dirfd, const struct xtx_load_opts *load, struct carry_rec *recs,
 		      uint32_t n)
 {
 	struct carry_hdr h = { .magic = CARRY_MAGIC, .version = CARRY_VERSION, .count = n,
-			       .slot_size = sizeof(recs->slot), .exact_size = sizeof(recs->exact) };
+			       .slot_size = sizeof(recs->slot), .exact_size = sizeof(recs->exact),
+			       .big_size = sizeof(recs->big[0]) };
 	size_t len = (size_t)n * sizeof(*recs);
 	struct iovec iov[2] = { { &h, sizeof(h) }, { recs, len } };
 
@@ -109,7 +139,7 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const struct xtx_load_opts
 			  const char *dir)
 {
 	struct carry_maps m;
-	struct carry_rec *recs = NULL;
+	struct carry_rec *recs = NULL, *r = NULL;
 	uint32_t idx, n = 0, cap = 0;
 	int dirfd = -1, err;
 
@@ -120,16 +150,22 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const struct xtx_load_opts
 		goto out;
 	if (!m.nslots)
 		err = -EIO;
+	/* one record read ahead: a committing slot keeps it, any other overwrites it */
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		err = -ENOMEM;
 	for (idx = 0; !err && idx < m.nslots; idx++) {
-		struct carry_rec r = {};
-
-		if (bpf_map_lookup_elem(m.slots_fd, &idx, &r.slot)) {
+		memset(r, 0, sizeof(*r));
+		if (bpf_map_lookup_elem(m.slots_fd, &idx, &r->slot)) {
 			err = -errno;
 			break;
 		}
-		if (!committing(&r.slot))
+		if (!committing(&r->slot))
 			continue;
-		r.has_exact = idx < m.nexact && !bpf_map_lookup_elem(m.exact_fd, &idx, &r.exact);
+		r->has_exact = idx < m.nexact && !bpf_map_lookup_elem(m.exact_fd, &idx, &r->exact);
+		err = big_values(&m, idx, r, true);
+		if (err)
+			break;
 		if (n == cap) {
 			struct carry_rec *p = realloc(recs, (cap ? cap * 2 : 16) * sizeof(*p));
 
@@ -140,7 +176,7 @@ int xtxd_hades_carry_save(const struct xtx_target *t, const struct xtx_load_opts
 			recs = p;
 			cap = cap ? cap * 2 : 16;
 		}
-		recs[n++] = r;
+		recs[n++] = *r;
 	}
 	if (err)
 		goto out;
@@ -165,6 +201,7 @@ out:
 	if (dirfd >= 0)
 		close(dirfd);
 	free(recs);
+	free(r);
 	close_maps(&m);
 	return err;
 }
@@ -181,9 +218,19 @@ static int read_file(int dirfd, const struct xtx_load_opts *load, struct carry_r
 	fd = openat(dirfd, XTXD_HADES_CARRY_FILE, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, CARRY_MAGIC, 8) ||
-	    h.version != CARRY_VERSION || h.slot_size != sizeof((*recs)->slot) ||
-	    h.exact_size != sizeof((*recs)->exact) || h.count > XTX_HADES_SLOTS_MAX) {
+	if (read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, CARRY_MAGIC, 8)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	if (h.version != CARRY_VERSION) {
+		fprintf(stderr, "Error: recovery: %s is of format %u; this xtxd reads format %u "
+			"only: start the xtxd that stopped with it\n", XTXD_HADES_CARRY_FILE,
+			h.version, CARRY_VERSION);
+		close(fd);
+		return -EPROTO;
+	}
+	if (h.slot_size != sizeof((*recs)->slot) || h.exact_size != sizeof((*recs)->exact) ||
+	    h.big_size != sizeof((*recs)->big[0]) || h.count > XTX_HADES_SLOTS_MAX) {
 		close(fd);
 		return -EBADMSG;
 	}
@@ -220,6 +267,7 @@ static int put_back(const struct carry_maps *m, struct xtx_hades_registry *reg,
 {
 	uint32_t home = xtx_hades_home(r->slot.owner, m->nslots), p, idx, i;
 	struct xtx_hades_slot cur;
+	int err;
 
 	uint32_t free_idx = UINT32_MAX;
 
@@ -247,6 +295,10 @@ static int put_back(const struct carry_maps *m, struct xtx_hades_registry *reg,
 	reg->used[idx / 64] |= 1ull << (idx % 64);
 	/* the lease and the resolver's wait count from now: the stop took no time of theirs */
 	r->slot.touched_ns = xtx_now_ns();
+	/* the values before the slot that names them, at the entries of its new index */
+	err = big_values(m, idx, r, false);
+	if (err)
+		return err;
 	if (bpf_map_update_elem(m->slots_fd, &idx, &r->slot, BPF_ANY))
 		return -errno;
 	if (r->has_exact && idx < m->nexact &&
@@ -260,7 +312,7 @@ int xtxd_hades_carry_restore(const struct xtx_target *t, const struct xtx_load_o
 {
 	struct xtx_hades_registry reg;
 	struct carry_rec *recs = NULL;
-	struct carry_maps m = { -1, -1, -1, 0, 0 };
+	struct carry_maps m = { -1, -1, -1, -1, 0, 0, 0 };
 	uint32_t n = 0, i, zero = 0;
 	int dirfd, err;
 

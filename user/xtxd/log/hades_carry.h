@@ -12,12 +12,14 @@
  * them later, so a stop that drops the maps would lose writes the
  * transaction is committed to.  At a stop that removes the maps, after
  * the program is detached (no op can change a slot any more), every slot
- * COMMITTING (with staged writes, or a reader's Ack) is saved, raw, to
+ * COMMITTING (with staged writes, or a reader's Ack) is saved, raw, with
+ * the values over a slot it staged (XTX_MAP_HADES_BIG), to
  * DATADIR/hades.xcarry (written aside, synced, renamed over), with the
  * filter and value settings its bits were made under.  The next start that
  * creates the maps, under the same settings, puts them back before requests
  * are let through: each in a free slot of its probe sequence, its registry
- * entry and occupancy bit, its exact key sets, and its lease clock
+ * entry and occupancy bit, its exact key sets, its big values at the
+ * entries of its new index, and its lease clock
  * restarted, so HVALIDATE, HABORT or the resolver ends it as if there had
  * been no stop.  The file goes only once that start serves
  * (xtxd_hades_carry_done): a start that fails later drops the maps again.

@@ -16,6 +16,7 @@ static struct {
 	struct xtx_logw w;
 	int dirfd;
 	int open;
+	int expected;		/* xtxd_userlog_expect(): until open, nothing is applied */
 	uint64_t appended, syncs;
 } U = { .lock = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
 
@@ -47,6 +48,17 @@ int xtxd_userlog_open(const char *dir)
 int xtxd_userlog_enabled(void)
 {
 	return __atomic_load_n(&U.open, __ATOMIC_ACQUIRE);
+}
+
+void xtxd_userlog_expect(void)
+{
+	__atomic_store_n(&U.expected, 1, __ATOMIC_RELEASE);
+}
+
+/* Expected but not open yet: a write now would be applied and never logged. */
+static int not_yet(void)
+{
+	return __atomic_load_n(&U.expected, __ATOMIC_ACQUIRE) && !xtxd_userlog_enabled();
 }
 
 /* U.lock held. */
@@ -87,6 +99,8 @@ int xtxd_userlog_append(struct xtx_log_entry *e, size_t n)
 {
 	int err;
 
+	if (n && not_yet())
+		return -EAGAIN;
 	if (!n || !xtxd_userlog_enabled())
 		return 0;
 	pthread_mutex_lock(&U.lock);
@@ -100,6 +114,8 @@ int xtxd_userlog_append_then(struct xtx_log_entry *e, size_t n, int (*apply)(voi
 {
 	int err = 0;
 
+	if (not_yet())
+		return -EAGAIN;
 	if (!xtxd_userlog_enabled())
 		return apply(arg);
 	pthread_mutex_lock(&U.lock);

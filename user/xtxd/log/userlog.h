@@ -22,6 +22,13 @@ int xtxd_userlog_open(const char *dir);
 /* Whether it is open: without it (unit tests, no data directory) nothing is logged. */
 int xtxd_userlog_enabled(void);
 /*
+ * The log will be opened: until it is, appends answer -EAGAIN and apply
+ * nothing.  xtxd starts threads that write (the resolver) before the drain
+ * and this log open; a write applied unlogged in between would be lost by
+ * a SIGKILL.
+ */
+void xtxd_userlog_expect(void);
+/*
  * Appends e[0..n) as decided single writes (seq, flags, replicas filled in
  * here) and makes them durable before returning.  A value over
  * XTX_VALUE_INLINE is its head entry followed by its continuations, as

@@ -89,7 +89,9 @@ static bool ext_ok(const struct xtx_op *op, size_t ops_end, size_t body_len)
 	if (op->vlen || ext.off < ops_end || ext.off % XTX_EXT_ALIGN ||
 	    (size_t)ext.off + ext.cap > body_len || ext.cap > XTX_VALUE_MAX)
 		return false;
-	if (is_value_write(op->opcode))
+	/* HVALIDATE commits the value XDP put in its area */
+	if (is_value_write(op->opcode) ||
+	    is_value_write(xtx_hades_kv_opcode(op->opcode, op->flags)))
 		return ext.len > XTX_VALUE_INLINE && ext.len <= ext.cap;
 	return true;
 }

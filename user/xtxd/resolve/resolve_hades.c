@@ -31,6 +31,8 @@
  * round trip, so only the ones left behind are noted.
  */
 #define READER_NOTE_AFTER_NS	(50ull * 1000 * 1000)
+/* Continuation entries a staged value of XTX_VALUE_MAX bytes takes in the log. */
+#define STAGED_CONT_MAX		((XTX_VALUE_MAX + XTX_LOG_CONT_BYTES - 1) / XTX_LOG_CONT_BYTES)
 
 /* One transaction this server decides, was told about, or answered NOT_HELD for. */
 struct hres_txn {
@@ -55,6 +57,7 @@ static struct {
 	struct xtxd_hres_opts o;
 	struct xtx_hades_slot *slots;
 	struct xtx_hades_registry *reg;
+	int big_fd;		/* XTX_MAP_HADES_BIG: the staged values over a slot */
 	size_t slots_len, reg_len;
 	uint32_t nslots;
 	struct hres_txn *t;
@@ -209,7 +212,7 @@ static int fence(uint64_t txn, bool wait)
 
 struct hres_install {
 	struct hres_txn *x;
-	const struct xtx_log_entry *e;
+	const struct xtx_log_write *w;
 	uint32_t n, installed;
 	int failed;
 };
@@ -222,12 +225,9 @@ static int install_writes(void *arg)
 	int err;
 
 	for (j = 0; j < in->n; j++) {
-		const struct xtx_log_entry *e = &in->e[j];
-		struct xtx_log_write w;
+		const struct xtx_log_entry *e = &in->w[j].e;
 
-		/* staged values fit the entry: HADES takes no big writes */
-		xtx_logrec_from_entry(&w, e);
-		err = xtxd_live_install(H.o.live, &w);
+		err = xtxd_live_install(H.o.live, &in->w[j]);
 		if (err < 0) {
 			if (!in->x->apply_pending)
 				pr_warn("resolve: hades txn %#llx: installing table %u key %llu "
@@ -244,34 +244,78 @@ static int install_writes(void *arg)
 }
 
 /*
+ * The value of staged write j of slot idx into w: in the staged entry, or
+ * for XTX_HSF_BIG the slot's entry of XTX_MAP_HADES_BIG.  0 or -errno.
+ */
+static int staged_value(uint32_t idx, uint32_t j, const struct xtx_hades_staged *s,
+			struct xtx_log_write *w)
+{
+	static struct xtx_hades_big b;	/* the resolver is one thread */
+	uint32_t k = xtx_hades_big_idx(idx, j);
+
+	if (!(s->flags & XTX_HSF_BIG)) {
+		w->vlen = s->vlen > XTX_VALUE_INLINE ? XTX_VALUE_INLINE : s->vlen;
+		memcpy(w->value, s->value, w->vlen);
+		return 0;
+	}
+	if (H.big_fd < 0)
+		return -ENOENT;
+	if (bpf_map_lookup_elem(H.big_fd, &k, &b))
+		return -errno;
+	if (b.len <= XTX_VALUE_INLINE || b.len > XTX_VALUE_MAX)
+		return -EBADMSG;
+	w->vlen = b.len;
+	memcpy(w->value, b.data, b.len);
+	return 0;
+}
+
+/*
  * Installs txn's staged writes at base + 1 (HVALIDATE's result) and frees
  * the slot.  They never passed XDP's log: xtxd's own log holds them before
  * they are installed, so a restart does not lose them.
  */
 static int apply_validate(struct hres_txn *x, uint32_t idx, uint64_t ctl)
 {
+	/* one thread resolves: the writes and their entries (heads and continuations) */
+	static struct xtx_log_write w[XTX_HADES_STAGE_MAX];
+	static struct xtx_log_entry e[XTX_HADES_STAGE_MAX * (1 + STAGED_CONT_MAX)];
 	struct xtx_hades_slot *s = &H.slots[idx];
 	uint32_t n = __atomic_load_n(&s->nstaged, __ATOMIC_ACQUIRE), j;
-	struct xtx_log_entry e[XTX_HADES_STAGE_MAX];
-	struct hres_install in = { .x = x, .e = e };
+	struct hres_install in = { .x = x, .w = w };
+	size_t ne = 0;
 	int err;
 
 	if (n > XTX_HADES_STAGE_MAX)
 		n = XTX_HADES_STAGE_MAX;
 	for (j = 0; j < n; j++) {
-		const struct xtx_hades_staged *w = &s->staged[j];
+		const struct xtx_hades_staged *sw = &s->staged[j];
+		struct xtx_log_write *wr = &w[in.n];
 
-		if (w->flags & XTX_HSF_DONE)
+		if (sw->flags & XTX_HSF_DONE)
 			continue;	/* its HVALIDATE came: installed and logged */
-		e[in.n] = (struct xtx_log_entry){
-			.txn = x->txn, .key = w->key, .version = w->version + 1,
-			.table = w->table, .vlen = w->vlen,
-			.flags = (w->flags & XTX_HSF_DELETE) ? XTX_LOGF_DELETE : 0,
-		};
-		memcpy(e[in.n].value, w->value, sizeof(e[in.n].value));
+		memset(&wr->e, 0, sizeof(wr->e));
+		wr->e.txn = x->txn;
+		wr->e.key = sw->key;
+		wr->e.version = sw->version + 1;
+		wr->e.table = sw->table;
+		wr->e.flags = (sw->flags & XTX_HSF_DELETE) ? XTX_LOGF_DELETE : 0;
+		err = staged_value(idx, j, sw, wr);
+		if (err) {
+			/* never installed without its value: the decision stays pending */
+			if (!x->apply_pending)
+				pr_warn("resolve: hades txn %#llx: the staged value of table %u key "
+					"%llu: %s (retrying)\n", (unsigned long long)x->txn,
+					sw->table, (unsigned long long)sw->key, strerror(-err));
+			x->apply_pending = true;
+			return err;
+		}
+		err = xtx_logrec_encode(wr, 0, e + ne, sizeof(e) / sizeof(e[0]) - ne);
+		if (err < 0)
+			return err;
+		ne += (size_t)err;
 		in.n++;
 	}
-	err = xtxd_userlog_append_then(e, in.n, install_writes, &in);
+	err = xtxd_userlog_append_then(e, ne, install_writes, &in);
 	x->apply_pending = err != 0;
 	if (err)
 		return err;
@@ -838,6 +882,7 @@ int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o)
 	int err;
 
 	H.o = *o;
+	H.big_fd = -1;
 	if (o->peers->self < 0 || o->peers->self >= XTX_HADES_MAX_SERVERS)
 		return 0;	/* not a server a HADES participant set can name */
 	H.slots = map_all(t, XTX_MAP_HADES, &H.slots_len, &H.nslots);
@@ -846,6 +891,11 @@ int xtxd_hres_start(const struct xtx_target *t, const struct xtxd_hres_opts *o)
 	H.reg = map_all(t, XTX_MAP_HADES_REG, &H.reg_len, &one);
 	if (!H.reg)
 		goto fail;
+	H.big_fd = xtx_target_map_fd(t, XTX_MAP_HADES_BIG);
+	if (H.big_fd < 0) {
+		errno = -H.big_fd;
+		goto fail;
+	}
 	return 0;
 fail:
 	err = -errno;
@@ -872,6 +922,8 @@ void xtxd_hres_stop(void)
 		munmap(H.slots, H.slots_len);
 	if (H.reg)
 		munmap(H.reg, H.reg_len);
+	if (H.big_fd > 0)	/* 0: never opened (H starts zeroed) */
+		close(H.big_fd);
 	free(H.t);
 	memset(&H, 0, sizeof(H));
 }
