@@ -100,3 +100,41 @@ fault_drops() {
 finish() {
 	exit "$TEST_FAILED"
 }
+
+# ---- xtx-udpd, the baseline, in place of xtxd: its files go under UDPD_DIR (the suite's) ----
+udpd_pid() { echo "$UDPD_DIR/udpd$1.pid"; }
+# Stops every xtx-udpd start_udpds started, and waits for each to be gone.
+stop_udpds() {
+	local i pid n
+	for ((i = 0; i < NSERVERS; i++)); do
+		[ -f "$(udpd_pid "$i")" ] || continue
+		pid=$(cat "$(udpd_pid "$i")")
+		kill "$pid" 2>/dev/null
+		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
+		rm -f "$(udpd_pid "$i")"
+	done
+}
+# start_udpds ARGS...: an empty xtx-udpd on every server's address (xtxd unloaded, earlier
+# ones stopped), writing its store to UDPD_DIR/dumpI on SIGUSR1.
+start_udpds() {
+	local i
+	stop_udpds
+	for ((i = 0; i < NSERVERS; i++)); do
+		ctl "$i" unload >/dev/null 2>&1
+		"$BUILD/xtx-udpd" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d \
+			--pidfile "$(udpd_pid "$i")" --daemon-log "$UDPD_DIR/udpd$i.log" \
+			--dump-file "$UDPD_DIR/dump$i" "$@" || { fail "xtx-udpd $i starts"; finish; }
+	done
+}
+# Writes UDPD_DIR/dump.sh, for --dump-cmd: `dump.sh I` prints server I's store as xtxctl dump.
+udpd_dump_script() {
+	cat >"$UDPD_DIR/dump.sh" <<DUMP
+#!/usr/bin/env bash
+f=$UDPD_DIR/dump\$1
+rm -f "\$f"
+kill -USR1 "\$(cat "$UDPD_DIR/udpd\$1.pid")" || exit 1
+for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
+exit 1
+DUMP
+	chmod +x "$UDPD_DIR/dump.sh"
+}

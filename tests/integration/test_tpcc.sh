@@ -17,40 +17,10 @@ SERVERS=$(all_server_ips)
 CTL=$(all_server_ctls)
 tmp=$(mktemp -d /tmp/xtx-test-tpcc.XXXXXX)
 
-# ---- the servers: xtxd, or xtx-udpd (SIGUSR1 dumps, faults given at start) ----
-udpd_pid() { echo "$tmp/udpd$1.pid"; }
-stop_udpds() {
-	local i pid n
-	for ((i = 0; i < NSERVERS; i++)); do
-		[ -f "$(udpd_pid "$i")" ] || continue
-		pid=$(cat "$(udpd_pid "$i")")
-		kill "$pid" 2>/dev/null
-		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
-		rm -f "$(udpd_pid "$i")"
-	done
-}
+# ---- the servers: xtxd, or xtx-udpd (lib.sh: SIGUSR1 dumps, faults given at start) ----
+UDPD_DIR=$tmp
 trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
-cat >"$tmp/dump.sh" <<DUMP
-#!/usr/bin/env bash
-f=$tmp/dump\$1
-rm -f "\$f"
-kill -USR1 "\$(cat "$tmp/udpd\$1.pid")" || exit 1
-for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
-exit 1
-DUMP
-chmod +x "$tmp/dump.sh"
-# start_udpds ARGS...: xtx-udpd on every server's address (xtxd unloaded), empty
-start_udpds() {
-	local i
-	stop_udpds
-	for ((i = 0; i < NSERVERS; i++)); do
-		ctl "$i" unload >/dev/null 2>&1
-		"$BUILD/xtx-udpd" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d \
-			--pidfile "$(udpd_pid "$i")" --daemon-log "$tmp/udpd$i.log" \
-			--dump-file "$tmp/dump$i" --lock-lease "${LEASE%ms}" "$@" ||
-			{ fail "xtx-udpd $i starts"; finish; }
-	done
-}
+udpd_dump_script
 
 op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
 # TPC-C's rows need values over 40 bytes (a key of table 11, which TPC-C leaves alone): a
@@ -141,11 +111,11 @@ if [ "$BACKEND" = xtxd ]; then
 	rc=$?
 	for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
 else
-	start_udpds --drop-request-ppm 30000 --drop-reply-ppm 30000
+	start_udpds --lock-lease "${LEASE%ms}" --drop-request-ppm 30000 --drop-reply-ppm 30000
 	out=$(tpcc --populate --duration 2 --warmup 0 --timeout 1ms --threads 2 --json \
 		--verify 2>&1)
 	rc=$?
-	start_udpds
+	start_udpds --lock-lease "${LEASE%ms}"
 	tpcc --populate --duration 0 >/dev/null 2>&1 || fail "populate again"
 fi
 verified "tpcc with loss ($BACKEND)" "$out" "$rc"
@@ -177,7 +147,7 @@ check "tpcc: ... as condition 2" grep -q "VIOLATION: after: district 1/1: D_NEXT
 
 # ---- the standard mix under 2PL against xtx-udpd, loaded through transactions ----
 BACKEND=udpd
-start_udpds
+start_udpds --lock-lease "${LEASE%ms}"
 out=$(tpcc --protocol 2pl --populate --duration 2 --warmup 300ms --json --verify -v 2>&1)
 rc=$?
 verified "udpd tpcc standard 2pl" "$out" "$rc"

@@ -164,38 +164,10 @@ check "--verify without --ctl or --dump-cmd refused (exit $?)" grep -q "or --dum
 
 # ---- the same workloads against xtx-udpd: populated through transactions, verified ----
 # through its SIGUSR1 dumps
-UDPD=$BUILD/xtx-udpd
-udpd_pid() { echo "$tmp/udpd$1.pid"; }
-stop_udpds() {
-	local i pid n
-	for ((i = 0; i < NSERVERS; i++)); do
-		[ -f "$(udpd_pid "$i")" ] || continue
-		pid=$(cat "$(udpd_pid "$i")")
-		kill "$pid" 2>/dev/null
-		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
-	done
-}
+UDPD_DIR=$tmp
 trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
-# `dump.sh I`: server I's store as xtxctl dump prints it, for --dump-cmd
-cat >"$tmp/dump.sh" <<DUMP
-#!/usr/bin/env bash
-f=$tmp/dump\$1
-rm -f "\$f"
-kill -USR1 "\$(cat "$tmp/udpd\$1.pid")" || exit 1
-for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
-exit 1
-DUMP
-chmod +x "$tmp/dump.sh"
-# start_udpd I ARGS...: xtx-udpd on server I's address, in its namespace, as a daemon.
-start_udpd() {
-	"$UDPD" --netns "$(server_ns "$1")" --bind "$(server_ip "$1")" -d \
-		--pidfile "$(udpd_pid "$1")" --daemon-log "$tmp/udpd$1.log" "${@:2}"
-}
-for ((i = 0; i < NSERVERS; i++)); do
-	ctl "$i" unload >/dev/null 2>&1
-	start_udpd "$i" --dump-file "$tmp/dump$i" --lock-lease "${LEASE%ms}" ||
-		{ fail "xtx-udpd $i starts"; finish; }
-done
+udpd_dump_script
+start_udpds --lock-lease "${LEASE%ms}"
 uwl() {
 	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
 		--dump-cmd "$tmp/dump.sh" "${@:2}"
@@ -216,10 +188,7 @@ check "udpd smallbank: money conserved" grep -q "^verify: conservation: .* OK$" 
 
 # The ceiling: servers answering every op OK without state.  Reads come back empty; with
 # --echo those are logical failures and the attempts are the measure.
-stop_udpds
-for ((i = 0; i < NSERVERS; i++)); do
-	start_udpd "$i" --echo || { fail "xtx-udpd --echo $i starts"; finish; }
-done
+start_udpds --echo
 out=$(uwl tatp --subscribers "$SUBS" --echo --duration 1 --warmup 0 --threads 2 --json 2>&1)
 rc=$?
 check "echo tatp: exit 0 ($rc)" test "$rc" -eq 0

@@ -229,35 +229,10 @@ check "retwis: follows past a list's bound refused as logical failures (${b:-0})
 
 # ---- against xtx-udpd: 1 KiB records and lists, populated through transactions, verified
 # through its SIGUSR1 dumps ----
-UDPD=$BUILD/xtx-udpd
-udpd_pid() { echo "$tmp/udpd$1.pid"; }
-stop_udpds() {
-	local i pid n
-	for ((i = 0; i < NSERVERS; i++)); do
-		[ -f "$(udpd_pid "$i")" ] || continue
-		pid=$(cat "$(udpd_pid "$i")")
-		kill "$pid" 2>/dev/null
-		for ((n = 0; n < 100; n++)); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
-	done
-}
+UDPD_DIR=$tmp
 trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
-# `dump.sh I`: server I's store as xtxctl dump prints it, for --dump-cmd
-cat >"$tmp/dump.sh" <<DUMP
-#!/usr/bin/env bash
-f=$tmp/dump\$1
-rm -f "\$f"
-kill -USR1 "\$(cat "$tmp/udpd\$1.pid")" || exit 1
-for ((n = 0; n < 100; n++)); do [ -f "\$f" ] && exec cat "\$f"; sleep 0.05; done
-exit 1
-DUMP
-chmod +x "$tmp/dump.sh"
-for ((i = 0; i < NSERVERS; i++)); do
-	ctl "$i" unload >/dev/null 2>&1
-	"$UDPD" --netns "$(server_ns "$i")" --bind "$(server_ip "$i")" -d \
-		--pidfile "$(udpd_pid "$i")" --daemon-log "$tmp/udpd$i.log" \
-		--dump-file "$tmp/dump$i" --lock-lease "${LEASE%ms}" ||
-		{ fail "xtx-udpd $i starts"; finish; }
-done
+udpd_dump_script
+start_udpds --lock-lease "${LEASE%ms}"
 uwl() {
 	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
 		--dump-cmd "$tmp/dump.sh" "${@:2}"
