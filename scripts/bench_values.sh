@@ -38,7 +38,8 @@ sysctl -qw kernel.bpf_stats_enabled=1
 	echo "TPC-C: $TPCC_W warehouse(s) per server, NewOrder alone and the standard mix (committed/s"
 	echo "counts every committed part; new orders below); YCSB: $YCSB_RECORDS records of 10 x 100 B,"
 	echo "zipf 0.99, transactions of 5 requests; Retwis: $RETWIS_USERS users. Values over 40 bytes live"
-	echo "in xtxd's overflow store: the rare-path column is the share of ops XDP defers to xtxd."
+	echo "in xtxd's overflow store, and XDP answers their reads from copies in its value store; their"
+	echo "writes go to xtxd: the rare-path column is the share of ops XDP defers to xtxd."
 	echo
 	wl_table_header
 } | tee -a "$report"
