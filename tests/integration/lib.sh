@@ -101,6 +101,21 @@ finish() {
 	exit "$TEST_FAILED"
 }
 
+# XLOG I: server I's xtxd log so far.
+XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
+# wait_log PATTERN SERVER...: every server's log has PATTERN within 10 s
+wait_log() {
+	local pat=$1 i s ok
+	shift
+	for ((i = 0; i < 100; i++)); do
+		ok=1
+		for s in "$@"; do XLOG "$s" | grep -q "$pat" || ok=0; done
+		[ "$ok" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # ---- xtx-udpd, the baseline, in place of xtxd: its files go under UDPD_DIR (the suite's) ----
 udpd_pid() { echo "$UDPD_DIR/udpd$1.pid"; }
 # Stops every xtx-udpd start_udpds started, and waits for each to be gone.

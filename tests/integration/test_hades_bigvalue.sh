@@ -22,7 +22,6 @@ op() {
 	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
 }
 st() { field "$(op "$@")" status; }
-XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
 hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
 # hexv LEN CHAR: LEN bytes of CHAR, in hex
 hexv() { head -c "$1" /dev/zero | tr '\0' "$2" | xxd -p | tr -d '\n'; }
@@ -38,17 +37,6 @@ rows() {
 		fi
 	done
 	echo "$n"
-}
-wait_log() {
-	local pat=$1 i s ok
-	shift
-	for ((i = 0; i < 100; i++)); do
-		ok=1
-		for s in "$@"; do XLOG "$s" | grep -q "$pat" || ok=0; done
-		[ "$ok" = 1 ] && return 0
-		sleep 0.1
-	done
-	return 1
 }
 LENS=(41 512 1024)
 # stage TXN BASEKEY CHAR: keys BASEKEY+0..2 (41, 512, 1024 bytes of CHAR) inserted short at

@@ -16,20 +16,7 @@ op() {
 st() { field "$(op "$@")" status; }
 row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
 all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
-XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
 hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
-# wait_log PATTERN SERVER...: every server's log has PATTERN within 10 s
-wait_log() {
-	local pat=$1 i s ok
-	shift
-	for ((i = 0; i < 100; i++)); do
-		ok=1
-		for s in "$@"; do XLOG "$s" | grep -q "$pat" || ok=0; done
-		[ "$ok" = 1 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # intend SERVER TXN KEY VALUE [replica]: the transaction's last HINTEND there (Ack expected)
 intend() {
 	local flags=begin,last

@@ -17,7 +17,6 @@ st() { field "$(op "$@")" status; }
 # the key's line in a server's dump, or nothing
 row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
 all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
-XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
 wait_decided() {
 	local i
 	for ((i = 0; i < 100; i++)); do
