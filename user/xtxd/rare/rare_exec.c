@@ -34,6 +34,7 @@ static const char *const drop_names[XTXD_DROP__COUNT] = {
 	[XTXD_DROP_TOO_BIG] = "too_big",
 	[XTXD_DROP_RECORD] = "no_defer_record",
 	[XTXD_DROP_LOG] = "log_failed",
+	[XTXD_DROP_PENDING] = "log_pending",
 };
 
 const char *xtxd_drop_name(int drop)
@@ -237,12 +238,15 @@ static uint8_t answer_value(const struct body *b, struct xtx_op *op, const uint8
  * them (store/overflow.h, xtxd_ovf_copy_later).
  */
 static void copy_durable(struct xtxd_exec *x, const uint8_t *body,
-			 const struct xtx_defer_trailer *dt)
+			 const struct xtx_defer_trailer *dt, const bool *ran)
 {
 	struct xtx_op op;
 	uint32_t i;
 
 	for (i = 0; i < dt->count; i++) {
+		/* an answer from a record: its own packet copies it once durable */
+		if (!ran[i])
+			continue;
 		memcpy(&op, body + op_off(dt->e[i].op_idx), sizeof(op));
 		if (op.status != XTX_ST_OK || !(op.flags & XTX_OPF_EXT) ||
 		    (op.opcode != XTX_OP_INSERT && op.opcode != XTX_OP_UPDATE &&
@@ -536,8 +540,16 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
  * Records an op's answer: a value it answered in the area is kept whole,
  * and a TOO_BIG keeps the length it asked room for.
  */
+/* A plain write that ran: its packet logs it (plain_write_entries) before anyone hears of it. */
+static bool is_logged_write(const struct xtx_op *op)
+{
+	return op->status == XTX_ST_OK && (op->opcode == XTX_OP_INSERT ||
+					   op->opcode == XTX_OP_UPDATE ||
+					   op->opcode == XTX_OP_DELETE);
+}
+
 static void record(struct xtxd_exec *x, const struct body *bd, const struct xtx_hdr *hdr,
-		   uint8_t op_idx, const struct xtx_op *op)
+		   uint8_t op_idx, const struct xtx_op *op, bool pending)
 {
 	struct xtxd_replay_rec rec = {
 		.req_id = hdr->req_id,
@@ -551,6 +563,7 @@ static void record(struct xtxd_exec *x, const struct body *bd, const struct xtx_
 		.token = op->token,
 		.flags = op->flags,
 		.vlen = op->vlen,
+		.pending = pending,
 	};
 	struct xtx_ext ext;
 
@@ -594,11 +607,11 @@ static bool bucket_held(const struct xtxd_exec *x, const struct xtx_defer_entry 
  */
 static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct xtx_hdr *hdr,
 		      const struct xtx_defer_entry *e, struct xtx_op *op,
-		      struct xtx_fix_entry *fix)
+		      struct xtx_fix_entry *fix, bool *wait_log)
 {
 	struct xtxd_replay_rec rec;
 	struct xtxd_ovf_item cur;
-	bool can_fill = true, held, ran = false, saved = true;
+	bool can_fill = true, held, ran = false, saved = true, have;
 	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
@@ -628,8 +641,13 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	 * while the first copy still waits in our socket, and that copy,
 	 * though not marked, must not run a second time.
 	 */
-	if (xtxd_replay_get(x->replay, hdr->client_id, hdr->req_id, e->op_idx, &rec) &&
-	    record_matches(&rec, op)) {
+	have = xtxd_replay_get(x->replay, hdr->client_id, hdr->req_id, e->op_idx, &rec) &&
+	       record_matches(&rec, op);
+	if (have && rec.pending) {
+		/* its first copy's write is not durable yet: no answer now, the client asks again */
+		*wait_log = true;
+		op->status = XTX_ST_RETRY;
+	} else if (have) {
 		answer_from_record(x, bd, e, op, fix, can_fill, &rec);
 		xtxd_stat_inc((e->flags & XTX_DEFER_REPLAY) ? &x->stats.replays :
 							       &x->stats.duplicates);
@@ -641,7 +659,7 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 		 * run.  FULL when the store has no room, else RETRY.
 		 */
 		op->status = held ? XTX_ST_FULL : XTX_ST_RETRY;
-		record(x, bd, hdr, e->op_idx, op);
+		record(x, bd, hdr, e->op_idx, op, false);
 	} else if (!held && op->opcode == XTX_OP_INSERT &&
 		   xtxd_ovf_get(x->store, op->table, op->key, &cur)) {
 		/*
@@ -653,14 +671,18 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 		 * request answers the same.
 		 */
 		op->status = XTX_ST_RETRY;
-		record(x, bd, hdr, e->op_idx, op);
+		record(x, bd, hdr, e->op_idx, op, false);
 	} else {
 		if (e->flags & XTX_DEFER_REPLAY)
 			xtxd_stat_inc(&x->stats.replays_unrecorded);
 		op->status = run_op_as(x, bd, e, op, fix, can_fill);
 		ran = true;
-		/* recorded before the bucket unlocks: a replay of it finds it */
-		record(x, bd, hdr, e->op_idx, op);
+		/*
+		 * Recorded before the bucket unlocks: a replay of it finds it.
+		 * A plain write is logged with its packet, after this loop:
+		 * until then its record is no answer.
+		 */
+		record(x, bd, hdr, e->op_idx, op, is_logged_write(op));
 	}
 	/*
 	 * The store holds the key at least as new as the kernel's copy (saved
@@ -787,6 +809,7 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 	struct xtx_fix_entry fe[XTX_MAX_DEFERRED];
 	struct xtx_fix_footer ff;
 	struct xtx_log_entry writes[XTX_MAX_DEFERRED * WRITE_ENTRIES];
+	bool ran[XTX_MAX_DEFERRED] = {}, wait_log = false;
 	struct xtx_hdr hdr;
 	struct body bd;
 	size_t ops_end, body_len, reply_len;
@@ -830,7 +853,8 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 		struct xtx_op op;
 
 		memcpy(&op, o + op_off(e->op_idx), sizeof(op));
-		if (run_entry(x, &bd, &hdr, e, &op, &fe[i]))
+		ran[i] = run_entry(x, &bd, &hdr, e, &op, &fe[i], &wait_log);
+		if (ran[i])
 			nwrites += plain_write_entries(&bd, &hdr, &op, &writes[nwrites]);
 		memcpy(o + op_off(e->op_idx), &op, sizeof(op));
 	}
@@ -840,7 +864,19 @@ int xtxd_exec_packet(struct xtxd_exec *x, const void *req, size_t len, void *out
 	 */
 	if (nwrites && x->log_writes && x->log_writes(writes, nwrites))
 		return drop(x, XTXD_DROP_LOG);
-	copy_durable(x, o, &dt);
+	/* now their records answer copies of the request, and XDP may serve their values */
+	for (i = 0; i < dt.count; i++) {
+		struct xtx_op op;
+
+		if (!ran[i])
+			continue;
+		memcpy(&op, o + op_off(dt.e[i].op_idx), sizeof(op));
+		if (is_logged_write(&op))
+			record(x, &bd, &hdr, dt.e[i].op_idx, &op, false);
+	}
+	copy_durable(x, o, &dt, ran);
+	if (wait_log)
+		return drop(x, XTXD_DROP_PENDING);
 	hdr.flags |= XTX_F_REPLY;
 	if (hdr.status == XTX_ST_NONE)
 		hdr.status = XTX_ST_OK;

@@ -21,6 +21,7 @@ enum xtxd_drop {
 	XTXD_DROP_TOO_BIG,	/* the reply would not fit one unfragmented datagram */
 	XTXD_DROP_RECORD,	/* no defer record for the packet (bad ticket, slot reused) */
 	XTXD_DROP_LOG,		/* its plain writes could not be logged: not acknowledged */
+	XTXD_DROP_PENDING,	/* a copy of a request whose writes are being logged: asked again */
 	XTXD_DROP__COUNT,
 };
 

@@ -17,6 +17,7 @@ struct replay_slot {
 	uint64_t key, version, token;
 	uint32_t flags;
 	uint16_t vlen;
+	uint8_t pending;	/* xtxd_replay_rec.pending */
 	uint8_t small[XTX_VALUE_INLINE];
 	uint8_t *big;		/* the value when vlen > XTX_VALUE_INLINE, malloc'd */
 };
@@ -67,6 +68,7 @@ static bool slot_set(struct replay_slot *sl, const struct xtxd_replay_rec *rec, 
 	sl->key = rec->key;
 	sl->version = rec->version;
 	sl->token = rec->token;
+	sl->pending = rec->pending;
 	sl->flags = rec->flags;
 	sl->vlen = vlen;
 	memset(sl->small, 0, sizeof(sl->small));
@@ -88,6 +90,7 @@ static void slot_get(const struct replay_slot *sl, struct xtxd_replay_rec *out)
 	out->token = sl->token;
 	out->flags = sl->flags;
 	out->vlen = sl->vlen;
+	out->pending = sl->pending;
 	memcpy(out->value, sl->big ? sl->big : sl->small, sl->vlen);
 	memset(out->value + sl->vlen, 0, XTX_VALUE_MAX - sl->vlen);
 }

@@ -34,6 +34,12 @@ struct xtxd_replay_rec {
 	uint64_t token;		/* a grant's, taken in XDP before the hand-off */
 	uint32_t flags;
 	uint16_t vlen;
+	/*
+	 * A plain write whose packet's log write is still going on: not an
+	 * answer yet (a copy of the request that finds it is dropped, and
+	 * its client asks again); re-recorded without once logged.
+	 */
+	uint8_t pending;
 	uint8_t value[XTX_VALUE_MAX];
 };
 
