@@ -611,7 +611,7 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 {
 	struct xtxd_replay_rec rec;
 	struct xtxd_ovf_item cur;
-	bool can_fill = true, held, ran = false, saved = true, have;
+	bool can_fill = true, held, ran = false, saved = true, have, decided;
 	uint64_t floor;
 
 	memset(fix, 0, sizeof(*fix));
@@ -623,9 +623,19 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 
 	xtxd_ovf_lock(x->store, e->bucket);
 	held = bucket_held(x, e);
+	/*
+	 * A HADES install evicting its key's kernel copy: XDP has logged it
+	 * and counted it done (and may have released the slot), so it runs
+	 * even when the bucket was taken over.  Its victim is that key's own
+	 * way, at the version the transaction read, which nothing writes
+	 * meanwhile (the slot's filters hold off other HADES ops on the key,
+	 * table families keep the other protocols away): saving it over the
+	 * store, which keeps the newer of two, is as safe as when held.
+	 */
+	decided = op->opcode == XTX_OP_HVALIDATE && (e->flags & XTX_DEFER_EVICT);
 	if (e->flags & XTX_DEFER_HAS_VICTIM) {
 		saved = false;
-		if (held)
+		if (held || decided)
 			saved = write_back_victim(x, e, fix);
 		else
 			pr_debug("rare: bucket %u taken over: victim key %llu v%llu not written back\n",
@@ -651,7 +661,7 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 		answer_from_record(x, bd, e, op, fix, can_fill, &rec);
 		xtxd_stat_inc((e->flags & XTX_DEFER_REPLAY) ? &x->stats.replays :
 							       &x->stats.duplicates);
-	} else if ((e->flags & XTX_DEFER_EVICT) && (!held || !saved)) {
+	} else if ((e->flags & XTX_DEFER_EVICT) && ((!held && !decided) || !saved)) {
 		/*
 		 * The key's kernel copy could not be saved first (store full,
 		 * or the bucket was taken over and XDP may have changed it
@@ -690,7 +700,7 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	 * record (the first copy's eviction may be what was lost), so XDP
 	 * never answers from a copy older than the store's.
 	 */
-	if ((e->flags & XTX_DEFER_EVICT) && held && saved)
+	if ((e->flags & XTX_DEFER_EVICT) && (held || decided) && saved)
 		fix->action |= XTX_FIX_EVICT;
 	/* the way could not leave (store full): XDP serves it again */
 	if ((e->flags & XTX_DEFER_EVICT) && held && !saved)
