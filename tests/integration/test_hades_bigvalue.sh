@@ -4,7 +4,7 @@
 # a coordinator gone after its Acks (the resolver installs the staged values), validated at one
 # replica only (the others roll forward), a stop between Ack and validation (the carry file),
 # and a SIGKILL of every xtxd (recovery from the logs).
-# checks: 43 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 47 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -203,4 +203,28 @@ check "its validation is answered ok, though the bucket was taken over ($(field 
 out=$(op 0 get 0 900 room=1024)
 check "... and the write is there: version 2, 512 bytes ($(field "$out" status) v$(field "$out" version))" \
 	test "$(field "$out" version)/$(field "$out" value)" = "2/$(hexv 512 a)"
+
+# ---- (f) a full overflow store: a decided install still goes in, past --overflow-max ----
+ctl 0 unload --force >/dev/null 2>&1
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--peers $(all_server_ips) --resolve-after 1s --overflow-max 2 --fresh" >/dev/null ||
+	fail "server 0 reloads with --overflow-max 2"
+for k in 950 951; do
+	op 0 insert 0 "$k" value="$(hexv 100 b)" >/dev/null
+done
+out=$(op 0 insert 0 953 value="$(hexv 100 b)")
+check "server 0's store is full: a third big insert is refused ($(field "$out" status))" \
+	test "$(field "$out" status)" = full
+T=$(hex_txn 61)
+out=$(op 0 hwrite 0 952 txn="$T" flags=begin)
+base=$(field "$out" version)
+check "txn 61 intends a 512-byte write of new key 952 (base v$base)" \
+	test "$(field "$out" status)/$(st 0 hintend 0 952 txn="$T" version="$base" \
+		value="$(hexv 512 c)" participants=0 flags=last)" = ok/ok
+out=$(op 0 hvalidate 0 952 txn="$T" version="$base" value="$(hexv 512 c)" flags=last)
+check "its validation is answered ok, the store full or not ($(field "$out" status))" \
+	test "$(field "$out" status)" = ok
+out=$(op 0 get 0 952 room=1024)
+check "... and the write is there ($(field "$out" status) v$(field "$out" version))" \
+	test "$(field "$out" version)/$(field "$out" value)" = "$((base + 1))/$(hexv 512 c)"
 finish

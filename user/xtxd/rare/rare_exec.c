@@ -633,6 +633,8 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	 * store, which keeps the newer of two, is as safe as when held.
 	 */
 	decided = op->opcode == XTX_OP_HVALIDATE && (e->flags & XTX_DEFER_EVICT);
+	/* nor is such an install refused for room: the store may go past --overflow-max for it */
+	xtxd_ovf_past_max(op->opcode == XTX_OP_HVALIDATE);
 	if (e->flags & XTX_DEFER_HAS_VICTIM) {
 		saved = false;
 		if (held || decided)
@@ -737,6 +739,7 @@ static bool run_entry(struct xtxd_exec *x, const struct body *bd, const struct x
 	}
 	if (x->kv && e->bucket < x->kv_buckets)
 		__atomic_fetch_or(&x->kv[e->bucket].bloom, fix->bloom, __ATOMIC_SEQ_CST);
+	xtxd_ovf_past_max(false);
 	xtxd_ovf_unlock(x->store, e->bucket);
 	xtxd_stat_inc(&x->stats.op[op->opcode & (XTX_OP__COUNT - 1)][op->status & (XTX_ST__COUNT - 1)]);
 	return ran;

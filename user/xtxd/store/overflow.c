@@ -59,6 +59,8 @@ struct xtxd_ovf {
 
 /* This thread's writes are not durable when they reach the store: xtxd_ovf_copy_later(). */
 static __thread bool copy_later;
+/* This thread is installing decided writes: xtxd_ovf_past_max(). */
+static __thread bool past_max;
 
 struct ovf_lookup {
 	uint8_t table;
@@ -175,6 +177,11 @@ void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd)
 void xtxd_ovf_copy_later(bool on)
 {
 	copy_later = on;
+}
+
+void xtxd_ovf_past_max(bool on)
+{
+	past_max = on;
 }
 
 uint32_t xtxd_ovf_nbuckets(const struct xtxd_ovf *s)
@@ -362,7 +369,7 @@ int xtxd_ovf_put(struct xtxd_ovf *s, const struct xtxd_ovf_item *it)
 		goto out;
 	}
 	/* reserve first: concurrent inserts into other buckets never overshoot max */
-	if (__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED) >= s->max) {
+	if (__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED) >= s->max && !past_max) {
 		__atomic_fetch_sub(&s->count, 1, __ATOMIC_RELAXED);
 		free(n);
 		err = -ENOSPC;

@@ -62,6 +62,12 @@ void xtxd_ovf_set_valstore(struct xtxd_ovf *s, int fd);
  */
 void xtxd_ovf_copy_later(bool on);
 /*
+ * For the calling thread until turned off: new keys go in past max.  For
+ * writes already decided and logged elsewhere (a HADES install XDP counted
+ * done), which a full store must not lose: max bounds memory, not them.
+ */
+void xtxd_ovf_past_max(bool on);
+/*
  * Copies (table, key) into the value store if the store holds it at
  * exactly version with a value over XTX_VALUE_INLINE.  Takes the bucket's
  * lock: call it without.
