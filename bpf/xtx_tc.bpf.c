@@ -33,6 +33,8 @@ int xtx_tc_egress(struct __sk_buff *skb)
 	struct xtx_hdr h;
 	struct xtx_op op;
 	__u32 ulen, foot_off, ents_off, body_end, i;
+	bool first_answer;
+	__u64 cookie;
 	struct iphdr iph;
 	struct udphdr uh;
 	void *data, *data_end;
@@ -47,6 +49,12 @@ int xtx_tc_egress(struct __sk_buff *skb)
 	if (bpf_skb_load_bytes(skb, XTX_HDR_OFF, &h, sizeof(h)) || h.magic != XTX_MAGIC ||
 	    !(h.flags & XTX_F_REPLY) || h.nops > XTX_MAX_OPS)
 		return TC_ACT_OK;
+	/* only xtxd's answers carry fixes: not a forwarded or forged look-alike */
+	cookie = bpf_get_socket_cookie(skb);
+	if (!xtx_tc_any_sender && !bpf_map_lookup_elem(&xtx_rare_socks, &cookie)) {
+		xtx_count(XTX_CTR_TC_FOREIGN);
+		return TC_ACT_OK;
+	}
 	ulen = bpf_ntohs(uh.len);
 	if (ulen < sizeof(uh) + sizeof(h) + sizeof(ft) || ulen > sizeof(uh) + XTX_MAX_PAYLOAD ||
 	    skb->len != XTX_UDP_OFF + ulen)
@@ -61,6 +69,7 @@ int xtx_tc_egress(struct __sk_buff *skb)
 	ents_off = body_end;
 
 	slot = ft.count ? xtx_fix_dedupe_slot(&h) : NULL;
+	first_answer = slot || !xtx_fix_answered(&h);
 	for (i = 0; i < XTX_MAX_DEFERRED && i < ft.count; i++) {
 		if (bpf_skb_load_bytes(skb, ents_off + i * sizeof(fe), &fe, sizeof(fe)) ||
 		    fe.op_idx >= h.nops ||
@@ -74,7 +83,7 @@ int xtx_tc_egress(struct __sk_buff *skb)
 		 */
 		if (slot)
 			xtx_fix_record(slot, fe.op_idx, &op);
-		xtx_fix_apply(&fe, &op);
+		xtx_fix_apply(&fe, &op, first_answer);
 	}
 	if (slot)
 		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(h.req_id, XTX_DEDUPE_DONE));

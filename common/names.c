@@ -110,6 +110,9 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_BAD_MAC] = "bad_mac",
 	[XTX_CTR_WRONG_EPOCH] = "wrong_epoch",
 	[XTX_CTR_KV_BIG_SERVED] = "kv_big_served",
+	[XTX_CTR_LOCK_SHARERS_FULL] = "lock_sharers_full",
+	[XTX_CTR_FAM_PINNED] = "family_pinned",
+	[XTX_CTR_TC_FOREIGN] = "tc_foreign",
 };
 
 const char *xtx_op_name(unsigned int opcode)

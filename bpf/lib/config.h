@@ -47,6 +47,12 @@ const volatile __u32 xtx_hades_bf_bits = XTX_HADES_BF_BITS_DEFAULT;
 const volatile __u32 xtx_hades_hashes = XTX_HADES_HASHES_DEFAULT;
 const volatile __u64 xtx_hades_lease_ns = XTX_HADES_LEASE_DEFAULT_NS;
 const volatile __u8 xtx_hades_exact_on = 0;
+/*
+ * TC egress applies fix trailers only from xtxd's sockets (XTX_MAP_RARE_SOCKS).
+ * BPF_PROG_TEST_RUN makes a socket for every frame it runs, so unit tests
+ * of TC egress load it with this set; xtxd never does.
+ */
+const volatile __u8 xtx_tc_any_sender = 0;
 /* Answer every op OK without touching state: the throughput ceiling. */
 const volatile __u8 xtx_echo_mode = 0;
 

@@ -27,36 +27,44 @@ static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
 static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, struct xtx_pkt_ctx *pc)
 {
 	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
-	__u64 word, seen, claimed;
+	__u64 word, seen, state, claimed;
 	__u32 i;
 
 	if (!slot)
 		return XTX_DEDUPE_STALE;
 	word = slot->word;
 	seen = word >> 2;
+	state = word & XTX_DEDUPE_STATE_MASK;
 	if (seen == req_id) {
-		if ((word & XTX_DEDUPE_STATE_MASK) == XTX_DEDUPE_DONE)
+		if (state == XTX_DEDUPE_DONE)
 			return XTX_DEDUPE_DUPLICATE;
+		if (state != XTX_DEDUPE_BUSY)
+			return XTX_DEDUPE_IN_FLIGHT;
 		/*
-		 * Still BUSY: executing on another CPU, or deferred to xtxd
-		 * and its answer lost.  Only the latter outlives the lease;
-		 * one duplicate (the CAS winner) then takes the request over.
+		 * BUSY: executing on another CPU, or deferred to xtxd and its
+		 * answer lost.  Only the latter outlives the lease; one
+		 * duplicate (the CAS winner) then takes the request over.
 		 */
 		claimed = slot->claimed_ns;
-		if (pc->kv_lease_ns && xtx_now(pc) - claimed > pc->kv_lease_ns &&
+		if (pc->kv_lease_ns && xtx_lease_over(xtx_now(pc), claimed, pc->kv_lease_ns) &&
 		    __sync_val_compare_and_swap(&slot->claimed_ns, claimed, xtx_now(pc)) == claimed)
 			return XTX_DEDUPE_REDEFER;
 		return XTX_DEDUPE_IN_FLIGHT;
 	}
 	if (seen > req_id)
 		return XTX_DEDUPE_STALE;
+	/*
+	 * CLAIMING first, BUSY once the stamp and statuses are ours: a
+	 * duplicate on another CPU must never act on the previous request's
+	 * stamp (it would take the request over at once) or statuses.
+	 */
 	if (__sync_val_compare_and_swap(&slot->word, word,
-					xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY)) != word)
+					xtx_dedupe_word(req_id, XTX_DEDUPE_CLAIMING)) != word)
 		return XTX_DEDUPE_IN_FLIGHT;
 	slot->claimed_ns = xtx_now(pc);
-	/* a status left by the slot's previous request must not read as ours */
 	for (i = 0; i < XTX_MAX_OPS; i++)
 		slot->res[i].status = XTX_ST_NONE;
+	__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY));
 	return XTX_DEDUPE_NEW;
 }
 
@@ -99,10 +107,14 @@ static __always_inline void xtx_dedupe_expire(__u32 key)
 }
 
 /*
- * Returns the recorded status, or XTX_ST_NONE when there is no record.
- * The request's XTX_OPF_EXT stays as sent: a grant's value is read again
- * (exec.h), into the room the request left.  A TOO_BIG answer keeps its
- * length in the record's version (fix.h) and answers it in ext.len again.
+ * Returns the recorded status, or XTX_ST_NONE when there is no record (op
+ * untouched).  XTX_ST_DEFERRED: the op went to xtxd and its answer never
+ * came back; op gets the flags, version and token it went with, and must
+ * go to xtxd again, which answers from its own record.  Otherwise op gets
+ * the recorded answer.  The request's XTX_OPF_EXT stays as sent: a grant's
+ * value is read again (exec.h), into the room the request left.  A TOO_BIG
+ * answer keeps its length in the record's version (fix.h) and answers it
+ * in ext.len again.
  */
 static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_op *op)
 {
@@ -110,14 +122,18 @@ static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_o
 	struct xtx_op_result *r;
 	struct xtx_ext *ext = (struct xtx_ext *)op->value;
 	__u32 ext_bit = op->flags & XTX_OPF_EXT;
+	__u8 st;
 
 	if (!slot || idx >= XTX_MAX_OPS)
 		return XTX_ST_NONE;
 	r = &slot->res[idx];
+	st = r->status;
+	if (st == XTX_ST_NONE)
+		return st;
 	op->flags = (r->flags & ~XTX_OPF_EXT) | ext_bit;
 	op->version = r->version;
 	op->token = r->token;
-	if (r->status == XTX_ST_TOO_BIG) {
+	if (st == XTX_ST_TOO_BIG) {
 		if (!ext_bit) {
 			ext->off = 0;
 			ext->cap = 0;
@@ -128,7 +144,7 @@ static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_o
 		op->flags |= XTX_OPF_EXT;
 		op->version = 0;
 	}
-	return r->status;
+	return st;
 }
 
 #endif /* XTX_BPF_DEDUPE_H */

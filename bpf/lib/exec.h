@@ -136,7 +136,14 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
 
 		status = xtx_dedupe_replay(pc->rec_key, idx, op);
-		if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
+		if (status == XTX_ST_DEFERRED) {
+			/*
+			 * It went to xtxd and no answer came back: to xtxd
+			 * again, with the arguments it went with then (op has
+			 * them now), where its own record answers it if it ran.
+			 */
+			force_defer = true;
+		} else if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
 			/* a grant's value is not recorded: read it again, under the lock */
 			if (status == XTX_ST_OK && want_value && xtx_is_acquire(op->opcode)) {
 				__u8 st = xtx_op_kv(ctx, op, idx, pc, false);
@@ -147,12 +154,15 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 			op->status = status;
 			return status;
 		}
-		force_defer = true;
+		/* no record in a request taken over: the op never ran, and runs now */
 	}
 
 	fam = xtx_op_family(op->opcode);
-	/* a packet's ops mostly share a table: one admission each */
-	if (fam && pc->fam_admitted != (op->table | fam << 8)) {
+	/*
+	 * A packet's ops mostly share a table: one admission each.  An op
+	 * going to xtxd again was admitted when it first ran.
+	 */
+	if (fam && !force_defer && pc->fam_admitted != (op->table | fam << 8)) {
 		status = xtx_family_admit(op->table, fam, xtx_now(pc), pc->lock_lease_ns);
 		if (status != XTX_ST_OK) {
 			op->status = status;
@@ -195,16 +205,18 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 		break;
 	}
 	op->status = status;
+out:
 	/*
-	 * Deferred ops are recorded by TC egress, once xtxd has answered.  A
-	 * re-deferral that could not go now is no answer either: its request
-	 * is retried whole (redefer_busy), and a recorded RETRY would make a
+	 * A deferred op is recorded DEFERRED with the arguments it goes to
+	 * xtxd with, and TC egress records xtxd's answer over it.  A
+	 * re-deferral that could not go now is no answer: its request is
+	 * retried whole (redefer_busy), and a recorded RETRY would make a
 	 * later duplicate tell the client "did not run" for an op xtxd ran.
+	 * A refusal before the op ran (MIXED) is an answer like any other.
 	 */
-	if (mutates && status != XTX_ST_DEFERRED && !(force_defer && status == XTX_ST_RETRY) &&
+	if (mutates && !(force_defer && status == XTX_ST_RETRY) &&
 	    (pc->mode == XTX_EXEC_RUN_RECORD || pc->mode == XTX_EXEC_REDEFER))
 		xtx_dedupe_record(pc->rec_key, idx, op);
-out:
 	s = xtx_stats_cpu();
 	if (s) {
 		xtx_count_op(s, op->opcode, status);

@@ -3,6 +3,7 @@
 #ifndef XTX_BPF_FIX_H
 #define XTX_BPF_FIX_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <xtx/proto.h>
@@ -40,40 +41,24 @@ static __always_inline void xtx_fix_evict(struct xtx_kv_bucket *b, const struct 
 /*
  * An acquire answered anything but OK took nothing: its grant, taken in
  * XDP, goes.  A deferred COMMIT_PRIMARY's lock goes once xtxd has answered
- * it, unless RETRY (the resend needs it).  The release checks the token: a
- * second one (a replayed answer) does nothing.
+ * it, unless RETRY (the resend needs it).  Only the request's first answer
+ * releases (xtx_tc_egress): a second one, from a re-deferral that crossed
+ * it, would free another hold of the same transaction in the slot.
  */
 static __always_inline void xtx_fix_release(const struct xtx_op *op)
 {
-	__u64 hash = xtx_hash(op->table, op->key);
-	struct xtx_lock_ctx c = { .txn = op->txn, .hash = hash };
-	struct xtx_lock_slot *s;
-	int i;
-
-	if (op->opcode != XTX_OP_LOCK_SHARED) {
-		xtx_lock_release_excl(op->txn, hash, op->token);
-		return;
-	}
-	s = xtx_lock_slot_get(hash);
-	if (!s)
-		return;
-	for (i = 0; i < 64; i++) {
-		if (xtx_slot_trylock(s)) {
-			xtx_release_shared(s, &c, op->token);
-			xtx_slot_unlock(s);
-			return;
-		}
-	}
-	xtx_count(XTX_CTR_LOCK_BUSY);
+	xtx_lock_release(op->txn, xtx_hash(op->table, op->key), op->token,
+			 op->opcode == XTX_OP_LOCK_SHARED);
 }
 
-static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const struct xtx_op *op)
+static __always_inline void xtx_fix_apply(const struct xtx_fix_entry *f, const struct xtx_op *op,
+					  bool first_answer)
 {
 	__u32 bidx = f->bucket;
 	struct xtx_kv_bucket *b = bpf_map_lookup_elem(&xtx_kv, &bidx);
 	__u8 w;
 
-	if ((f->action & XTX_FIX_RELEASE) &&
+	if ((f->action & XTX_FIX_RELEASE) && first_answer &&
 	    ((op->status != XTX_ST_OK &&
 	      (op->opcode == XTX_OP_LOCK_SHARED || op->opcode == XTX_OP_LOCK_EXCL ||
 	       op->opcode == XTX_OP_OCC_LOCK)) ||
@@ -152,6 +137,15 @@ static __always_inline struct xtx_dedupe_slot *xtx_fix_dedupe_slot(const struct 
 	if (!slot || slot->word != xtx_dedupe_word(h->req_id, XTX_DEDUPE_BUSY))
 		return NULL;
 	return slot;
+}
+
+/* Whether the request's record already holds an answer (DONE): this one is a second. */
+static __always_inline bool xtx_fix_answered(const struct xtx_hdr *h)
+{
+	__u32 key = h->client_id * XTX_DEDUPE_WINDOW + (__u32)(h->req_id & (XTX_DEDUPE_WINDOW - 1));
+	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
+
+	return slot && slot->word == xtx_dedupe_word(h->req_id, XTX_DEDUPE_DONE);
 }
 
 static __always_inline void xtx_fix_record(struct xtx_dedupe_slot *slot, __u8 idx,

@@ -707,9 +707,10 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 		/* the log's LAST marks the write that completes the transaction here */
 		xtx_hades_log(ctx, idx, base + 1,
 			      (last || (r.s->flags & XTX_HSLF_LAST)) && xtx_hades_all_done(r.s));
-		if (st == XTX_ST_DEFERRED)
-			op->version = base;
 	}
+	/* what goes to xtxd carries the base, as a re-deferral of it expects (force_defer) */
+	if (st == XTX_ST_DEFERRED)
+		op->version = base;
 done:
 	if (last && !(r.s->flags & XTX_HSLF_LAST))
 		__sync_fetch_and_or(&r.s->flags, XTX_HSLF_LAST);

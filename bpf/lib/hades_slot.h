@@ -145,7 +145,7 @@ static __always_inline bool xtx_hades_reclaim(struct xtx_hades_slot *s, __u64 ow
 
 	if (!xtx_hades_lease_ns || st == XTX_HS_FREE ||
 	    (st == XTX_HS_COMMITTING && *(volatile __u32 *)&s->nstaged) ||
-	    xtx_now(pc) - XTX_READ_ONCE64(s->touched_ns) <= xtx_hades_lease_ns ||
+	    !xtx_lease_over(xtx_now(pc), XTX_READ_ONCE64(s->touched_ns), xtx_hades_lease_ns) ||
 	    XTX_READ_ONCE64(s->owner) != owner)
 		return false;
 	if (__sync_val_compare_and_swap(&s->ctl, c, xtx_hades_ctl(xtx_hades_gen(c),

@@ -115,7 +115,7 @@ static __always_inline bool xtx_kv_trylock(struct xtx_kv_bucket *b, struct xtx_p
 	if (!old)
 		return __sync_val_compare_and_swap(&b->lock, 0, XTX_KV_LOCK_FAST) == 0;
 	if (old == XTX_KV_LOCK_FAST || !pc->kv_lease_ns ||
-	    xtx_now(pc) - (old & ~1ull) <= pc->kv_lease_ns)
+	    !xtx_lease_over(xtx_now(pc), old & ~1ull, pc->kv_lease_ns))
 		return false;
 	/* its round trip was lost: take the bucket over */
 	if (__sync_val_compare_and_swap(&b->lock, old, XTX_KV_LOCK_FAST) != old)
@@ -485,8 +485,10 @@ __noinline int xtx_kv_big_read(struct xdp_md *ctx, __u32 idx)
 	v = bpf_map_lookup_elem(&xtx_bigval, &k);
 	if (!v)
 		return XTX_KV_DEFER;
-	version = v->version;
-	len = v->len;
+	version = *(volatile __u64 *)&v->version;
+	len = *(volatile __u16 *)&v->len;
+	/* what the recheck compares is read before what it vouches for */
+	xtx_load_fence();
 	if (op->opcode == XTX_OP_OCC_VALIDATE) {
 		if (v->key != k.key || v->table != k.table)
 			return XTX_KV_DEFER;
@@ -510,7 +512,14 @@ __noinline int xtx_kv_big_read(struct xdp_md *ctx, __u32 idx)
 	/* cap bytes: the value, then the element's zeroes over the rest of the room */
 	if (bpf_xdp_store_bytes(ctx, XTX_HDR_OFF + off, (void *)v->data, cap))
 		return XTX_KV_DEFER;
-	if (v->key != k.key || v->table != k.table || v->version != version)
+	/*
+	 * The recheck's loads must not pass the copy's: a fully ordered
+	 * atomic (on this CPU's own line, so no other reader pays) keeps them
+	 * apart on every architecture, not only on x86's ordered loads.
+	 */
+	xtx_load_fence();
+	if (*(volatile __u64 *)&v->key != k.key || *(volatile __u32 *)&v->table != k.table ||
+	    *(volatile __u64 *)&v->version != version)
 		return XTX_KV_DEFER;
 	op = xtx_op_at(ctx, idx);
 	if (!op)
@@ -566,23 +575,22 @@ static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u
 	 */
 	if (force_defer) {
 		st = xtx_dedupe_replay(pc->rec_key, idx, op);
-		if (st != XTX_ST_NONE) {
+		if (st != XTX_ST_NONE && st != XTX_ST_DEFERRED) {
 			xtx_kv_unlock(b);
 			return st;
 		}
 	}
 	w = xtx_kv_find(b, op->table, op->key);
 	/*
-	 * A retransmission whose first copy reached xtxd finds its key only
-	 * in the store (xtxd records what it ran); a key in the kernel means
-	 * that copy never ran, so it runs here like a first execution.  Not
-	 * so a big write, nor any op on a way EVICTING: the key stays in the
-	 * kernel until TC evicts it, and that fix may be what was lost.
+	 * A retransmission whose first copy went to xtxd goes there again,
+	 * whatever the kernel holds now: only xtxd knows whether it ran (its
+	 * record), and a key found here may be a copy filled after it ran, on
+	 * which running it again would apply it twice.  A cached copy goes
+	 * along as for a big write (xtx_kv_plan_evict): xtxd keeps whichever
+	 * is newer, and the kernel forgets the key until asked again.
 	 */
-	if (w >= 0 && !xtx_kv_is_big_write(op) && !xtx_kv_evicting(b, w))
-		force_defer = false;
 	/* recomputed where needed, not carried: a flag kept in a register splits every path */
-	if (xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w))
+	if (force_defer || xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w))
 		st = XTX_KV_DEFER;
 	else if (xtx_kv_write_through && !force_defer && xtx_kv_is_write(op->opcode))
 		st = xtx_kv_write_through_op(b, w, op);
@@ -649,7 +657,7 @@ static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u
 	e->op_idx = idx;
 	e->bucket = bidx;
 	e->vfloor = b->vfloor;
-	if (xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w)) {
+	if (force_defer || xtx_kv_is_big_write(op) || xtx_kv_evicting(b, w)) {
 		if (w >= 0)
 			xtx_kv_plan_evict(b, w, e);
 		else

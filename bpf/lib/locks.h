@@ -12,11 +12,14 @@
 #include "config.h"
 #include "maps.h"
 #include "stats.h"
+#include "pktctx.h"
+#include "pins.h"
 
 /*
  * Slot rules and invariants are described with struct xtx_lock_slot in
  * include/xtx/maps.h.  Every function here runs between xtx_slot_trylock()
- * and xtx_slot_unlock() and calls no helper: the clock is read before.
+ * and xtx_slot_unlock() and calls no helper: the clock is read before, and
+ * the pins of a freed slot are uncounted after (xtx_slot_unlock_ctx).
  */
 
 struct xtx_lock_ctx {
@@ -25,6 +28,7 @@ struct xtx_lock_ctx {
 	__u64 now;		/* packet arrival: read once, before any slot is taken */
 	__u64 lease_ns;		/* 0: leases off */
 	__u32 flags;		/* reply flags gathered on the way */
+	__u32 unpinned;		/* pinned tables of a slot freed: uncounted once let go */
 };
 
 static __always_inline struct xtx_lock_slot *xtx_lock_slot_get(__u64 hash)
@@ -46,17 +50,65 @@ static __always_inline void xtx_slot_unlock(struct xtx_lock_slot *s)
 	__sync_lock_test_and_set(&s->spin, 0);
 }
 
+/*
+ * For what must not fail where a request may (a release, an undo): the
+ * spin word is held for a few instructions by a CPU that cannot be
+ * preempted there, so a bounded wait always ends in practice.  False
+ * only past the bound: counted, and the caller says so.
+ */
+static __always_inline bool xtx_slot_lock_wait(struct xtx_lock_slot *s)
+{
+	int i;
+
+	for (i = 0; i < 1024; i++)
+		if (xtx_slot_trylock(s))
+			return true;
+	xtx_count(XTX_CTR_LOCK_BUSY);
+	return false;
+}
+
 static __always_inline bool xtx_slot_held(const struct xtx_lock_slot *s)
 {
 	return s->shared || s->excl;
 }
 
-static __always_inline void xtx_slot_free(struct xtx_lock_slot *s)
+static __always_inline void xtx_slot_free(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
 {
+	c->unpinned |= s->flags >> XTX_LOCK_PIN_SHIFT;
 	s->shared = 0;
 	s->excl = 0;
 	s->owner = 0;
 	s->flags = 0;
+}
+
+/* The pins of a slot freed meanwhile are uncounted once the slot is let go. */
+static __always_inline void xtx_slot_unlock_ctx(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
+{
+	xtx_slot_unlock(s);
+	if (c->unpinned)
+		xtx_pins_add(c->unpinned, -1);
+}
+
+/* Index of one of txn's shared holds, or -1. */
+static __always_inline int xtx_sharer_of(const struct xtx_lock_slot *s, __u64 txn)
+{
+	int i;
+
+	for (i = 0; i < XTX_LOCK_SHARERS; i++)
+		if (i < s->shared && s->sharer[i] == txn)
+			return i;
+	return -1;
+}
+
+/* Whether every shared hold is txn's (true when there is none). */
+static __always_inline bool xtx_sharers_all(const struct xtx_lock_slot *s, __u64 txn)
+{
+	int i;
+
+	for (i = 0; i < XTX_LOCK_SHARERS; i++)
+		if (i < s->shared && s->sharer[i] != txn)
+			return false;
+	return true;
 }
 
 /*
@@ -68,9 +120,9 @@ static __always_inline void xtx_lock_reclaim_expired(struct xtx_lock_slot *s,
 						     struct xtx_lock_ctx *c)
 {
 	if (!xtx_slot_held(s) || !c->lease_ns || (s->flags & XTX_LOCKF_LOGGED) ||
-	    c->now - s->granted_ns <= c->lease_ns)
+	    !xtx_lease_over(c->now, s->granted_ns, c->lease_ns))
 		return;
-	xtx_slot_free(s);
+	xtx_slot_free(s, c);
 	s->gen++;
 	c->flags |= XTX_LOCKF_RECLAIMED;
 }
@@ -84,11 +136,13 @@ static __always_inline void xtx_lock_note_key(struct xtx_lock_slot *s, __u64 has
 		s->flags |= XTX_LOCK_KEYS_MIXED;
 }
 
+/* MINE: the exclusive holder is txn, or (no exclusive holder) a shared hold is. */
 static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64 txn)
 {
+	bool mine = s->excl ? s->owner == txn : xtx_sharer_of(s, txn) >= 0;
+
 	return (s->excl ? XTX_LOCKF_EXCL : 0) | (s->shared ? XTX_LOCKF_SHARED : 0) |
-	       (xtx_slot_held(s) && s->owner == txn ? XTX_LOCKF_MINE : 0) |
-	       (s->flags & XTX_LOCKF_LOGGED);
+	       (mine ? XTX_LOCKF_MINE : 0) | (s->flags & XTX_LOCKF_LOGGED);
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
@@ -106,52 +160,57 @@ static __always_inline __u8 xtx_lock_grant(struct xtx_lock_slot *s, struct xtx_l
 
 static __always_inline __u8 xtx_acquire_excl(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
 {
-	if (!xtx_slot_held(s)) {
-		s->gen++;
-		s->owner = c->txn;
-		s->excl = 1;
-		xtx_lock_note_key(s, c->hash, true);
-		return xtx_lock_grant(s, c);
-	}
-	if (s->owner != c->txn)
+	bool first = !xtx_slot_held(s);
+
+	/* another's exclusive hold, or a shared hold that is not txn's (no upgrade past it) */
+	if ((s->excl && s->owner != c->txn) || !xtx_sharers_all(s, c->txn))
 		return xtx_lock_reject(s, c);
-	/* re-entrant on its own exclusive slot, or upgrade as the sole sharer */
 	if (s->excl == 0xffff)
 		return XTX_ST_RETRY;
+	if (first)
+		s->gen++;
+	s->owner = c->txn;
 	s->excl++;
-	xtx_lock_note_key(s, c->hash, false);
+	xtx_lock_note_key(s, c->hash, first);
 	return xtx_lock_grant(s, c);
 }
 
 static __always_inline __u8 xtx_acquire_shared(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
 {
+	bool first = !xtx_slot_held(s);
+	__u16 n = s->shared;
+
 	if (s->excl && s->owner != c->txn)
 		return xtx_lock_reject(s, c);
-	if (s->shared == 0xffff)
-		return XTX_ST_RETRY;
-	if (!xtx_slot_held(s)) {
-		s->gen++;
-		s->owner = c->txn;
-		xtx_lock_note_key(s, c->hash, true);
-	} else {
-		if (s->owner != c->txn)
-			s->owner = XTX_LOCK_OWNER_MIXED;
-		xtx_lock_note_key(s, c->hash, false);
+	if (n >= XTX_LOCK_SHARERS) {
+		/* as a conflict (no-wait): holds past the slot's room could not be proven */
+		xtx_count(XTX_CTR_LOCK_SHARERS_FULL);
+		return xtx_lock_reject(s, c);
 	}
-	s->shared++;
+	if (first)
+		s->gen++;
+	s->sharer[n] = c->txn;
+	s->shared = n + 1;
+	xtx_lock_note_key(s, c->hash, first);
 	return xtx_lock_grant(s, c);
 }
 
 static __always_inline __u8 xtx_release_shared(struct xtx_lock_slot *s, struct xtx_lock_ctx *c,
 					       __u64 token)
 {
-	if (token != s->gen || !s->shared) {
+	int i = xtx_sharer_of(s, c->txn);
+	__u32 last = s->shared - 1;
+
+	if (token != s->gen || i < 0 || i >= XTX_LOCK_SHARERS || last >= XTX_LOCK_SHARERS) {
 		c->flags |= XTX_LOCKF_STALE;
 		return XTX_ST_OK;
 	}
-	s->shared--;
+	/* the last hold takes the freed place: holds stay packed */
+	s->sharer[i] = s->sharer[last];
+	s->sharer[last] = 0;
+	s->shared = last;
 	if (!xtx_slot_held(s))
-		xtx_slot_free(s);
+		xtx_slot_free(s, c);
 	return XTX_ST_OK;
 }
 
@@ -163,35 +222,39 @@ static __always_inline __u8 xtx_release_excl(struct xtx_lock_slot *s, struct xtx
 		return XTX_ST_OK;
 	}
 	s->excl--;
-	/* shared holds left under one's own exclusive are one's own: owner stays */
+	if (!s->excl)
+		s->owner = 0;
 	if (!xtx_slot_held(s))
-		xtx_slot_free(s);
+		xtx_slot_free(s, c);
 	return XTX_ST_OK;
 }
 
 /*
- * Releases txn's exclusive hold on hash's slot (a commit's unlock).  It
- * must not fail for a busy spin bit the way a request may: the critical
- * sections are a few instructions, so a bounded wait is enough.  Returns
+ * Releases one of txn's holds on hash's slot, shared or exclusive: a
+ * commit's unlock, an undone grant, TC's release of a grant xtxd refused.
+ * It must not fail for a busy spin word the way a request may.  Returns
  * XTX_ST_OK (also when the hold was already gone) or XTX_ST_RETRY.
  */
-static __always_inline __u8 xtx_lock_release_excl(__u64 txn, __u64 hash, __u64 token)
+static __always_inline __u8 xtx_lock_release(__u64 txn, __u64 hash, __u64 token, bool shared)
 {
 	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
 	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
-	int i;
 
 	if (!s)
 		return XTX_ST_OK;
-	for (i = 0; i < 64; i++) {
-		if (xtx_slot_trylock(s)) {
-			xtx_release_excl(s, &c, token);
-			xtx_slot_unlock(s);
-			return XTX_ST_OK;
-		}
-	}
-	xtx_count(XTX_CTR_LOCK_BUSY);
-	return XTX_ST_RETRY;
+	if (!xtx_slot_lock_wait(s))
+		return XTX_ST_RETRY;
+	if (shared)
+		xtx_release_shared(s, &c, token);
+	else
+		xtx_release_excl(s, &c, token);
+	xtx_slot_unlock_ctx(s, &c);
+	return XTX_ST_OK;
+}
+
+static __always_inline __u8 xtx_lock_release_excl(__u64 txn, __u64 hash, __u64 token)
+{
+	return xtx_lock_release(txn, hash, token, false);
 }
 
 /* Runs one lock op on its slot; fills status, flags and token. */
@@ -236,7 +299,7 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 now, __u64 leas
 	}
 	c.flags |= xtx_lock_state(s, c.txn);
 	token = s->gen;
-	xtx_slot_unlock(s);
+	xtx_slot_unlock_ctx(s, &c);
 
 	op->flags = c.flags;
 	if (st == XTX_ST_OK && (opcode == XTX_OP_LOCK_SHARED || opcode == XTX_OP_LOCK_EXCL ||

@@ -16,24 +16,38 @@
 #include <xtx/area.h>
 
 /*
+ * Marks txn's exclusive hold on op's key LOGGED, under the slot's spin
+ * word held by the caller: from now on no lease takes it back, and the
+ * table's family stays until it is freed (pins.h).  Returns the pin bit
+ * to count once the slot is let go, or 0 when the table was counted.
+ */
+static __always_inline __u32 xtx_log_mark_held(struct xtx_lock_slot *s, const struct xtx_op *op)
+{
+	__u32 pin = 1u << (XTX_LOCK_PIN_SHIFT + (op->table & (XTX_MAX_TABLES - 1)));
+
+	s->flags |= XTX_LOCKF_LOGGED;
+	if (s->flags & pin)
+		return 0;
+	s->flags |= pin;
+	return pin >> XTX_LOCK_PIN_SHIFT;
+}
+
+/*
  * An append that proves no grant (HADES, a backup, or an older client at
  * the primary) still keeps a lock its transaction holds from the lease.
  */
 static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
 {
 	struct xtx_lock_slot *s = xtx_lock_slot_get(xtx_hash(op->table, op->key));
-	int i;
+	__u32 pin = 0;
 
-	if (!s)
+	if (!s || !xtx_slot_lock_wait(s))
 		return;
-	for (i = 0; i < 64; i++) {
-		if (xtx_slot_trylock(s)) {
-			if (s->excl && s->owner == op->txn)
-				s->flags |= XTX_LOCKF_LOGGED;
-			xtx_slot_unlock(s);
-			return;
-		}
-	}
+	if (s->excl && s->owner == op->txn)
+		pin = xtx_log_mark_held(s, op);
+	xtx_slot_unlock(s);
+	if (pin)
+		xtx_pins_add(pin, 1);
 }
 
 /*
@@ -48,23 +62,20 @@ static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
 {
 	struct xtx_lock_slot *s = xtx_lock_slot_get(xtx_hash(op->table, op->key));
 	__u8 st = XTX_ST_NOT_HELD;
-	int i;
+	__u32 pin = 0;
 
 	if (!s)
 		return XTX_ST_BAD_ARG;
-	for (i = 0; i < 64; i++) {
-		if (xtx_slot_trylock(s)) {
-			if (s->excl && s->owner == op->txn &&
-			    (__u32)s->gen == xtx_log_grant_of(op->token)) {
-				s->flags |= XTX_LOCKF_LOGGED;
-				st = XTX_ST_OK;
-			}
-			xtx_slot_unlock(s);
-			return st;
-		}
+	if (!xtx_slot_lock_wait(s))
+		return XTX_ST_RETRY;
+	if (s->excl && s->owner == op->txn && s->gen == xtx_log_grant_of(op->token)) {
+		pin = xtx_log_mark_held(s, op);
+		st = XTX_ST_OK;
 	}
-	xtx_count(XTX_CTR_LOCK_BUSY);
-	return XTX_ST_RETRY;
+	xtx_slot_unlock(s);
+	if (pin)
+		xtx_pins_add(pin, 1);
+	return st;
 }
 
 /* Whether op names its key's replica set under the served configuration. */

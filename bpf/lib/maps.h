@@ -71,6 +71,23 @@ struct {
 	__type(value, __u64);
 } xtx_table_family SEC(".maps");
 
+/* Per CPU and table: LOGGED lock holds, which keep a table's family (include/xtx/maps.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XTX_PIN_ENTRIES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __s64);
+} xtx_fam_pins SEC(".maps");
+
+/* xtxd's rare-path sockets: the only senders whose fix trailers TC egress applies. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XTX_RARE_SOCKS_MAX);
+	__type(key, __u64);
+	__type(value, __u32);
+} xtx_rare_socks SEC(".maps");
+
 /* Counters served by XTX_OP_COUNTER_ADD. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -79,10 +96,14 @@ struct {
 	__type(value, __u64);
 } xtx_counters SEC(".maps");
 
-/* The lock table (struct xtx_lock_slot); xtxd sizes it from --lock-slots. */
+/*
+ * The lock table (struct xtx_lock_slot); xtxd sizes it from --lock-slots
+ * and maps it, so its resolver takes a slot's spin word with a real CAS.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, XTX_LOCK_SLOTS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct xtx_lock_slot);
 } xtx_locks SEC(".maps");
@@ -221,6 +242,7 @@ struct xtx_pkt_ctx {
 	 */
 	__u32 allow_saddr;
 	__u32 allow_gen;
+	__u64 fence;		/* the target of xtx_load_fence()'s exchange: never read */
 	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 

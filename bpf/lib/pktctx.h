@@ -3,6 +3,7 @@
 #ifndef XTX_BPF_PKTCTX_H
 #define XTX_BPF_PKTCTX_H
 
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "maps.h"
@@ -35,6 +36,31 @@ static __always_inline __u64 xtx_now(struct xtx_pkt_ctx *pc)
 	if (!pc->now)
 		pc->now = bpf_ktime_get_ns();
 	return pc->now;
+}
+
+/*
+ * A full barrier between the loads before it and those after: an atomic
+ * exchange, which every JIT emits fully ordered, on this CPU's own
+ * packet context, so no other CPU's line is written.
+ */
+static __always_inline void xtx_load_fence(void)
+{
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+
+	if (pc)
+		__sync_lock_test_and_set(&pc->fence, 0);
+}
+
+/*
+ * Whether a lease that started at stamp has run out by now.  Stamps come
+ * from every CPU, and now was read when this packet started: a packet that
+ * started later on another CPU may have written a stamp after it, which an
+ * unsigned difference would read as an age of ~2^64.  A stamp in the
+ * future is fresh.
+ */
+static __always_inline bool xtx_lease_over(__u64 now, __u64 stamp, __u64 lease_ns)
+{
+	return (__s64)(now - stamp) > (__s64)lease_ns;
 }
 
 #endif /* XTX_BPF_PKTCTX_H */

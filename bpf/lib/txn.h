@@ -36,17 +36,9 @@ static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *o
 	st = xtx_op_kv(ctx, op, idx, pc, false);
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
 		return st;
-	if (op->opcode == XTX_OP_LOCK_SHARED) {
-		struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_hash(op->table, op->key) };
-		struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
-
-		if (s && xtx_slot_trylock(s)) {
-			xtx_release_shared(s, &c, op->token);
-			xtx_slot_unlock(s);
-		}
-	} else {
-		xtx_lock_release_excl(op->txn, xtx_hash(op->table, op->key), op->token);
-	}
+	/* the undo waits for the slot as a release does: RETRY must leave nothing held */
+	xtx_lock_release(op->txn, xtx_hash(op->table, op->key), op->token,
+			 op->opcode == XTX_OP_LOCK_SHARED);
 	return XTX_ST_RETRY;
 }
 

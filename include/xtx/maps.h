@@ -21,6 +21,14 @@
 #define XTX_MAP_LOG_CURSOR	"xtx_log_cursor"
 #define XTX_MAP_FENCE		"xtx_fence"
 #define XTX_MAP_ALLOW		"xtx_allow"
+/*
+ * The socket cookies of xtxd's rare-path sockets (__u64 -> __u32, unused):
+ * TC egress applies a fix trailer only from a packet one of them sent, so
+ * a forwarded or forged packet that looks like xtxd's answer changes
+ * nothing.  A socketless packet's cookie is 0, which xtxd never lists.
+ */
+#define XTX_MAP_RARE_SOCKS	"xtx_rare_socks"
+#define XTX_RARE_SOCKS_MAX	256
 /* The configuration epoch served and its lease (struct xtx_epoch_lease). */
 #define XTX_MAP_EPOCH		"xtx_epoch"
 /* Each shard's replica set under the served epoch (__u32, as a LOG_APPEND packs it). */
@@ -104,6 +112,9 @@ enum xtx_counter {
 	XTX_CTR_BAD_MAC,	/* dropped: the shared secret's MAC is missing or wrong */
 	XTX_CTR_WRONG_EPOCH,	/* refused: sent for another configuration epoch */
 	XTX_CTR_KV_BIG_SERVED,	/* reads of values over the slot answered from XTX_MAP_BIGVAL */
+	XTX_CTR_LOCK_SHARERS_FULL, /* shared requests refused: the slot holds XTX_LOCK_SHARERS */
+	XTX_CTR_FAM_PINNED,	/* family switches refused: the table holds logged or committing state */
+	XTX_CTR_TC_FOREIGN,	/* TC egress: a fix trailer not sent by xtxd's socket, ignored */
 	XTX_CTR__COUNT,
 };
 
@@ -182,37 +193,64 @@ struct xtx_info {
 /* ---- lock table (DINT §3.1): an ARRAY indexed by xtx_lock_slot_of() ----
  *
  * Ids that hash together share a slot ("lock sharing": no collision
- * chains in BPF).  A slot changes only under its spin bit, taken with one
- * CAS and never waited for: a busy slot answers RETRY (fail-and-retry).
+ * chains in BPF).  A slot changes only under its spin word, taken with one
+ * CAS; a request never waits for it (a busy slot answers RETRY, DINT's
+ * fail-and-retry), a release waits a bounded while.  The map is mmapable
+ * so that xtxd's resolver takes the spin word with a real CAS too.
  *
- * owner is the exclusive holder, or the only transaction holding shared
- * locks, so a transaction never conflicts with itself through sharing:
- * it may re-take its exclusive slot, take shared under its own exclusive,
- * and upgrade when it is the sole sharer.  Several different sharers make
- * owner XTX_LOCK_OWNER_MIXED until the last one leaves.
+ * owner is the exclusive holder; sharer[] lists the shared holds, one
+ * entry per hold (a transaction holding two keys of the slot shared has
+ * two), packed in [0, shared).  So a release proves its holder: a
+ * transaction frees only a hold of its own.  A transaction never
+ * conflicts with itself through sharing: it may re-take its exclusive
+ * slot, take shared under its own exclusive, and upgrade when every
+ * shared hold is its own.  A slot takes at most XTX_LOCK_SHARERS shared
+ * holds at once; one more is refused REJECTED (counted, no-wait).
  *
  * gen counts how often the slot went from free to held (and reclaims);
  * a grant's token is gen, and a release whose token is not the current
  * gen is a late release by an old holder: it changes nothing.
+ *
+ * flags bits 16..31 name the tables whose LOG_APPENDs marked the slot
+ * LOGGED, each counted once in XTX_MAP_FAM_PINS until the slot is freed.
  */
-#define XTX_LOCK_OWNER_MIXED	(~0ull)
 #define XTX_LOCK_SLOTS_DEFAULT	(1u << 20)
 #define XTX_LOCK_SLOTS_MAX	(1u << 26)
+#define XTX_LOCK_SHARERS	3
 
 struct xtx_lock_slot {
-	__u64 spin;		/* 0 free, 1 held by a CPU mid-update */
-	__u64 owner;		/* txn id, 0, or XTX_LOCK_OWNER_MIXED */
-	__u64 gen;		/* epoch; grant token */
+	__u32 spin;		/* 0 free, 1 held by a CPU mid-update */
+	__u32 flags;		/* XTX_LOCKF_LOGGED, XTX_LOCK_KEYS_MIXED, pinned tables */
+	__u32 gen;		/* epoch; grant token */
+	__u16 shared;		/* shared holds: sharer[0, shared) */
+	__u16 excl;		/* exclusive holds (re-entrant, one owner) */
+	__u64 owner;		/* exclusive holder's txn id, 0 when none */
 	__u64 granted_ns;	/* last grant: the lease runs from here */
 	__u64 key_hash;		/* xtx_hash of the first held key, to tell sharing conflicts */
-	__u16 shared;		/* shared holds */
-	__u16 excl;		/* exclusive holds (re-entrant, one owner) */
-	__u32 flags;		/* XTX_LOCKF_LOGGED; XTX_LOCK_KEYS_MIXED */
+	__u64 sharer[XTX_LOCK_SHARERS];	/* txn id of each shared hold */
 };
 
-#define XTX_LOCK_KEYS_MIXED	0x80000000u	/* holders hold different keys of the slot */
+#define XTX_LOCK_KEYS_MIXED	0x8000u	/* holders hold different keys of the slot */
+#define XTX_LOCK_PIN_SHIFT	16	/* flags bit 16 + table: a LOGGED hold of that table */
 
-_Static_assert(sizeof(struct xtx_lock_slot) == 48, "lock slot layout");
+/* One cache line: a grant touches one line of the table. */
+_Static_assert(sizeof(struct xtx_lock_slot) == 64, "lock slot layout");
+_Static_assert(XTX_LOCK_PIN_SHIFT + 16 <= 32, "a pin bit per table");
+
+/* ---- what pins a table's concurrency-control family (bpf/lib/family.h) ----
+ *
+ * XTX_MAP_FAM_PINS counts, per table, the LOGGED lock holds no lease takes
+ * back: row c (c * XTX_MAX_TABLES + table) is CPU c's count, moved by XDP
+ * and TC on that CPU only, so the hot path has no shared line; row
+ * XTX_PIN_USER_ROW is user space's (xtxd's resolver frees logged locks),
+ * moved with atomics through a mapping.  A table's count is the sum of
+ * its column; a row alone may go negative (a hold marked on one CPU and
+ * freed on another).
+ */
+#define XTX_MAP_FAM_PINS	"xtx_fam_pins"
+#define XTX_PIN_CPUS_MAX	1024
+#define XTX_PIN_USER_ROW	XTX_PIN_CPUS_MAX
+#define XTX_PIN_ENTRIES		((XTX_PIN_CPUS_MAX + 1) * XTX_MAX_TABLES)
 
 /* ---- retransmission safety ----
  *
@@ -222,10 +260,20 @@ _Static_assert(sizeof(struct xtx_lock_slot) == 48, "lock slot layout");
  * client_id * XTX_DEDUPE_WINDOW + req_id % XTX_DEDUPE_WINDOW.  A slot holds
  * the req_id it serves, a state, and the result fields of every op that
  * changes state.  For an incoming request R and the slot's request S:
- *   R > S   new: claim the slot (CAS to BUSY), execute, record, mark DONE;
+ *   R > S   new: claim the slot (CAS to CLAIMING), reset its fields, publish
+ *           BUSY, execute, record, mark DONE;
  *   R == S  duplicate: DONE -> answer from the record (state-changing ops)
- *           and by re-executing the read-only ones; BUSY -> RETRY;
+ *           and by re-executing the read-only ones; CLAIMING or BUSY -> RETRY,
+ *           except a BUSY past the KV lease (its rare-path answer was lost):
+ *           one duplicate takes it over and hands its deferred ops to xtxd
+ *           again, with the arguments they went with the first time;
  *   R < S   older than the window: STALE, nothing runs.
+ * A slot's fields are written before the state that lets another CPU act
+ * on them: a duplicate racing the claim on another CPU sees CLAIMING, never
+ * BUSY with the previous request's stamp and statuses.
+ *
+ * An op handed to xtxd is recorded DEFERRED with the flags, version and
+ * token it went with; TC egress replaces that with xtxd's answer.
  * Clients number requests per server from a clock-derived start (so a
  * restarted client never reuses ids) and keep fewer than the window
  * outstanding per server.
@@ -234,6 +282,7 @@ _Static_assert(sizeof(struct xtx_lock_slot) == 48, "lock slot layout");
 #define XTX_DEDUPE_FREE		0ull
 #define XTX_DEDUPE_BUSY		1ull
 #define XTX_DEDUPE_DONE		2ull
+#define XTX_DEDUPE_CLAIMING	3ull	/* claimed, fields being reset: not yet BUSY */
 #define XTX_DEDUPE_STATE_MASK	3ull
 
 static inline __u64 xtx_dedupe_word(__u64 req_id, __u64 state)

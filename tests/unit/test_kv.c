@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -383,6 +383,58 @@ static int run_tc(struct run *r)
 	r->retval = opts.retval;
 	r->out_len = opts.data_size_out;
 	return err;
+}
+
+/* A fix trailer not sent by one of xtxd's sockets (forwarded, forged) changes nothing. */
+static void test_tc_ignores_foreign_fix(void)
+{
+	__u32 dkey = 2 * XTX_DEDUPE_WINDOW + (7100 & (XTX_DEDUPE_WINDOW - 1));
+	struct xtx_dedupe_slot slot = { .word = xtx_dedupe_word(7100, XTX_DEDUPE_BUSY) };
+	struct xtx_kv_bucket b = { .lock = 0x3001 };
+	struct xtx_stats before, after;
+	struct run r;
+
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r.in, .data_out = r.out,
+		    .data_size_out = sizeof(r.out), .repeat = 1);
+	struct xtx_tc *strict = xtx_tc__open();
+
+	/* as xtxd loads it: only its listed sockets' trailers count, and a test run has none */
+	if (!strict || (strict->rodata->xtx_max_clients = TEST_MAX_CLIENTS,
+			strict->rodata->xtx_kv_buckets = KV_BUCKETS,
+			strict->rodata->xtx_lock_slots = TEST_LOCK_SLOTS, 0) ||
+	    bpf_map__reuse_fd(strict->maps.xtx_kv, kv_fd()) ||
+	    bpf_map__reuse_fd(strict->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
+	    bpf_map__reuse_fd(strict->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
+	    xtx_tc__load(strict)) {
+		CHECK(0, "loading TC as xtxd does: %s", strerror(errno));
+		xtx_tc__destroy(strict);
+		return;
+	}
+	bucket_put(&b);
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot, 0);
+	read_stats(&before);
+	r.in_len = build_fix_reply(r.in, 57, 0x3001, XTX_FIX_FILL, 2, 0xf0f0, 7100);
+	opts.data_size_in = r.in_len;
+	CHECK(!bpf_prog_test_run_opts(bpf_program__fd(strict->progs.xtx_tc_egress), &opts),
+	      "tc test run: %s", strerror(errno));
+	r.retval = opts.retval;
+	r.out_len = opts.data_size_out;
+	xtx_tc__destroy(strict);
+	read_stats(&after);
+	b = bucket_get();
+	CHECK(r.retval == TC_ACT_OK && r.out_len == r.in_len, "passed untouched: verdict %d, %u of %u",
+	      r.retval, r.out_len, r.in_len);
+	CHECK(b.lock == 0x3001 && b.bloom == 0 && b.flags[2] == 0, "a foreign fix applied: lock %#llx",
+	      (unsigned long long)b.lock);
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot);
+	CHECK(slot.word == xtx_dedupe_word(7100, XTX_DEDUPE_BUSY), "a foreign fix completed a record");
+	/* client 2's later requests are numbered far below: leave its slot as found */
+	memset(&slot, 0, sizeof(slot));
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot, 0);
+	CHECK(after.ctr[XTX_CTR_TC_FOREIGN] == before.ctr[XTX_CTR_TC_FOREIGN] + 1,
+	      "tc_foreign counted %llu",
+	      (unsigned long long)(after.ctr[XTX_CTR_TC_FOREIGN] - before.ctr[XTX_CTR_TC_FOREIGN]));
+	bucket_reset();
 }
 
 static void test_tc_applies_fix(void)
@@ -777,7 +829,8 @@ static void txn_big_req(struct run *r, __u32 client, __u64 txn, __u8 opcode, __u
  * xtxd's answer: after the KV lease another transaction takes the bucket
  * over, and granted the key it would read the old copy and commit over the
  * deferred write.  A RETRY answer keeps the lock for the resend; any other
- * answer releases it (XTX_FIX_RELEASE).
+ * answer releases it (XTX_FIX_RELEASE), once: a second answer to the same
+ * request (a re-deferral crossing the first) releases nothing.
  */
 static void test_deferred_commit_keeps_lock(void)
 {
@@ -825,7 +878,13 @@ static void test_deferred_commit_keeps_lock(void)
 	run(&o);
 	CHECK(out_op(&o, 0)->status == XTX_ST_REJECTED, "RETRY released the commit's lock: %u",
 	      out_op(&o, 0)->status);
-	/* OK: TC releases it */
+	/* the client sends the commit again, in a new request; xtxd answers OK: TC releases it */
+	txn_big_req(&r, 1, 77, XTX_OP_COMMIT_PRIMARY, 12, op.version, tok, 700, 0x70);
+	run(&r);
+	rec = defer_record_of(&r);
+	CHECK(r.retval == XDP_PASS && out_op(&r, 0)->status == XTX_ST_DEFERRED,
+	      "the commit sent again: verdict %d status %u", r.retval, out_op(&r, 0)->status);
+	fix.token = rec.t.e[0].token;
 	reply_to(&r, &t, XTX_ST_OK, 700, &fix);
 	CHECK(!run_tc(&t) && t.retval == TC_ACT_OK, "tc verdict %d", t.retval);
 	txn_big_req(&o, 2, 80, XTX_OP_LOCK_EXCL, 12, 0, 0, 0, 0);
@@ -929,6 +988,7 @@ int main(void)
 		return 1;
 	}
 	/* TC shares the XDP program's maps, as xtxd's pins make it on a real server */
+	tc->rodata->xtx_tc_any_sender = 1;
 	tc->rodata->xtx_max_clients = TEST_MAX_CLIENTS;
 	tc->rodata->xtx_kv_buckets = KV_BUCKETS;
 	tc->rodata->xtx_lock_slots = TEST_LOCK_SLOTS;
@@ -936,6 +996,8 @@ int main(void)
 	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(skel->maps.xtx_locks)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_fam_pins, bpf_map__fd(skel->maps.xtx_fam_pins)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_rare_socks, bpf_map__fd(skel->maps.xtx_rare_socks)) ||
 	    xtx_tc__load(tc)) {
 		printf("FAIL: load the TC program (%s)\n", strerror(errno));
 		return 1;
@@ -951,6 +1013,7 @@ int main(void)
 	RUN_CASE(test_oversized_value);
 	RUN_CASE(test_tc_applies_fix);
 	RUN_CASE(test_tc_victim_saved);
+	RUN_CASE(test_tc_ignores_foreign_fix);
 	RUN_CASE(test_redefer_after_lost_round_trip);
 	RUN_CASE(test_big_write_deferred);
 	RUN_CASE(test_big_write_evicts);

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <stdlib.h>
 #include <urcu.h>
@@ -485,13 +487,48 @@ static void test_txn_table(void)
 	xtxd_txns_free(&t);
 }
 
-/* The resolver frees a logged lock from user space; the next txn gets it, old tokens go stale. */
+/* An mmapable array map of the test's server, read-write, as xtxd maps it; NULL on failure. */
+static void *map_array(struct bpf_map *m, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = ((size_t)bpf_map__max_entries(m) * ((bpf_map__value_size(m) + 7) & ~7u) + page - 1) &
+	       ~(size_t)(page - 1);
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Table t's LOGGED holds as the family switch counts them (bpf/lib/pins.h). */
+static int64_t pins_of(const int64_t *pins, __u32 t)
+{
+	int64_t sum = 0;
+	int c;
+
+	for (c = 0; c <= XTX_PIN_USER_ROW; c++)
+		sum += pins[c * XTX_MAX_TABLES + t];
+	return sum;
+}
+
+/*
+ * The resolver frees a logged lock from user space; the next txn gets it,
+ * old tokens go stale, and the table's pin is uncounted.
+ */
 static void test_resolver_frees_logged_lock(void)
 {
-	struct xtxd_live l = { .locks_fd = bpf_map__fd(skel->maps.xtx_locks),
+	size_t locks_len = 0, pins_len = 0;
+	struct xtxd_live l = { .locks = map_array(skel->maps.xtx_locks, &locks_len),
+			       .pins = map_array(skel->maps.xtx_fam_pins, &pins_len),
 			       .lock_slots = TEST_LOCK_SLOTS };
 	__u64 txn = xtx_txn_make(CLIENT, 70), token;
+	int64_t pinned;
 	struct run r;
+
+	CHECK(l.locks && l.pins, "mapping the lock table and pins: %s", strerror(errno));
+	if (!l.locks || !l.pins)
+		return;
+	/* earlier cases left logged holds of their own: this one counts from here */
+	pinned = pins_of(l.pins, 0);
 
 	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
 	in_op(&r, 0)->txn = txn;
@@ -501,9 +538,13 @@ static void test_resolver_frees_logged_lock(void)
 	set_head(cursor().tail);
 	CHECK(append(next_req++, 70, 80, 2, XTX_OPF_LOG_LAST).status == XTX_ST_OK, "append");
 	CHECK(xtxd_live_lock_held(&l, txn, 0, 80), "held after logging");
+	CHECK(pins_of(l.pins, 0) == pinned + 1, "the logged hold pins table 0: %lld, %lld before",
+	      (long long)pins_of(l.pins, 0), (long long)pinned);
 	CHECK(xtxd_live_unlock(&l, xtx_txn_make(CLIENT, 71), 0, 80) == 0, "not another txn's");
 	CHECK(xtxd_live_unlock(&l, txn, 0, 80) == 1, "freed");
 	CHECK(!xtxd_live_lock_held(&l, txn, 0, 80), "still held");
+	CHECK(pins_of(l.pins, 0) == pinned, "freed, table 0 still pinned: %lld, %lld before",
+	      (long long)pins_of(l.pins, 0), (long long)pinned);
 	make_req(&r, CLIENT, next_req++, 1, XTX_OP_UNLOCK_EXCL);
 	in_op(&r, 0)->txn = txn;
 	in_op(&r, 0)->key = 80;
@@ -515,6 +556,8 @@ static void test_resolver_frees_logged_lock(void)
 	in_op(&r, 0)->key = 80;
 	run(&r);
 	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "the next txn: %u", out_op(&r, 0)->status);
+	munmap(l.locks, locks_len);
+	munmap(l.pins, pins_len);
 }
 
 static struct xtx_log_entry wr(uint64_t key, uint64_t version, uint8_t flags, uint8_t byte)

@@ -201,24 +201,30 @@ int xtx_target_info(const struct xtx_target *t, struct xtx_info *info)
 	return err;
 }
 
-int xtx_target_map_kv(const struct xtx_target *t, uint32_t nbuckets, struct xtx_kv_bucket **kv,
-		      size_t *size)
+int xtx_target_map_array(const struct xtx_target *t, const char *name, size_t entries,
+			 size_t value_size, void **p, size_t *size)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	size_t len = ((size_t)nbuckets * sizeof(struct xtx_kv_bucket) + page - 1) &
-		     ~(size_t)(page - 1);
-	int fd = xtx_target_map_fd(t, XTX_MAP_KV), err = 0;
-	void *p;
+	/* an mmapable array lays its values out 8-byte aligned */
+	size_t len = (entries * ((value_size + 7) & ~(size_t)7) + page - 1) & ~(size_t)(page - 1);
+	int fd = xtx_target_map_fd(t, name), err = 0;
+	void *m;
 
 	if (fd < 0)
 		return fd;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
 		err = -errno;
 	close(fd);
 	if (err)
 		return err;
-	*kv = p;
+	*p = m;
 	*size = len;
 	return 0;
+}
+
+int xtx_target_map_kv(const struct xtx_target *t, uint32_t nbuckets, struct xtx_kv_bucket **kv,
+		      size_t *size)
+{
+	return xtx_target_map_array(t, XTX_MAP_KV, nbuckets, sizeof(**kv), (void **)kv, size);
 }

@@ -40,6 +40,13 @@ struct xtx_kv_bucket;
 /* How the loaded program was configured (XTX_MAP_INFO); 0 or a negative errno. */
 int xtx_target_info(const struct xtx_target *t, struct xtx_info *info);
 /*
+ * Maps the mmapable array map NAME (entries values of value_size bytes),
+ * shared with XDP, read-write: 0 with *p and *size (for munmap), or a
+ * negative errno.
+ */
+int xtx_target_map_array(const struct xtx_target *t, const char *name, size_t entries,
+			 size_t value_size, void **p, size_t *size);
+/*
  * Maps the kernel's nbuckets KV buckets, shared with XDP, read-write:
  * 0 with *kv and *size (for munmap), or a negative errno.
  */

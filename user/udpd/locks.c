@@ -67,12 +67,36 @@ static void reclaim_expired(struct udpd_stripe *s, struct udpd_lock *l, struct l
 	c->flags |= XTX_LOCKF_RECLAIMED;
 }
 
+/* Index of one of txn's shared holds, or -1. */
+static int sharer_of(const struct udpd_lock *l, uint64_t txn)
+{
+	int i;
+
+	for (i = 0; i < l->shared; i++)
+		if (l->sharer[i] == txn)
+			return i;
+	return -1;
+}
+
+static bool sharers_all(const struct udpd_lock *l, uint64_t txn)
+{
+	int i;
+
+	for (i = 0; i < l->shared; i++)
+		if (l->sharer[i] != txn)
+			return false;
+	return true;
+}
+
 static uint32_t state_of(const struct udpd_lock *l, uint64_t txn)
 {
+	bool mine;
+
 	if (!l)
 		return 0;
+	mine = l->excl ? l->owner == txn : sharer_of(l, txn) >= 0;
 	return (l->excl ? XTX_LOCKF_EXCL : 0) | (l->shared ? XTX_LOCKF_SHARED : 0) |
-	       (held(l) && l->owner == txn ? XTX_LOCKF_MINE : 0) | (l->flags & XTX_LOCKF_LOGGED);
+	       (mine ? XTX_LOCKF_MINE : 0) | (l->flags & XTX_LOCKF_LOGGED);
 }
 
 static uint8_t grant(struct udpd_lock *l, struct lock_ctx *c)
@@ -85,17 +109,16 @@ static uint8_t grant(struct udpd_lock *l, struct lock_ctx *c)
 
 static uint8_t acquire_excl(struct udpd_stripe *s, struct udpd_lock *l, struct lock_ctx *c)
 {
-	if (!held(l)) {
-		new_epoch(s, l);
-		l->owner = c->txn;
-		l->excl = 1;
-		return grant(l, c);
-	}
-	if (l->owner != c->txn)
+	bool first = !held(l);
+
+	/* another's exclusive hold, or a shared hold that is not txn's (no upgrade past it) */
+	if ((l->excl && l->owner != c->txn) || !sharers_all(l, c->txn))
 		return XTX_ST_REJECTED;
-	/* re-entrant on its own exclusive lock, or an upgrade as the sole sharer */
 	if (l->excl == 0xffff)
 		return XTX_ST_RETRY;
+	if (first)
+		new_epoch(s, l);
+	l->owner = c->txn;
 	l->excl++;
 	return grant(l, c);
 }
@@ -104,25 +127,27 @@ static uint8_t acquire_shared(struct udpd_stripe *s, struct udpd_lock *l, struct
 {
 	if (l->excl && l->owner != c->txn)
 		return XTX_ST_REJECTED;
-	if (l->shared == 0xffff)
-		return XTX_ST_RETRY;
-	if (!held(l)) {
+	/* as many shared holds as an XDP lock slot proves: the same answers as XDP's */
+	if (l->shared >= XTX_LOCK_SHARERS)
+		return XTX_ST_REJECTED;
+	if (!held(l))
 		new_epoch(s, l);
-		l->owner = c->txn;
-	} else if (l->owner != c->txn) {
-		l->owner = XTX_LOCK_OWNER_MIXED;
-	}
-	l->shared++;
+	l->sharer[l->shared++] = c->txn;
 	return grant(l, c);
 }
 
+/* Frees one of txn's shared holds: another's is never touched. */
 static void release_shared(struct udpd_lock *l, struct lock_ctx *c, uint64_t token)
 {
-	if (!l || token != l->gen || !l->shared) {
+	int i = l && token == l->gen ? sharer_of(l, c->txn) : -1;
+
+	if (i < 0) {
 		c->flags |= XTX_LOCKF_STALE;
 		return;
 	}
 	l->shared--;
+	l->sharer[i] = l->sharer[l->shared];
+	l->sharer[l->shared] = 0;
 }
 
 static void release_excl(struct udpd_lock *l, struct lock_ctx *c, uint64_t token)
@@ -131,8 +156,8 @@ static void release_excl(struct udpd_lock *l, struct lock_ctx *c, uint64_t token
 		c->flags |= XTX_LOCKF_STALE;
 		return;
 	}
-	/* shared holds left under one's own exclusive are one's own: owner stays */
-	l->excl--;
+	if (!--l->excl)
+		l->owner = 0;
 }
 
 static bool is_acquire(uint8_t opcode)

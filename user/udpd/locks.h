@@ -19,11 +19,12 @@
 struct udpd_lock {
 	struct udpd_lock *next;
 	uint64_t key;
-	uint64_t owner;		/* txn id, or XTX_LOCK_OWNER_MIXED */
+	uint64_t owner;		/* exclusive holder's txn id, 0 when none */
 	uint64_t gen;		/* grant token */
 	uint64_t granted_ns;	/* last grant: the lease runs from here */
-	uint16_t shared;
+	uint16_t shared;	/* shared holds: sharer[0, shared) */
 	uint16_t excl;
+	uint64_t sharer[XTX_LOCK_SHARERS];	/* txn id of each shared hold */
 	uint32_t flags;		/* XTX_LOCKF_LOGGED */
 	uint8_t table;
 };

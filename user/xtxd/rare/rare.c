@@ -365,6 +365,41 @@ static void warn_lost_store(void)
 			"until they are loaded again\n", (unsigned long long)referenced);
 }
 
+/*
+ * Lists this xtxd's sockets as the only senders whose fix trailers TC
+ * egress applies (XTX_MAP_RARE_SOCKS), after forgetting those of an
+ * earlier xtxd: their sockets are gone, and cookies are never reused.
+ */
+static int list_sockets(const struct xtx_target *t)
+{
+	int fd = xtx_target_map_fd(t, XTX_MAP_RARE_SOCKS), err = 0;
+	__u64 key, cookie;
+	socklen_t len;
+	__u32 one = 1, i;
+
+	if (fd < 0)
+		return fd;
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key)) {
+			err = -errno;
+			goto out;
+		}
+	for (i = 0; i < rare.nthreads; i++) {
+		len = sizeof(cookie);
+		if (getsockopt(rare.th[i]->sock, SOL_SOCKET, SO_COOKIE, &cookie, &len) ||
+		    bpf_map_update_elem(fd, &cookie, &one, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
+	}
+out:
+	if (err)
+		fprintf(stderr, "Error: rare path: listing its sockets in %s: %s\n",
+			XTX_MAP_RARE_SOCKS, strerror(-err));
+	close(fd);
+	return err;
+}
+
 int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 {
 	uint32_t nbuckets, i;
@@ -413,6 +448,9 @@ int xtxd_rare_start(const struct xtx_target *t, const struct xtxd_rare_opts *o)
 			goto fail;
 		}
 	}
+	err = list_sockets(t);
+	if (err)
+		goto fail;
 	rare.live = true;
 	for (i = 0; i < rare.nthreads; i++) {
 		err = -pthread_create(&rare.th[i]->tid, NULL, rare_thread_main, rare.th[i]);

@@ -49,7 +49,7 @@ static struct {
 	uint64_t after_ns;
 	uint64_t keep_ns;		/* --keep-decided */
 	struct xtxd_live live;
-	size_t kv_size;
+	size_t kv_size, locks_size, pins_size;
 	pthread_mutex_t mu;	/* txns: the drain thread adds, the resolver does the rest */
 	struct xtxd_txns txns;
 	uint64_t last_scan;
@@ -85,7 +85,7 @@ static struct {
 	bool (*serving)(void);
 	uint64_t silenced;		/* messages ignored while it may not */
 } R = { .stop_fd = -1, .sock = -1, .fence_fd = -1, .outcome_fd = -1, .dirfd = -1,
-	.kick_fd = -1, .live = { .locks_fd = -1 }, .mu = PTHREAD_MUTEX_INITIALIZER,
+	.kick_fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER,
 	};
 
 static const char *outcome_name(int o)
@@ -1375,9 +1375,14 @@ static int open_live(const struct xtx_target *t, struct xtxd_ovf *store)
 	R.live.nbuckets = info.kv_buckets;
 	R.live.store = store;
 	R.live.lock_slots = info.lock_slots;
-	R.live.locks_fd = xtx_target_map_fd(t, XTX_MAP_LOCKS);
-	if (R.live.locks_fd < 0)
-		return R.live.locks_fd;
+	err = xtx_target_map_array(t, XTX_MAP_LOCKS, info.lock_slots, sizeof(*R.live.locks),
+				   (void **)&R.live.locks, &R.locks_size);
+	if (err)
+		return err;
+	err = xtx_target_map_array(t, XTX_MAP_FAM_PINS, XTX_PIN_ENTRIES, sizeof(*R.live.pins),
+				   (void **)&R.live.pins, &R.pins_size);
+	if (err)
+		return err;
 	R.fence_fd = xtx_target_map_fd(t, XTX_MAP_FENCE);
 	return R.fence_fd < 0 ? R.fence_fd : 0;
 }
@@ -1465,15 +1470,19 @@ static void cleanup(void)
 		close(R.outcome_fd);
 	if (R.dirfd >= 0)
 		close(R.dirfd);
-	if (R.live.locks_fd >= 0)
-		close(R.live.locks_fd);
+	if (R.live.locks)
+		munmap(R.live.locks, R.locks_size);
+	if (R.live.pins)
+		munmap(R.live.pins, R.pins_size);
 	if (R.live.kv)
 		munmap(R.live.kv, R.kv_size);
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_free(&R.txns);
 	pthread_mutex_unlock(&R.mu);
-	R.sock = R.stop_fd = R.kick_fd = R.fence_fd = R.outcome_fd = R.dirfd = R.live.locks_fd = -1;
+	R.sock = R.stop_fd = R.kick_fd = R.fence_fd = R.outcome_fd = R.dirfd = -1;
 	R.live.kv = NULL;
+	R.live.locks = NULL;
+	R.live.pins = NULL;
 }
 
 int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,

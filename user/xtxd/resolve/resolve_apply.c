@@ -12,8 +12,6 @@
 
 #define BUCKET_WAIT_NS		(2ull * 1000 * 1000 * 1000)
 #define SLOT_TRIES		200
-/* Far longer than an XDP critical section on a lock slot (tens of instructions). */
-#define SLOT_GRACE_NS		(1000 * 1000)
 
 static void pause_ns(long ns)
 {
@@ -356,55 +354,86 @@ int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w)
 	}
 }
 
+/* Whether txn holds the slot: exclusively, or one of its shared holds. */
 static bool held_by(const struct xtx_lock_slot *s, uint64_t txn)
 {
-	return (s->excl || s->shared) && s->owner == txn;
+	uint16_t shared = __atomic_load_n(&s->shared, __ATOMIC_RELAXED);
+	int i;
+
+	if (__atomic_load_n(&s->excl, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&s->owner, __ATOMIC_RELAXED) == txn)
+		return true;
+	for (i = 0; i < XTX_LOCK_SHARERS && i < shared; i++)
+		if (__atomic_load_n(&s->sharer[i], __ATOMIC_RELAXED) == txn)
+			return true;
+	return false;
+}
+
+static struct xtx_lock_slot *slot_of(struct xtxd_live *l, uint8_t table, uint64_t key)
+{
+	return &l->locks[xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots)];
 }
 
 bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key)
 {
-	__u32 idx = xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots);
-	struct xtx_lock_slot s;
+	return held_by(slot_of(l, table, key), txn);
+}
 
-	return !bpf_map_lookup_elem(l->locks_fd, &idx, &s) && held_by(&s, txn);
+/*
+ * Takes away txn's holds of s (its spin word held): the exclusive one and
+ * each of its shared ones, never another's.  Returns the pinned tables
+ * to uncount when the slot went free, else 0.
+ */
+static uint32_t drop_holds(struct xtx_lock_slot *s, uint64_t txn)
+{
+	uint32_t pins;
+	int i;
+
+	if (s->excl && s->owner == txn) {
+		s->excl = 0;
+		s->owner = 0;
+	}
+	for (i = s->shared - 1; i >= 0; i--) {
+		if (i >= XTX_LOCK_SHARERS || s->sharer[i] != txn)
+			continue;
+		s->shared--;
+		s->sharer[i] = s->sharer[s->shared];
+		s->sharer[s->shared] = 0;
+	}
+	if (s->shared || s->excl)
+		return 0;
+	/* free now: a new gen, so the tokens handed out for it go stale */
+	pins = s->flags >> XTX_LOCK_PIN_SHIFT;
+	s->flags = 0;
+	s->gen++;
+	return pins;
 }
 
 int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key)
 {
-	__u32 idx = xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots);
-	struct xtx_lock_slot s;
-	bool freed;
+	struct xtx_lock_slot *s = slot_of(l, table, key);
+	uint32_t pins, t;
 	int i;
 
 	for (i = 0; i < SLOT_TRIES; i++) {
-		if (bpf_map_lookup_elem(l->locks_fd, &idx, &s))
-			return -errno;
-		if (!held_by(&s, txn))
+		if (!held_by(s, txn))
 			return 0;
-		if (s.spin) {
+		if (!__sync_bool_compare_and_swap(&s->spin, 0, 1)) {
 			pause_ns(50 * 1000);
 			continue;
 		}
-		s.spin = 1;
-		if (bpf_map_update_elem(l->locks_fd, &idx, &s, BPF_EXIST))
-			return -errno;
-		pause_ns(SLOT_GRACE_NS);
-		if (bpf_map_lookup_elem(l->locks_fd, &idx, &s))
-			return -errno;
-		if (s.spin != 1)
-			continue;	/* a CPU was inside and cleared it leaving: again */
-		freed = held_by(&s, txn);
-		if (freed) {
-			s.shared = 0;
-			s.excl = 0;
-			s.owner = 0;
-			s.flags = 0;
-			s.gen++;
+		if (!held_by(s, txn)) {
+			__atomic_store_n(&s->spin, 0, __ATOMIC_RELEASE);
+			return 0;
 		}
-		s.spin = 0;
-		if (bpf_map_update_elem(l->locks_fd, &idx, &s, BPF_EXIST))
-			return -errno;
-		return freed;
+		pins = drop_holds(s, txn);
+		__atomic_store_n(&s->spin, 0, __ATOMIC_RELEASE);
+		/* as XDP does (bpf/lib/pins.h), but in user space's own row */
+		for (t = 0; t < XTX_MAX_TABLES; t++)
+			if (pins & (1u << t))
+				__atomic_fetch_sub(&l->pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + t], 1,
+						   __ATOMIC_SEQ_CST);
+		return 1;
 	}
 	return -EBUSY;
 }

@@ -17,8 +17,9 @@ struct xtxd_live {
 	struct xtx_kv_bucket *kv;
 	uint32_t nbuckets;
 	struct xtxd_ovf *store;
-	int locks_fd;
+	struct xtx_lock_slot *locks;	/* mapped: its spin word is taken with a CAS */
 	uint32_t lock_slots;
+	int64_t *pins;			/* XTX_MAP_FAM_PINS, mapped (user space's row) */
 };
 
 /*
@@ -80,13 +81,11 @@ int xtxd_live_raise_floors(struct xtxd_live *l, uint64_t v);
 bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
 
 /*
- * Frees the lock slot of (table, key) if txn holds it (every hold, shared
- * or exclusive; gen moves on so the old tokens go stale).  User space
- * cannot CAS a map value, so it takes the slot's spin bit by writing it,
- * waits longer than any XDP critical section, and goes ahead only if the
- * bit is still its own (a section that was inside clears it on leaving);
- * meanwhile XDP answers RETRY for the slot.  1 freed, 0 not held by txn,
- * or a negative errno.
+ * Takes away txn's holds of the lock slot of (table, key), exclusive and
+ * shared, never another transaction's, under the slot's spin word taken
+ * with a CAS as XDP takes it (XDP answers RETRY meanwhile).  A slot left
+ * free gets a new gen, so the old tokens go stale, and its LOGGED pins
+ * are uncounted.  1 done, 0 not held by txn, or a negative errno.
  */
 int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
 
