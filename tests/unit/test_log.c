@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* LOG_APPEND (entries, full, wrap, duplicates, logged locks, fences) and the resolver's rules. */
-/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
@@ -560,6 +561,136 @@ static void test_resolver_frees_logged_lock(void)
 	munmap(l.pins, pins_len);
 }
 
+/* One lock op of client's transaction seq on key in a request of its own; the reply's op. */
+static struct xtx_op lock_op(__u32 client, __u64 *req, __u8 opcode, __u64 seq, __u64 key,
+			     __u64 token)
+{
+	struct run r;
+
+	make_req(&r, client, (*req)++, 1, opcode);
+	in_op(&r, 0)->txn = xtx_txn_make(client, seq);
+	in_op(&r, 0)->key = key;
+	in_op(&r, 0)->token = token;
+	in_op(&r, 0)->flags = XTX_OPF_NO_VALUE;
+	run(&r);
+	return *out_op(&r, 0);
+}
+
+/* The calling thread runs on cpu only: BPF_PROG_TEST_RUN runs the program there. */
+static void run_on_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+struct unlock_race {
+	struct xtxd_live *l;
+	int cpu;
+	volatile int *go;
+	int stale;		/* B: its releases found nothing of its own */
+	int grants;		/* B: grants it got; A: holds the resolver took away */
+};
+
+/* A: the resolver takes away X's shared hold over and over, X granted again by XDP. */
+static void *unlock_race_a(void *arg)
+{
+	struct unlock_race *u = arg;
+	__u64 req = 1ull << 41;
+	struct xtx_op o;
+	int i;
+
+	run_on_cpu(u->cpu);
+	while (!*u->go)
+		;
+	for (i = 0; i < 5000; i++) {
+		o = lock_op(CLIENT + 1, &req, XTX_OP_LOCK_SHARED, 1, 91, 0);
+		if (o.status == XTX_ST_OK)
+			u->grants += xtxd_live_unlock(u->l, xtx_txn_make(CLIENT + 1, 1), 0, 91) == 1;
+	}
+	return NULL;
+}
+
+/* B: transaction Y takes and releases its own shared hold of the same key. */
+static void *unlock_race_b(void *arg)
+{
+	struct unlock_race *u = arg;
+	__u64 req = 1ull << 41;
+	struct xtx_op o;
+	int i;
+
+	run_on_cpu(u->cpu);
+	while (!*u->go)
+		;
+	for (i = 0; i < 5000; i++) {
+		o = lock_op(CLIENT + 2, &req, XTX_OP_LOCK_SHARED, 2, 91, 0);
+		if (o.status != XTX_ST_OK)
+			continue;
+		u->grants++;
+		do
+			o = lock_op(CLIENT + 2, &req, XTX_OP_UNLOCK_SHARED, 2, 91, o.token);
+		while (o.status == XTX_ST_RETRY);
+		u->stale += !!(o.flags & XTX_LOCKF_STALE);
+	}
+	return NULL;
+}
+
+/*
+ * The resolver takes away only its transaction's holds, under the slot's
+ * spin word taken with a CAS: another transaction's shared hold of the
+ * same slot stays, and its owner's release finds it.  Once in turn, then
+ * from two CPUs at once (the resolver on one, XDP granting and releasing
+ * on the other): a resolver that wrote the whole slot back, or freed
+ * every hold, loses the other's holds.
+ */
+static void test_resolver_unlock_keeps_others(void)
+{
+	size_t locks_len = 0, pins_len = 0;
+	struct xtxd_live l = { .locks = map_array(skel->maps.xtx_locks, &locks_len),
+			       .pins = map_array(skel->maps.xtx_fam_pins, &pins_len),
+			       .lock_slots = TEST_LOCK_SLOTS };
+	__u64 req = 1ull << 40;	/* below the threads' ids: theirs are newer */
+	volatile int go = 0;
+	struct unlock_race a = { .l = &l, .cpu = 0, .go = &go }, b = { .l = &l, .cpu = 1, .go = &go };
+	const struct xtx_lock_slot *s;
+	struct xtx_op x, y;
+	pthread_t ta, tb;
+
+	CHECK(l.locks && l.pins, "mapping the lock table: %s", strerror(errno));
+	if (!l.locks || !l.pins)
+		return;
+	s = &l.locks[xtx_lock_slot_of(xtx_hash(0, 91), TEST_LOCK_SLOTS)];
+	x = lock_op(CLIENT + 1, &req, XTX_OP_LOCK_SHARED, 1, 91, 0);
+	y = lock_op(CLIENT + 2, &req, XTX_OP_LOCK_SHARED, 2, 91, 0);
+	CHECK(x.status == XTX_ST_OK && y.status == XTX_ST_OK, "two shared holds: %u %u", x.status,
+	      y.status);
+	CHECK(xtxd_live_unlock(&l, xtx_txn_make(CLIENT + 1, 1), 0, 91) == 1, "X's hold taken away");
+	CHECK(s->shared == 1 && s->sharer[0] == xtx_txn_make(CLIENT + 2, 2),
+	      "Y's hold went with X's: shared %u", s->shared);
+	y = lock_op(CLIENT + 2, &req, XTX_OP_UNLOCK_SHARED, 2, 91, y.token);
+	CHECK(y.status == XTX_ST_OK && !(y.flags & XTX_LOCKF_STALE), "Y's own release was stale");
+	CHECK(!s->shared && !s->excl, "slot left held: shared %u excl %u", s->shared, s->excl);
+
+	if (libbpf_num_possible_cpus() < 2 || sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		CHECK(0, "the race needs two CPUs online");
+		return;
+	}
+	pthread_create(&ta, NULL, unlock_race_a, &a);
+	pthread_create(&tb, NULL, unlock_race_b, &b);
+	go = 1;
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	CHECK(b.grants > 0 && b.stale == 0, "Y's releases found no hold of its own %d of %d times",
+	      b.stale, b.grants);
+	CHECK(a.grants > 0, "the resolver never took X's hold away");
+	CHECK(!s->shared && !s->excl, "after the race the slot is held: shared %u excl %u",
+	      s->shared, s->excl);
+	munmap(l.locks, locks_len);
+	munmap(l.pins, pins_len);
+}
+
 static struct xtx_log_entry wr(uint64_t key, uint64_t version, uint8_t flags, uint8_t byte)
 {
 	struct xtx_log_entry e = { .key = key, .version = version, .flags = flags, .vlen = 4 };
@@ -1006,6 +1137,7 @@ int main(void)
 	RUN_CASE(test_decide_rule);
 	RUN_CASE(test_txn_table);
 	RUN_CASE(test_resolver_frees_logged_lock);
+	RUN_CASE(test_resolver_unlock_keeps_others);
 	RUN_CASE(test_resolver_installs_decided_writes);
 	RUN_CASE(test_big_append_whole);
 	RUN_CASE(test_big_append_all_or_nothing);

@@ -415,9 +415,8 @@ int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t 
 	uint32_t pins, t;
 	int i;
 
+	/* looked at only under the spin word: XDP moves holds about while it holds it */
 	for (i = 0; i < SLOT_TRIES; i++) {
-		if (!held_by(s, txn))
-			return 0;
 		if (!__sync_bool_compare_and_swap(&s->spin, 0, 1)) {
 			pause_ns(50 * 1000);
 			continue;
