@@ -250,17 +250,24 @@ int xtx_xdp(struct xdp_md *ctx)
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
 		xtx_exec_op(ctx, i);
 
+	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
+	if (pc->ndeferred && !(pc->mode == XTX_EXEC_REDEFER && pc->redefer_busy)) {
+		st = xtx_defer_pass(ctx, pc);
+		if (st == XDP_PASS)
+			return XDP_PASS;
+		pc->redefer_busy = pc->mode == XTX_EXEC_REDEFER;
+		if (!pc->redefer_busy)
+			xtx_defer_abort(ctx, pc, true);
+	}
+	/*
+	 * A re-deferral that cannot go now is no answer: its ops may have
+	 * run in xtxd, so none is recorded RETRY ("did not run"), and the
+	 * next copy of the request tries again at once.
+	 */
 	if (pc->mode == XTX_EXEC_REDEFER && pc->redefer_busy) {
 		xtx_defer_abort(ctx, pc, false);
 		xtx_dedupe_expire(pc->rec_key);
 		return xtx_refuse(ctx, rt, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
-	}
-	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
-	if (pc->ndeferred) {
-		st = xtx_defer_pass(ctx, pc);
-		if (st == XDP_PASS)
-			return XDP_PASS;
-		xtx_defer_abort(ctx, pc, true);
 	}
 	hdr = xtx_hdr_of(ctx);
 	if (!hdr)
