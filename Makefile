@@ -100,7 +100,8 @@ $(OUT)/xtx-udpd: $(UDPD_OBJS)
 
 TEST_SUITES := $(basename $(notdir $(wildcard tests/unit/test_*.c)))
 TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
-TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o
+TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o \
+	$(OBJ_OUT)/tests/unit/race.o
 
 .PHONY: all help clean deps test san-tests demo bench bench-kv nemesis load unload format install uninstall
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)

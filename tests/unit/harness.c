@@ -2,7 +2,12 @@
 /* Shared fixtures for the XDP unit suites: load a server, run frames, read its maps. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
@@ -22,7 +27,7 @@ __u32 test_kv_buckets = 1024;
 __u32 test_log_ring = 64;
 bool test_no_warm;
 
-struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
+struct xtx_xdp *open_server(__u32 max_clients, __u32 lock_slots, bool echo)
 {
 	struct xtx_xdp *s = xtx_xdp__open();
 
@@ -41,12 +46,122 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	    bpf_map__set_max_entries(s->maps.xtx_defer_ring,
 				     XTX_DEFER_RING * libbpf_num_possible_cpus()) ||
 	    bpf_map__set_max_entries(s->maps.xtx_log, test_log_ring * libbpf_num_possible_cpus()) ||
-	    bpf_map__set_max_entries(s->maps.xtx_log_cursor, libbpf_num_possible_cpus()) ||
-	    xtx_xdp__load(s)) {
+	    bpf_map__set_max_entries(s->maps.xtx_log_cursor, libbpf_num_possible_cpus())) {
 		xtx_xdp__destroy(s);
 		return NULL;
 	}
 	return s;
+}
+
+struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
+{
+	struct xtx_xdp *s = open_server(max_clients, lock_slots, echo);
+
+	if (s && xtx_xdp__load(s)) {
+		xtx_xdp__destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct xtx_tc *load_tc_for(struct xtx_xdp *s)
+{
+	struct xtx_tc *tc = xtx_tc__open();
+
+	if (!tc)
+		return NULL;
+	tc->rodata->xtx_max_clients = s->rodata->xtx_max_clients;
+	tc->rodata->xtx_kv_buckets = s->rodata->xtx_kv_buckets;
+	tc->rodata->xtx_lock_slots = s->rodata->xtx_lock_slots;
+	if (bpf_map__reuse_fd(tc->maps.xtx_kv, bpf_map__fd(s->maps.xtx_kv)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(s->maps.xtx_dedupe)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(s->maps.xtx_stats)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(s->maps.xtx_locks)) ||
+	    xtx_tc__load(tc)) {
+		xtx_tc__destroy(tc);
+		return NULL;
+	}
+	return tc;
+}
+
+int run_tc_on(struct xtx_tc *tc, struct run *r)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r->in, .data_size_in = r->in_len,
+		    .data_out = r->out, .data_size_out = sizeof(r->out), .repeat = 1);
+	int err;
+
+	memset(r->out, 0, sizeof(r->out));
+	err = bpf_prog_test_run_opts(bpf_program__fd(tc->progs.xtx_tc_egress), &opts);
+	r->retval = opts.retval;
+	r->out_len = opts.data_size_out;
+	return err;
+}
+
+void xtxd_reply(const struct run *passed, struct run *reply, __u8 st, __u64 version,
+		const struct xtx_fix_entry *fix)
+{
+	__u8 payload[PKT_MAX] __attribute__((aligned(8))) = {};
+	size_t body = passed->out_len - PKT_PAYLOAD_OFF;
+	struct xtx_hdr *h = (struct xtx_hdr *)payload;
+	struct xtx_op *op = xtx_msg_ops(payload);
+	struct xtx_fix_footer ft = { .magic = XTX_FIX_MAGIC, .count = 1, .body_len = body };
+	struct pkt_addrs a = pkt_default_addrs;
+
+	reply->in_len = 0;
+	if (passed->out_len < PKT_PAYLOAD_OFF + sizeof(*h) + sizeof(*op) ||
+	    body + XTX_FIX_TRAILER_LEN(1) > sizeof(payload))
+		return;
+	memcpy(payload, passed->out + PKT_PAYLOAD_OFF, body);
+	h->flags |= XTX_F_REPLY;
+	h->reserved = 0;
+	h->status = XTX_ST_OK;
+	op->status = st;
+	op->version = version;
+	memcpy(payload + body, fix, sizeof(*fix));
+	memcpy(payload + body + sizeof(*fix), &ft, sizeof(ft));
+	/* from the server's port, which is how TC egress tells xtxd's replies */
+	a.sport = XTX_DEFAULT_PORT;
+	a.dport = pkt_default_addrs.sport;
+	reply->in_len = pkt_build(reply->in, &a, payload, body + XTX_FIX_TRAILER_LEN(1));
+}
+
+void set_leases(struct xtx_xdp *s, __u64 lock_lease_ns, __u64 kv_lease_ns)
+{
+	struct xtx_runtime rt = {};
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(s->maps.xtx_runtime), &zero, &rt);
+	rt.lock_lease_ns = lock_lease_ns;
+	rt.kv_lease_ns = kv_lease_ns;
+	bpf_map_update_elem(bpf_map__fd(s->maps.xtx_runtime), &zero, &rt, 0);
+}
+
+__u64 clock_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void *map_mmap(const struct bpf_map *m, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = ((size_t)bpf_map__max_entries(m) * bpf_map__value_size(m) + page - 1) &
+	       ~(size_t)(page - 1);
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /* Runs one frame through prog; the output buffer is reset before every run. */

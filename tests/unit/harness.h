@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <xtx/proto.h>
 #include <xtx/maps.h>
+#include <xtx/kv.h>
 #include "xtx_xdp.skel.h"
+#include "xtx_tc.skel.h"
 #include "pkt.h"
 
 #define TEST_MAX_CLIENTS 64
@@ -41,6 +43,33 @@ _Static_assert(offsetof(struct run, in) % 8 == 6 && offsetof(struct run, out) % 
 	       "packet buffers NET_IP_ALIGN-ed");
 
 struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo);
+/*
+ * A server sized as load_server() sizes it, opened but not loaded: for a
+ * case that changes rodata (HADES slots, lease) before xtx_xdp__load().
+ */
+struct xtx_xdp *open_server(__u32 max_clients, __u32 lock_slots, bool echo);
+/* TC egress on s's maps, as xtxd's pins make them shared; NULL (errno) on failure. */
+struct xtx_tc *load_tc_for(struct xtx_xdp *s);
+/* Runs r->in through TC egress; the output buffer is reset first. */
+int run_tc_on(struct xtx_tc *tc, struct run *r);
+/*
+ * xtxd's answer to a request XDP passed (passed->out): its body with op 0
+ * answered st at version, then fix and the footer, from the server port;
+ * into reply->in, for run_tc_on() (in_len 0 when passed holds no request).
+ */
+void xtxd_reply(const struct run *passed, struct run *reply, __u8 st, __u64 version,
+		const struct xtx_fix_entry *fix);
+/* The lock and bucket leases of s's runtime knobs (0: never), the rest kept. */
+void set_leases(struct xtx_xdp *s, __u64 lock_lease_ns, __u64 kv_lease_ns);
+/* CLOCK_MONOTONIC, bpf_ktime_get_ns()'s clock: for stamps written into maps. */
+__u64 clock_mono_ns(void);
+/*
+ * An mmapable array map's values, shared with the programs (a word XDP
+ * CASes can be CASed here, as TC or xtxd would); NULL on failure.
+ */
+void *map_mmap(const struct bpf_map *m, size_t *len);
+/* Pins the calling thread: BPF_PROG_TEST_RUN runs on its caller's CPU. 0 or -errno. */
+int pin_to_cpu(int cpu);
 /* Runs r->in through the program; the output buffer is reset first. */
 int run_on(struct xtx_xdp *s, struct run *r);
 int run(struct run *r);
