@@ -64,12 +64,13 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 	return s;
 }
 
-struct xtx_tc *load_tc_for(struct xtx_xdp *s)
+struct xtx_tc *load_tc_for(struct xtx_xdp *s, bool any_sender)
 {
 	struct xtx_tc *tc = xtx_tc__open();
 
 	if (!tc)
 		return NULL;
+	tc->rodata->xtx_tc_any_sender = any_sender;
 	tc->rodata->xtx_max_clients = s->rodata->xtx_max_clients;
 	tc->rodata->xtx_kv_buckets = s->rodata->xtx_kv_buckets;
 	tc->rodata->xtx_lock_slots = s->rodata->xtx_lock_slots;
@@ -77,6 +78,8 @@ struct xtx_tc *load_tc_for(struct xtx_xdp *s)
 	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(s->maps.xtx_dedupe)) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(s->maps.xtx_stats)) ||
 	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(s->maps.xtx_locks)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_fam_pins, bpf_map__fd(s->maps.xtx_fam_pins)) ||
+	    bpf_map__reuse_fd(tc->maps.xtx_rare_socks, bpf_map__fd(s->maps.xtx_rare_socks)) ||
 	    xtx_tc__load(tc)) {
 		xtx_tc__destroy(tc);
 		return NULL;

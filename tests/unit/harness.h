@@ -48,8 +48,13 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo);
  * case that changes rodata (HADES slots, lease) before xtx_xdp__load().
  */
 struct xtx_xdp *open_server(__u32 max_clients, __u32 lock_slots, bool echo);
-/* TC egress on s's maps, as xtxd's pins make them shared; NULL (errno) on failure. */
-struct xtx_tc *load_tc_for(struct xtx_xdp *s);
+/*
+ * TC egress on s's maps, as xtxd's pins make them shared; NULL (errno) on
+ * failure.  any_sender: it takes every frame's fix trailer as xtxd's (a
+ * test run's frame comes from a socket made for it, never one xtxd
+ * lists); without, it applies none, as for a stranger's packet.
+ */
+struct xtx_tc *load_tc_for(struct xtx_xdp *s, bool any_sender);
 /* Runs r->in through TC egress; the output buffer is reset first. */
 int run_tc_on(struct xtx_tc *tc, struct run *r);
 /*

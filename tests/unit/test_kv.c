@@ -376,13 +376,7 @@ static struct xtx_fix_entry *fix_entry_of(uint8_t *frame)
 
 static int run_tc(struct run *r)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r->in, .data_size_in = r->in_len,
-		    .data_out = r->out, .data_size_out = sizeof(r->out), .repeat = 1);
-	int err = bpf_prog_test_run_opts(bpf_program__fd(tc->progs.xtx_tc_egress), &opts);
-
-	r->retval = opts.retval;
-	r->out_len = opts.data_size_out;
-	return err;
+	return run_tc_on(tc, r);
 }
 
 /* A fix trailer not sent by one of xtxd's sockets (forwarded, forged) changes nothing. */
@@ -394,31 +388,17 @@ static void test_tc_ignores_foreign_fix(void)
 	struct xtx_stats before, after;
 	struct run r;
 
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = r.in, .data_out = r.out,
-		    .data_size_out = sizeof(r.out), .repeat = 1);
-	struct xtx_tc *strict = xtx_tc__open();
-
 	/* as xtxd loads it: only its listed sockets' trailers count, and a test run has none */
-	if (!strict || (strict->rodata->xtx_max_clients = TEST_MAX_CLIENTS,
-			strict->rodata->xtx_kv_buckets = KV_BUCKETS,
-			strict->rodata->xtx_lock_slots = TEST_LOCK_SLOTS, 0) ||
-	    bpf_map__reuse_fd(strict->maps.xtx_kv, kv_fd()) ||
-	    bpf_map__reuse_fd(strict->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
-	    bpf_map__reuse_fd(strict->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
-	    xtx_tc__load(strict)) {
-		CHECK(0, "loading TC as xtxd does: %s", strerror(errno));
-		xtx_tc__destroy(strict);
+	struct xtx_tc *strict = load_tc_for(skel, false);
+
+	CHECK(strict, "loading TC as xtxd does: %s", strerror(errno));
+	if (!strict)
 		return;
-	}
 	bucket_put(&b);
 	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_dedupe), &dkey, &slot, 0);
 	read_stats(&before);
 	r.in_len = build_fix_reply(r.in, 57, 0x3001, XTX_FIX_FILL, 2, 0xf0f0, 7100);
-	opts.data_size_in = r.in_len;
-	CHECK(!bpf_prog_test_run_opts(bpf_program__fd(strict->progs.xtx_tc_egress), &opts),
-	      "tc test run: %s", strerror(errno));
-	r.retval = opts.retval;
-	r.out_len = opts.data_size_out;
+	CHECK(!run_tc_on(strict, &r), "tc test run: %s", strerror(errno));
 	xtx_tc__destroy(strict);
 	read_stats(&after);
 	b = bucket_get();
@@ -982,24 +962,9 @@ int main(void)
 	xtx_log_libbpf();
 	test_kv_buckets = KV_BUCKETS;
 	skel = load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false);
-	tc = xtx_tc__open();
+	tc = skel ? load_tc_for(skel, true) : NULL;
 	if (!skel || !tc) {
 		printf("FAIL: load_server (%s)\n", strerror(errno));
-		return 1;
-	}
-	/* TC shares the XDP program's maps, as xtxd's pins make it on a real server */
-	tc->rodata->xtx_tc_any_sender = 1;
-	tc->rodata->xtx_max_clients = TEST_MAX_CLIENTS;
-	tc->rodata->xtx_kv_buckets = KV_BUCKETS;
-	tc->rodata->xtx_lock_slots = TEST_LOCK_SLOTS;
-	if (bpf_map__reuse_fd(tc->maps.xtx_kv, kv_fd()) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(skel->maps.xtx_dedupe)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(skel->maps.xtx_stats)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(skel->maps.xtx_locks)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_fam_pins, bpf_map__fd(skel->maps.xtx_fam_pins)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_rare_socks, bpf_map__fd(skel->maps.xtx_rare_socks)) ||
-	    xtx_tc__load(tc)) {
-		printf("FAIL: load the TC program (%s)\n", strerror(errno));
 		return 1;
 	}
 	set_runtime(0);

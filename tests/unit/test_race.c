@@ -605,7 +605,7 @@ static void redefer_case(bool reuse)
 
 	if (!server_up(load_server(TEST_MAX_CLIENTS, TEST_LOCK_SLOTS, false)))
 		return;
-	tc = load_tc_for(skel);
+	tc = load_tc_for(skel, true);
 	CHECK(tc, "load TC egress: %s", strerror(errno));
 	if (!tc)
 		goto out;
