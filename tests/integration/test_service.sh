@@ -126,7 +126,7 @@ check "allow off: enforcement off, the list kept" grep -q '^allowlist off' <<<"$
 ip netns exec "$PREFIX-c" python3 - "$(server_ip 0)" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-hdr = struct.pack('<IBBBBIIQ', 0x31585458, 1, 0, 1, 0, 5, 0, 1)
+hdr = struct.pack('<IBBBBIIQQ', 0x31585458, 2, 0, 1, 0, 5, 0, 1, 0)
 op = struct.pack('<BBBBIQQQQ', 24, 0, 0, 0, 0, 0, 0x1234, 0, 0) + bytes(40)
 s.sendto(hdr + op, (sys.argv[1], 7371))		# well formed, but not from a peer
 s.sendto(b'\x00' * 7, (sys.argv[1], 7371))	# malformed

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # End to end against xtx-udpd: the XDP server's xtxbench checks, bad packets, logs and leases.
-# checks: 120 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 121 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 
 UDPD=$BUILD/xtx-udpd
@@ -271,6 +271,7 @@ Prints "status=N ops=S0,S1,..." for the reply (numeric XTX_ST_* codes) or
   short        nops=2 but one op slot in the datagram
   bad-version  protocol version 9
   reserved     reserved header field not zero
+  mac          a MAC (hdr.mac not zero) to a server without a secret
   reply-flag   a datagram already flagged as a reply
   truncated    10 bytes
 """
@@ -280,16 +281,16 @@ import struct
 import sys
 
 MAGIC = 0x31585458
-HDR = struct.Struct("<IBBBBIIQ")  # struct xtx_hdr
+HDR = struct.Struct("<IBBBBIIQQ")  # struct xtx_hdr
 OP = struct.Struct("<BBBBIQQQQ40s")  # struct xtx_op
 CLIENT = 7
 OP_GET, OP_INSERT, OP_LOCK_EXCL = 16, 17, 5
 
 
-def hdr(nops, version=1, flags=0, reserved=0):
+def hdr(nops, version=2, flags=0, reserved=0, mac=0):
     # a fresh request id per run: the server keeps a window of ids per client
     req_id = (int.from_bytes(os.urandom(6), "little") | 1) << 8
-    return HDR.pack(MAGIC, version, flags, nops, 0, CLIENT, reserved, req_id)
+    return HDR.pack(MAGIC, version, flags, nops, 0, CLIENT, reserved, req_id, mac)
 
 
 def op(opcode, table, key, txn=0, value=b""):
@@ -314,6 +315,8 @@ def build(case):
         return hdr(1, version=9) + ins
     if case == "reserved":
         return hdr(1, reserved=1) + ins
+    if case == "mac":
+        return hdr(1, mac=0x123456789abcdef) + ins
     if case == "reply-flag":
         return hdr(1, flags=1) + ins
     if case == "truncated":
@@ -331,7 +334,7 @@ def main():
     except socket.timeout:
         print("noreply")
         return
-    _, _, _, nops, status, _, _, _ = HDR.unpack_from(data)
+    _, _, _, nops, status, _, _, _, _ = HDR.unpack_from(data)
     sts = []
     for i in range(min(nops, (len(data) - HDR.size) // OP.size)):
         sts.append(str(OP.unpack_from(data, HDR.size + i * OP.size)[1]))
@@ -366,6 +369,7 @@ check "fewer op slots than nops: MALFORMED ($(raw short))" test "$(raw short)" =
 out=$(raw bad-version)
 check "protocol version 9: BAD_VERSION ($out)" test "$out" = "status=4 ops=9"
 check "reserved bits set: MALFORMED ($(raw reserved))" test "$(raw reserved)" = "status=3 ops=9"
+check "a MAC without a secret: MALFORMED ($(raw mac))" test "$(raw mac)" = "status=3 ops=9"
 check "a datagram flagged as a reply gets no answer" test "$(raw reply-flag)" = noreply
 check "a truncated datagram gets no answer" test "$(raw truncated)" = noreply
 out=$(op 0 --client-id 2000 ping 0 0 2>&1)
