@@ -58,7 +58,8 @@ static struct {
 	uint64_t refence_full;	/* ... not, the fence map being full */
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
-	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
+	uint64_t client_refused;	/* ... refused: not its txn, bad flags */
+	uint64_t client_bad_mac;	/* ... dropped: the secret's MAC missing or wrong */
 	bool has_secret;
 	struct xtx_secret secret;	/* clients' questions carry its MAC */
 	bool compact;			/* a snapshot removed logs: compact decided.xdec */
@@ -720,8 +721,9 @@ static void receive(void)
 		}
 		if (m.op.opcode == XTX_OP_TXN_STATUS) {
 			/* with the cluster's secret, the MAC of the whole question */
-			if ((R.has_secret && !xtx_mac_ok(&R.secret, &m, sizeof(m))) ||
-			    !on_client_status(&m.h, &m.op, &src))
+			if (R.has_secret && !xtx_mac_ok(&R.secret, &m, sizeof(m)))
+				__atomic_fetch_add(&R.client_bad_mac, 1, __ATOMIC_RELAXED);
+			else if (!on_client_status(&m.h, &m.op, &src))
 				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -1578,6 +1580,7 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
 	s->client_asks = __atomic_load_n(&R.client_asks, __ATOMIC_RELAXED);
 	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);
+	s->client_bad_mac = __atomic_load_n(&R.client_bad_mac, __ATOMIC_RELAXED);
 	s->decisions_pruned = __atomic_load_n(&R.pruned, __ATOMIC_RELAXED);
 	s->decisions_kept = __atomic_load_n(&R.kept, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&R.mu);
