@@ -36,7 +36,11 @@ static __always_inline void xtx_mark_ops(struct xdp_md *ctx, __u32 nops, __u8 st
 }
 
 
-/* Header checks that need no op: version, reserved bits, op count, client. */
+/*
+ * Header checks that need no op: version, reserved bits, op count, client.
+ * A MAC left here is one no secret checked (xtx_mac_ok clears a checked
+ * one): without a secret a request carries none.
+ */
 static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_len,
 					    __u32 *counter)
 {
@@ -52,7 +56,8 @@ static __always_inline int xtx_check_header(struct xtx_hdr *hdr, __u32 payload_l
 	 * to guess
 	 */
 	ops_end = sizeof(*hdr) + (__u32)hdr->nops * sizeof(struct xtx_op);
-	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved || payload_len < ops_end ||
+	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved || hdr->mac ||
+	    payload_len < ops_end ||
 	    (payload_len > ops_end && payload_len > XTX_MAX_REQUEST)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
@@ -166,7 +171,7 @@ int xtx_xdp(struct xdp_md *ctx)
 	if (!hdr)
 		return XDP_DROP;
 	nops = hdr->nops;
-	if (!xtx_mac_ok(rt, hdr)) {
+	if (!xtx_mac_ok(rt, ctx, p.payload_len)) {
 		xtx_count(XTX_CTR_BAD_MAC);
 		xtx_count(XTX_CTR_DROP);
 		return XDP_DROP;

@@ -9,6 +9,7 @@
 #include <xtx/maps.h>
 #include <xtx/mac.h>
 #include "maps.h"
+#include "parse.h"
 
 /*
  * With the allowlist on, a sender outside every listed prefix is dropped
@@ -34,29 +35,67 @@ static __always_inline bool xtx_allowed(const struct xtx_runtime *rt, struct xtx
 }
 
 /*
- * With a shared secret every request carries its header's MAC in
- * hdr.reserved (include/xtx/mac.h): a sender without the secret is dropped
- * before anything runs.  The field is cleared once checked, since the rare
- * path uses it for its own ticket.  Without a secret it must be zero.  A
- * subprogram of its own: inlined, its rounds' registers made clang spill
- * the packet pointer in a way the verifier refuses.
+ * With a shared secret every request carries the MAC of its whole UDP
+ * payload in hdr.mac (include/xtx/mac.h): a sender without the secret, or
+ * a request changed on the way, is dropped before anything runs.  The
+ * walk reads one 8-byte word per compression round, each bounds-checked,
+ * up to XTX_MAC_MAX_WORDS; the header's four words come first, the MAC's
+ * own as zero.  A payload longer than any request may be (XTX_MAX_REQUEST)
+ * is not walked: it fails.  The field is cleared once checked, so that
+ * replies and the rare path never carry it.  A global subprogram: verified
+ * once on its own, whatever the feature combination around it, and only
+ * packets with the secret on call it.  1: the MAC is right.
  */
-static __noinline bool xtx_mac_check(const struct xtx_runtime *rt, struct xtx_hdr *hdr)
+__noinline int xtx_mac_check(struct xdp_md *ctx, __u64 k0, __u64 k1, __u32 len)
 {
-	struct xtx_secret s;
-	__u32 got = hdr->reserved;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u8 *p = data + XTX_HDR_OFF;
+	struct xtx_hdr *hdr = (struct xtx_hdr *)p;
+	__u64 *w, got, tail = 0;
+	struct xtx_sip s;
+	__u32 i, off;
 
-	s.k0 = rt->secret_k0;
-	s.k1 = rt->secret_k1;
-	if (got != xtx_hdr_mac(&s, hdr))
-		return false;
-	hdr->reserved = 0;
-	return true;
+	if ((void *)(hdr + 1) > data_end || len < sizeof(*hdr) || len > XTX_MAX_REQUEST)
+		return 0;
+	got = hdr->mac;
+	xtx_sip_init(&s, k0, k1);
+	w = (__u64 *)hdr;
+	xtx_sip_block(&s, w[0]);
+	xtx_sip_block(&s, w[1]);
+	xtx_sip_block(&s, w[2]);
+	xtx_sip_block(&s, 0);
+	for (i = sizeof(*hdr) / 8; i < XTX_MAC_MAX_WORDS; i++) {
+		if (i * 8 + 8 > len)
+			break;
+		w = (__u64 *)(p + i * 8);
+		if ((void *)(w + 1) > data_end)
+			return 0;
+		xtx_sip_block(&s, *w);
+	}
+	off = i * 8;
+	/* a request's length is a multiple of 8; anything else is walked as SipHash does */
+	for (i = 0; i < 7; i++) {
+		__u8 *b = p + off + i;
+
+		if (off + i >= len)
+			break;
+		if ((void *)(b + 1) > data_end)
+			return 0;
+		tail |= (__u64)*b << (8 * i);
+	}
+	if (xtx_mac_tag(xtx_sip_final(&s, tail, len)) != got)
+		return 0;
+	hdr->mac = 0;
+	return 1;
 }
 
-static __always_inline bool xtx_mac_ok(const struct xtx_runtime *rt, struct xtx_hdr *hdr)
+/* With the secret on, the request's MAC is right; without it there is nothing to check. */
+static __always_inline bool xtx_mac_ok(const struct xtx_runtime *rt, struct xdp_md *ctx,
+				       __u32 payload_len)
 {
-	return !rt || !(rt->flags & XTX_RTF_SECRET) || xtx_mac_check(rt, hdr);
+	return !rt || !(rt->flags & XTX_RTF_SECRET) ||
+	       xtx_mac_check(ctx, rt->secret_k0, rt->secret_k1, payload_len);
 }
 
 #endif /* XTX_BPF_ALLOW_H */

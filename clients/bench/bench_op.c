@@ -17,6 +17,7 @@
 #include "msgbuf.h"
 #include "names.h"
 #include "num.h"
+#include "secret.h"
 #include "servers.h"
 #include "transport.h"
 
@@ -30,6 +31,8 @@ struct op_opts {
 	uint32_t epoch;		/* hdr.epoch: the configuration the request claims */
 	uint64_t timeout_ns;
 	bool json;
+	bool has_secret;	/* --secret-file: the request carries its MAC */
+	struct xtx_secret secret;
 	struct xtx_op op;	/* what to send */
 	/* a value over a slot, sent in the op's area; or room reserved there for a read's answer */
 	uint8_t area_value[XTX_VALUE_MAX];
@@ -66,6 +69,7 @@ static void usage(FILE *out)
 		"  -e, --epoch N           the configuration epoch the request names (default 0:\n"
 		"                          a static cluster); a refusal prints the server's\n"
 		"  -t, --timeout DUR       retransmit after DUR (default 20ms; %d tries)\n"
+		"      --secret-file PATH  the cluster's shared secret (xtxd --secret-file)\n"
 		"  -j, --json              one JSON object\n"
 		"\n"
 		"Fields: value=HEX version=N token=N txn=SEQ flags=FLAG[,FLAG...] room=N\n"
@@ -228,6 +232,8 @@ static int parse_field(const char *arg, struct op_opts *o)
 	return 0;
 }
 
+enum { OPT_SECRET_FILE = 256 };
+
 static int parse_args(int argc, char **argv, struct op_opts *o)
 {
 	static const struct option longopts[] = {
@@ -237,6 +243,7 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 		{ "epoch", required_argument, NULL, 'e' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -269,6 +276,11 @@ static int parse_args(int argc, char **argv, struct op_opts *o)
 				return -1;
 			break;
 		case 'j': o->json = true; break;
+		case OPT_SECRET_FILE:
+			if (xtx_secret_read(optarg, &o->secret))
+				return -1;
+			o->has_secret = true;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -362,6 +374,8 @@ static int call(struct xtx_transport *tr, const struct op_opts *o, struct xtx_ms
 	if (o->area_len)
 		memcpy(xtx_msg_area(&req, op), o->area_value,
 		       o->area_len > XTX_VALUE_MAX ? XTX_VALUE_MAX : o->area_len);
+	if (o->has_secret)
+		xtx_mac_sign(&o->secret, &req, (uint32_t)d.len);
 	for (*tries = 1; *tries <= OP_MAX_TRIES; (*tries)++) {
 		if (xtx_transport_send(tr, &d, 1) < 0)
 			return -1;

@@ -59,9 +59,9 @@ void xtx_reqwin_submit(struct xtx_reqwins *w, unsigned int s, struct xtx_req *r)
 	struct xtx_reqwin *srv = &w->srv[s];
 
 	r->req_id = srv->next_id++;
-	/* the header is final now: its MAC goes with every (re)transmission */
+	/* the request is final now: its MAC goes with every (re)transmission */
 	if (w->mac)
-		r->msg.hdr.reserved = xtx_hdr_mac(&w->secret, &r->msg.hdr);
+		xtx_mac_sign(&w->secret, &r->msg, xtx_req_len(r));
 	r->tx = 0;
 	r->pending = true;
 	srv->outstanding++;
@@ -114,7 +114,7 @@ int xtx_reqwins_send(struct xtx_reqwins *w, struct xtx_transport *tr, uint64_t *
 			if (!r->req_id || !r->pending)
 				continue;
 			d[n].buf = &r->msg;
-			d[n].len = r->len ? r->len : xtx_msg_len(r->msg.hdr.nops);
+			d[n].len = xtx_req_len(r);
 			d[n].server = s;
 			w->which[n++] = r;
 		}

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <xtx/mac.h>
 #include <xtx/maps.h>
+#include <xtx/msg.h>
 #include "msgbuf.h"
 #include "transport.h"
 
@@ -28,6 +29,12 @@ struct xtx_req {
 	/* The request stays here intact: retransmitted as is, replies checked against it. */
 	struct xtx_msgbuf msg;
 };
+
+/* The bytes of r that go on the wire. */
+static inline uint32_t xtx_req_len(const struct xtx_req *r)
+{
+	return r->len ? r->len : (uint32_t)xtx_msg_len(r->msg.hdr.nops);
+}
 
 /* One server's window. */
 struct xtx_reqwin {

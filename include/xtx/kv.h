@@ -253,6 +253,10 @@ _Static_assert(sizeof(struct xtx_fix_footer) == 8, "fix footer layout");
 	((n) * sizeof(struct xtx_fix_entry) + sizeof(struct xtx_fix_footer))
 
 _Static_assert(__builtin_offsetof(struct xtx_defer_trailer, e) == XTX_TRAILER_HDR_LEN, "trailer");
+/* The MTU arithmetic of proto.h: any request leaves xtxd room for at least one fix entry. */
+_Static_assert(XTX_MAX_REQUEST + XTX_FIX_TRAILER_LEN(1) <= XTX_MAX_PAYLOAD &&
+	       sizeof(struct xtx_hdr) + XTX_MAX_OPS * sizeof(struct xtx_op) <= XTX_MAX_REQUEST,
+	       "a request and its rare-path fix trailer fit the MTU");
 _Static_assert(sizeof(struct xtx_defer_entry) == 88, "defer entry layout");
 
 /*

@@ -11,7 +11,8 @@
  *   struct xtx_hdr | struct xtx_op[nops]
  *
  * The reply is the same datagram rewritten in place: addresses and ports
- * swapped, XTX_F_REPLY set, every op's status and result fields filled.
+ * swapped, XTX_F_REPLY set, every op's status and result fields filled,
+ * hdr.mac zero.
  * Ops are fixed-size slots so the XDP program walks them with a constant
  * stride and a reply always fits in the request's bytes.  One packet carries
  * ops of many transactions (each op names its own), which is what lets a
@@ -22,7 +23,8 @@
  */
 
 #define XTX_MAGIC		0x31585458u	/* "XTX1" on the wire */
-#define XTX_VERSION		1
+/* 2: hdr.mac, a 64-bit MAC of the whole request (include/xtx/mac.h) */
+#define XTX_VERSION		2
 #define XTX_DEFAULT_PORT	7370
 
 /*
@@ -35,7 +37,7 @@
 #define XTX_VALUE_MAX		1024
 /*
  * Ops per packet: bounds the XDP loop, and 16 slots of 80 B plus headers
- * (14 + 20 + 8 + 24 + 1280 = 1346 B) stay under a 1500 B MTU.
+ * (14 + 20 + 8 + 32 + 1280 = 1354 B) stay under a 1500 B MTU.
  */
 #define XTX_MAX_OPS		16
 
@@ -56,7 +58,11 @@ struct xtx_hdr {
 	 * refuses the packet XTX_ST_EPOCH and answers with its own here.
 	 */
 	__u16 epoch;
-	__u32 reserved;		/* zero, or the MAC (include/xtx/mac.h) */
+	/*
+	 * Zero on the wire.  Inside a server the rare path keeps its defer
+	 * ticket here (include/xtx/kv.h).
+	 */
+	__u32 reserved;
 	/*
 	 * Per (client, server) request sequence number, strictly increasing;
 	 * a retransmission reuses the id.  The server remembers the last
@@ -64,6 +70,13 @@ struct xtx_hdr {
 	 * so a client keeps at most that many requests outstanding per server.
 	 */
 	__u64 req_id;
+	/*
+	 * With a cluster secret, the MAC of the whole request: every byte of
+	 * the UDP payload (header, ops, value area) with this field read as
+	 * zero (include/xtx/mac.h).  Without one, zero; a server without a
+	 * secret refuses any other value MALFORMED.  Zero in every reply.
+	 */
+	__u64 mac;
 };
 
 /* One operation.  Request fields are read, reply fields written in place. */
@@ -134,10 +147,14 @@ struct xtx_ext {
 };
 
 #define XTX_EXT_ALIGN		8
-/* UDP payload of a request with a value area (1472 less a fix trailer of one entry). */
+/*
+ * UDP payload of a request with a value area (1472 less a fix trailer of one
+ * entry).  A request without one is at most 32 + 16 * 80 = 1312 B, which
+ * leaves the rare path room for three fix entries (bpf/lib/defer.h).
+ */
 #define XTX_MAX_REQUEST		1416
 
-_Static_assert(sizeof(struct xtx_hdr) == 24, "xtx_hdr is wire format");
+_Static_assert(sizeof(struct xtx_hdr) == 32, "xtx_hdr is wire format");
 _Static_assert(sizeof(struct xtx_ext) <= XTX_VALUE_INLINE, "an area reference fits a slot");
 _Static_assert(sizeof(struct xtx_ping_info) <= XTX_VALUE_INLINE, "ping info fits a value");
 _Static_assert(sizeof(struct xtx_op) == 80, "xtx_op is wire format");

@@ -25,7 +25,8 @@ import sys
 import time
 
 MAGIC = 0x31585458
-HDR = struct.Struct("<IBBBBHHIQ")
+VERSION = 2
+HDR = struct.Struct("<IBBBBHHIQQ")  # struct xtx_hdr, mac last
 OP = struct.Struct("<BBBBIQQQQ40s")
 EXT = struct.Struct("<HHHH")
 CLIENT = 7
@@ -41,7 +42,7 @@ def pattern(key, n):
 def hdr(nops):
     # strictly increasing across runs: the server keeps a window of ids per client
     req_id = time.time_ns()
-    return HDR.pack(MAGIC, 1, 0, nops, 0, CLIENT, 0, 0, req_id)
+    return HDR.pack(MAGIC, VERSION, 0, nops, 0, CLIENT, 0, 0, req_id, 0)
 
 
 def op(opcode, key, value=b"", flags=0, ext=None, vlen=None, txn=0, version=0):
@@ -118,7 +119,7 @@ def broken(case):
     if case == "short-area":
         return hdr(1) + op(INSERT, 1, ext=(base, 104, 100, 0)) + big[:96]
     if case == "over-request":
-        # 11 ops and a 1024-byte area: 1928 bytes, beyond XTX_MAX_REQUEST
+        # 11 ops and a 1024-byte area: 1936 bytes, beyond XTX_MAX_REQUEST
         ops = [op(GET, k) for k in range(10)]
         n = 11
         off = HDR.size + OP.size * n

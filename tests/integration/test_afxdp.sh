@@ -6,7 +6,7 @@
 # come through the port's UDP socket once it is gone; 8 threads open and close clients at once.
 # Bad input: an interface without native XDP, an unknown neighbour, a queue another process
 # holds, and a foreign XDP program, each a clear error within seconds.
-# checks: 56 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 59 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 TOPO_QUEUES=2
@@ -177,5 +177,42 @@ client ip link set dev "${PREFIX}c1" xdpdrv obj "$tmp/foreign.o" sec xdp
 check "a foreign program sits on link 1" grep -q "^foreign" <<<"$(client_prog "${PREFIX}c1")"
 errcase "foreign XDP program" "runs XDP program 'foreign'" --servers "$(server_ip 1)"
 check "the foreign program was left in place" grep -q "^foreign" <<<"$(client_prog "${PREFIX}c1")"
+client ip link set dev "${PREFIX}c1" xdpdrv off
+client ip link set dev "${PREFIX}c1" xdpdrv obj "$BUILD/bpf/xdp_pass.bpf.o" sec xdp
+
+# ---- a shared secret: every request over AF_XDP MACed, resends and the injector's copies too ----
+printf '%s\n' 0f1e2d3c4b5a69788796a5b4c3d2e1f0 >"$tmp/secret"
+printf '%s\n' 0f1e2d3c4b5a69788796a5b4c3d2e1f1 >"$tmp/secret.other"
+chmod 600 "$tmp/secret" "$tmp/secret.other"
+for ((i = 0; i < NSERVERS; i++)); do
+	ctl "$i" unload >/dev/null
+	make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
+		ARGS="--secret-file $tmp/secret" >/dev/null || fail "make load server $i --secret-file"
+done
+bad_macs() {
+	local i n t=0
+	for ((i = 0; i < NSERVERS; i++)); do
+		n=$(json_field "$(ctl "$i" stats --json)" bad_mac)
+		t=$((t + ${n:-0}))
+	done
+	echo "$t"
+}
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 30000 --drop-reply-ppm 30000 >/dev/null; done
+out=$(bank --transport afxdp --accounts 200 --threads 2 --duration 1s --check --json \
+	--secret-file "$tmp/secret" --fault-dup-ppm 50000 --fault-reorder-ppm 20000 2>&1)
+rc=$?
+for i in 0 1 2; do ctl "$i" fault --drop-request-ppm 0 --drop-reply-ppm 0 >/dev/null; done
+check "bank afxdp with --secret-file under loss, duplicates and reordering: exit 0, the total \
+held ($rc)" bash -c "[ $rc -eq 0 ] && grep -q 'bank check: total [0-9]* conserved' <<<'$out'"
+b=$(bad_macs)
+check "... resent ($(num_field "$out" retransmits)), duplicated ($(num_field "$out" duplicated)) \
+and reordered ($(num_field "$out" reordered)) requests all carried a right MAC (bad_mac $b)" \
+	test "$(num_field "$out" retransmits)" -gt 0 -a "$(num_field "$out" duplicated)" -gt 0 \
+	-a "$b" -eq 0
+out=$(bank --transport afxdp --accounts 200 --duration 1s --json \
+	--secret-file "$tmp/secret.other" 2>&1)
+c=$(num_field "$out" transfers)
+check "bank afxdp with another secret: nothing committed (${c:-0}), dropped as bad_mac ($(bad_macs))" \
+	test "${c:-0}" -eq 0 -a "$(bad_macs)" -gt 0
 
 finish

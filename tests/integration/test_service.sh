@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Running xtx as a service: Prometheus metrics scraped during a workload, the control channel
 # root-only, make install laying out binaries, man pages and a unit systemd accepts.
-# checks: 33 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 37 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=1
 
@@ -126,7 +126,7 @@ check "allow off: enforcement off, the list kept" grep -q '^allowlist off' <<<"$
 ip netns exec "$PREFIX-c" python3 - "$(server_ip 0)" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-hdr = struct.pack('<IBBBBIIQ', 0x31585458, 1, 0, 1, 0, 5, 0, 1)
+hdr = struct.pack('<IBBBBIIQQ', 0x31585458, 2, 0, 1, 0, 5, 0, 1, 0)
 op = struct.pack('<BBBBIQQQQ', 24, 0, 0, 0, 0, 0, 0x1234, 0, 0) + bytes(40)
 s.sendto(hdr + op, (sys.argv[1], 7371))		# well formed, but not from a peer
 s.sendto(b'\x00' * 7, (sys.argv[1], 7371))	# malformed
@@ -160,8 +160,10 @@ chmod 644 "$tmp/secret.open"
 out=$("$BUILD/xtxd" --iface lo --secret-file "$tmp/secret.open" 2>&1)
 check "a secret file others can read is refused ($out)" grep -q 'readable by others' <<<"$out"
 ctl 0 unload >/dev/null
+printf '%s\n' 00112233445566778899aabbccddeefe >"$tmp/secret.other"
+chmod 600 "$tmp/secret.other"
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
-	ARGS="--secret-file $tmp/secret" >/dev/null
+	ARGS="--secret-file $tmp/secret --metrics :9370 --peers $(server_ip 0)" >/dev/null
 check "xtxd loads with --secret-file" test $? -eq 0
 b0=$(json_field "$(ctl 0 stats --json)" bad_mac)
 out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 1s --json 2>&1)
@@ -173,6 +175,46 @@ out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duratio
 	--secret-file "$tmp/secret" 2>&1)
 n=$(json_field "$out" transfers)
 check "with --secret-file it is served (${n:-0} transfers)" test "${n:-0}" -gt 0
+m0=$(scrape)
+b0=$(json_field "$(ctl 0 stats --json)" bad_mac)
+out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 1s --json \
+	--secret-file "$tmp/secret.other" 2>&1)
+n=$(json_field "$out" transfers)
+b1=$(json_field "$(ctl 0 stats --json)" bad_mac)
+m1=$(scrape)
+x0=$(metric "$m0" 'xtx_bad_mac_requests_total{path="xdp"}')
+x1=$(metric "$m1" 'xtx_bad_mac_requests_total{path="xdp"}')
+check "with another secret nothing is served (${n:-0} transfers); xtxctl stats bad_mac \
+${b0:-?} -> ${b1:-?}, metric xtx_bad_mac_requests_total{path=\"xdp\"} ${x0:-?} -> ${x1:-?}" \
+	test "${n:-0}" -eq 0 -a "${b1:-0}" -gt "${b0:-0}" -a "${x1:-0}" -gt "${x0:-0}" \
+	-a "$((${x1:-0} - ${x0:-0}))" -eq "$((${b1:-0} - ${b0:-0}))"
+# every byte of a request is covered (include/xtx/mac.h): changed on the way, it is dropped
+b0=$(json_field "$(ctl 0 stats --json)" bad_mac)
+out=$(client python3 "$ROOT/tests/integration/mac_attack.py" "$(server_ip 0)" 7370 "$tmp/secret" \
+	flips 61)
+b1=$(json_field "$(ctl 0 stats --json)" bad_mac)
+sent=$(kv_field "$out" sent)
+# the magic's 4 bytes, and the flags byte (then a reply's), are dropped before the MAC
+check "each byte of a request flipped: XDP drops it as bad_mac; as signed it runs once \
+($out; bad_mac +$((${b1:-0} - ${b0:-0})))" \
+	test "$(kv_field "$out" replies)" = 1 -a "$(kv_field "$out" version)" = 1 \
+	-a "$((${b1:-0} - ${b0:-0}))" -eq "$((${sent:-0} - 5))"
+out=$(client python3 "$ROOT/tests/integration/mac_attack.py" "$(server_ip 0)" 7370 "$tmp/secret" \
+	swap 62)
+c=$(client "$BUILD/xtxbench" op --server "$(server_ip 0)" --secret-file "$tmp/secret" \
+	counter-add 0 62 version=0 2>&1)
+check "a GET's header and MAC over a COUNTER_ADD of 1000000: dropped ($out; $c)" \
+	test "$out" = "get=ok swapped=noreply" -a -n "$(grep -o 'status=ok version=0 ' <<<"$c")"
+# the resolver port: a client's question about its transaction carries the MAC too
+a=$(client "$BUILD/xtxbench" op --server "$(server_ip 0)" --port 7371 --client-id 5 \
+	--secret-file "$tmp/secret" txn-status 0 0 txn=1 2>&1)
+b=$(client "$BUILD/xtxbench" op --server "$(server_ip 0)" --port 7371 --client-id 5 \
+	--timeout 2ms --secret-file "$tmp/secret.other" txn-status 0 0 txn=1 2>&1)
+r=$(metric "$(scrape)" 'xtx_bad_mac_requests_total{path="resolver"}')
+check "the resolver answers a question with the MAC ($a), drops one without (${b:0:40}; \
+metric ${r:-?})" \
+	test -n "$(grep -o 'status=ok' <<<"$a")" -a -n "$(grep -o 'no answer' <<<"$b")" \
+	-a "${r:-0}" -ge 1
 
 # make install into a staging root lays out every file; the unit passes systemd's checks.
 dest=$tmp/root

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # End to end against xtx-udpd: the XDP server's xtxbench checks, bad packets, logs and leases.
-# checks: 120 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 127 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 
 UDPD=$BUILD/xtx-udpd
@@ -94,7 +94,10 @@ locks_held() {
 	echo "$held"
 }
 
-op() { local i=$1; shift; client "$BUILD/xtxbench" op --server "$(server_ip "$i")" "$@"; }
+# op I ARGS...: xtxbench op to server I ($OP_SECRET: --secret-file F against a server with one)
+# shellcheck disable=SC2086 # OP_SECRET is empty or an option and its argument
+op() { local i=$1; shift; client "$BUILD/xtxbench" op --server "$(server_ip "$i")" $OP_SECRET "$@"; }
+OP_SECRET=
 
 # counter I INDEX: packet counter INDEX (enum xtx_counter) of server I, read with a STATS op.
 counter() {
@@ -105,7 +108,7 @@ counter() {
 	# little-endian bytes to a number
 	echo $((16#$(sed -E 's/(..)(..)(..)(..)(..)(..)(..)(..)/\8\7\6\5\4\3\2\1/' <<<"$word")))
 }
-CTR_RX=0 CTR_TX=1 CTR_LOCK_CONFLICT=16
+CTR_RX=0 CTR_TX=1 CTR_LOCK_CONFLICT=16 CTR_BAD_MAC=41
 
 sum_counter() {
 	local i s=0 v
@@ -271,6 +274,7 @@ Prints "status=N ops=S0,S1,..." for the reply (numeric XTX_ST_* codes) or
   short        nops=2 but one op slot in the datagram
   bad-version  protocol version 9
   reserved     reserved header field not zero
+  mac          a MAC (hdr.mac not zero) to a server without a secret
   reply-flag   a datagram already flagged as a reply
   truncated    10 bytes
 """
@@ -280,16 +284,16 @@ import struct
 import sys
 
 MAGIC = 0x31585458
-HDR = struct.Struct("<IBBBBIIQ")  # struct xtx_hdr
+HDR = struct.Struct("<IBBBBIIQQ")  # struct xtx_hdr
 OP = struct.Struct("<BBBBIQQQQ40s")  # struct xtx_op
 CLIENT = 7
 OP_GET, OP_INSERT, OP_LOCK_EXCL = 16, 17, 5
 
 
-def hdr(nops, version=1, flags=0, reserved=0):
+def hdr(nops, version=2, flags=0, reserved=0, mac=0):
     # a fresh request id per run: the server keeps a window of ids per client
     req_id = (int.from_bytes(os.urandom(6), "little") | 1) << 8
-    return HDR.pack(MAGIC, version, flags, nops, 0, CLIENT, reserved, req_id)
+    return HDR.pack(MAGIC, version, flags, nops, 0, CLIENT, reserved, req_id, mac)
 
 
 def op(opcode, table, key, txn=0, value=b""):
@@ -314,6 +318,8 @@ def build(case):
         return hdr(1, version=9) + ins
     if case == "reserved":
         return hdr(1, reserved=1) + ins
+    if case == "mac":
+        return hdr(1, mac=0x123456789abcdef) + ins
     if case == "reply-flag":
         return hdr(1, flags=1) + ins
     if case == "truncated":
@@ -331,7 +337,7 @@ def main():
     except socket.timeout:
         print("noreply")
         return
-    _, _, _, nops, status, _, _, _ = HDR.unpack_from(data)
+    _, _, _, nops, status, _, _, _, _ = HDR.unpack_from(data)
     sts = []
     for i in range(min(nops, (len(data) - HDR.size) // OP.size)):
         sts.append(str(OP.unpack_from(data, HDR.size + i * OP.size)[1]))
@@ -366,6 +372,7 @@ check "fewer op slots than nops: MALFORMED ($(raw short))" test "$(raw short)" =
 out=$(raw bad-version)
 check "protocol version 9: BAD_VERSION ($out)" test "$out" = "status=4 ops=9"
 check "reserved bits set: MALFORMED ($(raw reserved))" test "$(raw reserved)" = "status=3 ops=9"
+check "a MAC without a secret: MALFORMED ($(raw mac))" test "$(raw mac)" = "status=3 ops=9"
 check "a datagram flagged as a reply gets no answer" test "$(raw reply-flag)" = noreply
 check "a truncated datagram gets no answer" test "$(raw truncated)" = noreply
 out=$(op 0 --client-id 2000 ping 0 0 2>&1)
@@ -597,6 +604,52 @@ if make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
 else
 	fail "make load (XDP server) for the comparison"
 fi
+
+# --- a shared secret: the MAC of every byte of a request, as XDP checks it (include/xtx/mac.h) ---
+printf '%s\n' 8899aabbccddeeff0011223344556677 >"$tmp/secret"
+printf '%s\n' 8899aabbccddeeff0011223344556676 >"$tmp/secret.other"
+chmod 600 "$tmp/secret" "$tmp/secret.other"
+restart_all --secret-file "$tmp/secret"
+OP_SECRET="--secret-file $tmp/secret"
+out=$(op 0 --client-id 7 counter-add 0 40 version=2 2>&1)
+check "xtx-udpd --secret-file: an op with the secret's MAC is served ($out)" \
+	test -n "$(grep -o 'status=ok version=2' <<<"$out")"
+OP_SECRET=
+a=$(op 0 --client-id 7 --timeout 2ms counter-add 0 40 version=2 2>&1)
+b=$(op 0 --client-id 7 --timeout 2ms --secret-file "$tmp/secret.other" counter-add 0 40 \
+	version=2 2>&1)
+OP_SECRET="--secret-file $tmp/secret"
+out=$(op 0 --client-id 7 counter-add 0 40 version=0 2>&1)
+check "... one without a MAC, or with another secret's, gets no answer and runs nothing ($out)" \
+	test -n "$(grep -o 'no answer' <<<"$a")" -a -n "$(grep -o 'no answer' <<<"$b")" \
+	-a -n "$(grep -o 'status=ok version=2' <<<"$out")"
+bad0=$(sum_counter $CTR_BAD_MAC)
+out=$(client "$BUILD/xtxbench" bank --servers "$(all_server_ips)" --accounts 16 --duration 1s \
+	--json --secret-file "$tmp/secret" 2>&1)
+n=$(json_field "$out" transfers)
+check "... xtxbench bank with the secret commits transfers (${n:-0})" test "${n:-0}" -gt 0
+out=$(client "$BUILD/xtxbench" bank --servers "$(all_server_ips)" --accounts 16 --duration 1s \
+	--json --secret-file "$tmp/secret.other" 2>&1)
+n=$(json_field "$out" transfers)
+bad1=$(sum_counter $CTR_BAD_MAC)
+check "... with another secret none (${n:-0}), dropped as bad_mac ($bad0 -> $bad1)" \
+	test "${n:-0}" -eq 0 -a "$bad1" -gt "$bad0"
+bad0=$(counter 0 $CTR_BAD_MAC)
+out=$(client python3 "$ROOT/tests/integration/mac_attack.py" "$(server_ip 0)" "$XTX_PORT" \
+	"$tmp/secret" flips 41)
+sent=$(kv_field "$out" sent)
+bad1=$(counter 0 $CTR_BAD_MAC)
+# the magic's 4 bytes, and the flags byte (then a reply's), are dropped before the MAC
+check "... each byte of a request flipped: dropped, as bad_mac; the request as signed runs \
+once ($out; bad_mac +$((bad1 - bad0)))" \
+	test "$(kv_field "$out" replies)" = 1 -a "$(kv_field "$out" version)" = 1 \
+	-a "$((bad1 - bad0))" -eq "$((${sent:-0} - 5))"
+out=$(client python3 "$ROOT/tests/integration/mac_attack.py" "$(server_ip 0)" "$XTX_PORT" \
+	"$tmp/secret" swap 42)
+c=$(op 0 --client-id 7 counter-add 0 42 version=0 2>&1)
+check "... a GET's header and MAC over a COUNTER_ADD: dropped ($out; $c)" \
+	test "$out" = "get=ok swapped=noreply" -a -n "$(grep -o 'status=ok version=0' <<<"$c")"
+OP_SECRET=
 
 for ((i = 0; i < NSERVERS; i++)); do stop_udpd "$i"; done
 check "every xtx-udpd stopped on SIGTERM and removed its pidfile" \

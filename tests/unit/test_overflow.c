@@ -1059,7 +1059,7 @@ static void exec_malformed(void)
 	BREAK("short", r.len = 10);
 	BREAK("header only", r.len = sizeof(struct xtx_hdr));
 	BREAK("magic", hdr_of(r.buf)->magic ^= 1);
-	BREAK("version", hdr_of(r.buf)->version = 2);
+	BREAK("version", hdr_of(r.buf)->version = XTX_VERSION + 1);
 	BREAK("a reply", hdr_of(r.buf)->flags |= XTX_F_REPLY);
 	BREAK("nops 0", hdr_of(r.buf)->nops = 0);
 	BREAK("nops 17", hdr_of(r.buf)->nops = 17);

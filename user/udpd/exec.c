@@ -61,7 +61,10 @@ static void mark_ops(struct pkt *p, uint8_t st)
 		p->ops[i].status = st;
 }
 
-/* Header checks that need no op: version, reserved bits, op count, client. */
+/*
+ * Header checks that need no op: version, reserved bits, op count, client;
+ * a MAC still here is one no secret checked (udpd_handle clears a checked one).
+ */
 static uint8_t check_header(const struct udpd_server *srv, const struct xtx_hdr *hdr, int len,
 			    unsigned int *counter)
 {
@@ -70,7 +73,7 @@ static uint8_t check_header(const struct udpd_server *srv, const struct xtx_hdr 
 		return XTX_ST_BAD_VERSION;
 	}
 	/* exactly the ops it says, as XDP wants it, and value areas after them (checked later) */
-	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved ||
+	if (hdr->nops == 0 || hdr->nops > XTX_MAX_OPS || hdr->reserved || hdr->mac ||
 	    (size_t)len < sizeof(*hdr) + (size_t)hdr->nops * sizeof(struct xtx_op)) {
 		*counter = XTX_CTR_MALFORMED;
 		return XTX_ST_MALFORMED;
@@ -256,14 +259,18 @@ int udpd_handle(struct udpd_worker *w, void *buf, int len)
 		udpd_count(w->stats, XTX_CTR_FAULT_DROP);
 		return -1;
 	}
-	/* as XDP does (bpf/lib/allow.h): no MAC of the secret, nothing runs, no answer */
+	/*
+	 * as XDP does (bpf/lib/allow.h): without the MAC of the secret over
+	 * the whole request, nothing runs and nothing answers; a request longer
+	 * than any may be is not hashed
+	 */
 	if (srv->cfg.has_secret) {
-		if (p.hdr->reserved != xtx_hdr_mac(&srv->cfg.secret, p.hdr)) {
+		if (len > XTX_MAX_REQUEST || !xtx_mac_ok(&srv->cfg.secret, buf, (uint32_t)len)) {
 			udpd_count(w->stats, XTX_CTR_BAD_MAC);
 			udpd_count(w->stats, XTX_CTR_DROP);
 			return -1;
 		}
-		p.hdr->reserved = 0;
+		p.hdr->mac = 0;
 	}
 	p.nops = (len - sizeof(struct xtx_hdr)) / sizeof(struct xtx_op);
 	if (p.nops > p.hdr->nops)

@@ -96,6 +96,25 @@ static void xdp_metrics(struct mbuf *b, struct xtx_stats *s)
 				    (unsigned long long)s->op[op][st]);
 }
 
+/*
+ * Requests dropped for their MAC (xtxd --secret-file): forged or altered
+ * ones, or a client with another secret.  A family of its own, so an alert
+ * needs no event label; XDP's count is also event="bad_mac" above.
+ */
+static void mac_metrics(struct mbuf *b, const struct xtx_stats *s)
+{
+	struct xtxd_resolve_stats r;
+
+	xtxd_resolve_get_stats(&r);
+	family(b, "xtx_bad_mac_requests_total", "counter",
+	       "Requests dropped because the cluster secret's MAC was missing or wrong, by where: "
+	       "xdp (the data path), resolver (clients' questions on port + 1).");
+	put(b, "xtx_bad_mac_requests_total{path=\"xdp\"} %llu\n",
+	    (unsigned long long)s->ctr[XTX_CTR_BAD_MAC]);
+	put(b, "xtx_bad_mac_requests_total{path=\"resolver\"} %llu\n",
+	    (unsigned long long)r.client_bad_mac);
+}
+
 static void rare_metrics(struct mbuf *b, const struct xtx_stats *s)
 {
 	const struct xtxd_rare_stats *r = xtxd_rare_stats();
@@ -204,13 +223,15 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.hades_aborted);
 	family(b, "xtx_resolver_refused_total", "counter",
 	       "Messages to the resolver port ignored: not from a listed server, malformed, "
-	       "or a client's question refused.");
+	       "a client's question refused, or one without the secret's MAC.");
 	put(b, "xtx_resolver_refused_total{reason=\"not_a_peer\"} %llu\n",
 	    (unsigned long long)r.strangers);
 	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
 	    (unsigned long long)r.malformed);
 	put(b, "xtx_resolver_refused_total{reason=\"bad_client\"} %llu\n",
 	    (unsigned long long)r.client_refused);
+	put(b, "xtx_resolver_refused_total{reason=\"bad_mac\"} %llu\n",
+	    (unsigned long long)r.client_bad_mac);
 	family(b, "xtx_resolver_client_questions_total", "counter",
 	       "Clients' questions about their own transactions' outcomes, answered.");
 	put(b, "xtx_resolver_client_questions_total %llu\n", (unsigned long long)r.client_asks);
@@ -244,6 +265,7 @@ char *xtxd_metrics_text(size_t *len)
 	put(&b, "xtx_up 1\n");
 	if (fd >= 0 && !xtx_stats_sum(fd, &s)) {
 		xdp_metrics(&b, &s);
+		mac_metrics(&b, &s);
 		rare_metrics(&b, &s);
 	}
 	if (fd >= 0)

@@ -87,7 +87,7 @@ static int ask(struct xtx_client *c, struct xtx_transport *tr, uint64_t mask, ui
 				.flags = c->cfg.protocol == XTX_PROTO_HADES ? XTX_TSF_HADES : 0 },
 		};
 		if (c->w.mac)
-			m[n].h.reserved = xtx_hdr_mac(&c->w.secret, &m[n].h);
+			xtx_mac_sign(&c->w.secret, &m[n], sizeof(m[n]));
 		d[n] = (struct xtx_dgram){ .buf = &m[n], .len = sizeof(m[n]), .server = s };
 		n++;
 	}

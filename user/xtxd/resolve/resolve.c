@@ -58,7 +58,8 @@ static struct {
 	uint64_t refence_full;	/* ... not, the fence map being full */
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
-	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
+	uint64_t client_refused;	/* ... refused: not its txn, bad flags */
+	uint64_t client_bad_mac;	/* ... dropped: the secret's MAC missing or wrong */
 	bool has_secret;
 	struct xtx_secret secret;	/* clients' questions carry its MAC */
 	bool compact;			/* a snapshot removed logs: compact decided.xdec */
@@ -661,9 +662,9 @@ static int client_answer(uint64_t txn)
 }
 
 /*
- * A client's XTX_OP_TXN_STATUS: only about a transaction of its own, and
- * with the cluster's MAC when there is a secret, so a stranger cannot
- * fence other clients' transactions.  Refused questions get no answer.
+ * A client's XTX_OP_TXN_STATUS whose MAC receive() checked: only about a
+ * transaction of its own, so a stranger cannot fence other clients'
+ * transactions.  Refused questions get no answer.
  */
 static bool on_client_status(const struct xtx_hdr *h, const struct xtx_op *op,
 			     const struct sockaddr_in *src)
@@ -674,14 +675,13 @@ static bool on_client_status(const struct xtx_hdr *h, const struct xtx_op *op,
 	} m = { .h = *h, .op = *op };
 
 	if (h->flags & XTX_F_REPLY || op->flags & ~XTX_TSF_HADES || !op->txn ||
-	    xtx_txn_client(op->txn) != h->client_id ||
-	    (R.has_secret ? h->reserved != xtx_hdr_mac(&R.secret, h) : h->reserved != 0))
+	    xtx_txn_client(op->txn) != h->client_id || h->reserved || (!R.has_secret && h->mac))
 		return false;
 	m.op.flags = op->flags & XTX_TSF_HADES ? xtxd_hres_client_answer(op->txn) :
 		     client_answer(op->txn);
 	m.h.flags = XTX_F_REPLY;
 	m.h.status = XTX_ST_OK;
-	m.h.reserved = 0;
+	m.h.mac = 0;
 	m.op.status = XTX_ST_OK;
 	__atomic_fetch_add(&R.client_asks, 1, __ATOMIC_RELAXED);
 	if (sendto(R.sock, &m, sizeof(m), 0, (const struct sockaddr *)src, sizeof(*src)) < 0)
@@ -720,7 +720,10 @@ static void receive(void)
 			continue;
 		}
 		if (m.op.opcode == XTX_OP_TXN_STATUS) {
-			if (!on_client_status(&m.h, &m.op, &src))
+			/* with the cluster's secret, the MAC of the whole question */
+			if (R.has_secret && !xtx_mac_ok(&R.secret, &m, sizeof(m)))
+				__atomic_fetch_add(&R.client_bad_mac, 1, __ATOMIC_RELAXED);
+			else if (!on_client_status(&m.h, &m.op, &src))
 				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -1586,6 +1589,7 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
 	s->client_asks = __atomic_load_n(&R.client_asks, __ATOMIC_RELAXED);
 	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);
+	s->client_bad_mac = __atomic_load_n(&R.client_bad_mac, __ATOMIC_RELAXED);
 	s->decisions_pruned = __atomic_load_n(&R.pruned, __ATOMIC_RELAXED);
 	s->decisions_kept = __atomic_load_n(&R.kept, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&R.mu);

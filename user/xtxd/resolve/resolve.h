@@ -75,7 +75,8 @@ struct xtxd_resolve_stats {
 	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
 	uint64_t malformed;	/* messages of the wrong size or form: ignored */
 	uint64_t client_asks;	/* clients' questions about their transactions, answered */
-	uint64_t client_refused; /* ... refused: not the asker's txn, bad MAC or flags */
+	uint64_t client_refused; /* ... refused: not the asker's txn, bad flags */
+	uint64_t client_bad_mac; /* ... dropped: the secret's MAC missing or wrong */
 	uint64_t decisions_pruned;	/* dropped from decided.xdec by compaction */
 	uint64_t decisions_kept;	/* in decided.xdec after the last compaction */
 	uint64_t reconfigurations;	/* ones that moved servers out, recovered */
