@@ -40,8 +40,8 @@ static __always_inline bool xtx_allowed(const struct xtx_runtime *rt, struct xtx
  * a request changed on the way, is dropped before anything runs.  The
  * walk reads one 8-byte word per compression round, each bounds-checked,
  * up to XTX_MAC_MAX_WORDS; the header's four words come first, the MAC's
- * own as zero.  A payload longer than any request may be (XTX_MAX_REQUEST)
- * is not walked: it fails.  The field is cleared once checked, so that
+ * own as zero.  A payload longer than any request may be (XTX_MAX_REQUEST),
+ * or not whole words (no well-formed request is), is not walked: it fails.  The field is cleared once checked, so that
  * replies and the rare path never carry it.  A global subprogram: verified
  * once on its own, whatever the feature combination around it, and only
  * packets with the secret on call it.  1: the MAC is right.
@@ -52,11 +52,16 @@ __noinline int xtx_mac_check(struct xdp_md *ctx, __u64 k0, __u64 k1, __u32 len)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u8 *p = data + XTX_HDR_OFF;
 	struct xtx_hdr *hdr = (struct xtx_hdr *)p;
-	__u64 *w, got, tail = 0;
+	__u32 i, n = len / 8;
+	__u64 *w, got;
 	struct xtx_sip s;
-	__u32 i, off;
 
-	if ((void *)(hdr + 1) > data_end || len < sizeof(*hdr) || len > XTX_MAX_REQUEST)
+	/*
+	 * Every well-formed request is whole words (header, op slots and the
+	 * value area's tiling are), so no other length needs its tail walked.
+	 */
+	if ((void *)(hdr + 1) > data_end || len < sizeof(*hdr) || len > XTX_MAX_REQUEST ||
+	    (len & 7))
 		return 0;
 	got = hdr->mac;
 	xtx_sip_init(&s, k0, k1);
@@ -66,25 +71,18 @@ __noinline int xtx_mac_check(struct xdp_md *ctx, __u64 k0, __u64 k1, __u32 len)
 	xtx_sip_block(&s, w[2]);
 	xtx_sip_block(&s, 0);
 	for (i = sizeof(*hdr) / 8; i < XTX_MAC_MAX_WORDS; i++) {
-		if (i * 8 + 8 > len)
+		if (i >= n)
 			break;
 		w = (__u64 *)(p + i * 8);
 		if ((void *)(w + 1) > data_end)
 			return 0;
 		xtx_sip_block(&s, *w);
 	}
-	off = i * 8;
-	/* a request's length is a multiple of 8; anything else is walked as SipHash does */
-	for (i = 0; i < 7; i++) {
-		__u8 *b = p + off + i;
-
-		if (off + i >= len)
-			break;
-		if ((void *)(b + 1) > data_end)
-			return 0;
-		tail |= (__u64)*b << (8 * i);
-	}
-	if (xtx_mac_tag(xtx_sip_final(&s, tail, len)) != got)
+	/* from len, not i: past the loop i is dead, and what follows is walked once */
+	if (xtx_mac_tag(xtx_sip_final(&s, 0, len)) != got)
+		return 0;
+	hdr = (struct xtx_hdr *)(data + XTX_HDR_OFF);
+	if ((void *)(hdr + 1) > data_end)
 		return 0;
 	hdr->mac = 0;
 	return 1;

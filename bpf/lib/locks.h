@@ -53,18 +53,33 @@ static __always_inline void xtx_slot_unlock(struct xtx_lock_slot *s)
 /*
  * For what must not fail where a request may (a release, an undo): the
  * spin word is held for a few instructions by a CPU that cannot be
- * preempted there, so a bounded wait always ends in practice.  False
- * only past the bound: counted, and the caller says so.
+ * preempted there, so a bounded wait always ends in practice.  0 only
+ * past the bound: counted, and the caller says so.  Global, on the slot's
+ * index: the bounded loop is verified once, not at every place a release
+ * is inlined.
  */
-static __always_inline bool xtx_slot_lock_wait(struct xtx_lock_slot *s)
+__noinline int xtx_slot_wait(__u32 idx)
 {
+	struct xtx_lock_slot *s = bpf_map_lookup_elem(&xtx_locks, &idx);
 	int i;
 
+	if (!s)
+		return 0;
 	for (i = 0; i < 1024; i++)
 		if (xtx_slot_trylock(s))
-			return true;
+			return 1;
 	xtx_count(XTX_CTR_LOCK_BUSY);
-	return false;
+	return 0;
+}
+
+/* hash's slot with its spin word taken (xtx_slot_wait), or NULL. */
+static __always_inline struct xtx_lock_slot *xtx_slot_lock_wait(__u64 hash)
+{
+	__u32 idx = xtx_lock_slot_of(hash, xtx_lock_slots);
+
+	if (!xtx_slot_wait(idx))
+		return NULL;
+	return bpf_map_lookup_elem(&xtx_locks, &idx);
 }
 
 static __always_inline bool xtx_slot_held(const struct xtx_lock_slot *s)
@@ -238,11 +253,9 @@ static __always_inline __u8 xtx_release_excl(struct xtx_lock_slot *s, struct xtx
 static __always_inline __u8 xtx_lock_release(__u64 txn, __u64 hash, __u64 token, bool shared)
 {
 	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
-	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
+	struct xtx_lock_slot *s = xtx_slot_lock_wait(hash);
 
 	if (!s)
-		return XTX_ST_OK;
-	if (!xtx_slot_lock_wait(s))
 		return XTX_ST_RETRY;
 	if (shared)
 		xtx_release_shared(s, &c, token);

@@ -38,10 +38,10 @@ static __always_inline __u32 xtx_log_mark_held(struct xtx_lock_slot *s, const st
  */
 static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
 {
-	struct xtx_lock_slot *s = xtx_lock_slot_get(xtx_hash(op->table, op->key));
+	struct xtx_lock_slot *s = xtx_slot_lock_wait(xtx_hash(op->table, op->key));
 	__u32 pin = 0;
 
-	if (!s || !xtx_slot_lock_wait(s))
+	if (!s)
 		return;
 	if (s->excl && s->owner == op->txn)
 		pin = xtx_log_mark_held(s, op);
@@ -60,13 +60,11 @@ static __always_inline void xtx_log_mark_lock(const struct xtx_op *op)
  */
 static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
 {
-	struct xtx_lock_slot *s = xtx_lock_slot_get(xtx_hash(op->table, op->key));
+	struct xtx_lock_slot *s = xtx_slot_lock_wait(xtx_hash(op->table, op->key));
 	__u8 st = XTX_ST_NOT_HELD;
 	__u32 pin = 0;
 
 	if (!s)
-		return XTX_ST_BAD_ARG;
-	if (!xtx_slot_lock_wait(s))
 		return XTX_ST_RETRY;
 	if (s->excl && s->owner == op->txn && s->gen == xtx_log_grant_of(op->token)) {
 		pin = xtx_log_mark_held(s, op);
