@@ -65,6 +65,7 @@ struct bank_opts {
 	uint64_t timeout_ns;
 	bool has_secret;		/* --secret-file */
 	uint32_t dup_ppm, reorder_ppm;	/* --fault-dup-ppm, --fault-reorder-ppm */
+	uint32_t dup_cpu_ppm;		/* --fault-dup-cpu-ppm */
 	struct xtx_secret secret;
 	const char *history;	/* --history BASE */
 	bool check;
@@ -83,6 +84,8 @@ struct bank_counts {
 	uint64_t missing;	/* transactions that found an account missing */
 	uint64_t packets, ops, retransmits, rw_packets, rw_ops, rw_rounds;
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
+	/* --fault-dup-cpu-ppm: as struct xtx_client_stats has them */
+	uint64_t dup_cpu_sent, dup_cpu_apart, dup_cpu_busy, dup_cpu_compared, dup_cpu_mismatched;
 	uint64_t frames_malformed, udp_fallback;	/* AF_XDP */
 	uint64_t reconfigurations;	/* newer cluster configurations taken on (--zk) */
 };
@@ -279,6 +282,11 @@ static void snapshot_stats(struct bank_thread *th)
 	th->cnt.rw_rounds = s->rounds_rw_committed;
 	th->cnt.duplicated = s->duplicated;
 	th->cnt.reordered = s->reordered;
+	th->cnt.dup_cpu_sent = s->dup_cpu_sent;
+	th->cnt.dup_cpu_apart = s->dup_cpu_apart;
+	th->cnt.dup_cpu_busy = s->dup_cpu_busy;
+	th->cnt.dup_cpu_compared = s->dup_cpu_compared;
+	th->cnt.dup_cpu_mismatched = s->dup_cpu_mismatched;
 	th->cnt.frames_malformed = s->frames_malformed;
 	th->cnt.udp_fallback = s->udp_fallback;
 	th->cnt.reconfigurations = s->reconfigurations;
@@ -334,6 +342,7 @@ static struct xtx_client *open_client(const struct bank_opts *o, uint32_t client
 		.refresh_arg = (void *)&o->zk,
 		.fault_dup_ppm = o->dup_ppm,
 		.fault_reorder_ppm = o->reorder_ppm,
+		.fault_dup_cpu_ppm = o->dup_cpu_ppm,
 		.transport = o->transport,
 	};
 
@@ -491,6 +500,10 @@ static void usage(FILE *out)
 		"      --fault-dup-ppm N, --fault-reorder-ppm N\n"
 		"                           tests: send that share (per million) of requests\n"
 		"                           twice, or hold them back behind later ones\n"
+		"      --fault-dup-cpu-ppm N\n"
+		"                           tests: send that share twice at once, the copy from\n"
+		"                           another CPU, and compare the two answers (a mismatch\n"
+		"                           fails the run; UDP, two CPUs)\n"
 		"      --lease T            keep to a lock lease shorter than the servers' (default:\n"
 		"                           the one they tell)\n"
 		"      --timeout T          resend after this long (default 2ms)\n"
@@ -505,7 +518,7 @@ static void usage(FILE *out)
 
 enum { OPT_INITIAL = 256, OPT_AUDIT, OPT_TABLE, OPT_SEED, OPT_LEASE, OPT_TIMEOUT, OPT_NOSETUP,
        OPT_HISTORY, OPT_SECRET_FILE, OPT_DUP, OPT_REORDER, OPT_ZK, OPT_ZK_NAME,
-       OPT_TRANSPORT };
+       OPT_TRANSPORT, OPT_DUP_CPU };
 
 static int parse_args(int argc, char **argv, struct bank_opts *o)
 {
@@ -531,6 +544,7 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "fault-dup-ppm", required_argument, NULL, OPT_DUP },
 		{ "fault-reorder-ppm", required_argument, NULL, OPT_REORDER },
+		{ "fault-dup-cpu-ppm", required_argument, NULL, OPT_DUP_CPU },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "no-setup", no_argument, NULL, OPT_NOSETUP },
 		{ "check", no_argument, NULL, 'C' },
@@ -600,6 +614,10 @@ static int parse_args(int argc, char **argv, struct bank_opts *o)
 		case OPT_REORDER:
 			err = xtx_parse_u32("--fault-reorder-ppm", optarg, 0, 1000000,
 					    &o->reorder_ppm);
+			break;
+		case OPT_DUP_CPU:
+			err = xtx_parse_u32("--fault-dup-cpu-ppm", optarg, 0, 1000000,
+					    &o->dup_cpu_ppm);
 			break;
 		case OPT_SECRET_FILE:
 			err = xtx_secret_read(optarg, &o->secret);
@@ -698,19 +716,24 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 		       "\"inflight\":%u,\"seconds\":%.3f,\"committed\":%" PRIu64 ","
 		       "\"committed_per_s\":%.0f,\"transfers\":%" PRIu64 ",\"audits\":%" PRIu64
 		       ",\"aborted\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"bad_audits\":%" PRIu64
+		       ",\"missing\":%" PRIu64
 		       ",\"packets\":%" PRIu64 ",\"ops\":%" PRIu64 ",\"ops_per_packet\":%.2f,"
 		       "\"packets_per_committed\":%.2f,\"packets_per_committed_rw\":%.2f,"
 		       "\"ops_per_committed_rw\":%.2f,\"rounds_per_committed_rw\":%.2f,"
 		       "\"retransmits\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"reordered\":%" PRIu64
+		       ",\"dup_cpu_sent\":%" PRIu64 ",\"dup_cpu_apart\":%" PRIu64 ",\"dup_cpu_busy\":%"
+		       PRIu64 ",\"dup_cpu_compared\":%" PRIu64 ",\"dup_cpu_mismatched\":%" PRIu64
 		       ",\"reconfigurations\":%" PRIu64 ",\"transport\":\"%s\",\"frames_malformed\":%"
 		       PRIu64 ",\"udp_fallback\":%" PRIu64 ",\"lat_avg_us\":%.1f,\"p50_us\":%.1f,"
 		       "\"p99_us\":%.1f,\"aborts\":{",
 		       xtx_protocol_name(o->protocol), o->ops_per_packet, o->threads, o->inflight,
 		       run_s, committed, committed / run_s, c->transfers, c->audits, ab, c->failed,
-		       c->bad_audits, c->packets, c->ops, ops_pkt, pkt_txn, rw_pkt_txn,
+		       c->bad_audits, c->missing, c->packets, c->ops, ops_pkt, pkt_txn, rw_pkt_txn,
 		       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 		       c->transfers ? (double)c->rw_rounds / c->transfers : 0,
-		       c->retransmits, c->duplicated, c->reordered, c->reconfigurations,
+		       c->retransmits, c->duplicated, c->reordered, c->dup_cpu_sent,
+		       c->dup_cpu_apart, c->dup_cpu_busy, c->dup_cpu_compared,
+		       c->dup_cpu_mismatched, c->reconfigurations,
 		       xtx_transport_name(o->transport), c->frames_malformed, c->udp_fallback,
 		       xtx_hist_mean(h) / 1e3, xtx_hist_percentile(h, 50) / 1e3,
 		       xtx_hist_percentile(h, 99) / 1e3);
@@ -741,6 +764,11 @@ static void print_summary(const struct bank_opts *o, const struct bank_counts *c
 	if (o->transport == XTX_TRANSPORT_AFXDP)
 		printf("  transport   afxdp: %" PRIu64 " malformed frames, %" PRIu64 " replies the "
 		       "kernel's way\n", c->frames_malformed, c->udp_fallback);
+	if (o->dup_cpu_ppm)
+		printf("  dup-cpu     %" PRIu64 " sent twice at once (%" PRIu64 " from two CPUs), %"
+		       PRIu64 " copies refused busy, %" PRIu64 " answer pairs compared, %" PRIu64
+		       " mismatched\n", c->dup_cpu_sent, c->dup_cpu_apart, c->dup_cpu_busy,
+		       c->dup_cpu_compared, c->dup_cpu_mismatched);
 	printf("  per transfer %.2f ops, %.2f round trips\n",
 	       c->transfers ? (double)c->rw_ops / c->transfers : 0,
 	       c->transfers ? (double)c->rw_rounds / c->transfers : 0);
@@ -840,6 +868,12 @@ int bench_bank_main(int argc, char **argv)
 	if (sum.missing) {
 		fprintf(stderr, "FAIL: bank: %" PRIu64 " transactions found an account missing\n",
 			sum.missing);
+		rc = BENCH_EXIT_FAIL;
+	}
+	if (sum.dup_cpu_mismatched) {
+		/* a request runs once, whatever number of copies arrive */
+		fprintf(stderr, "FAIL: bank: %" PRIu64 " of %" PRIu64 " requests sent twice at once "
+			"were answered differently\n", sum.dup_cpu_mismatched, sum.dup_cpu_compared);
 		rc = BENCH_EXIT_FAIL;
 	}
 	if (sum.bad_audits) {

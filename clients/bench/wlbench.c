@@ -92,6 +92,7 @@ struct wl_opts {
 	uint64_t lock_lease_ns;
 	bool has_secret;		/* --secret-file */
 	struct xtx_secret secret;
+	uint32_t dup_cpu_ppm;		/* --fault-dup-cpu-ppm */
 	bool retry_same;
 	bool json;
 	bool populate;
@@ -466,6 +467,11 @@ static void print_json(const struct wl_workload *w, const struct wl_opts *o,
 	       "\"client_cpu_s\":%.4f,\"run_s\":%.4f,",
 	       xtx_transport_name(o->transport), (unsigned long long)r->cs.frames_malformed,
 	       (unsigned long long)r->cs.udp_fallback, r->cpu_s, r->run_s);
+	printf("\"dup_cpu_sent\":%llu,\"dup_cpu_apart\":%llu,\"dup_cpu_busy\":%llu,"
+	       "\"dup_cpu_compared\":%llu,\"dup_cpu_mismatched\":%llu,",
+	       (unsigned long long)r->cs.dup_cpu_sent, (unsigned long long)r->cs.dup_cpu_apart,
+	       (unsigned long long)r->cs.dup_cpu_busy, (unsigned long long)r->cs.dup_cpu_compared,
+	       (unsigned long long)r->cs.dup_cpu_mismatched);
 	printf("\"cpu_of\":{");
 	for (i = 0; i < o->ncpu_of; i++)
 		printf("%s\"%s\":%llu", i ? "," : "", o->cpu_of[i].name,
@@ -531,6 +537,13 @@ static void print_text(const struct wl_workload *w, const struct wl_opts *o,
 	       (unsigned long long)r->cs.retransmits, (unsigned long long)r->cs.op_retries);
 	printf("transport: %s  frames_malformed=%llu  udp_fallback=%llu\n", r->transport,
 	       (unsigned long long)r->cs.frames_malformed, (unsigned long long)r->cs.udp_fallback);
+	if (o->dup_cpu_ppm)
+		printf("dup-cpu: sent=%llu apart=%llu busy=%llu compared=%llu mismatched=%llu\n",
+		       (unsigned long long)r->cs.dup_cpu_sent,
+		       (unsigned long long)r->cs.dup_cpu_apart,
+		       (unsigned long long)r->cs.dup_cpu_busy,
+		       (unsigned long long)r->cs.dup_cpu_compared,
+		       (unsigned long long)r->cs.dup_cpu_mismatched);
 	if (r->verified)
 		printf("verify: %s (%lu violations)\n", r->violations ? "FAILED" : "OK",
 		       r->violations);
@@ -561,6 +574,7 @@ enum {
 	OPT_ZK,
 	OPT_ZK_NAME,
 	OPT_TRANSPORT,
+	OPT_DUP_CPU,
 };
 
 static const struct option common_opts[] = {
@@ -593,6 +607,7 @@ static const struct option common_opts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "lock-lease", required_argument, NULL, OPT_LEASE },
 	{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
+	{ "fault-dup-cpu-ppm", required_argument, NULL, OPT_DUP_CPU },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 };
@@ -629,6 +644,10 @@ static void common_usage(FILE *out)
 		"      --secret-file PATH    the cluster's shared secret (xtxd --secret-file)\n"
 		"      --lock-lease DUR      keep to a lock lease shorter than the one the\n"
 		"                            servers tell (default: theirs)\n"
+		"      --fault-dup-cpu-ppm N tests: send that share (per million) of requests\n"
+		"                            twice at once, the copy from another CPU, and\n"
+		"                            compare the answers (a mismatch is a violation;\n"
+		"                            UDP, two CPUs)\n"
 		"      --populate            first load the data set (see --populate-via)\n"
 		"      --populate-via ctl|txn  ctl: each server gets the rows it is a replica of\n"
 		"                            through xtxctl load (xtxd only; needs --ctl; the\n"
@@ -969,6 +988,11 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 			if (xtx_parse_duration("--lock-lease", optarg, &o->lock_lease_ns))
 				return -1;
 			break;
+		case OPT_DUP_CPU:
+			if (xtx_parse_u32("--fault-dup-cpu-ppm", optarg, 0, 1000000,
+					  &o->dup_cpu_ppm))
+				return -1;
+			break;
 		case 'v':
 			xtx_log_level++;
 			break;
@@ -1069,6 +1093,7 @@ static struct xtx_client *open_client(const struct wl_workload *w, const struct 
 		/* a newer epoch: the manager moved shards; read where they are now */
 		.refresh = o->cluster ? bench_zk_refresh : NULL,
 		.refresh_arg = (void *)&o->zk,
+		.fault_dup_cpu_ppm = o->dup_cpu_ppm,
 		.transport = o->transport,
 	};
 
@@ -1816,6 +1841,11 @@ static int run(const struct wl_workload *w, const struct wl_opts *o, struct wl_t
 		r->cs.packets_rw_committed += s->packets_rw_committed;
 		r->cs.frames_malformed += s->frames_malformed;
 		r->cs.udp_fallback += s->udp_fallback;
+		r->cs.dup_cpu_sent += s->dup_cpu_sent;
+		r->cs.dup_cpu_apart += s->dup_cpu_apart;
+		r->cs.dup_cpu_busy += s->dup_cpu_busy;
+		r->cs.dup_cpu_compared += s->dup_cpu_compared;
+		r->cs.dup_cpu_mismatched += s->dup_cpu_mismatched;
 		if (!i)
 			xtx_client_transport(t->cl, r->transport, sizeof(r->transport));
 		if (t->poll_err) {
@@ -1886,6 +1916,12 @@ int wl_main(const struct wl_workload *w, int argc, char **argv)
 		if (sum_of(r->c.unknown, w->ntypes))
 			wl_violation(&r->violations, "%llu transactions ended with unknown outcome",
 				     (unsigned long long)sum_of(r->c.unknown, w->ntypes));
+		/* a request runs once: two complete answers to it must agree */
+		if (r->cs.dup_cpu_mismatched)
+			wl_violation(&r->violations, "%llu of %llu requests sent twice at once were "
+				     "answered differently (--fault-dup-cpu-ppm)",
+				     (unsigned long long)r->cs.dup_cpu_mismatched,
+				     (unsigned long long)r->cs.dup_cpu_compared);
 		if (wl_snapshot(&o.ctl, not_whole(setup), table_mask(w),
 				o.replication, place, setup, &after,
 				&r->violations) || (o.history && write_final_state(o.history, &after))) {

@@ -186,6 +186,13 @@ struct xtx_client_cfg {
 	 * may duplicate and reorder them.  0: none.
 	 */
 	uint32_t fault_dup_ppm, fault_reorder_ppm;
+	/*
+	 * For tests only: parts per million of the requests sent twice at
+	 * the same instant, the copy by a thread pinned to another CPU, so
+	 * the server runs both at once; their answers are compared (the
+	 * dup_cpu_* counters).  UDP only; needs two CPUs.  0: none.
+	 */
+	uint32_t fault_dup_cpu_ppm;
 	enum xtx_transport_kind transport;	/* 0: UDP */
 };
 
@@ -200,6 +207,15 @@ struct xtx_client_stats {
 	uint64_t lost_requests;		/* requests given up after max_tries sends */
 	uint64_t late_logs;		/* log appends not sent: the lease had passed (aborts) */
 	uint64_t duplicated, reordered;	/* requests the test faults sent twice, held back */
+	/*
+	 * fault_dup_cpu_ppm: requests sent twice at once, those whose copies
+	 * left two different CPUs, answers refusing a copy RETRY (the server
+	 * ran the other at that moment), requests with two complete answers
+	 * held against each other, and those whose answers disagreed on an op
+	 * that changes state (an anomaly: a request runs once, whatever number
+	 * of copies arrive)
+	 */
+	uint64_t dup_cpu_sent, dup_cpu_apart, dup_cpu_busy, dup_cpu_compared, dup_cpu_mismatched;
 	/* AF_XDP: frames with broken headers (dropped); replies that came the kernel's way */
 	uint64_t frames_malformed, udp_fallback;
 	/*

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xtx/kv.h>
 #include "afxdp/xsk.h"
+#include "dupcpu.h"
 #include "transport.h"
 
 /* How long a send waits for socket buffer space before giving the rest back. */
@@ -129,6 +130,8 @@ fail:
 
 void xtx_transport_close(struct xtx_transport *t)
 {
+	xtx_dupcpu_close(t->dupcpu);
+	t->dupcpu = NULL;
 	xtx_afxdp_close(t->xdp);
 	t->xdp = NULL;
 	if (t->fd >= 0)
@@ -181,13 +184,20 @@ static void send_held(struct xtx_transport *t)
 		t->held_len = 0;
 }
 
-/* With the faults: each datagram maybe twice, or one held back for later. */
+/* With the faults: each datagram maybe twice (later, or at once from two CPUs), or one held back. */
 static int send_faulty(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
 {
 	unsigned int i;
 	int sent;
 
 	for (i = 0; i < n; i++) {
+		if (t->dupcpu && fault_hit(t, t->fault.dup_cpu_ppm)) {
+			sent = xtx_dupcpu_send(t->dupcpu, &t->servers[d[i].server], d[i].server,
+					       d[i].buf, d[i].len);
+			if (sent < 1)
+				return i ? (int)i : sent;
+			continue;
+		}
 		if (!t->held_len && d[i].len <= XTX_MAX_PAYLOAD &&
 		    fault_hit(t, t->fault.reorder_ppm)) {
 			memcpy(t->held, d[i].buf, d[i].len);
@@ -208,12 +218,20 @@ static int send_faulty(struct xtx_transport *t, const struct xtx_dgram *d, unsig
 
 int xtx_transport_set_faults(struct xtx_transport *t, const struct xtx_netfault *f)
 {
-	if (f->dup_ppm > 1000000 || f->reorder_ppm > 1000000)
+	if (f->dup_ppm > 1000000 || f->reorder_ppm > 1000000 || f->dup_cpu_ppm > 1000000)
+		return -EINVAL;
+	/* the copy goes through the UDP socket: an AF_XDP ring has one producer */
+	if (f->dup_cpu_ppm && t->xdp)
 		return -EINVAL;
 	if (f->reorder_ppm && !t->held) {
 		t->held = malloc(XTX_MAX_PAYLOAD);
 		if (!t->held)
 			return -ENOMEM;
+	}
+	if (f->dup_cpu_ppm && !t->dupcpu) {
+		t->dupcpu = xtx_dupcpu_open(t->fd);
+		if (!t->dupcpu)
+			return -errno;
 	}
 	t->fault = *f;
 	t->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
@@ -222,7 +240,9 @@ int xtx_transport_set_faults(struct xtx_transport *t, const struct xtx_netfault 
 
 int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n)
 {
-	if (t->fault.dup_ppm || t->fault.reorder_ppm)
+	if (t->dupcpu)
+		xtx_dupcpu_sending(t->dupcpu);
+	if (t->fault.dup_ppm || t->fault.reorder_ppm || t->fault.dup_cpu_ppm)
 		return send_faulty(t, d, n);
 	return send_plain(t, d, n);
 }
@@ -366,13 +386,17 @@ int xtx_transport_recv(struct xtx_transport *t, struct xtx_dgram *d, unsigned in
 		       uint64_t timeout_ns)
 {
 	bool udp_ready = false;
-	int got;
+	int got, i;
 
 	if (n > XTX_RECV_BATCH)
 		n = XTX_RECV_BATCH;
 	send_held(t);
-	if (!t->xdp)
-		return recv_udp(t, d, n, timeout_ns);
+	if (!t->xdp) {
+		got = recv_udp(t, d, n, timeout_ns);
+		for (i = 0; t->dupcpu && i < got; i++)
+			xtx_dupcpu_seen(t->dupcpu, d[i].server, d[i].buf, d[i].len);
+		return got;
+	}
 	got = recv_afxdp_once(t, d, n, false);
 	if (got || !timeout_ns)
 		return got;

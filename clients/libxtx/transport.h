@@ -31,14 +31,18 @@ struct xtx_dgram {
 /*
  * Network faults for tests (the nemesis), in parts per million of the
  * datagrams sent: sent twice, or held back and sent after the next ones
- * (by the next send or receive call), as a network may.
+ * (by the next send or receive call), as a network may; or sent twice at
+ * the same instant from two CPUs, so the server runs both copies at once,
+ * and the answers compared (dupcpu.h; UDP only).
  */
 struct xtx_netfault {
 	uint32_t dup_ppm;
 	uint32_t reorder_ppm;
+	uint32_t dup_cpu_ppm;
 };
 
 struct xtx_afxdp;
+struct xtx_dupcpu;
 
 struct xtx_transport {
 	enum xtx_transport_kind kind;
@@ -59,6 +63,7 @@ struct xtx_transport {
 	struct xtx_netfault fault;
 	uint64_t rng;
 	uint64_t duplicated, reordered;	/* what the faults did */
+	struct xtx_dupcpu *dupcpu;	/* with dup_cpu_ppm */
 	/* the datagram held back, if any (held_len 0: none) */
 	size_t held_len;
 	unsigned int held_server;
@@ -90,7 +95,10 @@ void xtx_transport_close(struct xtx_transport *t);
  * when the first could not be sent.
  */
 int xtx_transport_send(struct xtx_transport *t, const struct xtx_dgram *d, unsigned int n);
-/* Switches the network faults on (or off, zeros); 0 or -EINVAL / -ENOMEM. */
+/*
+ * Switches the network faults on (or off, zeros); 0 or -EINVAL (over a
+ * million; dup_cpu_ppm over AF_XDP or with fewer than two CPUs) / -ENOMEM.
+ */
 int xtx_transport_set_faults(struct xtx_transport *t, const struct xtx_netfault *f);
 
 /*

@@ -186,13 +186,16 @@ struct xtx_client *xtx_client_open(const struct xtx_client_cfg *cfg_in)
 	}
 	if (xtx_transport_open_kind(&c->tr, c->cfg.servers, c->cfg.nservers, c->cfg.transport))
 		goto fail;
-	if (c->cfg.fault_dup_ppm || c->cfg.fault_reorder_ppm) {
+	if (c->cfg.fault_dup_ppm || c->cfg.fault_reorder_ppm || c->cfg.fault_dup_cpu_ppm) {
 		struct xtx_netfault f = { .dup_ppm = c->cfg.fault_dup_ppm,
-					  .reorder_ppm = c->cfg.fault_reorder_ppm };
+					  .reorder_ppm = c->cfg.fault_reorder_ppm,
+					  .dup_cpu_ppm = c->cfg.fault_dup_cpu_ppm };
+		int err = xtx_transport_set_faults(&c->tr, &f);
 
-		if (xtx_transport_set_faults(&c->tr, &f)) {
-			fprintf(stderr, "Error: libxtx: fault_dup_ppm and fault_reorder_ppm are "
-				"parts per million, at most 1000000\n");
+		if (err) {
+			fprintf(stderr, "Error: libxtx: the test faults (parts per million, at most "
+				"1000000; fault_dup_cpu_ppm over UDP with two CPUs): %s\n",
+				strerror(-err));
 			goto fail;
 		}
 	}

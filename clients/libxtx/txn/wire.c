@@ -11,6 +11,7 @@
 #include <string.h>
 #include <xtx/msg.h>
 #include "clock.h"
+#include "dupcpu.h"
 #include "internal.h"
 
 /* About a second of round trips before a full log aborts the transaction. */
@@ -423,6 +424,19 @@ static void dispatch(struct xtx_client *c, const struct xtx_dgram *d)
 	}
 }
 
+/* What the concurrent-duplicate fault did and found, as the transport's receives saw it. */
+static void note_dupcpu(struct xtx_client *c)
+{
+	struct xtx_dupcpu_stats d;
+
+	xtx_dupcpu_get_stats(c->tr.dupcpu, &d);
+	c->st.dup_cpu_sent = d.sent;
+	c->st.dup_cpu_apart = d.apart;
+	c->st.dup_cpu_busy = d.busy;
+	c->st.dup_cpu_compared = d.compared;
+	c->st.dup_cpu_mismatched = d.mismatched;
+}
+
 int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 {
 	uint64_t now = xtx_now_ns(), next;
@@ -438,6 +452,7 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 	err = xtx_reqwins_send(&c->w, &c->tr, &c->st.packets, &c->st.retransmits);
 	c->st.duplicated = c->tr.duplicated;
 	c->st.reordered = c->tr.reordered;
+
 	c->st.frames_malformed = c->tr.malformed;
 	c->st.udp_fallback = c->tr.fallback;
 	if (err)
@@ -450,6 +465,8 @@ int txn_wire_io(struct xtx_client *c, uint64_t wait_ns)
 		return n;
 	for (i = 0; i < (unsigned int)n; i++)
 		dispatch(c, &c->recvv[i]);
+	if (c->tr.dupcpu)
+		note_dupcpu(c);
 	/* the receive may have swapped buffers: give every entry one back */
 	for (i = 0; i < XTX_RECV_BATCH; i++) {
 		c->recvv[i].buf = &c->rbufs[i];
