@@ -256,7 +256,7 @@ int xtx_xdp(struct xdp_md *ctx)
 		xtx_exec_op(ctx, i);
 
 	/* the dedupe record stays BUSY until TC egress sees xtxd's answer */
-	if (pc->ndeferred && !(pc->mode == XTX_EXEC_REDEFER && pc->redefer_busy)) {
+	if (pc->ndeferred && !pc->redefer_busy) {
 		st = xtx_defer_pass(ctx, pc);
 		if (st == XDP_PASS)
 			return XDP_PASS;
@@ -267,11 +267,14 @@ int xtx_xdp(struct xdp_md *ctx)
 	/*
 	 * A re-deferral that cannot go now is no answer: its ops may have
 	 * run in xtxd, so none is recorded RETRY ("did not run"), and the
-	 * next copy of the request tries again at once.
+	 * next copy of the request tries again at once.  Nor is a replay
+	 * that could not read a grant's value again: the whole request is
+	 * answered RETRY, nothing of it changed.
 	 */
-	if (pc->mode == XTX_EXEC_REDEFER && pc->redefer_busy) {
+	if ((pc->mode == XTX_EXEC_REDEFER || pc->mode == XTX_EXEC_REPLAY) && pc->redefer_busy) {
 		xtx_defer_abort(ctx, pc, false);
-		xtx_dedupe_expire(pc->rec_key);
+		if (pc->mode == XTX_EXEC_REDEFER)
+			xtx_dedupe_expire(pc->rec_key);
 		return xtx_refuse(ctx, rt, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
 	}
 	hdr = xtx_hdr_of(ctx);

@@ -119,6 +119,30 @@ static __noinline int xtx_op_plain_write(struct xdp_md *ctx, struct xtx_op *op, 
 	return st;
 }
 
+/*
+ * A replayed grant's value, which the record does not keep: read again,
+ * under the lock the grant holds.  A read that cannot be had now (bucket
+ * busy) must not answer OK without the value: the request is retried
+ * whole (redefer_busy), and nothing of it runs twice.  Returns the op's
+ * status: OK, or DEFERRED when xtxd reads it.  Global: its KV code is
+ * verified once, and its stack is not xtx_exec_op's.
+ */
+__noinline int xtx_replay_grant_value(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+	__u8 st;
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	st = xtx_op_kv(ctx, op, idx, pc, false);
+	if (st == XTX_ST_DEFERRED)
+		return st;
+	if (st != XTX_ST_OK)
+		pc->redefer_busy = 1;
+	return XTX_ST_OK;
+}
+
 /* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */
 __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 {
@@ -144,12 +168,11 @@ __noinline int xtx_exec_op(struct xdp_md *ctx, __u32 idx)
 			 */
 			force_defer = true;
 		} else if (status != XTX_ST_NONE || pc->mode == XTX_EXEC_REPLAY) {
-			/* a grant's value is not recorded: read it again, under the lock */
 			if (status == XTX_ST_OK && want_value && xtx_is_acquire(op->opcode)) {
-				__u8 st = xtx_op_kv(ctx, op, idx, pc, false);
-
-				if (st == XTX_ST_DEFERRED)
-					status = st;
+				status = xtx_replay_grant_value(ctx, idx);
+				op = xtx_op_at(ctx, idx);
+				if (!op)
+					return XTX_ST_MALFORMED;
 			}
 			op->status = status;
 			return status;

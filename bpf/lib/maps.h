@@ -232,7 +232,7 @@ struct xtx_pkt_ctx {
 	__u32 ndeferred;	/* ops handed to xtxd so far */
 	__u32 max_deferred;	/* what the reply's MTU leaves room for */
 	__u32 ring_pos;		/* this CPU's next slot in xtx_defer_ring */
-	__u32 redefer_busy;	/* a re-deferral could not get its bucket: retry it whole */
+	__u32 redefer_busy;	/* a replay or re-deferral cannot answer now: retry it whole */
 	__u32 payload_len;	/* the request's UDP payload: header, ops, value area */
 	/*
 	 * The last sender this CPU found in the allowlist, and the list's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -414,6 +414,47 @@ static void test_tc_ignores_foreign_fix(void)
 	CHECK(after.ctr[XTX_CTR_TC_FOREIGN] == before.ctr[XTX_CTR_TC_FOREIGN] + 1,
 	      "tc_foreign counted %llu",
 	      (unsigned long long)(after.ctr[XTX_CTR_TC_FOREIGN] - before.ctr[XTX_CTR_TC_FOREIGN]));
+	bucket_reset();
+}
+
+/*
+ * A copy of a request whose grant was answered is answered from the
+ * record, and the grant's value, which the record does not keep, is read
+ * again.  While the key's bucket is busy that read cannot be had: the
+ * copy is refused whole (RETRY, nothing ran), never answered OK without
+ * the value; once the bucket is free the copy gets the value.
+ */
+static void test_replayed_grant_rereads_value(void)
+{
+	struct xtx_kv_bucket b;
+	struct run r;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 21, 8, 0x21, &v);
+	make_req(&r, 3, next_req++, 1, XTX_OP_LOCK_EXCL);
+	in_op(&r, 0)->key = 21;
+	in_op(&r, 0)->txn = xtx_txn_make(3, 5);
+	in_op(&r, 0)->flags = 0;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->vlen == 8 &&
+	      out_op(&r, 0)->value[0] == 0x21, "the grant read its value: %u vlen %u",
+	      out_op(&r, 0)->status, out_op(&r, 0)->vlen);
+	b = bucket_get();
+	b.lock = XTX_KV_LOCK_FAST;	/* another packet on another CPU holds it */
+	bucket_put(&b);
+	run(&r);
+	CHECK(r.retval == XDP_TX && out_hdr(&r)->status == XTX_ST_RETRY &&
+	      out_op(&r, 0)->status == XTX_ST_NOT_EXECUTED,
+	      "a copy while the bucket is busy: packet %u, op %u vlen %u (want RETRY, nothing)",
+	      out_hdr(&r)->status, out_op(&r, 0)->status, out_op(&r, 0)->vlen);
+	b.lock = 0;
+	bucket_put(&b);
+	run(&r);
+	CHECK(out_hdr(&r)->status == XTX_ST_OK && (out_hdr(&r)->flags & XTX_F_REPLAYED) &&
+	      out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->vlen == 8 &&
+	      out_op(&r, 0)->value[0] == 0x21, "the copy once the bucket is free: %u vlen %u",
+	      out_op(&r, 0)->status, out_op(&r, 0)->vlen);
 	bucket_reset();
 }
 
@@ -979,6 +1020,7 @@ int main(void)
 	RUN_CASE(test_tc_applies_fix);
 	RUN_CASE(test_tc_victim_saved);
 	RUN_CASE(test_tc_ignores_foreign_fix);
+	RUN_CASE(test_replayed_grant_rereads_value);
 	RUN_CASE(test_redefer_after_lost_round_trip);
 	RUN_CASE(test_big_write_deferred);
 	RUN_CASE(test_big_write_evicts);
