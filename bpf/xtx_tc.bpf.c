@@ -16,6 +16,7 @@
 #include "lib/csum.h"
 #include "lib/stats.h"
 #include "lib/fix.h"
+#include "lib/hades_slot.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -84,6 +85,10 @@ int xtx_tc_egress(struct __sk_buff *skb)
 		if (slot)
 			xtx_fix_record(slot, fe.op_idx, &op);
 		xtx_fix_apply(&fe, &op, first_answer);
+		/* a HADES transaction's install is in: its slot may end now (XTX_HSF_INSTALLING) */
+		if (op.opcode == XTX_OP_HVALIDATE &&
+		    (op.status == XTX_ST_OK || op.status == XTX_ST_ALREADY_APPLIED))
+			xtx_hades_installed(op.txn, op.table, op.key);
 	}
 	if (slot)
 		__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(h.req_id, XTX_DEDUPE_DONE));

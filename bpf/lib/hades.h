@@ -556,20 +556,6 @@ __noinline int xtx_hades_log(struct xdp_md *ctx, __u32 idx, __u64 version, __u32
 	return XTX_ST_OK;
 }
 
-/* Every write staged in s validated? */
-static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s)
-{
-	__u32 j, n = s->nstaged;
-
-	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
-		if (j >= n)
-			break;
-		if (!(s->staged[j].flags & XTX_HSF_DONE))
-			return false;
-	}
-	return true;
-}
-
 /*
  * A re-deferred HVALIDATE of a big staged write: the staged bytes go over
  * the client's copy in its area while the slot still holds them (after
@@ -706,15 +692,18 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	if (!was_done && st != XTX_ST_ALREADY_APPLIED) {
 		/* the log's LAST marks the write that completes the transaction here */
 		xtx_hades_log(ctx, idx, base + 1,
-			      (last || (r.s->flags & XTX_HSLF_LAST)) && xtx_hades_all_done(r.s));
+			      (last || (r.s->flags & XTX_HSLF_LAST)) &&
+			      xtx_hades_all_done(r.s, false));
 	}
 	/* what goes to xtxd carries the base, as a re-deferral of it expects (force_defer) */
-	if (st == XTX_ST_DEFERRED)
+	if (st == XTX_ST_DEFERRED) {
 		op->version = base;
+		e->flags |= XTX_HSF_INSTALLING;
+	}
 done:
 	if (last && !(r.s->flags & XTX_HSLF_LAST))
 		__sync_fetch_and_or(&r.s->flags, XTX_HSLF_LAST);
-	if ((r.s->flags & XTX_HSLF_LAST) && xtx_hades_all_done(r.s)) {
+	if ((r.s->flags & XTX_HSLF_LAST) && xtx_hades_all_done(r.s, true)) {
 		xtx_hades_release(&r, XTX_HO_VALIDATED);
 		xtx_count(XTX_CTR_HADES_COMMIT);
 	}

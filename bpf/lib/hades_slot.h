@@ -295,6 +295,53 @@ static __always_inline void xtx_hades_release(struct xtx_hades_ref *r, __u32 out
 	xtx_hades_release_at(r->s, r->idx, r->ctl, outcome);
 }
 
+/*
+ * Every write staged in s validated (and with installed, every install
+ * answered: none XTX_HSF_INSTALLING)?
+ */
+static __always_inline bool xtx_hades_all_done(struct xtx_hades_slot *s, bool installed)
+{
+	__u32 j, n = s->nstaged;
+	__u8 f;
+
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		f = *(volatile __u8 *)&s->staged[j].flags;
+		if (!(f & XTX_HSF_DONE) || (installed && (f & XTX_HSF_INSTALLING)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * TC egress saw xtxd's answer to txn's HVALIDATE of (table, key): the
+ * install is in, and once every write of the slot is and its last
+ * HVALIDATE came, the transaction ends here.  Nothing when the slot is
+ * gone (released, or decided by the resolver).  Global: verified once.
+ */
+__noinline int xtx_hades_installed(__u64 txn, __u32 table, __u64 key)
+{
+	struct xtx_hades_ref r;
+	__u32 j, n;
+
+	xtx_hades_find(txn, false, &r);
+	if (!r.s || xtx_hades_state(r.ctl) != XTX_HS_COMMITTING)
+		return 0;
+	n = r.s->nstaged;
+	for (j = 0; j < XTX_HADES_STAGE_MAX; j++) {
+		if (j >= n)
+			break;
+		if (r.s->staged[j].key == key && r.s->staged[j].table == table)
+			r.s->staged[j].flags &= ~XTX_HSF_INSTALLING;
+	}
+	if ((r.s->flags & XTX_HSLF_LAST) && xtx_hades_all_done(r.s, true)) {
+		xtx_hades_release(&r, XTX_HO_VALIDATED);
+		xtx_count(XTX_CTR_HADES_COMMIT);
+	}
+	return 0;
+}
+
 _Static_assert((XTX_HADES_COMMITTING_MAX & (XTX_HADES_COMMITTING_MAX - 1)) == 0, "mask");
 
 #endif /* XTX_BPF_HADES_SLOT_H */

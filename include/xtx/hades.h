@@ -281,6 +281,15 @@ enum xtx_hades_outcome {
 #define XTX_HSF_REPLICA		0x02	/* staged as a backup: no conflict checks */
 #define XTX_HSF_DONE		0x04	/* validated */
 #define XTX_HSF_BIG		0x08	/* value over XTX_VALUE_INLINE: in XTX_MAP_HADES_BIG */
+/*
+ * Validated, its install handed to xtxd and not yet answered: the slot
+ * stays committing (its filters keep conflicting accesses out) until TC
+ * egress sees xtxd's answer, as a deferred commit keeps its lock.  Else
+ * a transaction could read the key's old version from the store before
+ * the install landed, stage a write at the same base, and have its own
+ * install answered ALREADY_APPLIED: a lost update.
+ */
+#define XTX_HSF_INSTALLING	0x10
 
 struct xtx_hades_staged {
 	__u64 key;

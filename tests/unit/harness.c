@@ -67,20 +67,35 @@ struct xtx_xdp *load_server(__u32 max_clients, __u32 lock_slots, bool echo)
 struct xtx_tc *load_tc_for(struct xtx_xdp *s, bool any_sender)
 {
 	struct xtx_tc *tc = xtx_tc__open();
+	struct bpf_map *m, *mine;
 
 	if (!tc)
 		return NULL;
+	/* the same configuration as the XDP program's, as xtxd's XTX_SET_RODATA gives both */
 	tc->rodata->xtx_tc_any_sender = any_sender;
+	tc->rodata->xtx_port = s->rodata->xtx_port;
 	tc->rodata->xtx_max_clients = s->rodata->xtx_max_clients;
+	tc->rodata->xtx_nr_cpus = s->rodata->xtx_nr_cpus;
 	tc->rodata->xtx_kv_buckets = s->rodata->xtx_kv_buckets;
 	tc->rodata->xtx_lock_slots = s->rodata->xtx_lock_slots;
-	if (bpf_map__reuse_fd(tc->maps.xtx_kv, bpf_map__fd(s->maps.xtx_kv)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_dedupe, bpf_map__fd(s->maps.xtx_dedupe)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_stats, bpf_map__fd(s->maps.xtx_stats)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_locks, bpf_map__fd(s->maps.xtx_locks)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_fam_pins, bpf_map__fd(s->maps.xtx_fam_pins)) ||
-	    bpf_map__reuse_fd(tc->maps.xtx_rare_socks, bpf_map__fd(s->maps.xtx_rare_socks)) ||
-	    xtx_tc__load(tc)) {
+	tc->rodata->xtx_value_size = s->rodata->xtx_value_size;
+	tc->rodata->xtx_log_ring = s->rodata->xtx_log_ring;
+	tc->rodata->xtx_hades_slots = s->rodata->xtx_hades_slots;
+	tc->rodata->xtx_hades_bf_bits = s->rodata->xtx_hades_bf_bits;
+	tc->rodata->xtx_hades_hashes = s->rodata->xtx_hades_hashes;
+	tc->rodata->xtx_hades_lease_ns = s->rodata->xtx_hades_lease_ns;
+	tc->rodata->xtx_hades_exact_on = s->rodata->xtx_hades_exact_on;
+	/* every map of s, as xtxd's pins share them (the objects' own data sections aside) */
+	bpf_object__for_each_map(m, tc->obj) {
+		if (bpf_map__is_internal(m))
+			continue;
+		mine = bpf_object__find_map_by_name(s->obj, bpf_map__name(m));
+		if (!mine || bpf_map__reuse_fd(m, bpf_map__fd(mine))) {
+			xtx_tc__destroy(tc);
+			return NULL;
+		}
+	}
+	if (xtx_tc__load(tc)) {
 		xtx_tc__destroy(tc);
 		return NULL;
 	}

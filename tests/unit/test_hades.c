@@ -1131,7 +1131,8 @@ static void test_big_values(void)
 	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
 	struct xtx_runtime runtime = {};
 	struct xtx_defer_record rec;
-	struct run r, r2;
+	struct run r, r2, r3, t;
+	struct xtx_tc *tc;
 	struct xtx_op o, w;
 	__u32 idx, k, ticket, zero = 0;
 	__u64 req;
@@ -1222,20 +1223,40 @@ static void test_big_values(void)
 	runtime.kv_lease_ns = 0;
 	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &runtime, 0);
 	/* a write staged in the slot answers in the slot, whatever room the request left */
-	big_hop(&r2, XTX_OP_HVALIDATE, 1202, TXN(121), 0, 0, 64, 64, 0xee, next_req++);
-	run(&r2);
-	CHECK(out_op(&r2, 0)->status == XTX_ST_OK && !(out_op(&r2, 0)->flags & XTX_OPF_EXT) &&
-	      out_op(&r2, 0)->vlen == 8 && out_op(&r2, 0)->value[0] == 0x73,
-	      "small staged write with room: %u flags %#x", out_op(&r2, 0)->status,
-	      out_op(&r2, 0)->flags);
+	big_hop(&r3, XTX_OP_HVALIDATE, 1202, TXN(121), 0, 0, 64, 64, 0xee, next_req++);
+	run(&r3);
+	CHECK(out_op(&r3, 0)->status == XTX_ST_OK && !(out_op(&r3, 0)->flags & XTX_OPF_EXT) &&
+	      out_op(&r3, 0)->vlen == 8 && out_op(&r3, 0)->value[0] == 0x73,
+	      "small staged write with room: %u flags %#x", out_op(&r3, 0)->status,
+	      out_op(&r3, 0)->flags);
 	big_hop(&r, XTX_OP_HVALIDATE, 1201, TXN(121), LAST, 0, 48, 41, 0xee, next_req++);
 	run(&r);
 	memset(want, 0x72, sizeof(want));
 	len = log_big(TXN(121), 1201, &head, got);
 	CHECK(out_op(&r, 0)->status == XTX_ST_DEFERRED && !memcmp(out_area(&r, 0), want, 41) &&
-	      len == 41 && !memcmp(got, want, 41) && (head.flags & XTX_LOGF_LAST) &&
-	      state_of(TXN(121)) == XTX_HS_FREE, "validate 41: %u, log %d", out_op(&r, 0)->status,
-	      len);
+	      len == 41 && !memcmp(got, want, 41) && (head.flags & XTX_LOGF_LAST),
+	      "validate 41: %u, log %d", out_op(&r, 0)->status, len);
+	/*
+	 * Every write validated, two installs still with xtxd: the slot stays
+	 * committing (its filters keep conflicting reads out) until TC sees
+	 * both answers, the last of which ends it.
+	 */
+	CHECK(state_of(TXN(121)) == XTX_HS_COMMITTING, "ended before its installs: state %u",
+	      state_of(TXN(121)));
+	tc = load_tc_for(skel, true);
+	CHECK(tc, "TC egress: %s", strerror(errno));
+	if (tc) {
+		xtxd_reply(&r, &t, XTX_ST_OK, w.version + 1, &(struct xtx_fix_entry){
+				   .fill_way = XTX_KV_NO_WAY, .victim_way = XTX_KV_NO_WAY });
+		run_tc_on(tc, &t);
+		CHECK(state_of(TXN(121)) == XTX_HS_COMMITTING, "ended with one install unanswered");
+		xtxd_reply(&r2, &t, XTX_ST_OK, w.version + 1, &(struct xtx_fix_entry){
+				   .fill_way = XTX_KV_NO_WAY, .victim_way = XTX_KV_NO_WAY });
+		run_tc_on(tc, &t);
+		CHECK(state_of(TXN(121)) == XTX_HS_FREE, "both installs answered, still: state %u",
+		      state_of(TXN(121)));
+		xtx_tc__destroy(tc);
+	}
 	xtx_xdp__destroy(skel);
 	skel = main_skel;
 }

@@ -291,8 +291,13 @@ static int apply_validate(struct hres_txn *x, uint32_t idx, uint64_t ctl)
 		const struct xtx_hades_staged *sw = &s->staged[j];
 		struct xtx_log_write *wr = &w[in.n];
 
-		if (sw->flags & XTX_HSF_DONE)
-			continue;	/* its HVALIDATE came: installed and logged */
+		/*
+		 * Its HVALIDATE came: logged, and installed unless its trip to
+		 * xtxd went unanswered (XTX_HSF_INSTALLING), which may have been
+		 * lost on the way: installed again, idempotent by version.
+		 */
+		if ((sw->flags & XTX_HSF_DONE) && !(sw->flags & XTX_HSF_INSTALLING))
+			continue;
 		memset(&wr->e, 0, sizeof(wr->e));
 		wr->e.txn = x->txn;
 		wr->e.key = sw->key;
