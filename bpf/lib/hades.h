@@ -621,6 +621,8 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 		op->opcode = orig;
 		if (st == XTX_ST_DEFERRED || st == XTX_ST_RETRY)
 			op->version = base;
+		else if (st == XTX_ST_OK || st == XTX_ST_ALREADY_APPLIED)
+			op->version = base + 1;
 		return st;
 	}
 	xtx_hades_find(op->txn, false, &r);
@@ -688,6 +690,13 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 		op->version = base;
 		return st;
 	}
+	/*
+	 * Installed now or before: the answer names the version the write
+	 * has, whichever way (kernel, xtxd, a replica's rule) answered it, so
+	 * every copy of the request is answered alike.
+	 */
+	if (st != XTX_ST_DEFERRED)
+		op->version = base + 1;
 	e->flags |= XTX_HSF_DONE;
 	if (!was_done && st != XTX_ST_ALREADY_APPLIED) {
 		/* the log's LAST marks the write that completes the transaction here */

@@ -471,6 +471,7 @@ static uint8_t run_op_as(struct xtxd_exec *x, const struct body *bd,
 			 struct xtx_fix_entry *fix, bool can_fill)
 {
 	uint8_t orig = op->opcode, alias = xtx_hades_kv_opcode(orig, op->flags), st;
+	uint64_t base = op->version;
 
 	if (alias == XTX_OP_NOP)
 		return run_op(x, bd, e, op, fix, can_fill);
@@ -478,6 +479,9 @@ static uint8_t run_op_as(struct xtxd_exec *x, const struct body *bd,
 	op->version = xtx_hades_kv_version(orig, op->flags, op->version);
 	st = run_op(x, bd, e, op, fix, can_fill);
 	op->opcode = orig;
+	/* a validation names the version its write has, as XDP answers it (bpf/lib/hades.h) */
+	if (orig == XTX_OP_HVALIDATE && (st == XTX_ST_OK || st == XTX_ST_ALREADY_APPLIED))
+		op->version = base + 1;
 	return st;
 }
 
