@@ -628,8 +628,13 @@ static __always_inline __u8 xtx_hades_validate(struct xdp_md *ctx, struct xtx_op
 	xtx_hades_find(op->txn, false, &r);
 	if (r.status == XTX_ST_RETRY)
 		return r.status;
-	if (!r.s)
-		return r.outcome == XTX_HO_VALIDATED ? XTX_ST_ALREADY_APPLIED : XTX_ST_TXN_GONE;
+	if (!r.s) {
+		if (r.outcome != XTX_HO_VALIDATED)
+			return XTX_ST_TXN_GONE;
+		/* the request names the base: the answer, as every other, the version written */
+		op->version++;
+		return XTX_ST_ALREADY_APPLIED;
+	}
 	if (xtx_hades_state(r.ctl) != XTX_HS_COMMITTING)
 		return XTX_ST_TXN_GONE;
 	if (op->flags & XTX_HOPF_NO_WRITE) {
