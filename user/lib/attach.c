@@ -18,6 +18,7 @@
 #include "xtx_tc.skel.h"
 #include "attach.h"
 #include "log.h"
+#include "tlock.h"
 
 static int libxdp_print(enum libxdp_print_level lvl, const char *fmt, va_list ap)
 {
@@ -483,6 +484,9 @@ int xtx_unpin(const struct xtx_target *t)
 			pr_warn("removing %s: %s\n", path, strerror(errno));
 	}
 	closedir(d);
+	/* the directory is this xtxd's lock: xtx_target_unlock removes it */
+	if (xtx_target_locked_here(t))
+		return 0;
 	rmdir(t->pin_dir);
 	/* the per-namespace directory goes when its last interface does */
 	snprintf(path, sizeof(path), "%s/%s", XTX_PIN_ROOT, t->ns_tag);

@@ -30,6 +30,7 @@
 #include "xtxctl_cluster.h"
 #include "stats_read.h"
 #include "target.h"
+#include "tlock.h"
 #include "loadgen.h"
 
 struct ctl_opts {
@@ -281,6 +282,22 @@ static void read_fill(const struct xtx_target *t, struct fill *f)
 		f->capacity = 0;
 }
 
+/*
+ * The xtxd serving t: the one in its pidfile, else the one holding its pin
+ * directory's lock (started with another --pidfile); 0 when none runs.
+ */
+static int daemon_pid(const struct xtx_target *t)
+{
+	int pid = xtx_pidfile_alive(t->pidfile);
+
+	if (!pid) {
+		pid = xtx_target_lock_holder(t);
+		if (pid < 0 || !xtx_pid_is_xtxd(pid))
+			pid = 0;
+	}
+	return pid;
+}
+
 static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 {
 	struct xtx_attached a;
@@ -301,7 +318,7 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	close(fd);
 	if (xtx_attached_query(t, &a))
 		memset(&a, 0, sizeof(a));
-	pid = xtx_pidfile_alive(t->pidfile);
+	pid = daemon_pid(t);
 	read_fill(t, &f);
 	/*
 	 * A key the overflow store holds a copy of is counted once, and one
@@ -919,7 +936,7 @@ static void log_print_drain(const struct xtx_target *t, bool json)
 
 	xtx_logdrain_stats_path(t, path, sizeof(path));
 	/* a crashed xtxd leaves its last counters behind */
-	f = xtx_pidfile_alive(t->pidfile) ? fopen(path, "r") : NULL;
+	f = daemon_pid(t) ? fopen(path, "r") : NULL;
 	if (!f) {
 		if (json)
 			printf(",\"drain\":null");
@@ -1256,7 +1273,7 @@ static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const c
 static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 {
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	int pid = xtx_pidfile_alive(t->pidfile), i, err;
+	int pid = daemon_pid(t), i, err;
 
 	if (pid) {
 		/*

@@ -39,6 +39,7 @@
 #include "zk.h"
 #include "metrics.h"
 #include "target.h"
+#include "tlock.h"
 
 #define XTXD_FLUSH_TIMEOUT_NS	(30ull * 1000 * 1000 * 1000)
 
@@ -738,7 +739,29 @@ int main(int argc, char **argv)
 	}
 	if (o.daemon && xtx_daemonize(logfile, &ready_fd))
 		return 1;
+	/*
+	 * One xtxd per interface, whatever its pidfile or data directory: a
+	 * second would adopt the program, drain the same log rings into another
+	 * directory, and take the program and maps away from the first when it
+	 * stops.  The lock is the pin directory's, held until we exit.
+	 */
+	err = xtx_target_lock(&t, &pid);
+	if (err) {
+		if (err == -EBUSY && pid)
+			fprintf(stderr, "Error: xtxd (pid %d) already serves %s%s%s: it holds %s; "
+				"stop it first (xtxctl%s%s --iface %s unload)\n", pid, t.iface,
+				t.netns[0] ? " in netns " : "", t.netns, t.pin_dir,
+				t.netns[0] ? " --netns " : "", t.netns, t.iface);
+		else if (err == -EBUSY)
+			fprintf(stderr, "Error: another process holds %s: an xtxd already serves "
+				"%s\n", t.pin_dir, t.iface);
+		else
+			fprintf(stderr, "Error: locking %s: %s\n", t.pin_dir, strerror(-err));
+		xtx_daemon_ready(&ready_fd, 1);
+		return 1;
+	}
 	if (xtx_write_pidfile(pidfile)) {
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -749,6 +772,7 @@ int main(int argc, char **argv)
 	o.member.port = o.load.port;
 	if (o.member.zk && xtxd_member_join(&o.member, &o.resolve.peers)) {
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -778,6 +802,7 @@ int main(int argc, char **argv)
 	if (err) {
 		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -832,6 +857,7 @@ int main(int argc, char **argv)
 			xtx_unpin(&t);
 		}
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -876,5 +902,6 @@ int main(int argc, char **argv)
 	if (o.member.zk)
 		xtxd_member_leave();
 	unlink(pidfile);
+	xtx_target_unlock(&t);
 	return err ? 1 : 0;
 }
