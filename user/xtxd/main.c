@@ -33,6 +33,7 @@
 #include "log/recover.h"
 #include "log/userlog.h"
 #include "resolve/resolve.h"
+#include "resolve/settle.h"
 #include "log/snapshot.h"
 #include "housekeeping.h"
 #include "member.h"
@@ -686,6 +687,13 @@ static int log_writes_or_stop(struct xtx_log_entry *e, size_t n)
 	return 0;
 }
 
+/* The drain's writes go to the resolver (several replicas) and to settle (one). */
+static void observe_with_peers(const struct xtx_log_entry *e, size_t n)
+{
+	xtxd_settle_observe(e, n);
+	xtxd_resolve_observe(e, n);
+}
+
 static int serve_until_signal(void)
 {
 	sigset_t set;
@@ -824,8 +832,8 @@ int main(int argc, char **argv)
 	 */
 	o.resolve.port = o.load.port;
 	o.resolve.data_dir = datadir;
+	xtxd_logdrain_set_observer(o.resolve.peers.n ? observe_with_peers : xtxd_settle_observe);
 	if (o.resolve.peers.n) {
-		xtxd_logdrain_set_observer(xtxd_resolve_observe);
 		/* logs a snapshot removed held the only reason to keep some decisions */
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
@@ -836,6 +844,7 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
+	    xtxd_settle_start(&t, xtxd_rare_store(), o.resolve.after_ns) ||
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_resolve_arm_fences() ||
 	    xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
@@ -851,6 +860,7 @@ int main(int argc, char **argv)
 		xtxd_rare_stop();
 		xtxd_userlog_close();
 		xtxd_logdrain_stop();
+		xtxd_settle_stop();
 		xtxd_recover_hold_abandon(&t);
 		if (!adopted && !o.keep_state) {
 			xtx_detach(&t);
@@ -884,10 +894,12 @@ int main(int argc, char **argv)
 		/* what XDP appends from now on waits in the ring for the next xtxd */
 		xtxd_logdrain_stop();
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
+		xtxd_settle_stop();
 	} else {
 		err = xtx_detach(&t);
 		/* no more appends: the last ones reach the disk before the maps go */
 		xtxd_logdrain_stop();
+		xtxd_settle_stop();
 		/* nor any HADES op: what is committing here goes with them */
 		if (err) {
 			pr_warn("xtxd: the program is still attached: leaving the maps pinned\n");

@@ -26,6 +26,7 @@
 #include "log/logdrain.h"
 #include "rare/rare.h"
 #include "resolve/resolve.h"
+#include "resolve/settle.h"
 #include "store/overflow.h"
 
 static struct {
@@ -190,6 +191,7 @@ static void table_metrics(struct mbuf *b)
 static void resolve_metrics(struct mbuf *b)
 {
 	struct xtxd_resolve_stats r;
+	struct xtxd_settle_stats st;
 
 	xtxd_resolve_get_stats(&r);
 	family(b, "xtx_resolver_decisions_total", "counter",
@@ -231,6 +233,14 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.fenced);
 	put(b, "xtx_resolver_fences_total{protocol=\"hades\"} %llu\n",
 	    (unsigned long long)r.hades_fenced);
+	xtxd_settle_get_stats(&st);
+	family(b, "xtx_settled_writes_total", "counter",
+	       "Writes logged on this server alone that their coordinators never installed, "
+	       "installed here after --resolve-after (as a restart's recovery would).");
+	put(b, "xtx_settled_writes_total %llu\n", (unsigned long long)st.installed);
+	family(b, "xtx_settle_pending", "gauge",
+	       "Writes logged on this server alone, younger than --resolve-after, not yet looked at.");
+	put(b, "xtx_settle_pending %llu\n", (unsigned long long)st.tracked);
 }
 
 /* The whole exposition; NULL when memory ran out. */
