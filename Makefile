@@ -155,6 +155,17 @@ $(SKEL_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o | $(SKEL_OUT)
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@
 
+# The release and the commit built, for --version and xtx_build_info: rewritten only when
+# they change, so a new commit rebuilds version.o and relinks, nothing more.
+XTX_BUILD := $(shell git -C $(CURDIR) describe --always --dirty 2>/dev/null || echo unknown)
+$(SKEL_OUT)/xtx_version.h: FORCE | $(SKEL_OUT)
+	$(Q)printf '#define XTX_VERSION_STR "%s"\n#define XTX_BUILD_STR "%s"\n' \
+		'$(XTX_VERSION)' '$(XTX_BUILD)' >$@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OBJ_OUT)/common/version.o: $(SKEL_OUT)/xtx_version.h
+.PHONY: FORCE
+FORCE:
+
 $(OBJ_OUT)/%.o: %.c $(USER_HDRS) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -165,7 +176,8 @@ $(OUT)/xtxd: $(call objs,$(XTXD_SRCS)) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)
 
 # Stands alone, for hosts that check histories without running anything.
-$(OUT)/xtx-history-check: $(call objs,clients/history/main.c) $(HISTORY_OBJS)
+$(OUT)/xtx-history-check: $(call objs,clients/history/main.c) $(HISTORY_OBJS) \
+		$(OBJ_OUT)/common/version.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 

@@ -56,7 +56,7 @@ trap cleanup EXIT INT TERM
 
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null
 "$ROOT/scripts/zk.sh" start -d "$ZK_DIR" -P "$ZK_PORT" -n "$PREFIX-c" >/dev/null
-client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(server_ips)" \
+client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(server_ips)" \
 	--spares "10.77.$SPARE.2" --shards 12 >/dev/null
 ctls=
 for ((i = 0; i < NSERVERS; i++)); do
@@ -114,8 +114,10 @@ copy_done=$(wait_event "the manager counting the spare whole" "counts it whole" 
 	cut -d' ' -f1) || exit 1
 # the kill on the run's own clock (the timeline's third column is the wall clock)
 KILL_AT=$(awk -v w="$killed" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline")
-# the run's clock of a log line's wall-clock stamp
-on_run_clock() { awk -v w="$1" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline"; }
+# the run's clock of a log line's wall-clock stamp (2026-11-28T19:33:54.123Z)
+on_run_clock() {
+	awk -v w="$(date -u -d "$1" +%s.%N)" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline"
+}
 # the streams alone: keys and ms summed over the primaries the spare copied from
 wait_event "a primary's stream to the spare" "copy: sent server $SPARE " "${logs[@]}" >/dev/null ||
 	exit 1
@@ -162,7 +164,7 @@ fi
 	echo "What the servers logged:"
 	echo
 	grep -h "manager: \|recovered in\|moved out: deciding\|copy: " \
-		/run/xtx/"$PREFIX"-s*.log | sort | sed 's/^[0-9.]* /    /'
+		/run/xtx/"$PREFIX"-s*.log | sort | sed 's/^[0-9TZ:.-]* [a-z]* */    /'
 	echo
 	echo "Committed/s through the run, per 500 ms:"
 	echo

@@ -16,7 +16,7 @@ trap 'cleanup; rm -rf "$tmp"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
 
 zkc() { client "$BUILD/xtxctl" cluster "$@"; }
-status_json() { zkc status --zk "$ZK_CLIENT" --name "$NAME" --json 2>&1; }
+status_json() { zkc status --zk "$ZK_CLIENT" --zk-name "$NAME" --json 2>&1; }
 # live SERVER: "true" or "false" as status says
 live() { grep -o "\"index\":$1,[^}]*" <<<"$(status_json)" | grep -o '"live":[a-z]*' | cut -d: -f2; }
 load_member() {	# load_member I [ARGS...]: xtxd of server I in the cluster
@@ -37,7 +37,7 @@ op() {
 zk_up >"$tmp/zk.out" 2>&1
 check "a private ZooKeeper answers in the client namespace" test $? -eq 0
 # R = 3 of 4: each key on three servers, so placing by any other map shows
-out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" --shards 12 2>&1)
+out=$(zkc init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(all_server_ips)" --shards 12 2>&1)
 check "cluster init creates it ($out)" grep -q "epoch 1, 4 servers, replication 3, 12 shards" <<<"$out"
 out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers 10.77.0.2 2>&1)
 rc=$?

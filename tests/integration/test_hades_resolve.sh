@@ -282,5 +282,5 @@ echo "$out" | grep -E 'conserved|committed ' | sed 's/^/# /'
 check "a new client runs on every account afterwards, money conserved (rc $rc)" \
 	test "$rc" -eq 0 -a "$(grep -c conserved <<<"$out")" -eq 1
 
-for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9.]* /# server $i: /"; done
+for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9TZ:.-]* [a-z]* */# server $i: /"; done
 finish

@@ -276,5 +276,5 @@ out=$(op 1 get 0 800 room=1024)
 check "... and it stays deleted: never the older big value ($(field "$out" status) v$(field "$out" version))" \
 	test "$(field "$out" status)" = not_found
 
-for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9.]* /# server $i: /"; done
+for i in 0 1 2; do XLOG "$i" | grep 'resolve: txn' | sed "s/^[0-9TZ:.-]* [a-z]* */# server $i: /"; done
 finish

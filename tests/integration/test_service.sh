@@ -55,10 +55,12 @@ for ln in open(sys.argv[1]).read().splitlines():
             typed[m.group(2)] = m.group(3)
         continue
     m = sample.match(ln)
-    if not m or m.group(1) not in typed:
+    # a histogram's samples are its family's name with _bucket, _sum or _count
+    fam = m and (m.group(1) if m.group(1) in typed else re.sub(r'_(bucket|sum|count)$', '', m.group(1)))
+    if not m or typed.get(fam) is None or (fam != m.group(1) and typed[fam] != 'histogram'):
         bad.append(ln)
         continue
-    if typed[m.group(1)] == 'counter' and not m.group(1).endswith('_total'):
+    if typed[fam] == 'counter' and not m.group(1).endswith('_total'):
         bad.append('counter without _total: ' + ln)
     samples += 1
 print(f'{samples} samples, {len(typed)} families, {len(bad)} bad')
@@ -140,7 +142,7 @@ check "a resolver message from a non-peer is ignored and counted (${n:-?}), a ma
 
 # Housekeeping: --snapshot-every snapshots on its own, and old ones and covered logs go.
 sleep 1.5
-snaps=$(metric "$(scrape)" xtx_snapshots_total)
+snaps=$(metric "$(scrape)" 'xtx_snapshots_total{result="ok"}')
 dir=/var/lib/xtx/$(server_ns 0)-$(server_dev 0)
 files=$(ls "$dir"/snapshot-*.xsnap 2>/dev/null | wc -l)
 check "--snapshot-every took snapshots (${snaps:-0}) and kept only the newest (${files} on disk)" \
@@ -180,7 +182,7 @@ make -s -C "$ROOT" install DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1
 rc=$?
 missing=""
 for f in usr/sbin/xtxd usr/sbin/xtxctl usr/sbin/xtx-udpd usr/bin/xtxbench usr/lib/xtx/xtx_xdp.bpf.o \
-	usr/lib/libxtx.a usr/include/libxtx.h usr/share/man/man8/xtxd.8 usr/share/man/man8/xtxctl.8 \
+	usr/lib/libxtx.a usr/include/xtx/libxtx.h usr/share/man/man8/xtxd.8 usr/share/man/man8/xtxctl.8 \
 	usr/share/man/man1/xtxbench.1 lib/systemd/system/xtxd@.service etc/xtx/example.conf; do
 	[ -s "$dest/$f" ] || missing+=" $f"
 done

@@ -26,6 +26,7 @@
 #include "log/logdrain.h"
 #include "logfile.h"
 #include "num.h"
+#include "version.h"
 #include "rare/rare.h"
 #include "sizing.h"
 #include "store/overflow.h"
@@ -102,7 +103,8 @@ static void usage(FILE *out)
 		"      --data-dir DIR       where the logs are drained to (default\n"
 		"                           %s/<netns>-<iface>, created 0700)\n"
 		"      --fresh              start with an empty store: move the data directory's\n"
-		"                           snapshots and logs aside instead of recovering them\n"
+		"                           snapshots and logs aside (fresh-<time>/, the two\n"
+		"                           newest kept) instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --zk HOST:PORT[,...] serve in the cluster held by this ZooKeeper ensemble: its\n"
@@ -157,6 +159,7 @@ static void usage(FILE *out)
 		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
 		"  -h, --help               this text\n"
+		"  -V, --version            the release and build\n"
 		"\n"
 		"\n"
 		"The control channel (xtxctl) is a unix socket, %s/<netns>-<iface>.sock,\n"
@@ -311,6 +314,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	uint64_t ns;
@@ -337,7 +341,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->resolve.peers.self = XTXD_SELF_UNKNOWN;
 	o->member.name = XTX_ZK_NAME_DEFAULT;
 	o->member.session_ms = XTX_ZK_SESSION_MS_DEFAULT;
-	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
 		case 'n': o->netns = optarg; break;
@@ -512,6 +516,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		case OPT_LOGFILE: o->logfile = optarg; break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': xtx_print_version("xtxd"); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
@@ -697,16 +702,26 @@ static void observe_with_peers(const struct xtx_log_entry *e, size_t n)
 static int serve_until_signal(void)
 {
 	sigset_t set;
-	int sig;
+	int sig, err;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (sigwait(&set, &sig))
-		return -1;
+	for (;;) {
+		if (sigwait(&set, &sig))
+			return -1;
+		if (sig != SIGHUP)
+			break;
+		/* logrotate moved the log file: write to a new one at its path */
+		err = xtx_log_reopen();
+		if (err)
+			pr_warn("SIGHUP: reopening the log file: %s\n", strerror(-err));
+		else
+			pr_info("SIGHUP: log file reopened\n");
+	}
 	pr_info("signal %d: stopping\n", sig);
 	return 0;
 }
@@ -719,6 +734,8 @@ int main(int argc, char **argv)
 	int ready_fd = -1, err, pid;
 	bool adopted;
 
+	/* until serve_until_signal() waits for it, a SIGHUP (logrotate's) must not stop us */
+	signal(SIGHUP, SIG_IGN);
 	if (parse_args(argc, argv, &o))
 		return 2;
 	if (xtx_require_root("xtxd"))
@@ -878,8 +895,13 @@ int main(int argc, char **argv)
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	xtx_daemon_ready(&ready_fd, 0);
+	/* /readyz answers ready, and systemd (Type=notify) starts what waits for us */
+	xtxd_metrics_set_state(XTXD_SERVING);
+	xtx_sd_notify("READY=1\nSTATUS=serving");
 
 	serve_until_signal();
+	xtxd_metrics_set_state(XTXD_STOPPING);
+	xtx_sd_notify("STOPPING=1\nSTATUS=stopping: draining the log");
 	/* a stopping member stops serving first, and gives up its lease last */
 	if (o.member.zk)
 		xtxd_member_fence();
