@@ -35,7 +35,8 @@ access() {
 dump_of() { if [ "$BACKEND" = xtxd ]; then ctl "$1" dump; else "$tmp/dump.sh" "$1"; fi; }
 tpcc() {
 	# shellcheck disable=SC2046
-	client "$BUILD/xtxbench" tpcc --servers "$SERVERS" $(access) --lock-lease "$LEASE" \
+	# --timeout 20ms: a request is given up after a second, not 100 ms: busy servers answer late
+	client "$BUILD/xtxbench" tpcc --servers "$SERVERS" $(access) --lock-lease "$LEASE" --timeout 20ms \
 		--client-base 100 --warehouses 1 --items 1000 --customers 60 "$@"
 }
 

@@ -112,6 +112,9 @@ static void usage(FILE *out)
 		"                           and the epoch; a live node holds this server's lease,\n"
 		"                           and XDP stops serving when the lease may have passed\n"
 		"      --zk-name NAME       the cluster's name there (default %s)\n"
+		"      --zk-session DUR     the ZooKeeper session asked for (default 2s, as granted\n"
+		"                           by the ensemble): the lease is 2/3 of it, a failure\n"
+		"                           is seen after it and half again\n"
 		"      --peers IP[,IP...]   every server of the cluster, in the clients' --servers\n"
 		"                           order (a log record names its replicas by position):\n"
 		"                           transactions whose coordinator vanished after logging\n"
@@ -183,7 +186,7 @@ static void usage(FILE *out)
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_VALUE_STORE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
-       OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
+       OPT_ZK, OPT_ZK_NAME, OPT_ZK_SESSION, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE, OPT_CAPACITY };
 
@@ -288,6 +291,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "fresh", no_argument, NULL, OPT_FRESH },
 		{ "zk", required_argument, NULL, OPT_ZK },
 		{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
+		{ "zk-session", required_argument, NULL, OPT_ZK_SESSION },
 		{ "peers", required_argument, NULL, OPT_PEERS },
 		{ "cluster", required_argument, NULL, OPT_CLUSTER },
 		{ "self", required_argument, NULL, OPT_SELF },
@@ -477,6 +481,16 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		case OPT_FRESH: o->fresh = true; break;
 		case OPT_ZK: o->member.zk = optarg; break;
 		case OPT_ZK_NAME: o->member.name = optarg; break;
+		case OPT_ZK_SESSION:
+			if (xtx_parse_duration("--zk-session", optarg, &ns))
+				return -1;
+			if (ns < 1000000000ull || ns > 60000000000ull) {
+				fprintf(stderr, "Error: --zk-session: %s is not within 1s..60s\n",
+					optarg);
+				return -1;
+			}
+			o->member.session_ms = (unsigned int)(ns / 1000000);
+			break;
 		case OPT_PEERS: o->peers = optarg; break;
 		case OPT_CLUSTER: o->cluster = optarg; break;
 		case OPT_SELF:
