@@ -50,15 +50,12 @@ check "xtxctl info finds it through the lock (xtxd_pid $(json_field "$info" xtxd
 out=$(make -s -C "$ROOT" load IFACE="$DEV" NETNS="$NS" ARGS="--lock-lease 60s" 2>&1)
 check "make load beside it is refused (${out//$'\n'/ })" grep -q "(pid $second) already serves" <<<"$out"
 ctl 0 unload >/dev/null
-# gone, or a zombie its new parent has yet to reap
-gone() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 check "xtxctl unload stopped it (pid $second)" gone "$second"
 check "and removes its program and pins" test -z "$(prog)" -a ! -e "/sys/fs/bpf/xtx/$NS"
 
 # a killed xtxd leaves the program and maps, and no lock: the next one adopts them
 make -s -C "$ROOT" load IFACE="$DEV" NETNS="$NS" ARGS="--lock-lease 60s" >/dev/null
-kill -KILL "$(cat "$pidfile")"
-for ((i = 0; i < 100; i++)); do gone "$(cat "$pidfile")" && break; sleep 0.1; done
+kill9_xtxd 0
 out=$(make -s -C "$ROOT" load IFACE="$DEV" NETNS="$NS" ARGS="--lock-lease 60s" 2>&1)
 check "after a SIGKILL the next xtxd starts (${out//$'\n'/ })" test -d "/proc/$(cat "$pidfile")"
 check "it adopted the program left attached" grep -q "serving $DEV in netns $NS port .* (adopted)" \

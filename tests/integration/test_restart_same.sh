@@ -48,8 +48,7 @@ check "recovery applied nothing the server had not served" \
 	grep -q "recovery: $n keys back" <(XLOG 0)
 
 # the kill leaves the program and maps; the overflow store is rebuilt from the data directory
-kill -KILL "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
-sleep 0.2
+kill9_xtxd 0
 reload
 dump_to "$TMP/adopted"
 check "the restart after the SIGKILL adopted the program" \

@@ -22,9 +22,13 @@ metric() { awk -v n="$2" '$1 == n { print $2; exit }' <<<"$1"; }
 
 before=$(scrape)
 check "scrape answers before any traffic" test -n "$before"
-client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 2s >/dev/null 2>&1 &
+# (the bank run lasts until top and a scrape have seen it: SIGINT ends it)
+rx() { metric "$(scrape)" 'xtx_xdp_events_total{event="rx"}'; }
+more_rx() { [ "$(rx)" -gt $(($1 + 100)) ]; }
+rx0=$(rx)
+client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 600s >/dev/null 2>&1 &
 bank=$!
-sleep 0.5
+wait_until 60 more_rx "${rx0:-0}"
 top=$(ctl 0 top --interval 300 --refreshes 2)
 rc=$?
 check "xtxctl top refreshes with live rates (exit $rc)" \
@@ -32,6 +36,7 @@ check "xtxctl top refreshes with live rates (exit $rc)" \
 rate=$(awk '/^ops /{v=$2} END{print v+0}' <<<"$top")
 check "... showing the ops the run sends (${rate}/s)" test "${rate%%/*}" -gt 0
 during=$(scrape)
+pkill -INT -P "$bank"
 wait "$bank"
 rc=$?
 check "a bank run against the server (exit $rc)" test "$rc" -eq 0
@@ -133,16 +138,22 @@ op = struct.pack('<BBBBIQQQQ', 24, 0, 0, 0, 0, 0, 0x1234, 0, 0) + bytes(40)
 s.sendto(hdr + op, (sys.argv[1], 7371))		# well formed, but not from a peer
 s.sendto(b'\x00' * 7, (sys.argv[1], 7371))	# malformed
 PY
-sleep 0.5
-m=$(scrape)
+counted() {
+	m=$(scrape)
+	[ "$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')" -ge 1 ] &&
+		[ "$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')" -ge 1 ]
+}
+wait_until 60 counted
 n=$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')
 k=$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')
 check "a resolver message from a non-peer is ignored and counted (${n:-?}), a malformed one too (${k:-?})" \
 	test "${n:-0}" -ge 1 -a "${k:-0}" -ge 1
 
 # Housekeeping: --snapshot-every snapshots on its own, and old ones and covered logs go.
-sleep 1.5
-snaps=$(metric "$(scrape)" 'xtx_snapshots_total{result="ok"}')
+snapshots() { metric "$(scrape)" 'xtx_snapshots_total{result="ok"}'; }
+two_snapshots() { [ "$(snapshots)" -ge 2 ]; }
+wait_until 60 two_snapshots
+snaps=$(snapshots)
 dir=/var/lib/xtx/$(server_ns 0)-$(server_dev 0)
 files=$(ls "$dir"/snapshot-*.xsnap 2>/dev/null | wc -l)
 check "--snapshot-every took snapshots (${snaps:-0}) and kept only the newest (${files} on disk)" \

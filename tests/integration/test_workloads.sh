@@ -122,12 +122,16 @@ check "smallbank with loss: requests were resent (${retrans:-0})" test "${retran
 # ---- --verify must catch what a broken server or library would do ----
 op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
 
+# running FILE: a run writing its progress to FILE has begun (its first tick is out);
+# stop_run PID: SIGINT to the xtxbench of a background job, which then checks and reports
+running() { grep -qs '^t=' "$1"; }
+stop_run() { pkill -INT -P "$1"; wait "$1"; }
 # Money from nowhere: a cold account's savings rewritten on every replica mid-run.
-smallbank --duration 2 --warmup 0 --verify >"$tmp/sb.out" 2>&1 &
+smallbank --duration 600 --warmup 0 --verify >"$tmp/sb.out" 2>&1 &
 pid=$!
-sleep 1
+wait_until 60 running "$tmp/sb.out"
 for i in 0 1 2; do op "$i" update 8 999 value=15cd5b0700000000 >/dev/null; done
-wait "$pid"
+stop_run "$pid"
 rc=$?
 out=$(cat "$tmp/sb.out")
 check "smallbank: a balance changed behind its back fails --verify (exit $rc)" test "$rc" -eq 1
@@ -139,11 +143,11 @@ out=$(smallbank --duration 1 --warmup 0 --verify 2>&1)
 check "smallbank: a replica differing fails --verify (exit $?)" grep -q "replicas differ" <<<"$out"
 
 # An immutable TATP row rewritten mid-run: the index row of subscriber 5 now names 6.
-tatp --duration 2 --warmup 0 --verify >"$tmp/tatp.out" 2>&1 &
+tatp --duration 600 --warmup 0 --verify >"$tmp/tatp.out" 2>&1 &
 pid=$!
-sleep 1
+wait_until 60 running "$tmp/tatp.out"
 for i in 0 1 2; do op "$i" update 2 5 value=0600000053000000 >/dev/null; done
-wait "$pid"
+stop_run "$pid"
 rc=$?
 out=$(cat "$tmp/tatp.out")
 check "tatp: a rewritten index row fails --verify (exit $rc)" test "$rc" -eq 1
