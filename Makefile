@@ -22,6 +22,10 @@ else
 OUT := build
 SAN_FLAGS :=
 endif
+# The release: --version of every tool, libxtx's pkg-config version and soname.
+XTX_VERSION := 0.9.0
+LIBXTX_VERSION := $(XTX_VERSION)
+LIBXTX_SONAME := libxtx.so.0
 BPF_OUT := $(OUT)/bpf
 SKEL_OUT := $(OUT)/skel
 OBJ_OUT := $(OUT)/obj
@@ -85,6 +89,10 @@ USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp \
 	$(OUT)/bench/logw_cost
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/examples/values $(OUT)/xtx-history-check
+ifneq ($(SAN),1)
+# (a sanitized build makes no shared library: its objects need the sanitizers' runtime)
+BINS += $(OUT)/libxtx.so $(OUT)/$(LIBXTX_SONAME) $(OUT)/libxtx.pc
+endif
 BINS += $(OUT)/tests/afxdp_churn
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
@@ -103,7 +111,7 @@ TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o \
 	$(OBJ_OUT)/tests/unit/race.o
 
-.PHONY: all help clean deps test san-tests demo bench bench-kv nemesis load unload format install uninstall
+.PHONY: all help clean deps test test-loaded san-tests demo bench bench-kv nemesis load unload format install uninstall
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -113,6 +121,7 @@ help:
 	@echo '  all (default)  build BPF objects, xtxd, xtxctl, xtxbench and tests into build/'
 	@echo '  deps           install the Debian packages everything needs'
 	@echo '  test           run unit (also built with ASan+UBSan) and netns integration tests (root)'
+	@echo '  test-loaded    the same with a busy loop on every core beside it'
 	@echo '  demo           bring up 3 servers in namespaces, run clients, tear down'
 	@echo '  bench          side-by-side benchmarks; see docs/performance.md'
 	@echo '  bench-kv       DINT Table 1 and Figure 11a: the KV cache ablations'
@@ -148,6 +157,17 @@ $(SKEL_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o | $(SKEL_OUT)
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@
 
+# The release and the commit built, for --version and xtx_build_info: rewritten only when
+# they change, so a new commit rebuilds version.o and relinks, nothing more.
+XTX_BUILD := $(shell git -C $(CURDIR) describe --always --dirty 2>/dev/null || echo unknown)
+$(SKEL_OUT)/xtx_version.h: FORCE | $(SKEL_OUT)
+	$(Q)printf '#define XTX_VERSION_STR "%s"\n#define XTX_BUILD_STR "%s"\n' \
+		'$(XTX_VERSION)' '$(XTX_BUILD)' >$@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(OBJ_OUT)/common/version.o: $(SKEL_OUT)/xtx_version.h
+.PHONY: FORCE
+FORCE:
+
 $(OBJ_OUT)/%.o: %.c $(USER_HDRS) $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -158,7 +178,8 @@ $(OUT)/xtxd: $(call objs,$(XTXD_SRCS)) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -lurcu-cds -lurcu -lmicrohttpd $(LDLIBS)
 
 # Stands alone, for hosts that check histories without running anything.
-$(OUT)/xtx-history-check: $(call objs,clients/history/main.c) $(HISTORY_OBJS)
+$(OUT)/xtx-history-check: $(call objs,clients/history/main.c) $(HISTORY_OBJS) \
+		$(OBJ_OUT)/common/version.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@
 
@@ -166,10 +187,34 @@ $(OUT)/xtxctl: $(XTXCTL_OBJS) $(ULIB_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# libxtx: the coordinator library (clients/libxtx/libxtx.h) and what it stands on.
-$(OUT)/libxtx.a: $(LIBXTX_OBJS) $(OBJ_OUT)/common/cluster.o
+# libxtx: the coordinator library (clients/libxtx/libxtx.h) and what it stands on, as an
+# archive and as a shared library whose soname changes only with an incompatible ABI.
+LIBXTX_PIC_OBJS := $(LIBXTX_OBJS) $(OBJ_OUT)/common/cluster.o
+$(LIBXTX_PIC_OBJS): CFLAGS += -fPIC
+# objects built before they were position-independent are built again, once
+ifeq ($(wildcard $(OBJ_OUT)/.pic),)
+$(shell rm -f $(LIBXTX_PIC_OBJS); mkdir -p $(OBJ_OUT) && touch $(OBJ_OUT)/.pic)
+endif
+# what libxtx needs linked, for those linking the archive (pkg-config's Libs.private)
+LIBXTX_LIBS := -lxdp -lbpf -lelf -lz -lpthread -lm
+$(OUT)/libxtx.a: $(LIBXTX_PIC_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/libxtx.so.$(LIBXTX_VERSION): $(LIBXTX_PIC_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIBXTX_SONAME) -Wl,--no-undefined $^ -o $@ \
+		$(LIBXTX_LIBS)
+
+$(OUT)/$(LIBXTX_SONAME) $(OUT)/libxtx.so: $(OUT)/libxtx.so.$(LIBXTX_VERSION)
+	$(Q)ln -sf $(notdir $<) $@
+
+# libxtx.pc for an installed tree (PREFIX substituted), and for build/ (build-tree paths)
+$(OUT)/libxtx.pc: scripts/libxtx.pc.in Makefile
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$${prefix}/lib|' \
+		-e 's|@INCLUDEDIR@|$${prefix}/include|' -e 's|@VERSION@|$(XTX_VERSION)|' \
+		-e 's|@LIBS_PRIVATE@|$(LIBXTX_LIBS)|' $< >$@
 
 $(OUT)/examples/%: $(OBJ_OUT)/clients/examples/%.o $(OUT)/libxtx.a
 	$(call msg,LINK,$@)
@@ -226,6 +271,14 @@ test: deps
 	$(Q)$(MAKE) -j$(JOBS) SAN=1 san-tests
 	$(Q)tests/run.sh
 
+# make test beside a CPU hog on every core (a busy loop each, started and stopped here): the
+# suite must pass on a machine that is busy with something else, so no check may wait for
+# a time where it should wait for an event.
+test-loaded: deps
+	$(Q)$(MAKE) -j$(JOBS) all
+	$(Q)$(MAKE) -j$(JOBS) SAN=1 san-tests
+	$(Q)scripts/cpu_hog.sh tests/run.sh
+
 # The unit tests built with the sanitizers (tests/run.sh runs them as san-unit-*).
 san-tests: $(TEST_BINS)
 
@@ -268,42 +321,58 @@ BINDIR := $(PREFIX)/bin
 LIBDIR := $(PREFIX)/lib/xtx
 INCDIR := $(PREFIX)/include
 MANDIR := $(PREFIX)/share/man
+EXAMPLEDIR := $(PREFIX)/share/xtx/examples
 UNITDIR ?= /lib/systemd/system
 SYSCONFDIR ?= /etc
 MANPAGES := xtxd:8:load-the-xtx-transaction-server-onto-an-interface \
 	xtxctl:8:inspect-and-control-a-loaded-xtx-server \
 	xtx-udpd:8:the-xtx-protocol-served-from-kernel-UDP-sockets-(baseline) \
 	xtxbench:1:load-generators-and-end-to-end-checks-for-xtx-servers
+# libxtx's API (its own headers and the ABI they stand on), all under include/xtx/:
+# cc app.c $$(pkg-config --cflags --libs libxtx), #include "libxtx.h"
+API_HDRS := clients/libxtx/libxtx.h clients/libxtx/servers.h common/cluster.h \
+	$(wildcard include/xtx/*.h)
+EXAMPLES := $(wildcard clients/examples/*.c)
 INSTALLED := $(SBINDIR)/xtxd $(SBINDIR)/xtxctl $(SBINDIR)/xtx-udpd $(BINDIR)/xtxbench \
 	$(LIBDIR)/xtx_xdp.bpf.o $(LIBDIR)/xtx_tc.bpf.o $(LIBDIR)/xdp_pass.bpf.o $(LIBDIR)/xtx_xsk.bpf.o \
-	$(PREFIX)/lib/libxtx.a $(INCDIR)/libxtx.h $(INCDIR)/cluster.h $(INCDIR)/xtx/proto.h \
-	$(INCDIR)/xtx/mac.h $(UNITDIR)/xtxd@.service \
-	$(SYSCONFDIR)/xtx/example.conf \
+	$(PREFIX)/lib/libxtx.a $(PREFIX)/lib/libxtx.so.$(LIBXTX_VERSION) \
+	$(PREFIX)/lib/$(LIBXTX_SONAME) $(PREFIX)/lib/libxtx.so $(PREFIX)/lib/pkgconfig/libxtx.pc \
+	$(addprefix $(INCDIR)/xtx/,$(notdir $(API_HDRS))) \
+	$(addprefix $(EXAMPLEDIR)/,$(notdir $(EXAMPLES))) \
+	$(UNITDIR)/xtxd@.service $(SYSCONFDIR)/xtx/example.conf \
 	$(foreach m,$(MANPAGES),$(MANDIR)/man$(word 2,$(subst :, ,$(m)))/$(word 1,$(subst :, ,$(m))).$(word 2,$(subst :, ,$(m))))
 
 install: all
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
 		$(DESTDIR)$(INCDIR)/xtx $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/xtx \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(EXAMPLEDIR)
 	$(Q)install -m 0755 $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtx-udpd $(DESTDIR)$(SBINDIR)/
 	$(Q)install -m 0755 $(OUT)/xtxbench $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0644 $(BPF_OBJS) $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 0644 $(OUT)/libxtx.a $(DESTDIR)$(PREFIX)/lib/
-	$(Q)install -m 0644 clients/libxtx/libxtx.h common/cluster.h $(DESTDIR)$(INCDIR)/
-	$(Q)install -m 0644 include/xtx/proto.h include/xtx/mac.h $(DESTDIR)$(INCDIR)/xtx/
+	$(Q)install -m 0755 $(OUT)/libxtx.so.$(LIBXTX_VERSION) $(DESTDIR)$(PREFIX)/lib/
+	$(Q)ln -sf libxtx.so.$(LIBXTX_VERSION) $(DESTDIR)$(PREFIX)/lib/$(LIBXTX_SONAME)
+	$(Q)ln -sf libxtx.so.$(LIBXTX_VERSION) $(DESTDIR)$(PREFIX)/lib/libxtx.so
+	$(Q)sed -e 's|^prefix=.*|prefix=$(PREFIX)|' $(OUT)/libxtx.pc \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/libxtx.pc
+	$(Q)install -m 0644 $(API_HDRS) $(DESTDIR)$(INCDIR)/xtx/
+	$(Q)install -m 0644 $(EXAMPLES) $(DESTDIR)$(EXAMPLEDIR)/
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g' scripts/service/xtxd@.service \
 		>$(DESTDIR)$(UNITDIR)/xtxd@.service
 	$(Q)install -m 0644 scripts/service/example.conf $(DESTDIR)$(SYSCONFDIR)/xtx/
 	$(Q)$(foreach m,$(MANPAGES),scripts/manpage.sh $(OUT)/$(word 1,$(subst :, ,$(m))) \
 		$(word 2,$(subst :, ,$(m))) "$(subst -, ,$(word 3,$(subst :, ,$(m))))" \
 		>$(DESTDIR)$(MANDIR)/man$(word 2,$(subst :, ,$(m)))/$(word 1,$(subst :, ,$(m))).$(word 2,$(subst :, ,$(m))) &&) true
+	$(Q)[ -n "$(DESTDIR)" ] || ! command -v ldconfig >/dev/null || ldconfig
 
 uninstall:
 	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	$(Q)rmdir $(DESTDIR)$(LIBDIR) $(DESTDIR)$(SYSCONFDIR)/xtx $(DESTDIR)$(INCDIR)/xtx \
-		2>/dev/null || true
+		$(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(PREFIX)/share/xtx \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig 2>/dev/null || true
 
 format:
 	$(Q)clang-format -i $(shell git ls-files '*.c' '*.h')

@@ -44,6 +44,7 @@ int xtx_parse_duration(const char *what, const char *s, uint64_t *ns)
 {
 	static const struct { const char *suffix; uint64_t mult; } units[] = {
 		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+		{ "m", 60000000000ull }, { "h", 3600000000000ull },
 	};
 	double v;
 	char *end;
@@ -51,23 +52,27 @@ int xtx_parse_duration(const char *what, const char *s, uint64_t *ns)
 
 	errno = 0;
 	v = s ? strtod(s, &end) : -1;
-	if (!s || errno || end == s || v < 0) {
-		fprintf(stderr, "Error: %s: '%s' is not a duration (e.g. 500ms, 2s)\n", what,
-			s ? s : "");
+	if (!s || errno || end == s || !(v >= 0)) {
+		fprintf(stderr, "Error: %s: '%s' is not a duration (e.g. 500ms, 2s, 10m, 1h)\n",
+			what, s ? s : "");
 		return -1;
 	}
-	if (!*end) {
-		*ns = (uint64_t)(v * 1e9);
-		return 0;
+	for (i = 0; *end && i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix))
+			break;
+	if (i == sizeof(units) / sizeof(units[0])) {
+		fprintf(stderr, "Error: %s: unknown unit in '%s' (ns, us, ms, s, m, h)\n", what, s);
+		return -1;
 	}
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcmp(end, units[i].suffix)) {
-			*ns = (uint64_t)(v * (double)units[i].mult);
-			return 0;
-		}
+	/* a plain number is seconds */
+	v *= *end ? (double)units[i].mult : 1e9;
+	/* 2^64 ns is 584 years: anything near it is a mistake */
+	if (v >= 1e19) {
+		fprintf(stderr, "Error: %s: '%s' is too long\n", what, s);
+		return -1;
 	}
-	fprintf(stderr, "Error: %s: unknown unit in '%s' (ns, us, ms, s)\n", what, s);
-	return -1;
+	*ns = (uint64_t)v;
+	return 0;
 }
 
 int xtx_hex_digit(char c)

@@ -17,7 +17,7 @@ int xtx_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, u
 int xtx_parse_u32(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *out);
 /* A number in [lo, hi]; 0, or -1 after printing why. */
 int xtx_parse_double(const char *what, const char *s, double lo, double hi, double *out);
-/* A duration such as 500ms, 2s, 150us or a bare number of seconds, in ns. */
+/* A duration such as 500ms, 2s, 150us, 10m, 1h or a bare number of seconds, in ns. */
 int xtx_parse_duration(const char *what, const char *s, uint64_t *ns);
 /* "0,1,2": indices below limit (at most 64) as a bitmap; -1 after printing why. */
 int xtx_parse_index_set(const char *what, const char *s, unsigned int limit, uint64_t *set);

@@ -19,6 +19,16 @@ KILL_AT=${KILL_AT:-4}
 VICTIM=${VICTIM:-1}
 ZK_PORT=$((21000 + RANDOM % 8000))
 ZK_DIR=$(mktemp -d /tmp/xtx-bench-zk.XXXXXX)
+# How long to wait, after the run, for an event the report names (the manager counts the
+# spare whole a moment after its copy ends, later still on a busy machine).
+EVENT_WAIT=${EVENT_WAIT:-60}
+
+# Whatever stops the scene says why, on stderr: set -e alone would end it silently.
+trap 'echo "failover: stopped at line $LINENO: $BASH_COMMAND (exit $?)" >&2' ERR
+fail() {
+	echo "failover: $*" >&2
+	exit 1
+}
 
 mkdir -p "$OUT"
 report=$OUT/report_failover.md
@@ -46,7 +56,7 @@ trap cleanup EXIT INT TERM
 
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null
 "$ROOT/scripts/zk.sh" start -d "$ZK_DIR" -P "$ZK_PORT" -n "$PREFIX-c" >/dev/null
-client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(server_ips)" \
+client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(server_ips)" \
 	--spares "10.77.$SPARE.2" --shards 12 >/dev/null
 ctls=
 for ((i = 0; i < NSERVERS; i++)); do
@@ -72,17 +82,46 @@ set +e
 wait "$run"
 rc=$?
 set -e
+[ -s "$timeline" ] || fail "the run wrote no timeline (xtxbench exit $rc): $(tail -n 5 "$OUT/failover_run.log")"
+[ "$rc" = 0 ] || fail "the SmallBank run failed (xtxbench exit $rc): $(tail -n 10 "$OUT/failover_run.log")"
+
+# wait_event WHAT PATTERN FILE...: the first line matching PATTERN in FILEs, once one is
+# there; after EVENT_WAIT s without one the scene fails, naming the event that never came.
+wait_event() {
+	local what=$1 pat=$2 t=0 line
+	shift 2
+	while :; do
+		line=$(cat "$@" 2>/dev/null | grep -m1 -- "$pat" || true)
+		[ -n "$line" ] && { echo "$line"; return 0; }
+		[ "$t" -ge $((EVENT_WAIT * 10)) ] && break
+		sleep 0.1
+		t=$((t + 1))
+	done
+	echo "failover: $what never happened: no \"$pat\" in $* within ${EVENT_WAIT} s of the run's end" >&2
+	return 1
+}
+logs=(/run/xtx/"$PREFIX"-s*.log)
+spare_log=/run/xtx/$(server_ns "$SPARE")-$(server_dev "$SPARE").log
+# the events the report names, each waited for: the promotion's recovery, the spare
+# made a copier, its copy whole, the manager counting it as a replica
+recovered=$(wait_event "the promoted servers' recovery" "recovered in [0-9]* ms" "${logs[@]}" |
+	grep -o "recovered in [0-9]* ms") || exit 1
+copy_from=$(wait_event "the spare becoming a copier" "is a replica of no shard: epoch" "${logs[@]}" |
+	cut -d' ' -f1) || exit 1
+whole=$(wait_event "the spare's copy ending" "whole here: [0-9]* keys in [0-9]* ms" "$spare_log" |
+	grep -o "whole here: [0-9]* keys in [0-9]* ms") || exit 1
+copy_done=$(wait_event "the manager counting the spare whole" "counts it whole" "${logs[@]}" |
+	cut -d' ' -f1) || exit 1
 # the kill on the run's own clock (the timeline's third column is the wall clock)
 KILL_AT=$(awk -v w="$killed" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline")
-recovered=$(grep -ho "recovered in [0-9]* ms" /run/xtx/"$PREFIX"-s*.log | head -n 1 || true)
-# the run's clock of a log line's wall-clock stamp
-on_run_clock() { awk -v w="$1" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline"; }
-spare_log=/run/xtx/$(server_ns "$SPARE")-$(server_dev "$SPARE").log
-copy_from=$(grep -h "is a replica of no shard: epoch" /run/xtx/"$PREFIX"-s*.log | head -n 1 | cut -d' ' -f1)
-copy_done=$(grep -h "counts it whole" /run/xtx/"$PREFIX"-s*.log | head -n 1 | cut -d' ' -f1)
-whole=$(grep -ho "whole here: [0-9]* keys in [0-9]* ms" "$spare_log" | head -n 1 || true)
+# the run's clock of a log line's wall-clock stamp (2026-11-28T19:33:54.123Z)
+on_run_clock() {
+	awk -v w="$(date -u -d "$1" +%s.%N)" 'NR == 1 { printf "%.1f", $1 + w - $3 }' "$timeline"
+}
 # the streams alone: keys and ms summed over the primaries the spare copied from
-stream=$(grep -h "copy: sent server $SPARE " /run/xtx/"$PREFIX"-s*.log |
+wait_event "a primary's stream to the spare" "copy: sent server $SPARE " "${logs[@]}" >/dev/null ||
+	exit 1
+stream=$(grep -h "copy: sent server $SPARE " "${logs[@]}" |
 	sed 's/.* \([0-9]*\) keys for epoch [0-9]* in \([0-9]*\) ms.*/\1 \2/' |
 	awk '{ k += $1; ms += $2 } END { printf "%d keys in %d ms: %.0f keys/s", k, ms, ms ? k * 1000 / ms : 0 }')
 violations=$(grep -o '"violations":[0-9]*' "$OUT/failover_run.json" | cut -d: -f2)
@@ -94,6 +133,11 @@ window=$(awk -v k="$KILL_AT" -v b="$before" '$1 > k && $2 < b / 2 { dipped = 1 }
 	$1 > k && $2 >= b / 2 && dipped { printf "%.1f", $1 - k; found = 1; exit }
 	END { if (!found) printf "none" }' "$timeline")
 after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n++ } END { printf "%.0f", n ? s / n : 0 }' "$timeline")
+if [ "$window" = none ]; then
+	# not back by the run's end: say how long it was out at least
+	window="over $(awk -v k="$KILL_AT" 'END { printf "%.1f", $1 - k }' "$timeline")"
+	echo "failover: the rate was not back at half by the run's end (DURATION=$DURATION is short for this machine)" >&2
+fi
 
 {
 	echo "## Failover: SmallBank while a server dies ($(date -u +%F))"
@@ -120,7 +164,7 @@ after=$(awk -v k="$KILL_AT" -v w="${window/none/0}" '$1 > k + w + 1 { s += $2; n
 	echo "What the servers logged:"
 	echo
 	grep -h "manager: \|recovered in\|moved out: deciding\|copy: " \
-		/run/xtx/"$PREFIX"-s*.log | sort | sed 's/^[0-9.]* /    /'
+		/run/xtx/"$PREFIX"-s*.log | sort | sed 's/^[0-9TZ:.-]* [a-z]* */    /'
 	echo
 	echo "Committed/s through the run, per 500 ms:"
 	echo
@@ -141,4 +185,4 @@ gnuplot <<-EOF
 	  echo "set label \"spare whole\" at $c, graph 0.88 right offset -0.5,0")
 	plot "$timeline" using 1:2 with lines title "committed/s"
 EOF
-[ "${violations:-1}" = 0 ]
+[ "${violations:-1}" = 0 ] || fail "--verify found ${violations:-no count of} violations"

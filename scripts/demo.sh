@@ -102,7 +102,7 @@ echo "   servers decide what it replicated before serving, the spare copies the 
 echo "   of R and counts as a replica once whole, --verify checks every replica;"
 echo "   scripts/bench_failover.sh)"
 echo
-if NSERVERS=4 ACCOUNTS=2000 DURATION=8 KILL_AT=3 OUT="$out" "$ROOT/scripts/bench_failover.sh" \
+if NSERVERS=4 ACCOUNTS=2000 DURATION=12 KILL_AT=3 OUT="$out" "$ROOT/scripts/bench_failover.sh" \
 	>"$out/failover.txt" 2>&1; then
 	grep -v "^Timeline\|^failover: populating\|^## " "$out/failover.txt" | sed 's/^/   /'
 else

@@ -126,7 +126,7 @@ def main():
             angle = angle == '<'
             if angle and not name.startswith('xtx/'):
                 continue		# system headers
-            if name.endswith('.skel.h'):
+            if name.endswith('.skel.h') or name == 'xtx_version.h':
                 continue		# generated into build/
             dst = resolve(src, name, angle, rooms[room])
             if dst is None:

@@ -36,7 +36,7 @@ struct logb_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: xtxbench log --servers IP[,IP...] [options]\n"
+		"Usage: xtxbench log --servers IP[,IP...] | --zk HOSTS [options]\n"
 		"Keeps W requests of K LOG_APPEND ops in flight to every server from\n"
 		"every thread.  Each op is the single (last) write of a transaction of\n"
 		"its own, with increasing keys and versions and a B-byte value.  Counts\n"
@@ -48,7 +48,9 @@ static void usage(FILE *out)
 		"\n"
 		"Options:\n"
 		"  -s, --servers IP[,IP...]  servers to log to (IPv4)\n"
-		"  -p, --port N              server UDP port (default %u)\n"
+		"      --zk HOST:PORT[,...]  instead: every server of the cluster held in this\n"
+		"                            ZooKeeper ensemble, at the epoch it serves\n"
+		"      --zk-name NAME        the cluster's name there (default xtx)\n"		"  -p, --port N              server UDP port (default %u)\n"
 		"  -t, --threads N           threads, each with its own socket and client id\n"
 		"                            (default 1, at most %u)\n"
 		"  -d, --duration S          how long to send new requests (default 5s)\n"

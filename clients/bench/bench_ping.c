@@ -22,17 +22,19 @@ enum {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: xtxbench ping --servers IP[,IP...] [options]\n"
+		"Usage: xtxbench ping --servers IP[,IP...] | --zk HOSTS [options]\n"
 		"Keeps W requests of K PING ops in flight to every server from every\n"
 		"thread, checks each reply (request id, op status, echoed nonce) and\n"
 		"reports round trips, ops and latency.  Lost requests are retransmitted\n"
 		"with the same id after --timeout.  Progress goes to stderr once a\n"
-		"second, the summary to stdout.  Exits 1 if a reply was wrong or none\n"
-		"arrived.\n"
+		"second, the summary to stdout.  Exits 1 if a reply was wrong, none\n"
+		"arrived, or the servers refused the request's configuration epoch.\n"
 		"\n"
 		"Options:\n"
 		"  -s, --servers IP[,IP...]  servers to ping (IPv4)\n"
-		"  -p, --port N              server UDP port (default %u)\n"
+		"      --zk HOST:PORT[,...]  instead: every server of the cluster held in this\n"
+		"                            ZooKeeper ensemble, at the epoch it serves\n"
+		"      --zk-name NAME        the cluster's name there (default xtx)\n"		"  -p, --port N              server UDP port (default %u)\n"
 		"  -t, --threads N           threads, each with its own socket and client id\n"
 		"                            (default 1, at most %u)\n"
 		"  -d, --duration S          how long to send new requests (default 5s)\n"

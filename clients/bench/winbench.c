@@ -16,6 +16,7 @@
 #include "runner.h"
 #include "servers.h"
 #include "winbench.h"
+#include "zkcluster.h"
 
 /* How often a thread hands its numbers to the progress reporter. */
 #define WB_PUBLISH_NS		(50 * 1000 * 1000ull)
@@ -70,6 +71,11 @@ static void handle_reply(struct wb_thread *t, const struct xtx_dgram *d, uint64_
 			     (unsigned long long)h->req_id);
 		return;
 	case XTX_RW_RETRY:
+		/* another configuration epoch: resent after the timeout, and counted */
+		if (h->status == XTX_ST_EPOCH) {
+			t->c.epoch_refused++;
+			t->server_epoch = h->epoch;
+		}
 		return;
 	case XTX_RW_MISMATCH:
 		wb_bad_reply(t, d->server, "request %llu: %zu bytes, %u ops: not its reply",
@@ -86,6 +92,7 @@ static void handle_reply(struct wb_thread *t, const struct xtx_dgram *d, uint64_
 			     t->b->status_hint ? t->b->status_hint(h->status) : "");
 		goto done;
 	}
+	t->c.answered++;
 	/* Latency only for replies that checked out, as the counts. */
 	if (t->b->check(t, d, sl))
 		xtx_hist_add(&t->bt.recent, now - sl->first_ns);
@@ -168,6 +175,8 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 		{ "inflight", required_argument, NULL, 'w' },
 	};
 	static const struct option tail[] = {
+		{ "zk", required_argument, NULL, WB_OPT_ZK },
+		{ "zk-name", required_argument, NULL, WB_OPT_ZK_NAME },
 		{ "transport", required_argument, NULL, WB_OPT_TRANSPORT },
 		{ "client-id", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -177,8 +186,11 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 	};
 	struct option longopts[WB_MAX_LONGOPTS] = {};
 	char shortopts[64];
-	const char *servers = NULL;
-	uint32_t port = XTX_DEFAULT_PORT;
+	const char *servers = NULL, *zk = NULL, *zk_name = NULL;
+	struct bench_zk_source src = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct xtx_cluster *cluster = NULL;
+	uint32_t port = XTX_DEFAULT_PORT, replication = 0;
+	int err;
 	bool base_given = false;
 	/* What the extras may fill: the tail and the terminator must still fit. */
 	const unsigned int room = WB_MAX_LONGOPTS - sizeof(tail) / sizeof(tail[0]) - 1;
@@ -235,6 +247,12 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 			if (xtx_parse_duration("--timeout", optarg, &o->timeout_ns))
 				return -1;
 			break;
+		case WB_OPT_ZK:
+			zk = optarg;
+			break;
+		case WB_OPT_ZK_NAME:
+			zk_name = optarg;
+			break;
 		case WB_OPT_TRANSPORT:
 			if (xtx_transport_parse(optarg, &o->transport)) {
 				fprintf(stderr, "Error: --transport: '%s' is not udp or afxdp\n",
@@ -265,9 +283,8 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 		fprintf(stderr, "Error: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!servers) {
-		fprintf(stderr, "Error: --servers is required\n");
-		usage(stderr);
+	if (zk_name && !zk) {
+		fprintf(stderr, "Error: --zk-name without --zk\n");
 		return -1;
 	}
 	if (!o->duration_ns || o->timeout_ns < 1000) {
@@ -282,7 +299,17 @@ int wb_parse_args(int argc, char **argv, struct wb_opts *o, const struct wb_extr
 	if (!base_given)
 		o->client_base = xtx_client_base_default(o->threads);
 	o->port = port;
-	return xtx_parse_servers("--servers", servers, port, &o->servers, &o->nservers);
+	/* every server of a cluster held in ZooKeeper, at the epoch it serves */
+	err = bench_pick_servers(servers, zk, zk_name, (uint16_t)port, &o->servers, &o->nservers,
+				 &replication, &cluster, &src);
+	if (err == -2)
+		usage(stderr);
+	if (err)
+		return -1;
+	o->epoch = cluster ? (uint16_t)cluster->epoch : 0;
+	free(cluster);
+	bench_zk_source_close(&src);
+	return 0;
 }
 
 /* Collects what the threads published since the last call. */
@@ -362,6 +389,7 @@ static struct wb_thread *setup_threads(const struct wb_bench *b, const struct wb
 			fprintf(stderr, "Error: allocating thread state: %s\n", strerror(ENOMEM));
 			goto fail;
 		}
+		t->win.epoch = o->epoch;
 		if (xtx_transport_open_kind(&t->tr, o->servers, o->nservers, o->transport))
 			goto fail;
 	}
@@ -464,6 +492,22 @@ int wb_run(const struct wb_bench *b, const struct wb_opts *o)
 	if (!total.replies) {
 		fprintf(stderr, "Error: no reply arrived; is a server listening on port %u?\n",
 			o->port);
+		rc = BENCH_EXIT_FAIL;
+	} else if (total.epoch_refused) {
+		uint16_t theirs = 0;
+
+		for (i = 0; i < o->threads; i++)
+			if (th[i].c.epoch_refused)
+				theirs = th[i].server_epoch;
+		fprintf(stderr, "Error: %llu requests refused: the servers serve configuration "
+			"epoch %u%s, this client named epoch %u%s\n",
+			(unsigned long long)total.epoch_refused, theirs,
+			theirs == XTX_EPOCH_FENCED ? " (fenced: out of their cluster)" : "",
+			o->epoch, o->epoch ? "" : " (a static cluster): they are in a cluster "
+			"held in ZooKeeper, give --zk HOSTS [--zk-name NAME]");
+		rc = BENCH_EXIT_FAIL;
+	} else if (!total.answered) {
+		fprintf(stderr, "Error: no request was answered\n");
 		rc = BENCH_EXIT_FAIL;
 	}
 out:

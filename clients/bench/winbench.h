@@ -26,6 +26,8 @@ struct wb_counts {
 	uint64_t dups;		/* replies to requests already answered */
 	uint64_t errors;	/* replies that were wrong */
 	uint64_t unanswered;	/* requests given up at the end */
+	uint64_t answered;	/* replies that answered a request (its ops ran) */
+	uint64_t epoch_refused;	/* replies refusing the request's configuration epoch */
 	uint64_t x[WB_NX];	/* the subcommand's own, indexed by its names */
 };
 
@@ -41,11 +43,14 @@ struct wb_opts {
 	uint32_t client_base;
 	uint64_t timeout_ns;
 	enum xtx_transport_kind transport;	/* --transport */
+	uint16_t epoch;		/* the cluster's, with --zk; 0 (static) otherwise */
 	bool json;
 };
 
 /* Above every subcommand's own option codes. */
 #define WB_OPT_TRANSPORT	0x7000
+#define WB_OPT_ZK		0x7001
+#define WB_OPT_ZK_NAME		0x7002
 
 struct wb_thread;
 
@@ -85,6 +90,7 @@ struct wb_thread {
 	struct xtx_transport tr;
 	struct xtx_reqwins win;
 	uint64_t state;		/* the subcommand's: nonce seed, txn sequence */
+	uint16_t server_epoch;	/* the epoch a server last refused ours for */
 
 	/* Owned by the thread. */
 	struct wb_counts c;

@@ -669,7 +669,8 @@ static void common_usage(FILE *out)
 		"                            prints server I's store (0-based, --servers order)\n"
 		"                            as `xtxctl dump` does, e.g. a script sending\n"
 		"                            xtx-udpd SIGUSR1 and printing its --dump-file\n"
-		"      --xtxctl PATH         the xtxctl to run (default: next to xtxbench)\n"
+		"      --xtxctl PATH         the xtxctl to run (default: beside xtxbench, in\n"
+		"                            ../sbin beside it, or on PATH)\n"
 		"      --echo                the servers run with --echo (see below)\n"
 		"      --history BASE        record every transaction (reads with the version\n"
 		"                            seen, writes with the version installed) in\n"
@@ -757,22 +758,52 @@ out:
 	return rc;
 }
 
-/* The xtxctl next to this program. */
+/*
+ * The xtxctl to run: the one beside this program (the build tree), else in
+ * ../sbin beside it (an installed tree: xtxbench in bin/, xtxctl in sbin/),
+ * else the first on PATH or in the sbin directories a user's PATH may lack.
+ * "" when there is none: wl_check_opts says so if --ctl needs one.
+ */
 static void default_xtxctl(struct wl_opts *o)
 {
-	char exe[PATH_MAX];
+	static const char *const sbins[] = { "/usr/local/sbin", "/usr/sbin", "/sbin" };
+	char exe[PATH_MAX], cand[PATH_MAX + 16], *dir, *save = NULL, *path;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const char *env = getenv("PATH");
+	unsigned int i;
 	char *slash;
 
-	snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "xtxctl");
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash) {
-		*slash = '\0';
-		snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "%s/xtxctl", exe);
+	o->xtxctl_path[0] = '\0';
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(cand, sizeof(cand), "%s/xtxctl", exe);
+			if (!access(cand, X_OK))
+				goto found;
+			snprintf(cand, sizeof(cand), "%s/../sbin/xtxctl", exe);
+			if (!access(cand, X_OK))
+				goto found;
+		}
 	}
+	path = strdup(env ? env : "");
+	for (dir = path ? strtok_r(path, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(cand, sizeof(cand), "%s/xtxctl", *dir ? dir : ".");
+		if (!access(cand, X_OK)) {
+			free(path);
+			goto found;
+		}
+	}
+	free(path);
+	for (i = 0; i < sizeof(sbins) / sizeof(sbins[0]); i++) {
+		snprintf(cand, sizeof(cand), "%s/xtxctl", sbins[i]);
+		if (!access(cand, X_OK))
+			goto found;
+	}
+	return;
+found:
+	snprintf(o->xtxctl_path, sizeof(o->xtxctl_path), "%s", cand);
 }
 
 static void usage(const struct wl_workload *w, FILE *out)
@@ -1048,6 +1079,11 @@ static int parse_args(const struct wl_workload *w, int argc, char **argv, struct
 	if (o->verify && !o->ctl.nservers && !o->dump_cmd) {
 		fprintf(stderr, "Error: --verify needs --ctl with one NETNS:IFACE per server, or "
 			"--dump-cmd\n");
+		return -1;
+	}
+	if (o->ctl.nservers && !o->xtxctl_path[0]) {
+		fprintf(stderr, "Error: --ctl: no xtxctl beside xtxbench, in ../sbin beside it, on "
+			"PATH or in /usr/local/sbin, /usr/sbin: give --xtxctl PATH\n");
 		return -1;
 	}
 	o->ctl.xtxctl = o->xtxctl_path;
@@ -1394,8 +1430,15 @@ static int load_version(const struct wl_opts *o, uint64_t skip, uint64_t *versio
 			}
 		st = pclose(f);
 		if (!got || st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "Error: --populate: no version mark from %s:%s\n",
-				o->ctl.netns[s], o->ctl.iface[s]);
+			/* 127: the shell found no such program */
+			if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+				fprintf(stderr, "Error: --populate: cannot run %s: give --xtxctl "
+					"PATH\n", o->ctl.xtxctl);
+			else
+				fprintf(stderr, "Error: --populate: no version mark from %s:%s (%s "
+					"version-mark: exit %d)\n", o->ctl.netns[s],
+					o->ctl.iface[s], o->ctl.xtxctl,
+					st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 			return -1;
 		}
 	}

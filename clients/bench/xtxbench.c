@@ -4,6 +4,7 @@
 #include <string.h>
 #include "bench.h"
 #include "history_check.h"
+#include "version.h"
 
 static const struct bench_cmd {
 	const char *name;
@@ -44,7 +45,8 @@ static void usage(FILE *out)
 		fprintf(out, "  %-12s %s\n", bench_cmds[i].name, bench_cmds[i].summary);
 	fprintf(out,
 		"\n"
-		"xtxbench SUBCOMMAND -h (or xtxbench help SUBCOMMAND) shows its options.\n"
+		"xtxbench SUBCOMMAND -h (or xtxbench help SUBCOMMAND) shows its options;\n"
+		"xtxbench --version the release and build.\n"
 		"\n"
 		"Example: xtxbench ping --servers 10.77.0.2,10.77.1.2 --duration 3\n");
 }
@@ -67,6 +69,10 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return BENCH_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		xtx_print_version("xtxbench");
+		return BENCH_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    (!strcmp(argv[1], "help") && argc == 2)) {

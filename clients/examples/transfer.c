@@ -66,10 +66,19 @@ static enum xtx_step transfer_step(struct xtx_txn *t, void *arg)
 	return XTX_STEP_COMMIT;
 }
 
-static void usage(const char *prog)
+static void usage(FILE *out, const char *prog)
 {
-	fprintf(stderr, "Usage: %s --servers IP[,IP...] [--protocol occ|2pl] FROM TO AMOUNT\n",
-		prog);
+	fprintf(out,
+		"Usage: %s --servers IP[,IP...] [--protocol occ|2pl|hades] FROM TO AMOUNT\n"
+		"Moves AMOUNT from account FROM to account TO in one serializable transaction\n"
+		"(an account not there yet opens with %d).  Exits 0 when it committed.\n"
+		"\n"
+		"  -s, --servers LIST   the servers, in the cluster's order\n"
+		"  -P, --protocol P     occ (default), 2pl or hades\n"
+		"  -h, --help           this text\n"
+		"\n"
+		"Example: %s --servers 10.77.0.2,10.77.1.2,10.77.2.2 7 8 25\n",
+		prog, OPENING, prog);
 }
 
 int main(int argc, char **argv)
@@ -77,6 +86,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "servers", required_argument, NULL, 's' },
 		{ "protocol", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct xtx_client_cfg cfg = { .protocol = XTX_PROTO_OCC };
@@ -88,18 +98,21 @@ int main(int argc, char **argv)
 	unsigned int n;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "s:P:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:P:h", longopts, NULL)) != -1) {
 		if (opt == 's') {
 			list = optarg;
 		} else if (opt == 'P' && !xtx_protocol_parse(optarg, &cfg.protocol)) {
 			continue;
+		} else if (opt == 'h') {
+			usage(stdout, argv[0]);
+			return 0;
 		} else {
-			usage(argv[0]);
+			usage(stderr, argv[0]);
 			return 2;
 		}
 	}
 	if (!list || argc - optind != 3) {
-		usage(argv[0]);
+		usage(stderr, argv[0]);
 		return 2;
 	}
 	x.from = strtoull(argv[optind], NULL, 0);
@@ -120,11 +133,16 @@ int main(int argc, char **argv)
 	/* A conflict aborts without waiting (no-wait locks): simply run it again. */
 	do {
 		xtx_run(c, transfer_step, &x, &res);
-	} while (res.outcome == XTX_ABORTED && res.cause != XTX_CAUSE_USER);
+	} while (res.outcome == XTX_ABORTED && xtx_cause_retryable(res.cause));
 	if (res.outcome == XTX_COMMITTED)
 		printf("committed: account %" PRIu64 " = %" PRId64 ", account %" PRIu64 " = %" PRId64
 		       " (%u round trips, %.0f us)\n", x.from, x.from_after, x.to, x.to_after,
 		       res.rounds, res.latency_ns / 1e3);
+	else if (res.outcome == XTX_FAILED)
+		printf("failed: no server answered before the commit point, so nothing was "
+		       "written; are the servers up, and reachable from here?\n");
+	else if (res.outcome == XTX_IN_DOUBT)
+		printf("in doubt: the servers decide it (xtxbench resolve asks them)\n");
 	else
 		printf("%s: %s\n", xtx_outcome_name(res.outcome),
 		       x.why ? x.why : xtx_cause_name(res.cause));

@@ -13,6 +13,7 @@
  * in a read-modify-write transaction of its own (generation 2), read
  * again.  A retryable abort (a conflict, or a value longer than the room
  * the client reserved, which the client then learns) runs the transaction
+ * again.  Keys an earlier run wrote are overwritten, so it runs again and
  * again.  Prints one line per step and exits 0 only if every value read
  * back was the one written.
  */
@@ -128,16 +129,32 @@ static enum xtx_step rmw_step(struct xtx_txn *t, void *arg)
 	return XTX_STEP_COMMIT;
 }
 
-/* Runs step until it commits or fails for good; 0 when committed with nothing read wrong. */
+/*
+ * Runs step until it commits or fails for good; 0 when committed with nothing read wrong.
+ * An insert of keys an earlier run left (check, run again) overwrites them instead.
+ */
 static int run(struct xtx_client *c, xtx_step_fn step, struct job *j, const char *what)
 {
 	struct xtx_txn_result res;
 	unsigned int tries = 0;
 
-	do {
+	for (;;) {
 		j->why[0] = '\0';
 		xtx_run(c, step, j, &res);
-	} while (++tries < TRIES && res.outcome == XTX_ABORTED && xtx_cause_retryable(res.cause));
+		tries++;
+		if (res.outcome == XTX_ABORTED && res.cause == XTX_CAUSE_EXISTS && j->insert) {
+			printf("%s: the keys exist (an earlier run's): overwriting them\n", what);
+			j->insert = false;
+			continue;
+		}
+		if (tries >= TRIES || res.outcome != XTX_ABORTED || !xtx_cause_retryable(res.cause))
+			break;
+	}
+	if (res.outcome == XTX_FAILED) {
+		printf("%s: failed: no server answered before the commit point (nothing was "
+		       "written); are the servers up, and reachable from here?\n", what);
+		return -1;
+	}
 	if (res.outcome != XTX_COMMITTED) {
 		printf("%s: %s (%s)%s%s\n", what, xtx_outcome_name(res.outcome),
 		       xtx_cause_name(res.cause), j->why[0] ? ": " : "", j->why);
@@ -179,8 +196,11 @@ static void usage(FILE *f, const char *prog)
 		"  -z, --sizes LIST       value lengths, one key each (default 1,40,41,512,1024)\n"
 		"  -g, --gen N            write/read: the generation written or expected (default 1)\n"
 		"  -d, --declare          declare the table's longest value ahead (else learnt)\n"
-		"  -c, --client-id N      (default: from the pid)\n",
-		prog, XTX_DEFAULT_PORT);
+		"  -c, --client-id N      (default: from the pid)\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Example: %s --servers 10.77.0.2,10.77.1.2,10.77.2.2 check\n",
+		prog, XTX_DEFAULT_PORT, prog);
 }
 
 int main(int argc, char **argv)

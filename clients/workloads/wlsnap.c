@@ -39,11 +39,29 @@ void wl_check_ok(const char *fmt, ...)
 	fprintf(stderr, " OK\n");
 }
 
-bool wl_within_4sigma(double got, double p, uint64_t n, double slack)
+double wl_share_tolerance(double p, uint64_t n)
+{
+	/* ln(2 / WL_FALSE_ALARM): the exponent Bernstein's bound must reach */
+	const double l = log(2 / WL_FALSE_ALARM);
+	double var = (double)n * p * (1 - p);
+
+	if (!n)
+		return 1;
+	/* a share of 0 or 1 is exact: one draw the other way is a bug, not chance */
+	if (p <= 0 || p >= 1)
+		return 0;
+	/*
+	 * P(|X - np| >= t) <= 2 exp(-t^2 / (2 (np(1-p) + t/3))) for a sum of n
+	 * independent draws: the t that makes it WL_FALSE_ALARM.
+	 */
+	return (l / 3 + sqrt(l * l / 9 + 2 * l * var)) / (double)n;
+}
+
+bool wl_share_plausible(double got, double p, uint64_t n, double slack)
 {
 	if (!n)
 		return true;
-	return fabs(got - p) <= 4 * sqrt(p * (1 - p) / (double)n) + slack;
+	return fabs(got - p) <= wl_share_tolerance(p, n) + slack;
 }
 
 static int hexval(char c)

@@ -97,8 +97,19 @@ void wl_violation(unsigned long *count, const char *fmt, ...)
 /* Prints "verify: ... OK" to stderr for a check that passed. */
 void wl_check_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* |got - p| within 4 standard deviations of a share of n draws, plus slack. */
-bool wl_within_4sigma(double got, double p, uint64_t n, double slack);
+/*
+ * The statistical checks of --verify (shares of a mix, success rates): a run makes
+ * about fifty, and a demo or a test must not fail by chance.  Each check's tolerance
+ * keeps its false alarms below WL_FALSE_ALARM whatever the number of draws
+ * (Bernstein's inequality, not a normal approximation: about 7.5 standard
+ * deviations at a million draws), so a run raises one less than once in 10^10.
+ * A real bias still shows: 0.3% of the attempts at a million draws.
+ */
+#define WL_FALSE_ALARM	1e-12
+/* How far a share of n independent draws of probability p may fall from p. */
+double wl_share_tolerance(double p, uint64_t n);
+/* |got - p| within wl_share_tolerance(p, n), plus slack. */
+bool wl_share_plausible(double got, double p, uint64_t n, double slack);
 
 /* The record of (table, key), or NULL. */
 const struct wl_rec *wl_snap_find(const struct wl_snap *s, uint8_t table, uint64_t key);

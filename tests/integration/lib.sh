@@ -101,13 +101,43 @@ finish() {
 	exit "$TEST_FAILED"
 }
 
+# wait_until SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS have
+# passed (1).  A check waits for the event it asserts, never for a time: on a busy
+# machine a time is always too short.
+wait_until() {
+	local end=$((SECONDS + $1))
+	shift
+	while :; do
+		"$@" && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.1
+	done
+}
+
+# gone PID...: none of the processes is left (a zombie its parent has yet to reap counts)
+gone() {
+	local p
+	for p in "$@"; do
+		[ -e "/proc/$p" ] && ! grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && return 1
+	done
+	return 0
+}
+# kill9_xtxd I: SIGKILLs server I's xtxd and returns once it is gone
+kill9_xtxd() {
+	local pid
+	pid=$(cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").pid")
+	kill -9 "$pid"
+	wait_until 30 gone "$pid"
+}
+
 # XLOG I: server I's xtxd log so far.
 XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
-# wait_log PATTERN SERVER...: every server's log has PATTERN within 10 s
+# wait_log PATTERN SERVER...: every server's log has PATTERN within 60 s (a bound for a
+# failure, not a time anything waits for)
 wait_log() {
 	local pat=$1 i s ok
 	shift
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		ok=1
 		for s in "$@"; do XLOG "$s" | grep -q "$pat" || ok=0; done
 		[ "$ok" = 1 ] && return 0

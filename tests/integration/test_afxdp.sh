@@ -59,13 +59,20 @@ check "bank udp: ran over udp" test "$(str_field "$out" transport)" = udp
 check "bank udp: the total held" grep -q "bank check: total [0-9]* conserved" <<<"$out"
 
 # ---- the steering program replaced mid-run: replies go the kernel's way, and still arrive ----
+# (it runs until replies have come after the swap too: SIGINT ends it)
+rx() { local i n=0; for i in 0 1 2; do n=$((n + $(json_field "$(ctl "$i" stats --json)" rx))); done; echo "$n"; }
+more_rx() { [ "$(rx)" -gt $(($1 + 300)) ]; }
+rx0=$(rx)
 client "$BUILD/xtxbench" bank --servers "$SERVERS" --transport afxdp --accounts 200 \
-	--duration 2s --check --json >"$BUILD/afxdp_swap.$PREFIX" 2>&1 &
+	--duration 600s --check --json >"$BUILD/afxdp_swap.$PREFIX" 2>&1 &
 swapper=$!
-sleep 0.7
+wait_until 60 more_rx "$rx0"
 for i in 0 1 2; do
 	client ip -force link set dev "${PREFIX}c$i" xdpdrv obj "$BUILD/bpf/xdp_pass.bpf.o" sec xdp
 done
+rx1=$(rx)
+wait_until 60 more_rx "$rx1"
+pkill -INT -P "$swapper"
 wait "$swapper"
 rc=$?
 out=$(cat "$BUILD/afxdp_swap.$PREFIX")
@@ -148,11 +155,14 @@ errcase "no native XDP" "does not support native XDP" --servers 10.99.0.2
 errcase "unknown neighbour" "10.77.0.9.*ARP\|neighbour.*10.77.0.9" --servers 10.77.0.9
 
 # a queue held by another client process
+# (the first holds the queues until the second has been refused: SIGINT ends it)
 client "$BUILD/xtxbench" bank --servers "$SERVERS" --transport afxdp --accounts 200 \
-	--duration 3s --check >"$BUILD/afxdp_first.$PREFIX" 2>&1 &
+	--duration 600s --check >"$BUILD/afxdp_first.$PREFIX" 2>&1 &
 first=$!
-sleep 1
+ticked() { grep -qs '^t=' "$BUILD/afxdp_first.$PREFIX"; }
+wait_until 60 ticked
 errcase "queue taken" "taken by another process" --servers "$SERVERS"
+pkill -INT -P "$first"
 wait "$first"
 rc=$?
 check "the process holding the queues was undisturbed (exit $rc)" test "$rc" -eq 0

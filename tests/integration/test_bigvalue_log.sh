@@ -32,8 +32,7 @@ all_drained() {
 }
 wait_drained() {
 	local i
-	for ((i = 0; i < 100; i++)); do all_drained && return 0; sleep 0.05; done
-	return 1
+	wait_until 60 all_drained
 }
 # logged KEY VERSION VALUE: xtxctl log dump shows that write whole, once
 logged() {
@@ -117,8 +116,7 @@ check "2 + 8 + 14 + 1 entries on disk ($n)" test "$n" -eq 25
 check "log dump: no damage" clean_log
 
 # ---- SIGKILL: the drain starts again on the same ring, the logs stay whole ----
-kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
-sleep 0.2
+kill9_xtxd 0
 check "xtxd restarts after SIGKILL" reload
 check "a big write after the restart" logw 5 4 "$V700"
 check "the drain wrote it" wait_drained
@@ -164,8 +162,7 @@ out=$(op insert 0 20 value="$V1024")
 check "INSERT of 1024 bytes ($(field "$out" status))" test "$(field "$out" status)" = ok
 out=$(op insert 0 21 value="$V512")
 check "INSERT of 512 bytes ($(field "$out" status))" test "$(field "$out" status)" = ok
-kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
-sleep 0.2
+kill9_xtxd 0
 check "xtxd restarts after SIGKILL" reload
 out=$(op get 0 20 room=1024)
 check "GET after SIGKILL: the 1024 bytes back ($(field "$out" status))" \

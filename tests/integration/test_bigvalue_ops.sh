@@ -153,11 +153,15 @@ t1=$(field "$out" token)
 XTXD_PID=$(ip netns pids "$(server_ns 0)" | while read -r p; do
 	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = xtxd ] && echo "$p"; done | head -n 1)
 big=$(hexval 700 h)
+deferred() { json_field "$(ctl 0 stats --json)" kv_defer_packets; }
+more_deferred() { [ "$(deferred)" -gt "$1" ]; }
+d0=$(deferred)
 kill -STOP "$XTXD_PID"
 op --timeout 3s commit-primary 0 700 txn=3 version="$v0" token="$t1" value="$big" \
 	>"$TMP/t1" &
 bg=$!
-sleep 0.2
+# the commit is in flight once XDP has handed it to the stopped xtxd
+wait_until 60 more_deferred "$d0"
 out=$(CID=6 op lock-excl 0 700 txn=3)
 st2=$(field "$out" status)
 [ "$st2" = ok ] && CID=6 op commit-primary 0 700 txn=3 version="$v0" \
@@ -184,10 +188,14 @@ CID=6 op unlock-excl 0 700 txn=4 token="$(field "$out" token)" >/dev/null
 # bucket over, and still never read or write the old small copy.
 v0=$(field "$(op insert 0 800 value=0102030405)" version)
 big=$(hexval 700 i)
+rare_dropped() { json_field "$(ctl 0 rare-stats --json)" fault_drops; }
+more_dropped() { [ "$(rare_dropped)" -gt "$1" ]; }
+f0=$(rare_dropped)
 ctl 0 fault --drop-rare-reply-ppm 1000000 >/dev/null
 op --timeout 400ms update 0 800 value="$big" >"$TMP/a" &
 bg=$!
-sleep 0.1
+# xtxd ran it: its answer was the one dropped
+wait_until 60 more_dropped "$f0"
 ctl 0 fault --drop-rare-reply-ppm 0 >/dev/null
 out=$(CID=7 op get 0 800 room=1024)
 check "a read while the big update's answer is lost sees it ($(field "$out" status) \

@@ -7,7 +7,7 @@
 # session can expire, and for good once it did; the manager moving a failed server out of
 # every shard (a backup promoted where it led), a new manager taking over, and a failure
 # that would leave a shard one replica changing nothing.
-# checks: 52 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 53 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=4
 NAME=t$$
@@ -15,15 +15,22 @@ tmp=$(mktemp -d /tmp/xtx-test-cluster.XXXXXX)
 trap 'cleanup; rm -rf "$tmp"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
 
+# ZooKeeper for the servers at an address of its own in the client namespace, so that a
+# route blackholed in a server's namespace cuts it off from ZooKeeper, not from clients
+ZK_ADDR=10.77.200.1
+ip -n "$PREFIX-c" addr add "$ZK_ADDR/32" dev lo
+# Sessions of 9 s: the lease (2/3) and the failure detection (1.5 sessions) are what these
+# checks are about, and each step they take must fit inside them on a busy machine.
+SESSION=9s
 zkc() { client "$BUILD/xtxctl" cluster "$@"; }
-status_json() { zkc status --zk "$ZK_CLIENT" --name "$NAME" --json 2>&1; }
+status_json() { zkc status --zk "$ZK_CLIENT" --zk-name "$NAME" --json 2>&1; }
 # live SERVER: "true" or "false" as status says
 live() { grep -o "\"index\":$1,[^}]*" <<<"$(status_json)" | grep -o '"live":[a-z]*' | cut -d: -f2; }
 load_member() {	# load_member I [ARGS...]: xtxd of server I in the cluster
 	local i=$1
 	shift
 	make -s -C "$ROOT" load IFACE="$(server_dev "$i")" NETNS="$(server_ns "$i")" \
-		ARGS="--zk $(zk_for_server "$i") --zk-name $NAME --lock-lease 200ms $*"
+		ARGS="--zk $ZK_ADDR:$ZK_PORT --zk-name $NAME --zk-session $SESSION --lock-lease 200ms $*"
 }
 counter() { json_field "$(ctl "$1" stats --json)" "$2"; }
 # op I EPOCH ARGS...: one op to server I naming EPOCH; prints the answer or the refusal
@@ -37,7 +44,7 @@ op() {
 zk_up >"$tmp/zk.out" 2>&1
 check "a private ZooKeeper answers in the client namespace" test $? -eq 0
 # R = 3 of 4: each key on three servers, so placing by any other map shows
-out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" --shards 12 2>&1)
+out=$(zkc init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(all_server_ips)" --shards 12 2>&1)
 check "cluster init creates it ($out)" grep -q "epoch 1, 4 servers, replication 3, 12 shards" <<<"$out"
 out=$(zkc init --zk "$ZK_CLIENT" --name "$NAME" --servers 10.77.0.2 2>&1)
 rc=$?
@@ -114,33 +121,33 @@ out=$(op 0 1 insert 3 77 value=01)
 check "the same write naming epoch 1 runs ($out)" grep -q "status=ok" <<<"$out"
 
 # ---- a server cut off from ZooKeeper stops serving before its session can expire ----
-ip -n "$(server_ns 2)" link set "$(server_dev 2)" down
-sleep 1.6	# past the lease (2/3 of the 2 s session), short of the session
-ip -n "$(server_ns 2)" link set "$(server_dev 2)" up
-out=$(op 2 1 read 3 77)
-check "cut off for longer than its lease, server 2 refuses ($out)" \
+zk_cut() { ip -n "$(server_ns "$1")" route add blackhole "$ZK_ADDR/32"; }
+zk_heal() { ip -n "$(server_ns "$1")" route del blackhole "$ZK_ADDR/32"; }
+fenced_now() { out=$(op "$1" "$2" read 3 77); grep -q "serves epoch 65535: fenced" <<<"$out"; }
+serves_now() { out=$(op "$1" "$2" read 3 77); grep -q "op=read status=" <<<"$out"; }
+zk_cut 2
+wait_until 60 fenced_now 2 1
+check "cut off from ZooKeeper past its lease, server 2 refuses ($out)" \
 	grep -q "serves epoch 65535: fenced" <<<"$out"
-# the link is back: once the session reconnects, the lease is renewed
-for _ in $(seq 1 30); do
-	out=$(op 2 1 read 3 77)
-	grep -q "op=read status=" <<<"$out" && break
-	sleep 0.1
-done
+check "... while ZooKeeper still holds its session: it stopped first" test "$(live 2)" = true
+# the route is back: once the session reconnects, the lease is renewed
+zk_heal 2
+wait_until 60 serves_now 2 1
 check "reconnected within its session, server 2 serves again ($out)" grep -q "op=read status=" <<<"$out"
-ip -n "$(server_ns 2)" link set "$(server_dev 2)" down
-sleep 4		# twice the session: ZooKeeper expires it
-s=$(status_json)
+zk_cut 2
+down2() { test "$(live 2)" = false; }
+wait_until 60 down2
 check "past its session, ZooKeeper lists server 2 as down" test "$(live 2)" = false
-ip -n "$(server_ns 2)" link set "$(server_dev 2)" up
-sleep 1.5
+zk_heal 2
+expired2() { grep -q "session expired: this server stops serving" "/run/xtx/$(server_ns 2)-$(server_dev 2).log"; }
+wait_until 60 expired2
 out=$(op 2 1 read 3 77)
-check "back on the network, server 2 stays fenced ($out)" grep -q "fenced" <<<"$out"
-check "... and says why in its log" \
-	grep -q "session expired: this server stops serving" "/run/xtx/$(server_ns 2)-$(server_dev 2).log"
+check "back in touch, server 2 stays fenced ($out)" grep -q "fenced" <<<"$out"
+check "... and says why in its log" expired2
 
 # ---- the manager: the failed server out of every shard, a backup promoted where it led ----
-sleep 1.5	# half a session of grace after its node went
-s=$(status_json)
+epoch2() { s=$(status_json); grep -q '"epoch":2,' <<<"$s"; }
+wait_until 60 epoch2
 # shard s is on s, s+1, s+2 (mod 4): server 2 leads 3 shards and backs up 6
 check "the manager took server 2 out of the 9 shards it was in: epoch 2" \
 	grep -q '"epoch":2,"replication":3,"shards":12,"under_replicated":9' <<<"$s"
@@ -151,8 +158,10 @@ check "... server 3, the first backup of each, leads them now (6 shards)" \
 check "... and the manager said so in its log" \
 	grep -q "server 2 (10.77.2.2) failed: epoch 2 without it in 9 shards, a backup promoted in the 3 it led" \
 	/run/xtx/"$PREFIX"-s[013]-*.log
-check "... the servers taking shards over recovered before serving them" \
-	test "$(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s[013]-*.log | wc -l)" -ge 1
+recovered_e2() { test "$(grep -l "epoch 2: recovered in" /run/xtx/"$PREFIX"-s[013]-*.log | wc -l)" -ge 1; }
+wait_until 60 recovered_e2
+check "... the servers taking shards over recovered before serving them" recovered_e2
+wait_until 60 serves_now 0 2
 out=$(op 0 2 insert 3 78 value=02)
 check "the survivors serve epoch 2 (a write: $out)" grep -q "status=ok" <<<"$out"
 out=$(op 1 1 read 3 77)
@@ -162,13 +171,11 @@ check "... and refuse epoch 1, so a client by the old map writes nothing ($out)"
 # ---- an xtxd that stops renewing: its XDP stops serving on its own ----
 pid=$(cat "/run/xtx/$(server_ns 1)-$(server_dev 1).pid")
 kill -STOP "$pid"
-sleep 1.6
-out=$(op 1 2 read 3 77)
+wait_until 60 fenced_now 1 2
 kill -CONT "$pid"
 check "xtxd of server 1 stopped: its XDP refuses once the lease passed ($out)" \
 	grep -q "fenced" <<<"$out"
-sleep 1
-out=$(op 1 2 read 3 77)
+wait_until 60 serves_now 1 2
 check "xtxd going again within its session: server 1 serves ($out)" grep -q "op=read status=" <<<"$out"
 
 # ---- the manager itself goes: another takes over; it stays in, its shards would keep one ----
@@ -180,11 +187,20 @@ check "a live server manages (server ${mgr:-none})" \
 replicas_of() { grep -o "\"index\":$1,[^}]*" <<<"$2" | grep -o '"replica_of":[0-9]*' | cut -d: -f2; }
 before=$(replicas_of "$mgr" "$s")
 ctl "$mgr" unload >/dev/null 2>&1
-sleep 0.5
-check "a stopped server's live node goes at once" test "$(live "$mgr")" = false
-sleep 2.5
+gone_node() { test "$(live "$mgr")" = false; }
+# at once: its session closes with it, far sooner than one would expire
+wait_until 3 gone_node
+check "a stopped server's live node goes at once" gone_node
+other_manages() {
+	s=$(status_json)
+	now=$(grep -o '"manager":[0-9-]*' <<<"$s" | cut -d: -f2)
+	test -n "$now" -a "$now" != "$mgr" -a "$now" != -1 -a "$now" != 2
+}
+wait_until 60 other_manages
+# once it judged the server gone (half a session): the epoch it would write, or not
+gone_said() { grep -q "server $mgr (.*) failed" /run/xtx/"$PREFIX"-s[0-3]-*.log; }
+wait_until 60 gone_said
 s=$(status_json)
-now=$(grep -o '"manager":[0-9-]*' <<<"$s" | cut -d: -f2)
 check "another live server manages now (server ${now:-none})" \
 	test -n "$now" -a "$now" != "$mgr" -a "$now" != -1 -a "$now" != 2
 after=$(replicas_of "$mgr" "$s")
@@ -195,7 +211,7 @@ check "... saying so in its log" grep -q "server $mgr (.*) failed: a shard of it
 	/run/xtx/"$PREFIX"-s[0-3]-*.log
 out=$(load_member "$mgr" 2>&1)
 check "server $mgr joins again ($out)" test "$(live "$mgr")" = true
-out=$(op "$mgr" 2 read 3 77)
+wait_until 60 serves_now "$mgr" 2
 check "... serving epoch 2 ($out)" grep -q "op=read status=" <<<"$out"
 
 # ---- the participant list: shards that share no server decide a transaction alike ----
@@ -236,8 +252,10 @@ app 2 "$b" 500 2,3 flags=last >/dev/null
 for s in 0 1; do meta "$s" 501 >/dev/null; app "$s" "$a" 501 0,1 flags=last >/dev/null; done
 meta 2 501 >/dev/null
 app 2 "$b" 501 2,3 flags=last >/dev/null
-sleep 2.5	# past --resolve-after: the servers decide
 told() { opfield "$(op "$1" 1 --client-id 60 --port 7371 -t 100ms txn-status 0 0 txn="$2")" flags; }
+# past --resolve-after the servers decide: 0x2 committed, 0x3 aborted
+decided() { local f; f=$(told "$1" "$2"); [ "$f" = 0x2 ] || [ "$f" = 0x3 ]; }
+for q in "0 500" "2 500" "0 501" "2 501"; do wait_until 60 decided $q; done
 s0=$(told 0 500)
 s2=$(told 2 500)
 check "without the list, each group decides alone: server 0 says ${s0:-nothing}, server 2 ${s2:-nothing} (2 committed, 3 aborted)" \

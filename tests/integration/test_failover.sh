@@ -18,7 +18,7 @@ tmp=$(mktemp -d /tmp/xtx-test-failover.XXXXXX)
 trap 'cleanup; rm -rf "$tmp"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
 
-status_json() { client "$BUILD/xtxctl" cluster status --zk "$ZK_CLIENT" --name "$NAME" --json 2>&1; }
+status_json() { client "$BUILD/xtxctl" cluster status --zk "$ZK_CLIENT" --zk-name "$NAME" --json 2>&1; }
 field() { grep -o "\"$1\":[0-9-]*" <<<"$2" | head -n 1 | cut -d: -f2; }
 server_json() { grep -o "\"index\":$1,[^}]*" <<<"$2"; }
 log_of() { echo "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
@@ -74,7 +74,7 @@ verify_all() {	# verify_all WHAT: a short SmallBank run whose --verify compares 
 }
 
 zk_up >"$tmp/zk.out" 2>&1 || { fail "ZooKeeper up"; cat "$tmp/zk.out"; exit 1; }
-out=$(client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" \
+out=$(client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --zk-name "$NAME" \
 	--servers "$(server_ip 0),$(server_ip 1),$(server_ip 2)" --spares "$(server_ip 3)" \
 	--shards 12 2>&1)
 check "3 servers and a spare, R = 3, 12 shards ($out)" grep -q "epoch 1, 4 servers (1 spare)" <<<"$out"
@@ -233,7 +233,7 @@ echo "    failure to the second failure's checks: $((SECONDS - t_kill)) s"
 for i in 0 1 2 3; do ctl "$i" unload --force >/dev/null 2>&1; done
 link_up "$second"
 NAME=${NAME}p
-client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --name "$NAME" --servers "$(all_server_ips)" \
+client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(all_server_ips)" \
 	--shards 12 >/dev/null 2>&1
 for i in 0 1 2 3; do
 	load_member "$i" >"$tmp/load$i.out" 2>&1 || { fail "load server $i"; cat "$tmp/load$i.out"; }

@@ -223,7 +223,7 @@ for i in 1 2; do
 	check "replica $i: txn 60's last HINTEND is Acked" test "$(intend "$i" 60 900 9090 replica)" = ok
 done
 kill -STOP "$(xtxd_pid 1)" "$(xtxd_pid 2)"
-kill -9 "$(xtxd_pid 0)"
+kill9_xtxd 0
 out=$(ctl 0 unload 2>&1)
 rc=$?
 check "with xtxd killed, unload refuses to drop the committing slot (rc $rc)" \
@@ -263,7 +263,11 @@ for k in 1 2 3; do
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null
 done
-sleep 3
+# past --resolve-after the servers decide what the killed clients left committing: wait
+# until no server holds a committing slot (xtxctl top shows them)
+committing() { ctl "$1" top --interval 100 --refreshes 1 | sed -n 's/.*(\([0-9]*\) committing).*/\1/p'; }
+none_committing() { local i; for i in 0 1 2; do [ "$(committing "$i")" = 0 ] || return 1; done; }
+wait_until 60 none_committing
 # "TXN OUTCOME" per decision, every server
 decisions() {
 	local i
@@ -282,5 +286,5 @@ echo "$out" | grep -E 'conserved|committed ' | sed 's/^/# /'
 check "a new client runs on every account afterwards, money conserved (rc $rc)" \
 	test "$rc" -eq 0 -a "$(grep -c conserved <<<"$out")" -eq 1
 
-for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9.]* /# server $i: /"; done
+for i in 0 1 2; do XLOG "$i" | grep 'resolve: hades' | sed "s/^[0-9TZ:.-]* [a-z]* */# server $i: /"; done
 finish

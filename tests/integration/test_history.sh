@@ -66,11 +66,15 @@ clean "smallbank hades" -f "$tmp/sb.final" "$tmp"/sb.[0-9]*
 
 # Histories of several processes merge: two bank runs at once on one table (the second
 # after the first's setup, which writes the accounts outside any recorded transaction).
-bank --protocol occ --client-base 300 --history "$tmp/two-a" >/dev/null 2>&1 &
+# (the first runs until the second is done: its first progress tick says its setup is over)
+bank --protocol occ --client-base 300 --history "$tmp/two-a" --duration 600 >/dev/null \
+	2>"$tmp/first.err" &
 pa=$!
-sleep 0.5
+ticked() { grep -qs '^t=' "$tmp/first.err"; }
+wait_until 60 ticked
 bank --protocol occ --client-base 310 --no-setup --history "$tmp/two-b" >/dev/null 2>&1
 rb=$?
+pkill -INT -P "$pa"
 wait "$pa"
 ra=$?
 check "two bank processes at once: both exit 0 ($ra, $rb)" test "$ra.$rb" = "0.0"

@@ -126,10 +126,14 @@ ctl 0 dump >"$tmp/after"
 check "nothing of the bad file was loaded" cmp -s "$tmp/before" "$tmp/after"
 
 # ---- loads while the server serves: the buckets are shared with XDP and the rare path ----
+# (the kv run lasts until the loads are done: SIGINT ends it, checked as a timed end)
+rx() { json_field "$(ctl 0 stats --json)" rx; }
+more_rx() { [ "$(rx)" -gt $(($1 + 100)) ]; }
+rx0=$(rx)
 client "$BUILD/xtxbench" kv --servers "$SRV" --threads 2 --keys 200 --key-base 5000000 \
-	--duration 3 --check --dump-file "$tmp/model" --json >"$tmp/kv" 2>"$tmp/kverr" &
+	--duration 600 --check --dump-file "$tmp/model" --json >"$tmp/kv" 2>"$tmp/kverr" &
 bench=$!
-sleep 0.3
+wait_until 60 more_rx "$rx0"
 bad=0
 for ((i = 0; i < 20; i++)); do
 	out=$(ctl 0 load --count 1500 --first $((i * 1500)) --table 7 2>&1)
@@ -137,6 +141,7 @@ for ((i = 0; i < 20; i++)); do
 	[ "${n:-x}" = 1500 ] || { bad=1; echo "    load $i: $out"; }
 	sleep 0.1
 done
+pkill -INT -P "$bench"
 wait "$bench"
 rc=$?
 check "20 loads of 1500 keys while xtxbench kv ran" test $bad -eq 0
@@ -195,8 +200,7 @@ check "info's text shows them too" \
 # a reload with the same --capacity adopts what runs (the same sizes)
 pid=$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")
 adopted=$(grep -c "adopting xtx program" "$log")
-kill -9 "$pid" 2>/dev/null
-sleep 0.2
+kill9_xtxd 0
 make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
 	ARGS="--capacity 5000 --rare-threads 1" >/dev/null 2>"$tmp/err"
 check "xtxd restarted with the same --capacity adopts the program ($(head -c 200 "$tmp/err"))" \

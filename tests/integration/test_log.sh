@@ -56,8 +56,7 @@ all_drained() {
 }
 wait_drained() {
 	local i
-	for ((i = 0; i < 100; i++)); do all_drained && return 0; sleep 0.05; done
-	return 1
+	wait_until 60 all_drained
 }
 # every seq below each CPU's tail is in the dump: nothing the ring took was lost
 covers_tails() {
@@ -97,7 +96,7 @@ check "log dump: seqs match the appends' answers" cmp -s "$TMP/answers" "$TMP/se
 
 # ---- crash with appends in flight: kill -9 while they arrive ----
 for ((i = 501; i <= 540; i++)); do append "$i" >"$TMP/a$i" 2>&1 & done
-kill -9 "$(xtxd_pid)"
+kill9_xtxd 0
 wait
 notok=$(for ((i = 501; i <= 540; i++)); do grep -q 'status=ok' "$TMP/a$i" || echo "$i: $(cat "$TMP/a$i")"; done)
 check "the 40 appends around the crash were answered ok${notok:+: $notok}" test -z "$notok"
@@ -112,22 +111,20 @@ check "after kill -9: every record as appended" same_records 540 "$TMP/d2"
 
 # ---- crash between write and sync: the new xtxd must not write them twice ----
 # a long sync interval leaves what was written after the first sync unreleased
-kill -9 "$(xtxd_pid)"
+kill9_xtxd 0
 check "xtxd restarts with --log-sync 30s" reload $LOAD_ARGS --log-sync 30s
 # the first sync comes at once (none was due before); after it the next is 30s away
 append 541 >/dev/null
 wait_drained
 for ((i = 542; i <= 560; i++)); do append "$i" >/dev/null; done
-# the drain writes at its next pass: within a second when the sync period is longer
-for ((n = 0; n < 60; n++)); do
-	[ "$(json_field "$(stats_json)" records)" -ge 560 ] 2>/dev/null && break
-	sleep 0.05
-done
+# the drain writes at its next pass, the sync period longer or not
+written560() { [ "$(json_field "$(stats_json)" records)" -ge 560 ] 2>/dev/null; }
+wait_until 60 written560
 s=$(stats_json)
 check "entries written ($(json_field "$s" records) records on disk) but not released wait in the ring" \
 	test "$(json_field "$s" records)" -ge 560 -a \
 	"$(grep -o '"fill":[0-9]*' <<<"$s" | cut -d: -f2 | awk '{ n += $1 } END { print n + 0 }')" -gt 0
-kill -9 "$(xtxd_pid)"
+kill9_xtxd 0
 check "xtxd restarts with the default sync" reload $LOAD_ARGS
 check "the ring drains again" wait_drained
 resumed=$(json_field "$(stats_json)" resumed)

@@ -30,8 +30,7 @@ all_drained() {
 }
 wait_drained() {
 	local i
-	for ((i = 0; i < 100; i++)); do all_drained && return 0; sleep 0.05; done
-	return 1
+	wait_until 60 all_drained
 }
 # set KEY VERSION VALUE / del KEY on the expected dump
 set_key() {
@@ -149,19 +148,27 @@ check "the old state was moved aside" test -n "$(ls -d "$DATA"/fresh-* 2>/dev/nu
 check "load --count 50000" ctl 0 load --count 50000 >/dev/null
 check "snapshot of 50000 keys" ctl 0 snapshot >/dev/null
 ctl 0 unload >/dev/null
-(
-	end=$((SECONDS + 8))
-	while ((SECONDS < end)); do
-		client "$BUILD/xtxbench" op --server "$SRV" --client-id 44 --timeout 5ms \
-			get 0 49999 2>&1 | grep -o 'status=[a-z_]*'
-		[ -e "$TMP/stop" ] && break
-	done
-) >"$TMP/gets" &
-getter=$!
-sleep 0.3
+# asker KEY: gets KEY until $TMP/stop, each answer's status to $TMP/gets, each try to $TMP/tries
+asker() {
+	rm -f "$TMP/stop" "$TMP/tries"
+	(
+		end=$((SECONDS + 300))
+		while ((SECONDS < end)); do
+			echo . >>"$TMP/tries"
+			client "$BUILD/xtxbench" op --server "$SRV" --client-id 44 --timeout 5ms \
+				get 0 "$1" 2>&1 | grep -o 'status=[a-z_]*'
+			[ -e "$TMP/stop" ] && break
+		done
+	) >"$TMP/gets" &
+	getter=$!
+	wait_until 60 test -s "$TMP/tries"
+}
+# once an answer came after the restart, the asker stops
+answered_since() { [ "$(grep -c 'status=ok' "$TMP/gets")" -gt "$1" ]; }
+stop_asker() { wait_until 60 answered_since "$1"; touch "$TMP/stop"; wait "$getter"; }
+asker 49999
 check "xtxd recovers 50000 keys while a client keeps asking" reload
-sleep 0.3
-touch "$TMP/stop"
+stop_asker 0
 wait "$getter"
 check "no answer came from a store still being rebuilt ($(sort "$TMP/gets" | uniq -c |
 	tr '\n' ' '))" test "$(grep -vc 'status=ok' "$TMP/gets")" -eq 0
@@ -193,23 +200,12 @@ out=$(op commit-backup 0 "$K" txn=1 version=7 value=c0ffee)
 check "... and committed" test "$(field "$out" status)" = ok
 check "the drain wrote it" wait_drained
 ctl 0 dump >"$TMP/want"
-rm -f "$TMP/stop"
-(
-	end=$((SECONDS + 8))
-	while ((SECONDS < end)); do
-		client "$BUILD/xtxbench" op --server "$SRV" --client-id 44 --timeout 5ms \
-			get 0 "$K" 2>&1 | grep -o 'status=[a-z_]*'
-		[ -e "$TMP/stop" ] && break
-	done
-) >"$TMP/gets" &
-getter=$!
-sleep 0.2
-kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
-sleep 0.2
+asker "$K"
+wait_until 60 answered_since 0
+kill9_xtxd 0
+before=$(grep -c 'status=ok' "$TMP/gets")
 check "xtxd restarts after SIGKILL and adopts the program" reload --kv-buckets 16
-sleep 0.3
-touch "$TMP/stop"
-wait "$getter"
+stop_asker "$before"
 asked=$(grep -c 'status=ok' "$TMP/gets")
 check "store key $K asked throughout: never a wrong answer ($(sort "$TMP/gets" | uniq -c |
 	tr '\n' ' '))" test "$asked" -gt 0 -a "$(grep -vc 'status=ok' "$TMP/gets")" -eq 0
@@ -256,8 +252,7 @@ check "key $K read into the kernel before the SIGKILL, evicted after it: still t
 n=$(ls "$DATA"/log-cpu65535-*.xlog 2>/dev/null | wc -l)
 check "xtxd's own log holds the store keys' writes ($n segments)" test "$n" -gt 0
 ctl 0 dump >"$TMP/want"
-kill -9 "$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")"
-sleep 0.2
+kill9_xtxd 0
 check "xtxd restarts after SIGKILL" reload --kv-buckets 16
 check "dump after SIGKILL: every plain write kept" same_dump
 out=$(op get 0 "${instore[7]}")

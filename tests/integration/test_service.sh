@@ -22,9 +22,13 @@ metric() { awk -v n="$2" '$1 == n { print $2; exit }' <<<"$1"; }
 
 before=$(scrape)
 check "scrape answers before any traffic" test -n "$before"
-client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 2s >/dev/null 2>&1 &
+# (the bank run lasts until top and a scrape have seen it: SIGINT ends it)
+rx() { metric "$(scrape)" 'xtx_xdp_events_total{event="rx"}'; }
+more_rx() { [ "$(rx)" -gt $(($1 + 100)) ]; }
+rx0=$(rx)
+client "$BUILD/xtxbench" bank --servers "$SERVERS" --accounts 16 --duration 600s >/dev/null 2>&1 &
 bank=$!
-sleep 0.5
+wait_until 60 more_rx "${rx0:-0}"
 top=$(ctl 0 top --interval 300 --refreshes 2)
 rc=$?
 check "xtxctl top refreshes with live rates (exit $rc)" \
@@ -32,6 +36,7 @@ check "xtxctl top refreshes with live rates (exit $rc)" \
 rate=$(awk '/^ops /{v=$2} END{print v+0}' <<<"$top")
 check "... showing the ops the run sends (${rate}/s)" test "${rate%%/*}" -gt 0
 during=$(scrape)
+pkill -INT -P "$bank"
 wait "$bank"
 rc=$?
 check "a bank run against the server (exit $rc)" test "$rc" -eq 0
@@ -55,10 +60,12 @@ for ln in open(sys.argv[1]).read().splitlines():
             typed[m.group(2)] = m.group(3)
         continue
     m = sample.match(ln)
-    if not m or m.group(1) not in typed:
+    # a histogram's samples are its family's name with _bucket, _sum or _count
+    fam = m and (m.group(1) if m.group(1) in typed else re.sub(r'_(bucket|sum|count)$', '', m.group(1)))
+    if not m or typed.get(fam) is None or (fam != m.group(1) and typed[fam] != 'histogram'):
         bad.append(ln)
         continue
-    if typed[m.group(1)] == 'counter' and not m.group(1).endswith('_total'):
+    if typed[fam] == 'counter' and not m.group(1).endswith('_total'):
         bad.append('counter without _total: ' + ln)
     samples += 1
 print(f'{samples} samples, {len(typed)} families, {len(bad)} bad')
@@ -131,16 +138,22 @@ op = struct.pack('<BBBBIQQQQ', 24, 0, 0, 0, 0, 0, 0x1234, 0, 0) + bytes(40)
 s.sendto(hdr + op, (sys.argv[1], 7371))		# well formed, but not from a peer
 s.sendto(b'\x00' * 7, (sys.argv[1], 7371))	# malformed
 PY
-sleep 0.5
-m=$(scrape)
+counted() {
+	m=$(scrape)
+	[ "$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')" -ge 1 ] &&
+		[ "$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')" -ge 1 ]
+}
+wait_until 60 counted
 n=$(metric "$m" 'xtx_resolver_refused_total{reason="not_a_peer"}')
 k=$(metric "$m" 'xtx_resolver_refused_total{reason="malformed"}')
 check "a resolver message from a non-peer is ignored and counted (${n:-?}), a malformed one too (${k:-?})" \
 	test "${n:-0}" -ge 1 -a "${k:-0}" -ge 1
 
 # Housekeeping: --snapshot-every snapshots on its own, and old ones and covered logs go.
-sleep 1.5
-snaps=$(metric "$(scrape)" xtx_snapshots_total)
+snapshots() { metric "$(scrape)" 'xtx_snapshots_total{result="ok"}'; }
+two_snapshots() { [ "$(snapshots)" -ge 2 ]; }
+wait_until 60 two_snapshots
+snaps=$(snapshots)
 dir=/var/lib/xtx/$(server_ns 0)-$(server_dev 0)
 files=$(ls "$dir"/snapshot-*.xsnap 2>/dev/null | wc -l)
 check "--snapshot-every took snapshots (${snaps:-0}) and kept only the newest (${files} on disk)" \
@@ -222,7 +235,7 @@ make -s -C "$ROOT" install DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1
 rc=$?
 missing=""
 for f in usr/sbin/xtxd usr/sbin/xtxctl usr/sbin/xtx-udpd usr/bin/xtxbench usr/lib/xtx/xtx_xdp.bpf.o \
-	usr/lib/libxtx.a usr/include/libxtx.h usr/share/man/man8/xtxd.8 usr/share/man/man8/xtxctl.8 \
+	usr/lib/libxtx.a usr/include/xtx/libxtx.h usr/share/man/man8/xtxd.8 usr/share/man/man8/xtxctl.8 \
 	usr/share/man/man1/xtxbench.1 lib/systemd/system/xtxd@.service etc/xtx/example.conf; do
 	[ -s "$dest/$f" ] || missing+=" $f"
 done

@@ -7,7 +7,9 @@ NSERVERS=1
 
 # One bucket of eight ways, filled first: the eight keys below go through
 # xtxd's overflow store, so every op below also runs its rare path.
-setup_servers --kv-buckets 1 --rare-threads 1
+# Locks here are held across hand-run ops, a process start each: the lease (not the subject)
+# outlasts any busy machine's gaps between them.
+setup_servers --kv-buckets 1 --rare-threads 1 --lock-lease 60s
 SRV=$(server_ip 0)
 
 op() { client "$BUILD/xtxbench" op --server "$SRV" --client-id 60 "$@"; }

@@ -28,6 +28,13 @@ log_records() {
 	sed -n 's/^# \([0-9]*\) records on disk.*/\1/p' <<<"$out"
 }
 
+# log_writes DIR: the whole writes on disk in DIR; at_least_writes DIR N: N or more
+log_writes() {
+	"$BUILD/xtxctl" --iface lo --data-dir "$1" log dump 2>&1 |
+		sed -n 's/^# [0-9]* records on disk in [0-9]* files, [0-9]* in the ring, \([0-9]*\) writes.*/\1/p'
+}
+at_least_writes() { local n; n=$(log_writes "$1"); [ "${n:-0}" -ge "$2" ]; }
+
 # Alive and not a zombie: a daemon's reaper may be slow to collect it, or never do.
 running() {
 	[ -r "/proc/$1/stat" ] && ! grep -qE '^[0-9]+ \(.*\) [ZX] ' "/proc/$1/stat" 2>/dev/null
@@ -72,11 +79,8 @@ dump_of() {
 	f=$(dumpfile "$1")
 	rm -f "$f" "$f.locks"
 	kill -USR1 "$(cat "$(pidfile "$1")")" || return 1
-	for ((n = 0; n < 50; n++)); do
-		[ -f "$f" ] && { cat "$f"; return 0; }
-		sleep 0.1
-	done
-	return 1
+	wait_until 60 test -f "$f" || return 1
+	cat "$f"
 }
 
 all_dumps() {
@@ -170,7 +174,9 @@ check "servers answered every packet (tx $tx, rx $rx + $NSERVERS stats reads)" \
 	test "$tx" -eq $((rx + NSERVERS))
 
 # --- locks: the lock microbenchmarks' --check, 2 serving threads per server ---
-restart_all --threads 2
+# (a lease no pause of a busy machine outlasts: a client thread stalled past it would hold a
+# grant the server gave to another, which --check reports; the lease is not the subject)
+restart_all --threads 2 --lock-lease 60000
 # race DESC BENCH ARGS...: 4 client threads on 8 keys, as tests/integration/test_locks.sh.
 race() {
 	local what=$1 bench=$2 rc c0 c1 held
@@ -426,12 +432,14 @@ check "... and none of them inserted anything ($out)" test -n "$(grep -o 'op=12'
 out=$(dump_of 0 | grep '^table=0 key=3101 ')
 check "the dump prints a 1000-byte value whole (${#out} characters)" \
 	test -n "$(grep -E "vlen=1000 value=[0-9a-f]{2000}$" <<<"$out")"
-# logged writes come back after a crash: SIGKILL, then --recover from the log
+# logged writes come back after a crash: SIGKILL, then --recover from the log (once the
+# seven writes are on disk: a SIGKILL loses what xtx-udpd's ring held, which is its design)
+w0=$(log_writes "$tmp/data0")
 ext 0 log 1 5 3200 41 3201 1024 3202 3 >/dev/null
 ext 0 log 2 6 3203 1000 >/dev/null
 ext 0 log 3 7 3204 100 3205 50 >/dev/null
 ext 0 log 4 8 3206 512 >/dev/null
-sleep 0.1
+wait_until 60 at_least_writes "$tmp/data0" $((${w0:-0} + 7))
 kill -9 "$(cat "$(pidfile 0)")"
 rm -f "$(pidfile 0)"
 start_udpd 0 --recover || fail "xtx-udpd 0 restarts with --recover"
@@ -451,6 +459,7 @@ check "the log dump prints a logged 1024-byte value whole" \
 
 # --- transactions (3 replicas) with values of 1..1024 bytes, then every server crashes ---
 restart_all
+for ((i = 0; i < NSERVERS; i++)); do wv[$i]=$(log_writes "$tmp/data$i"); done
 vals() { client "$BUILD/examples/values" --servers "$(all_server_ips)" "$@"; }
 for p in occ 2pl; do
 	[ "$p" = occ ] && base=8000 || base=9000
@@ -466,7 +475,11 @@ check "a room declared ahead reads long values without an abort ($(tail -n 1 <<<
 out=$(vals -k 8000 -c 43 -g 3 read 2>&1)
 check "a read expecting other bytes is caught ($(tail -n 1 <<<"$out"))" \
 	grep -q '^values: WRONG' <<<"$out"
-sleep 0.2
+# every replica logged the 30 committed writes (an insert of 5 keys and 5 updates, three
+# times) before the SIGKILLs: what its ring still held would be lost with it
+for ((i = 0; i < NSERVERS; i++)); do
+	wait_until 60 at_least_writes "$tmp/data$i" $((${wv[$i]:-0} + 30))
+done
 for ((i = 0; i < NSERVERS; i++)); do
 	kill -9 "$(cat "$(pidfile "$i")")"
 	rm -f "$(pidfile "$i")"
@@ -509,7 +522,7 @@ out=$(op 1 --client-id 7 log-append 0 1 txn=1 version=5 value=aa flags=last)
 check "the second append is entry 1 ($out)" test -n "$(grep -o 'status=ok version=1' <<<"$out")"
 out=$(op 1 --client-id 7 read 0 1 txn=1)
 check "the logged lock says LOGGED and MINE ($out)" test -n "$(grep -o 'flags=0x45' <<<"$out")"
-sleep 0.3
+sleep 0.3	# past the lease (100 ms, the subject)
 out=$(op 1 --client-id 7 lock-excl 0 1 txn=2)
 check "past the lease a logged lock is not reclaimed ($out)" \
 	test -n "$(grep -o 'status=rejected' <<<"$out")"
@@ -531,7 +544,7 @@ op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa >/dev/null
 out=$(op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa)
 check "a third append to a ring of 2 before the sync is refused ($out)" \
 	test -n "$(grep -o 'status=log_full' <<<"$out")"
-for ((i = 0; i < 30; i++)); do
+for ((i = 0; i < 120; i++)); do
 	out=$(op 1 --client-id 7 log-append 0 1 txn=3 version=1 value=aa)
 	grep -q 'status=log_full' <<<"$out" || break
 	sleep 0.5

@@ -16,8 +16,10 @@ trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 SUBS=5000
 ACCTS=1000
 # Fixed client ids, so the hand-made ops below (client 900) never share one with a run.
+# --timeout 20ms: a request is given up after 50 sends, a second; a busy machine's servers
+# answer late, not never, and "no failed outcome" is what the runs check
 wl() {
-	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" \
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" --timeout 20ms \
 		--client-base 100 "${@:2}"
 }
 tatp() { wl tatp --subscribers "$SUBS" "$@"; }
@@ -120,12 +122,16 @@ check "smallbank with loss: requests were resent (${retrans:-0})" test "${retran
 # ---- --verify must catch what a broken server or library would do ----
 op() { client "$BUILD/xtxbench" op --server "$(server_ip "$1")" --client-id 900 "${@:2}"; }
 
+# running FILE: a run writing its progress to FILE has begun (its first tick is out);
+# stop_run PID: SIGINT to the xtxbench of a background job, which then checks and reports
+running() { grep -qs '^t=' "$1"; }
+stop_run() { pkill -INT -P "$1"; wait "$1"; }
 # Money from nowhere: a cold account's savings rewritten on every replica mid-run.
-smallbank --duration 2 --warmup 0 --verify >"$tmp/sb.out" 2>&1 &
+smallbank --duration 600 --warmup 0 --verify >"$tmp/sb.out" 2>&1 &
 pid=$!
-sleep 1
+wait_until 60 running "$tmp/sb.out"
 for i in 0 1 2; do op "$i" update 8 999 value=15cd5b0700000000 >/dev/null; done
-wait "$pid"
+stop_run "$pid"
 rc=$?
 out=$(cat "$tmp/sb.out")
 check "smallbank: a balance changed behind its back fails --verify (exit $rc)" test "$rc" -eq 1
@@ -137,11 +143,11 @@ out=$(smallbank --duration 1 --warmup 0 --verify 2>&1)
 check "smallbank: a replica differing fails --verify (exit $?)" grep -q "replicas differ" <<<"$out"
 
 # An immutable TATP row rewritten mid-run: the index row of subscriber 5 now names 6.
-tatp --duration 2 --warmup 0 --verify >"$tmp/tatp.out" 2>&1 &
+tatp --duration 600 --warmup 0 --verify >"$tmp/tatp.out" 2>&1 &
 pid=$!
-sleep 1
+wait_until 60 running "$tmp/tatp.out"
 for i in 0 1 2; do op "$i" update 2 5 value=0600000053000000 >/dev/null; done
-wait "$pid"
+stop_run "$pid"
 rc=$?
 out=$(cat "$tmp/tatp.out")
 check "tatp: a rewritten index row fails --verify (exit $rc)" test "$rc" -eq 1
@@ -169,7 +175,7 @@ trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
 udpd_dump_script
 start_udpds --lock-lease "${LEASE%ms}"
 uwl() {
-	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 --timeout 20ms \
 		--dump-cmd "$tmp/dump.sh" "${@:2}"
 }
 out=$(uwl tatp --subscribers "$SUBS" --populate --duration 0 --threads 2 -v 2>&1)

@@ -27,8 +27,9 @@ RETWIS_SIZE=(${RETWIS_ARGS:-})
 YCSB_SMALL=(--fields 3 --field-size 8)
 RETWIS_SMALL=(--value-max 40 --tweet-size 40 --follows 3)
 # Fixed client ids, so the hand-made ops below (client 900) never share one with a run.
+# --timeout 20ms: a request is given up after a second, not 100 ms: busy servers answer late
 wl() {
-	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" \
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --ctl "$CTL" --lock-lease "$LEASE" --timeout 20ms \
 		--client-base 100 "${@:2}"
 }
 ycsb() { wl ycsb --records "$RECORDS" "${YCSB_SIZE[@]}" "$@"; }
@@ -234,7 +235,7 @@ trap 'stop_udpds; rm -rf "$tmp"; cleanup' EXIT INT TERM
 udpd_dump_script
 start_udpds --lock-lease "${LEASE%ms}"
 uwl() {
-	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 \
+	client "$BUILD/xtxbench" "$1" --servers "$SERVERS" --lock-lease "$LEASE" --client-base 100 --timeout 20ms \
 		--dump-cmd "$tmp/dump.sh" "${@:2}"
 }
 out=$(uwl ycsb --workload a --records "$RECORDS" --populate --duration 0 -v 2>&1)

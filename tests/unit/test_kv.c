@@ -56,6 +56,12 @@ static void bucket_reset(void)
 	bucket_put(&b);
 }
 
+/*
+ * A lease no pause of a busy machine outlasts, for the steps that must come
+ * within one; a step that must come after one sets it to 1 ns instead.
+ */
+#define LEASE_LONG_NS	(60ull * 1000 * 1000 * 1000)
+
 static void set_runtime(__u64 kv_lease_ns)
 {
 	struct xtx_runtime rt = { .kv_lease_ns = kv_lease_ns };
@@ -228,16 +234,21 @@ static void test_defer_frame(void)
 /* A held bucket answers RETRY, and is taken over once its lease has passed. */
 static void test_bucket_lease(void)
 {
-	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
+	struct timespec ms1 = { 0, 1000 * 1000 };
 	struct xtx_stats before, after;
 	struct xtx_op op;
 	int v;
 
-	/* test_defer_frame left the bucket held by a round trip that never returns */
-	set_runtime(2 * 1000 * 1000);
+	/*
+	 * test_defer_frame left the bucket held by a round trip that never
+	 * returns: within a lease (a long one, whatever the machine's pauses)
+	 * it stays held; past one (1 ns, a millisecond later) it is taken over
+	 */
+	set_runtime(LEASE_LONG_NS);
 	op = kv_do(XTX_OP_INSERT, 99, 8, 1, &v);
 	CHECK(op.status == XTX_ST_RETRY, "held bucket answered %u", op.status);
-	nanosleep(&ms5, NULL);
+	set_runtime(1);
+	nanosleep(&ms1, NULL);
 	read_stats(&before);
 	op = kv_do(XTX_OP_INSERT, 99, 8, 1, &v);
 	read_stats(&after);
@@ -549,7 +560,8 @@ static void test_redefer_after_lost_round_trip(void)
 	b = bucket_get();
 	b.bloom = ~0ull;
 	bucket_put(&b);
-	set_runtime(2 * 1000 * 1000);
+	/* within the lease (a long one) a duplicate waits; past it (1 ns) it goes back */
+	set_runtime(LEASE_LONG_NS);
 	make_req(&r, 3, req, 1, XTX_OP_UPDATE);
 	in_op(&r, 0)->key = 8;
 	in_op(&r, 0)->vlen = 8;
@@ -558,6 +570,7 @@ static void test_redefer_after_lost_round_trip(void)
 	run(&r);
 	CHECK(r.retval == XDP_TX && out_hdr(&r)->status == XTX_ST_RETRY,
 	      "duplicate while xtxd works: packet %u", out_hdr(&r)->status);
+	set_runtime(1);
 	nanosleep(&ms5, NULL);
 	run(&r);
 	t = trailer_of(&r, 1);

@@ -15,6 +15,8 @@
 #include "txn/internal.h"
 
 #define NSRV	3
+/* the lock lease the clients below keep to; a step past it moves its anchor back */
+#define LEASE_NS	(60ull * 1000 * 1000 * 1000)
 
 static struct sockaddr_in srv_addr[NSRV];
 
@@ -726,7 +728,8 @@ static void test_late_log_not_sent(void)
 
 	if (!c)
 		return;
-	c->lock_lease_ns = 1000000;	/* as if the servers' PING said 1 ms */
+	/* as if the servers' PING said a minute: no pause of a busy machine outlasts it */
+	c->lock_lease_ns = LEASE_NS;
 	xtx_txn_start(c, script_step, script_done, &s);
 	t = c->ready[0];
 	advance_all(c);
@@ -734,7 +737,7 @@ static void test_late_log_not_sent(void)
 	answer(&refs[0], XTX_ST_OK, 5, 40, 0);
 	advance_all(c);
 	CHECK(c->queue[0].len + c->queue[1].len + c->queue[2].len == 3, "3 log appends queued");
-	t->lease_anchor_ns = xtx_now_ns() - 2000000;	/* the lock request left 2 ms ago */
+	t->lease_anchor_ns = xtx_now_ns() - 2 * LEASE_NS;	/* the lock request left long ago */
 	txn_wire_pack(c);
 	for (srv = 0; srv < NSRV; srv++)
 		for (i = 0; i < XTX_DEDUPE_WINDOW; i++) {
@@ -789,7 +792,7 @@ static void test_lost_log_resent_past_lease(void)
 
 	if (!c)
 		return;
-	c->lock_lease_ns = 1000000;
+	c->lock_lease_ns = LEASE_NS;
 	xtx_txn_start(c, script_step, script_done, &s);
 	t = c->ready[0];
 	advance_all(c);
@@ -802,7 +805,7 @@ static void test_lost_log_resent_past_lease(void)
 	for (i = 1; i < n; i++)
 		answer(&refs[i], XTX_ST_OK, 0, 0, 0);
 	advance_all(c);
-	t->lease_anchor_ns = xtx_now_ns() - 2000000;	/* and now the lease has passed */
+	t->lease_anchor_ns = xtx_now_ns() - 2 * LEASE_NS;	/* and now the lease has passed */
 	txn_wire_pack(c);
 	CHECK(logs_sent(c) == 1 && xtx_client_stats(c)->late_logs == 0,
 	      "the lost one is sent again (%u sent, %llu held back)", logs_sent(c),

@@ -347,15 +347,19 @@ static void test_big_values_to_the_store(void)
 
 struct holder {
 	struct xtx_kv_bucket *b;
-	uint64_t hold_ns;
+	const uint64_t *busy;	/* the loader's count of busy buckets met */
 };
 
+/* Holds the bucket until the loader has met it busy (10 s at most), then lets it go. */
 static void *hold_then_release(void *arg)
 {
 	struct holder *h = arg;
-	struct timespec ts = { 0, (long)h->hold_ns };
+	struct timespec ms1 = { 0, 1000 * 1000 };
+	int i;
 
-	nanosleep(&ts, NULL);
+	for (i = 0; i < 10000 && !__atomic_load_n(h->busy, __ATOMIC_RELAXED); i++)
+		nanosleep(&ms1, NULL);
+	nanosleep(&ms1, NULL);
 	__atomic_store_n(&h->b->lock, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -373,7 +377,7 @@ static void test_busy_buckets(void)
 	b = bucket_of(0, it[0].key);
 	kv[b].lock = XTX_KV_LOCK_FAST;
 	h.b = &kv[b];
-	h.hold_ns = 20 * 1000 * 1000;
+	h.busy = &l.n.busy;
 	pthread_create(&tid, NULL, hold_then_release, &h);
 	CHECK(!xtxd_load_items(&l, it, 40), "load past a held bucket");
 	pthread_join(tid, NULL);

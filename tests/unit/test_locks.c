@@ -228,11 +228,13 @@ static void test_lease_expiry(void)
 	struct xtx_op a, b, c;
 	__u32 idx;
 
-	set_lease(skel, 2 * 1000 * 1000);
+	/* within a lease no pause outlasts; then past one of 1 ns, a millisecond later */
+	set_lease(skel, 60ull * 1000 * 1000 * 1000);
 	a = lock_op_on(skel, next_req++, T(1), XTX_OP_LOCK_EXCL, 60, 0);
 	b = lock_op_on(skel, next_req++, T(2), XTX_OP_LOCK_EXCL, 60, 0);
 	CHECK(a.status == XTX_ST_OK && b.status == XTX_ST_REJECTED, "within the lease");
-	sleep_ms(5);
+	set_lease(skel, 1);
+	sleep_ms(1);
 	read_stats(&before);
 	b = lock_op_on(skel, next_req++, T(2), XTX_OP_LOCK_EXCL, 60, 0);
 	read_stats(&after);
@@ -240,6 +242,7 @@ static void test_lease_expiry(void)
 	CHECK(b.token != a.token, "reclaim keeps the old token valid");
 	CHECK(after.ctr[XTX_CTR_LOCK_RECLAIM] == before.ctr[XTX_CTR_LOCK_RECLAIM] + 1,
 	      "reclaim counter");
+	set_lease(skel, 60ull * 1000 * 1000 * 1000);
 	c = lock_op_on(skel, next_req++, T(1), XTX_OP_UNLOCK_EXCL, 60, a.token);
 	CHECK(c.flags & XTX_LOCKF_STALE, "old holder's late unlock not stale");
 	c = lock_op_on(skel, next_req++, T(3), XTX_OP_LOCK_EXCL, 60, 0);
@@ -251,7 +254,8 @@ static void test_lease_expiry(void)
 	slot_of(skel, 61, &slot, &idx);
 	slot.flags |= XTX_LOCKF_LOGGED;
 	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_locks), &idx, &slot, 0);
-	sleep_ms(5);
+	set_lease(skel, 1);
+	sleep_ms(1);
 	b = lock_op_on(skel, next_req++, T(5), XTX_OP_LOCK_EXCL, 61, 0);
 	CHECK(b.status == XTX_ST_REJECTED && (b.flags & XTX_LOCKF_LOGGED),
 	      "a logged holder's lock was reclaimed");

@@ -150,16 +150,38 @@ static void test_duplicate_appends_once(void)
 	CHECK(cursor().tail == t0 + 1, "a duplicate appended again");
 }
 
+/*
+ * The lock lease XDP applies from now on: steps that must come within a lease
+ * run under a long one (no pause of a busy machine outlasts it), and
+ * past_lease() makes the next step come after one.
+ */
+static void lock_lease(__u64 ns)
+{
+	struct xtx_runtime rt = { .lock_lease_ns = ns };
+	__u32 zero = 0;
+
+	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+}
+
+#define LEASE_LONG_NS	(60ull * 1000 * 1000 * 1000)
+
+static void past_lease(void)
+{
+	struct timespec ms1 = { 0, 1000 * 1000 };
+
+	lock_lease(1);
+	nanosleep(&ms1, NULL);
+}
+
 /* Once logged, the transaction's lock outlives its lease. */
 static void test_logged_lock_not_reclaimed(void)
 {
-	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
-	struct xtx_runtime rt = { .lock_lease_ns = 2 * 1000 * 1000 };
+	struct xtx_runtime rt;
 	__u32 zero = 0;
 	struct run r;
 	__u64 txn = xtx_txn_make(CLIENT, 50);
 
-	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+	lock_lease(LEASE_LONG_NS);
 	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
 	in_op(&r, 0)->txn = txn;
 	in_op(&r, 0)->key = 60;
@@ -167,7 +189,7 @@ static void test_logged_lock_not_reclaimed(void)
 	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "lock");
 	set_head(cursor().tail);
 	CHECK(append(next_req++, 50, 60, 2, 0).status == XTX_ST_OK, "append");
-	nanosleep(&ms5, NULL);
+	past_lease();
 	make_req(&r, CLIENT, next_req++, 1, XTX_OP_LOCK_EXCL);
 	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, 51);
 	in_op(&r, 0)->key = 60;
@@ -216,20 +238,20 @@ static struct xtx_op append_primary(__u64 txn_seq, __u64 key, __u64 grant)
  */
 static void test_primary_append_proves_grant(void)
 {
-	struct timespec ms5 = { 0, 5 * 1000 * 1000 };
-	struct xtx_runtime rt = { .lock_lease_ns = 2 * 1000 * 1000 };
 	struct xtx_log_cursor before;
+	struct xtx_runtime rt;
 	struct xtx_op g1, g2, o;
 	__u32 zero = 0;
 
 	set_head(cursor().tail);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.xtx_runtime), &zero, &rt, 0);
+	lock_lease(LEASE_LONG_NS);
 	g1 = lock_key(60, 70, XTX_OP_LOCK_EXCL);
 	CHECK(g1.status == XTX_ST_OK, "T1 locks");
-	nanosleep(&ms5, NULL);			/* T1 stalls past the lease */
+	past_lease();				/* T1 stalls past the lease */
 	g2 = lock_key(61, 70, XTX_OP_LOCK_EXCL);
 	CHECK(g2.status == XTX_ST_OK && (g2.flags & XTX_LOCKF_RECLAIMED) && g2.token != g1.token,
 	      "T2 takes the lock back from T1 (status %u)", g2.status);
+	lock_lease(LEASE_LONG_NS);
 	before = cursor();
 	o = append_primary(60, 70, g1.token);
 	CHECK(o.status == XTX_ST_NOT_HELD && cursor().tail == before.tail,
@@ -237,16 +259,17 @@ static void test_primary_append_proves_grant(void)
 	o = append_primary(61, 70, g2.token);
 	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + 1,
 	      "T2's append proves its grant (status %u)", o.status);
-	nanosleep(&ms5, NULL);
+	past_lease();
 	o = lock_key(62, 70, XTX_OP_LOCK_EXCL);
 	CHECK(o.status == XTX_ST_REJECTED && (o.flags & XTX_LOCKF_LOGGED),
 	      "T2's proven lock is not reclaimed past the lease (status %u)", o.status);
 
 	/* the same transaction, granted again after a reclaim: the old grant proves nothing */
 	g1 = lock_key(63, 71, XTX_OP_LOCK_EXCL);
-	nanosleep(&ms5, NULL);
+	past_lease();
 	g2 = lock_key(63, 71, XTX_OP_LOCK_EXCL);
 	CHECK(g2.status == XTX_ST_OK && g2.token != g1.token, "T reacquires after its lease ran out");
+	lock_lease(LEASE_LONG_NS);
 	o = append_primary(63, 71, g1.token);
 	CHECK(o.status == XTX_ST_NOT_HELD, "a grant from before the reclaim is refused (%u)",
 	      o.status);
@@ -257,7 +280,7 @@ static void test_primary_append_proves_grant(void)
 	set_head(cursor().tail - RING);
 	o = append_primary(64, 72, g1.token);
 	CHECK(o.status == XTX_ST_LOG_FULL, "a full log answers LOG_FULL (%u)", o.status);
-	nanosleep(&ms5, NULL);
+	past_lease();
 	o = lock_key(65, 72, XTX_OP_LOCK_EXCL);
 	CHECK(o.status == XTX_ST_OK, "... and left the lock to its lease (%u)", o.status);
 	set_head(cursor().tail);

@@ -161,14 +161,14 @@ static bool exists(const char *name)
 	return !fstatat(dirfd_, name, &st, 0);
 }
 
-/* The spare thread makes log-cpuC.spare in the background: waits up to 5 s for it. */
+/* The spare thread makes log-cpuC.spare in the background: waits for it (60 s at most). */
 static bool wait_spare(uint32_t cpu)
 {
 	char name[40];
 	int i;
 
 	snprintf(name, sizeof(name), "log-cpu%u.spare", cpu);
-	for (i = 0; i < 500 && !exists(name); i++)
+	for (i = 0; i < 6000 && !exists(name); i++)
 		usleep(10000);
 	return exists(name);
 }

@@ -3,7 +3,7 @@
  * TATP, SmallBank, YCSB and Retwis generators: encodings, population, NURand, hotspot and
  * zipf skew, mixes, YCSB's records and Retwis's lists and follow graph.
  */
-/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 21 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xtx/hash.h>
 #include "check.h"
 #include "smallbank.h"
 #include "retwis.h"
@@ -300,6 +301,105 @@ static void test_tatp_mix(void)
 			break;
 	}
 	CHECK(i == 10000, "end_time in [0,23] for FaSST parity");
+}
+
+static struct sb_cfg sb_cfg(uint32_t n);
+
+/*
+ * The client's draws as xtxbench makes them (tatp_begin: the type, then that
+ * type's inputs from the same generator, so ICF's extra subscriber shifts the
+ * next type's bits): the shares pooled over 10^7 transactions sit on the mix, and
+ * runs of 5 * 10^5 scatter around it as a multinomial does, no wider.  A type
+ * choice biased by 1% (UL at 0.1415 of a million) fails the first by 10 standard
+ * deviations; one that depends on the previous transaction fails the second.
+ */
+static void test_client_draws(void)
+{
+	struct tatp_cfg c = tatp_cfg(2000);
+	uint64_t total[TATP_NTYPES] = { 0 }, all = 0, runs = 20, per = 500000, r, i;
+	double z2 = 0, z2_sb = 0;
+	struct sb_cfg sc = sb_cfg(1000);
+	struct tatp_input in;
+	unsigned int t;
+
+	for (r = 0; r < runs; r++) {
+		uint64_t cnt[TATP_NTYPES] = { 0 }, rng = xtx_mix64(0x5eed0000ull + r) | 1;
+
+		for (i = 0; i < per; i++) {
+			enum tatp_type type = tatp_pick_type(&c, &rng);
+
+			tatp_draw_input(&c, type, type == TATP_UL ? (uint32_t)i : 0, &rng, &in);
+			cnt[type]++;
+		}
+		for (t = 0; t < TATP_NTYPES; t++) {
+			double p = tatp_default_mix[t] / 100.0;
+			double z = ((double)cnt[t] / per - p) / sqrt(p * (1 - p) / per);
+
+			z2 += z * z;
+			total[t] += cnt[t];
+		}
+		all += per;
+	}
+	for (t = 0; t < TATP_NTYPES; t++)
+		CHECK(fabs((double)total[t] / all - tatp_default_mix[t] / 100.0) <=
+		      4 * sqrt(tatp_default_mix[t] / 100.0 * (1 - tatp_default_mix[t] / 100.0) / all),
+		      "%s: %.5f of %llu draws, the mix says %.2f", tatp_type_names[t],
+		      (double)total[t] / all, (unsigned long long)all, tatp_default_mix[t] / 100.0);
+	/* E[z^2] = 1 per share; 140 of them average within [0.6, 1.5] unless overdispersed */
+	z2 /= (double)(runs * TATP_NTYPES);
+	CHECK(z2 > 0.6 && z2 < 1.5, "TATP: mean z^2 %.3f over %llu runs, a multinomial gives 1",
+	      z2, (unsigned long long)runs);
+	for (r = 0; r < runs; r++) {
+		uint64_t cnt[SB_NTYPES] = { 0 }, rng = xtx_mix64(0xabc00ull + r) | 1;
+		uint32_t a0, a1;
+
+		for (i = 0; i < per; i++) {
+			enum sb_type type = sb_pick_type(&sc, &rng);
+
+			sb_pick_accounts(&sc, type, &rng, &a0, &a1);
+			cnt[type]++;
+		}
+		for (t = 0; t < SB_NTYPES; t++) {
+			double p = sb_default_mix[t] / 100.0;
+			double z = ((double)cnt[t] / per - p) / sqrt(p * (1 - p) / per);
+
+			z2_sb += z * z;
+		}
+	}
+	z2_sb /= (double)(runs * SB_NTYPES);
+	CHECK(z2_sb > 0.6 && z2_sb < 1.5, "SmallBank: mean z^2 %.3f over %llu runs", z2_sb,
+	      (unsigned long long)runs);
+}
+
+/*
+ * --verify's tolerance for a share: wide enough that chance alone trips it less
+ * than once in 10^12 checks (never under 7 standard deviations, where a normal
+ * tail is 2.6e-12), narrow enough to catch a bias of a few tenths of a percent,
+ * and exact for a share of 0 or 1.
+ */
+static void test_share_tolerance(void)
+{
+	static const double ps[] = { 0.001, 0.02, 0.14, 0.35, 0.5, 0.9 };
+	uint64_t n;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+		for (n = 100; n <= 1000000000; n *= 10) {
+			double sd = sqrt(ps[i] * (1 - ps[i]) / (double)n);
+
+			CHECK(wl_share_tolerance(ps[i], n) >= 7 * sd,
+			      "p %.3f n %llu: tolerance %.6f under 7 sd (%.6f)", ps[i],
+			      (unsigned long long)n, wl_share_tolerance(ps[i], n), 7 * sd);
+		}
+	/* the false alarms met: UL at 0.1415 of 1.2M (4.7 sd), GSD at 0.3451 of 175k (4.3 sd) */
+	CHECK(wl_share_plausible(0.1415, 0.14, 1200000, 0), "UL 0.1415 of 1.2M is chance");
+	CHECK(wl_share_plausible(0.3451, 0.35, 175000, 0), "GSD 0.3451 of 175k is chance");
+	/* a real bias: 2% more UL than drawn, or a type counted twice in a hundred */
+	CHECK(!wl_share_plausible(0.1428, 0.14, 1200000, 0), "UL 2%% over at 1.2M is caught");
+	CHECK(!wl_share_plausible(0.354, 0.35, 1200000, 0), "GSD 1.1%% over at 1.2M is caught");
+	CHECK(wl_share_tolerance(1, 1000) == 0 && wl_share_tolerance(0, 1000) == 0,
+	      "a share of 0 or 1 is exact");
+	CHECK(!wl_share_plausible(0.9999, 1, 100000, 0), "one failure of a sure thing is caught");
 }
 
 static struct sb_cfg sb_cfg(uint32_t n)
@@ -839,6 +939,8 @@ int main(void)
 	RUN_CASE(test_nurand_skew);
 	RUN_CASE(test_tatp_mix);
 	RUN_CASE(test_sb_mix);
+	RUN_CASE(test_client_draws);
+	RUN_CASE(test_share_tolerance);
 	RUN_CASE(test_sb_hotspot);
 	RUN_CASE(test_sb_balances);
 	RUN_CASE(test_dump_parse);

@@ -18,11 +18,12 @@
 #include "xtx_tc.skel.h"
 #include "attach.h"
 #include "log.h"
+#include "tlock.h"
 
 static int libxdp_print(enum libxdp_print_level lvl, const char *fmt, va_list ap)
 {
 	/* libxdp's warnings are our info, its info our debug. */
-	xtx_vlog(lvl == LIBXDP_WARN ? XTX_LOG_INFO : XTX_LOG_DEBUG, fmt, ap);
+	xtx_vlog(xtx_log_lib_level(lvl == LIBXDP_WARN), fmt, ap);
 	return 0;
 }
 
@@ -302,7 +303,10 @@ int xtx_tc_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
 		goto out;
 	}
 	tc_hook_init(&hook, t);
+	/* a clsact qdisc left by an earlier load is fine: EEXIST, and libbpf's extack is noise */
+	xtx_log_libs_quiet(1);
 	err = bpf_tc_hook_create(&hook);
+	xtx_log_libs_quiet(0);
 	if (err && err != -EEXIST) {
 		fprintf(stderr, "Error: creating the clsact qdisc on %s: %s\n", t->iface,
 			strerror(-err));
@@ -379,7 +383,15 @@ int xtx_load_attach(const struct xtx_target *t, const struct xtx_load_opts *o)
 		prog = NULL;
 		goto out;
 	}
+	/*
+	 * libxdp tries its dispatcher first and falls back to the program alone
+	 * where the kernel refuses it (freplace), which libbpf reports as a
+	 * permission error: report_attachment() says so in a line, the
+	 * libraries' own words are for -vv.
+	 */
+	xtx_log_libs_quiet(1);
 	err = xdp_program__attach(prog, t->ifindex, mode, 0);
+	xtx_log_libs_quiet(0);
 	if (err == -EEXIST || err == -EBUSY) {
 		libxdp_strerror(err, errbuf, sizeof(errbuf));
 		fprintf(stderr, "Error: another XDP program is attached to %s and cannot share it "
@@ -483,6 +495,9 @@ int xtx_unpin(const struct xtx_target *t)
 			pr_warn("removing %s: %s\n", path, strerror(errno));
 	}
 	closedir(d);
+	/* the directory is this xtxd's lock: xtx_target_unlock removes it */
+	if (xtx_target_locked_here(t))
+		return 0;
 	rmdir(t->pin_dir);
 	/* the per-namespace directory goes when its last interface does */
 	snprintf(path, sizeof(path), "%s/%s", XTX_PIN_ROOT, t->ns_tag);

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Background start for the servers: fork, readiness reported to the parent, pidfile. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "daemon.h"
 #include "log.h"
 
@@ -39,7 +42,7 @@ int xtx_daemonize(const char *logfile, int *ready_fd)
 			fprintf(stderr, "Error: log file %s: %s\n", logfile, strerror(errno));
 			exit(1);
 		}
-		xtx_log_to(fdopen(fd, "a"));
+		xtx_log_to_path(fdopen(fd, "a"), logfile);
 	}
 	*ready_fd = pipefd[1];
 	return 0;
@@ -82,4 +85,30 @@ int xtx_write_pidfile(const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+int xtx_sd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n;
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return 0;
+	/* "@name" is an abstract socket: a leading NUL in sun_path */
+	n = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || n >= sizeof(sa.sun_path))
+		return -EINVAL;
+	memcpy(sa.sun_path, path, n);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0)
+		err = -errno;
+	close(fd);
+	return err;
 }

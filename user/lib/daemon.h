@@ -19,6 +19,13 @@ int xtx_daemonize(const char *logfile, int *ready_fd);
  */
 void xtx_daemon_ready(int *ready_fd, char status);
 
+/*
+ * Tells systemd (a Type=notify unit: $NOTIFY_SOCKET) how the service is:
+ * "READY=1", "STOPPING=1", "STATUS=...".  No-op outside systemd; 0 or a
+ * negative errno.
+ */
+int xtx_sd_notify(const char *state);
+
 /* Writes getpid() to path atomically (a temporary file renamed); 0 or -1 after printing why. */
 int xtx_write_pidfile(const char *path);
 

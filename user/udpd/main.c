@@ -17,6 +17,7 @@
 #include "log.h"
 #include "logfile.h"
 #include "num.h"
+#include "version.h"
 #include "recover.h"
 #include "secret.h"
 #include "serve.h"
@@ -66,6 +67,7 @@ static void usage(FILE *out)
 		"      --daemon-log PATH    where a daemon's messages go (default: discarded)\n"
 		"  -v, --verbose            more messages\n"
 		"  -h, --help               this text\n"
+		"  -V, --version            the release and build\n"
 		"\n"
 		"SIGINT or SIGTERM stop it.\n"
 		"Example: " NAME " --netns xtx-s0 --bind 10.77.0.2 --data-dir /var/lib/xtx/udpd-s0 \\\n"
@@ -107,6 +109,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	uint32_t u;
@@ -121,7 +124,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 	c->lock_lease_ns = XTX_LOCK_LEASE_DEFAULT_NS;
 	c->log_ring = XTX_LOG_RING_DEFAULT;
 	c->log_sync_ns = XTX_LOGFILE_SYNC_DEFAULT_NS;
-	while ((opt = getopt_long(argc, argv, "p:b:t:dvh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:b:t:dvhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (xtx_parse_u32("--port", optarg, 1, 65535, &u))
@@ -193,6 +196,7 @@ static int parse_args(int argc, char **argv, struct udpd_config *c)
 		case OPT_DAEMON_LOG: c->logfile = optarg; break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': xtx_print_version("xtx-udpd"); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}

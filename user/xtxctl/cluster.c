@@ -25,12 +25,13 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--spares IP,...]\n"
-		"                      [--name NAME] [--replication R] [--shards N]\n"
-		"       xtxctl cluster status --zk HOSTS [--name NAME] [--json]\n"
+		"                      [--zk-name NAME] [--replication R] [--shards N]\n"
+		"       xtxctl cluster status --zk HOSTS [--zk-name NAME] [--json]\n"
 		"A cluster's configuration in ZooKeeper: its epoch, servers and shard map.\n"
 		"\n"
 		"  --zk HOST:PORT[,...]  the ZooKeeper ensemble\n"
-		"  --name NAME           the cluster (default %s), 1..%d of [a-z0-9_-]\n"
+		"  --zk-name NAME        the cluster (default %s), 1..%d of [a-z0-9_-], as\n"
+		"                        xtxd and xtxbench take it (--name is the same)\n"
 		"  --servers IP,...      init: every server, index = position (up to %d)\n"
 		"  --spares IP,...       init: servers after those, in no shard until one fails:\n"
 		"                        then one copies the shards left short of R\n"
@@ -218,6 +219,8 @@ int xtxctl_cluster_main(int argc, char **argv)
 	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_SPARES, OPT_REPL, OPT_SHARDS, OPT_JSON };
 	static const struct option longopts[] = {
 		{ "zk", required_argument, NULL, OPT_ZK },
+		{ "zk-name", required_argument, NULL, OPT_NAME },
+		/* the spelling it had before xtxd's and xtxbench's --zk-name */
 		{ "name", required_argument, NULL, OPT_NAME },
 		{ "servers", required_argument, NULL, OPT_SERVERS },
 		{ "spares", required_argument, NULL, OPT_SPARES },

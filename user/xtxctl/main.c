@@ -24,12 +24,16 @@
 #include "logrec.h"
 #include "names.h"
 #include "num.h"
+#include "version.h"
 #include "allow.h"
 #include "occupancy.h"
 #include "top.h"
 #include "xtxctl_cluster.h"
 #include "stats_read.h"
 #include "target.h"
+#include "tlock.h"
+#include "progress.h"
+#include "clock.h"
 #include "loadgen.h"
 
 struct ctl_opts {
@@ -107,9 +111,11 @@ static void usage(FILE *out)
 		"  -i, --iface IF          the interface xtx serves\n"
 		"  -j, --json              machine-readable output\n"
 		"  -t, --table N           dump: only table N; load: the table of the keys\n"
-		"      --data-dir DIR      log: xtxd's --data-dir (default %s/<netns>-<iface>)\n"
+		"      --data-dir DIR      log: the data directory (default: the running xtxd's,\n"
+		"                          else %s/<netns>-<iface>)\n"
 		"  -v, --verbose           more output\n"
 		"  -h, --help              this text\n"
+		"  -V, --version           the release and build (alone)\n"
 		"\n"
 		"Example: xtxctl --netns xtx-s0 --iface xtxs0 stats\n", XTX_LOGFILE_DIR_ROOT);
 }
@@ -281,6 +287,22 @@ static void read_fill(const struct xtx_target *t, struct fill *f)
 		f->capacity = 0;
 }
 
+/*
+ * The xtxd serving t: the one in its pidfile, else the one holding its pin
+ * directory's lock (started with another --pidfile); 0 when none runs.
+ */
+static int daemon_pid(const struct xtx_target *t)
+{
+	int pid = xtx_pidfile_alive(t->pidfile);
+
+	if (!pid) {
+		pid = xtx_target_lock_holder(t);
+		if (pid < 0 || !xtx_pid_is_xtxd(pid))
+			pid = 0;
+	}
+	return pid;
+}
+
 static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 {
 	struct xtx_attached a;
@@ -301,7 +323,7 @@ static int cmd_info(const struct xtx_target *t, const struct ctl_opts *o)
 	close(fd);
 	if (xtx_attached_query(t, &a))
 		memset(&a, 0, sizeof(a));
-	pid = xtx_pidfile_alive(t->pidfile);
+	pid = daemon_pid(t);
 	read_fill(t, &f);
 	/*
 	 * A key the overflow store holds a copy of is counted once, and one
@@ -556,15 +578,31 @@ static double mono_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A progress bar on stderr, redrawn in place; only when stderr is a terminal. */
+/*
+ * Progress on stderr: a bar redrawn in place on a terminal; elsewhere (a log, a
+ * pipe) a line once a second, with the rate and the time left.
+ */
 static void draw_bar(bool tty, const char *what, uint64_t done, uint64_t total, const char *unit,
 		     double secs)
 {
+	static double last_line;
 	char bar[31];
 	int width = sizeof(bar) - 1, fill, i;
 
-	if (!tty)
+	if (!tty) {
+		double every = xtx_progress_every_ns() / 1e9;
+
+		if (secs < last_line + every || secs < every)
+			return;
+		last_line = secs;
+		fprintf(stderr, "%s: %llu of %llu %s (%.0f%%), %.0f %s/s", what,
+			(unsigned long long)done, (unsigned long long)total, unit,
+			total ? 100.0 * done / total : 0.0, done / secs, unit);
+		if (done && done < total)
+			fprintf(stderr, ", about %.0f s left", (total - done) / (done / secs));
+		fputc('\n', stderr);
 		return;
+	}
 	fill = total ? (int)((double)done / total * width) : 0;
 	for (i = 0; i < width; i++)
 		bar[i] = i < fill ? '#' : '.';
@@ -919,7 +957,7 @@ static void log_print_drain(const struct xtx_target *t, bool json)
 
 	xtx_logdrain_stats_path(t, path, sizeof(path));
 	/* a crashed xtxd leaves its last counters behind */
-	f = xtx_pidfile_alive(t->pidfile) ? fopen(path, "r") : NULL;
+	f = daemon_pid(t) ? fopen(path, "r") : NULL;
 	if (!f) {
 		if (json)
 			printf(",\"drain\":null");
@@ -1236,13 +1274,32 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 	return bad || out.damaged || fflush(stdout) ? 1 : 0;
 }
 
+/* The data directory the running xtxd drains to (its drain's counters say), or 0. */
+static int daemon_data_dir(const struct xtx_target *t, char *dir, size_t len)
+{
+	char path[PATH_MAX], key[64], val[PATH_MAX];
+	int found = 0;
+	FILE *f;
+
+	xtx_logdrain_stats_path(t, path, sizeof(path));
+	f = daemon_pid(t) ? fopen(path, "r") : NULL;
+	if (!f)
+		return 0;
+	while (!found && fscanf(f, "%63s %4095s", key, val) == 2)
+		if (!strcmp(key, "data_dir"))
+			found = snprintf(dir, len, "%s", val) < (int)len;
+	fclose(f);
+	return found;
+}
+
 static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const char *sub)
 {
 	char dir[PATH_MAX];
 
+	/* --data-dir, else the running xtxd's (its own --data-dir), else the default */
 	if (o->data_dir)
 		snprintf(dir, sizeof(dir), "%s", o->data_dir);
-	else
+	else if (!daemon_data_dir(t, dir, sizeof(dir)))
 		xtx_logfile_default_dir(t, dir, sizeof(dir));
 	if (sub && !strcmp(sub, "stats"))
 		return cmd_log_stats(t, o, dir);
@@ -1256,7 +1313,8 @@ static int cmd_log(const struct xtx_target *t, const struct ctl_opts *o, const c
 static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 {
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
-	int pid = xtx_pidfile_alive(t->pidfile), i, err;
+	int pid = daemon_pid(t), i, err;
+	bool said = false;
 
 	if (pid) {
 		/*
@@ -1264,9 +1322,23 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 		 * /proc.  Stopping drains the log and frees a store of millions
 		 * of keys, which takes seconds: give it 30 before SIGKILL.
 		 */
+		uint64_t every = xtx_progress_every_ns(), t0 = xtx_now_ns(), next = t0 + every;
+
 		kill(pid, SIGTERM);
-		for (i = 0; i < 6000 && xtx_pid_is_xtxd(pid); i++)
+		for (i = 0; i < 6000 && xtx_pid_is_xtxd(pid); i++) {
 			nanosleep(&pause, NULL);
+			/* a stop that takes a while says what it waits for, once a second */
+			if (xtx_now_ns() >= next) {
+				next += every;
+				said = true;
+				fprintf(stderr, "unload: xtxd (pid %d) is stopping: writing out its "
+					"log, saving committing HADES transactions, freeing the "
+					"store (%.1f s)\n", pid, (xtx_now_ns() - t0) / 1e9);
+			}
+		}
+		if (said)
+			fprintf(stderr, "unload: xtxd (pid %d) stopped after %.1f s\n", pid,
+				(xtx_now_ns() - t0) / 1e9);
 		if (xtx_pid_is_xtxd(pid)) {
 			pr_warn("xtxd (pid %d) did not stop in 30 s; killing it\n", pid);
 			kill(pid, SIGKILL);
@@ -1336,7 +1408,12 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "cluster"))
 		return xtxctl_cluster_main(argc - 1, argv + 1);
 	/* permute so options may follow the command */
-	while ((c = getopt_long(argc, argv, "i:n:jt:vh", longopts, NULL)) != -1) {
+	/* alone, --version is the release; after load, the version keys are loaded at */
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		xtx_print_version("xtxctl");
+		return 0;
+	}
+	while ((c = getopt_long(argc, argv, "i:n:jt:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o.iface = optarg; break;
 		case 'n': o.netns = optarg; break;
@@ -1406,6 +1483,7 @@ int main(int argc, char **argv)
 			break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': xtx_print_version("xtxctl"); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

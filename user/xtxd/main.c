@@ -26,6 +26,7 @@
 #include "log/logdrain.h"
 #include "logfile.h"
 #include "num.h"
+#include "version.h"
 #include "rare/rare.h"
 #include "sizing.h"
 #include "store/overflow.h"
@@ -33,12 +34,14 @@
 #include "log/recover.h"
 #include "log/userlog.h"
 #include "resolve/resolve.h"
+#include "resolve/settle.h"
 #include "log/snapshot.h"
 #include "housekeeping.h"
 #include "member.h"
 #include "zk.h"
 #include "metrics.h"
 #include "target.h"
+#include "tlock.h"
 
 #define XTXD_FLUSH_TIMEOUT_NS	(30ull * 1000 * 1000 * 1000)
 
@@ -100,7 +103,8 @@ static void usage(FILE *out)
 		"      --data-dir DIR       where the logs are drained to (default\n"
 		"                           %s/<netns>-<iface>, created 0700)\n"
 		"      --fresh              start with an empty store: move the data directory's\n"
-		"                           snapshots and logs aside instead of recovering them\n"
+		"                           snapshots and logs aside (fresh-<time>/, the two\n"
+		"                           newest kept) instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --zk HOST:PORT[,...] serve in the cluster held by this ZooKeeper ensemble: its\n"
@@ -108,6 +112,9 @@ static void usage(FILE *out)
 		"                           and the epoch; a live node holds this server's lease,\n"
 		"                           and XDP stops serving when the lease may have passed\n"
 		"      --zk-name NAME       the cluster's name there (default %s)\n"
+		"      --zk-session DUR     the ZooKeeper session asked for (default 2s, as granted\n"
+		"                           by the ensemble): the lease is 2/3 of it, a failure\n"
+		"                           is seen after it and half again\n"
 		"      --peers IP[,IP...]   every server of the cluster, in the clients' --servers\n"
 		"                           order (a log record names its replicas by position):\n"
 		"                           transactions whose coordinator vanished after logging\n"
@@ -155,6 +162,7 @@ static void usage(FILE *out)
 		"                           (ADDR empty: every address of the netns)\n"
 		"  -v, --verbose            more output (repeat for libbpf/libxdp debug)\n"
 		"  -h, --help               this text\n"
+		"  -V, --version            the release and build\n"
 		"\n"
 		"\n"
 		"The control channel (xtxctl) is a unix socket, %s/<netns>-<iface>.sock,\n"
@@ -178,7 +186,7 @@ static void usage(FILE *out)
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
        OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_VALUE_STORE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
-       OPT_ZK, OPT_ZK_NAME, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
+       OPT_ZK, OPT_ZK_NAME, OPT_ZK_SESSION, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE, OPT_CAPACITY };
 
@@ -283,6 +291,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "fresh", no_argument, NULL, OPT_FRESH },
 		{ "zk", required_argument, NULL, OPT_ZK },
 		{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
+		{ "zk-session", required_argument, NULL, OPT_ZK_SESSION },
 		{ "peers", required_argument, NULL, OPT_PEERS },
 		{ "cluster", required_argument, NULL, OPT_CLUSTER },
 		{ "self", required_argument, NULL, OPT_SELF },
@@ -309,6 +318,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "secret-file", required_argument, NULL, OPT_SECRET_FILE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
 	uint64_t ns;
@@ -335,7 +345,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 	o->resolve.peers.self = XTXD_SELF_UNKNOWN;
 	o->member.name = XTX_ZK_NAME_DEFAULT;
 	o->member.session_ms = XTX_ZK_SESSION_MS_DEFAULT;
-	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:n:p:c:l:b:dvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->iface = optarg; break;
 		case 'n': o->netns = optarg; break;
@@ -471,6 +481,16 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		case OPT_FRESH: o->fresh = true; break;
 		case OPT_ZK: o->member.zk = optarg; break;
 		case OPT_ZK_NAME: o->member.name = optarg; break;
+		case OPT_ZK_SESSION:
+			if (xtx_parse_duration("--zk-session", optarg, &ns))
+				return -1;
+			if (ns < 1000000000ull || ns > 60000000000ull) {
+				fprintf(stderr, "Error: --zk-session: %s is not within 1s..60s\n",
+					optarg);
+				return -1;
+			}
+			o->member.session_ms = (unsigned int)(ns / 1000000);
+			break;
 		case OPT_PEERS: o->peers = optarg; break;
 		case OPT_CLUSTER: o->cluster = optarg; break;
 		case OPT_SELF:
@@ -510,6 +530,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		case OPT_LOGFILE: o->logfile = optarg; break;
 		case 'v': xtx_log_level++; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': xtx_print_version("xtxd"); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
@@ -685,19 +706,36 @@ static int log_writes_or_stop(struct xtx_log_entry *e, size_t n)
 	return 0;
 }
 
+/* The drain's writes go to the resolver (several replicas) and to settle (one). */
+static void observe_with_peers(const struct xtx_log_entry *e, size_t n)
+{
+	xtxd_settle_observe(e, n);
+	xtxd_resolve_observe(e, n);
+}
+
 static int serve_until_signal(void)
 {
 	sigset_t set;
-	int sig;
+	int sig, err;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (sigwait(&set, &sig))
-		return -1;
+	for (;;) {
+		if (sigwait(&set, &sig))
+			return -1;
+		if (sig != SIGHUP)
+			break;
+		/* logrotate moved the log file: write to a new one at its path */
+		err = xtx_log_reopen();
+		if (err)
+			pr_warn("SIGHUP: reopening the log file: %s\n", strerror(-err));
+		else
+			pr_info("SIGHUP: log file reopened\n");
+	}
 	pr_info("signal %d: stopping\n", sig);
 	return 0;
 }
@@ -710,6 +748,8 @@ int main(int argc, char **argv)
 	int ready_fd = -1, err, pid;
 	bool adopted;
 
+	/* until serve_until_signal() waits for it, a SIGHUP (logrotate's) must not stop us */
+	signal(SIGHUP, SIG_IGN);
 	if (parse_args(argc, argv, &o))
 		return 2;
 	if (xtx_require_root("xtxd"))
@@ -738,7 +778,29 @@ int main(int argc, char **argv)
 	}
 	if (o.daemon && xtx_daemonize(logfile, &ready_fd))
 		return 1;
+	/*
+	 * One xtxd per interface, whatever its pidfile or data directory: a
+	 * second would adopt the program, drain the same log rings into another
+	 * directory, and take the program and maps away from the first when it
+	 * stops.  The lock is the pin directory's, held until we exit.
+	 */
+	err = xtx_target_lock(&t, &pid);
+	if (err) {
+		if (err == -EBUSY && pid)
+			fprintf(stderr, "Error: xtxd (pid %d) already serves %s%s%s: it holds %s; "
+				"stop it first (xtxctl%s%s --iface %s unload)\n", pid, t.iface,
+				t.netns[0] ? " in netns " : "", t.netns, t.pin_dir,
+				t.netns[0] ? " --netns " : "", t.netns, t.iface);
+		else if (err == -EBUSY)
+			fprintf(stderr, "Error: another process holds %s: an xtxd already serves "
+				"%s\n", t.pin_dir, t.iface);
+		else
+			fprintf(stderr, "Error: locking %s: %s\n", t.pin_dir, strerror(-err));
+		xtx_daemon_ready(&ready_fd, 1);
+		return 1;
+	}
 	if (xtx_write_pidfile(pidfile)) {
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -749,6 +811,7 @@ int main(int argc, char **argv)
 	o.member.port = o.load.port;
 	if (o.member.zk && xtxd_member_join(&o.member, &o.resolve.peers)) {
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -778,6 +841,7 @@ int main(int argc, char **argv)
 	if (err) {
 		xtxd_recover_hold_abandon(&t);
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -799,8 +863,8 @@ int main(int argc, char **argv)
 	 */
 	o.resolve.port = o.load.port;
 	o.resolve.data_dir = datadir;
+	xtxd_logdrain_set_observer(o.resolve.peers.n ? observe_with_peers : xtxd_settle_observe);
 	if (o.resolve.peers.n) {
-		xtxd_logdrain_set_observer(xtxd_resolve_observe);
 		/* logs a snapshot removed held the only reason to keep some decisions */
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
@@ -811,6 +875,7 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
+	    xtxd_settle_start(&t, xtxd_rare_store(), o.resolve.after_ns) ||
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_resolve_arm_fences() ||
 	    xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
@@ -826,12 +891,14 @@ int main(int argc, char **argv)
 		xtxd_rare_stop();
 		xtxd_userlog_close();
 		xtxd_logdrain_stop();
+		xtxd_settle_stop();
 		xtxd_recover_hold_abandon(&t);
 		if (!adopted && !o.keep_state) {
 			xtx_detach(&t);
 			xtx_unpin(&t);
 		}
 		unlink(pidfile);
+		xtx_target_unlock(&t);
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
@@ -842,8 +909,13 @@ int main(int argc, char **argv)
 	pr_info("xtxd: serving %s%s%s port %u (%s)\n", t.iface, t.netns[0] ? " in netns " : "",
 		t.netns, o.load.port, adopted ? "adopted" : "loaded");
 	xtx_daemon_ready(&ready_fd, 0);
+	/* /readyz answers ready, and systemd (Type=notify) starts what waits for us */
+	xtxd_metrics_set_state(XTXD_SERVING);
+	xtx_sd_notify("READY=1\nSTATUS=serving");
 
 	serve_until_signal();
+	xtxd_metrics_set_state(XTXD_STOPPING);
+	xtx_sd_notify("STOPPING=1\nSTATUS=stopping: draining the log");
 	/* a stopping member stops serving first, and gives up its lease last */
 	if (o.member.zk)
 		xtxd_member_fence();
@@ -858,10 +930,12 @@ int main(int argc, char **argv)
 		/* what XDP appends from now on waits in the ring for the next xtxd */
 		xtxd_logdrain_stop();
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
+		xtxd_settle_stop();
 	} else {
 		err = xtx_detach(&t);
 		/* no more appends: the last ones reach the disk before the maps go */
 		xtxd_logdrain_stop();
+		xtxd_settle_stop();
 		/* nor any HADES op: what is committing here goes with them */
 		if (err) {
 			pr_warn("xtxd: the program is still attached: leaving the maps pinned\n");
@@ -876,5 +950,6 @@ int main(int argc, char **argv)
 	if (o.member.zk)
 		xtxd_member_leave();
 	unlink(pidfile);
+	xtx_target_unlock(&t);
 	return err ? 1 : 0;
 }

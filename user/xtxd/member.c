@@ -539,3 +539,9 @@ unsigned int xtxd_member_epoch(bool *fenced)
 	*fenced = atomic_load(&M.fenced);
 	return atomic_load(&M.epoch);
 }
+
+bool xtxd_member_serving(void)
+{
+	/* a static server serves while it runs; a member within its lease, not recovering */
+	return !M.z || (speaks() && !__atomic_load_n(&M.recovering, __ATOMIC_RELAXED));
+}

@@ -55,6 +55,11 @@ void xtxd_member_fence(void);
 void xtxd_member_leave(void);
 /* A shard of the cluster is being copied (re-replication); false in a static cluster. */
 bool xtxd_member_copy_under_way(void);
+/*
+ * For /readyz: serving now (a static server always; a member within its
+ * lease, not fenced, not closed while taking shards over).
+ */
+bool xtxd_member_serving(void);
 /* For xtxctl info and metrics: the epoch served now, and whether fenced. */
 unsigned int xtxd_member_epoch(bool *fenced);
 

@@ -21,17 +21,21 @@
 #include "metrics.h"
 #include "names.h"
 #include "num.h"
+#include "version.h"
+#include "log/snapshot.h"
 #include "occupancy.h"
 #include "stats_read.h"
 #include "log/logdrain.h"
 #include "rare/rare.h"
 #include "resolve/resolve.h"
+#include "resolve/settle.h"
 #include "store/overflow.h"
 
 static struct {
 	struct MHD_Daemon *d;
 	struct xtx_target t;
 	bool zk;		/* a ZooKeeper session exists to report */
+	int state;		/* enum xtxd_serve_state, for /readyz */
 } M;
 
 /* A growing text buffer; on allocation failure it stops growing and says so. */
@@ -157,6 +161,8 @@ static void cluster_metrics(struct mbuf *b)
 static void log_metrics(struct mbuf *b)
 {
 	struct xtxd_logdrain_stats l;
+	uint64_t taken, failed;
+	unsigned int i;
 
 	xtxd_logdrain_get_stats(&l);
 	family(b, "xtx_log_entries_total", "counter",
@@ -174,8 +180,28 @@ static void log_metrics(struct mbuf *b)
 	put(b, "xtx_log_capacity_entries %llu\n", (unsigned long long)l.ring);
 	family(b, "xtx_log_fsyncs_total", "counter", "fdatasync calls on log segments.");
 	put(b, "xtx_log_fsyncs_total %llu\n", (unsigned long long)l.fsyncs);
-	family(b, "xtx_snapshots_total", "counter", "Snapshots --snapshot-every took.");
-	put(b, "xtx_snapshots_total %llu\n", (unsigned long long)xtxd_housekeeping_snapshots());
+	xtxd_snapshot_counts(&taken, &failed);
+	family(b, "xtx_snapshots_total", "counter",
+	       "Snapshots taken (xtxctl snapshot, --snapshot-every, a copy), and failed.");
+	put(b, "xtx_snapshots_total{result=\"ok\"} %llu\n", (unsigned long long)taken);
+	put(b, "xtx_snapshots_total{result=\"failed\"} %llu\n", (unsigned long long)failed);
+	family(b, "xtx_log_sync_seconds", "histogram",
+	       "Time of each sync round of the log drain (an fdatasync of every segment written "
+	       "to): what a commit waits for at worst beyond --log-sync.");
+	for (i = 0; i < XTXD_SYNC_BUCKETS; i++)
+		put(b, "xtx_log_sync_seconds_bucket{le=\"%g\"} %llu\n",
+		    xtxd_sync_bucket_us[i] / 1e6, (unsigned long long)l.sync_le[i]);
+	put(b, "xtx_log_sync_seconds_bucket{le=\"+Inf\"} %llu\n",
+	    (unsigned long long)l.sync_rounds);
+	put(b, "xtx_log_sync_seconds_sum %.6f\n", l.sync_sum_ns / 1e9);
+	put(b, "xtx_log_sync_seconds_count %llu\n", (unsigned long long)l.sync_rounds);
+	family(b, "xtx_log_write_errors_total", "counter",
+	       "Failed writes of log segments (retried; the ring fills meanwhile).");
+	put(b, "xtx_log_write_errors_total %llu\n", (unsigned long long)l.write_errors);
+	family(b, "xtx_log_failed", "gauge",
+	       "1 once a failed fdatasync stopped the log drain: appends answer LOG_FULL from "
+	       "then on; restart xtxd.");
+	put(b, "xtx_log_failed %llu\n", (unsigned long long)l.failed);
 	family(b, "xtx_log_written_bytes_total", "counter", "Log record bytes written.");
 	put(b, "xtx_log_written_bytes_total %llu\n", (unsigned long long)l.bytes);
 }
@@ -209,6 +235,7 @@ static void table_metrics(struct mbuf *b)
 static void resolve_metrics(struct mbuf *b)
 {
 	struct xtxd_resolve_stats r;
+	struct xtxd_settle_stats st;
 
 	xtxd_resolve_get_stats(&r);
 	family(b, "xtx_resolver_decisions_total", "counter",
@@ -252,6 +279,14 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.fenced);
 	put(b, "xtx_resolver_fences_total{protocol=\"hades\"} %llu\n",
 	    (unsigned long long)r.hades_fenced);
+	xtxd_settle_get_stats(&st);
+	family(b, "xtx_settled_writes_total", "counter",
+	       "Writes logged on this server alone that their coordinators never installed, "
+	       "installed here after --resolve-after (as a restart's recovery would).");
+	put(b, "xtx_settled_writes_total %llu\n", (unsigned long long)st.installed);
+	family(b, "xtx_settle_pending", "gauge",
+	       "Writes logged on this server alone, younger than --resolve-after, not yet looked at.");
+	put(b, "xtx_settle_pending %llu\n", (unsigned long long)st.tracked);
 }
 
 /* The whole exposition; NULL when memory ran out. */
@@ -263,6 +298,8 @@ char *xtxd_metrics_text(size_t *len)
 
 	family(&b, "xtx_up", "gauge", "1 while xtxd serves; the scrape itself says it is up.");
 	put(&b, "xtx_up 1\n");
+	family(&b, "xtx_build_info", "gauge", "The release and the commit this xtxd was built from.");
+	put(&b, "xtx_build_info{version=\"%s\",build=\"%s\"} 1\n", xtx_version, xtx_build);
 	if (fd >= 0 && !xtx_stats_sum(fd, &s)) {
 		xdp_metrics(&b, &s);
 		mac_metrics(&b, &s);
@@ -282,6 +319,47 @@ char *xtxd_metrics_text(size_t *len)
 	return b.p;
 }
 
+void xtxd_metrics_set_state(enum xtxd_serve_state st)
+{
+	__atomic_store_n(&M.state, (int)st, __ATOMIC_RELEASE);
+}
+
+/*
+ * /healthz (liveness): the process answers and its log still drains; a drain
+ * stopped by a failed fdatasync (fail-stop) needs a restart.  /readyz
+ * (readiness): recovered and serving, and, in a cluster, an epoch (not
+ * fenced).  200 with "ok ..." or 503 with the reason.
+ */
+static char *health(bool ready, unsigned int *code)
+{
+	struct xtxd_logdrain_stats l;
+	const char *why = NULL;
+	unsigned int epoch;
+	char *text = NULL;
+	bool fenced;
+	int st = __atomic_load_n(&M.state, __ATOMIC_ACQUIRE);
+
+	xtxd_logdrain_get_stats(&l);
+	epoch = xtxd_member_epoch(&fenced);
+	if (l.failed)
+		why = "log drain stopped: a sync of the log failed; restart xtxd";
+	else if (ready && st == XTXD_STARTING)
+		why = "not ready: starting (recovering the store)";
+	else if (ready && st == XTXD_STOPPING)
+		why = "not ready: stopping";
+	else if (ready && fenced)
+		why = "not ready: fenced (its ZooKeeper session was lost; restart xtxd)";
+	else if (ready && !xtxd_member_serving())
+		why = "not ready: out of its lease (ZooKeeper not heard from) or taking shards "
+		      "over";
+	*code = why ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK;
+	if (why ? asprintf(&text, "%s\n", why) < 0 :
+	    ready ? asprintf(&text, "ok: serving epoch %u\n", epoch) < 0 :
+		    asprintf(&text, "ok: alive\n") < 0)
+		return NULL;
+	return text;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **state)
@@ -294,10 +372,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 
 	(void)cls, (void)version, (void)upload, (void)upload_len, (void)state;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		text = strdup("only GET /metrics\n");
+		text = strdup("only GET /metrics, /healthz, /readyz\n");
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+	} else if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz")) {
+		text = health(!strcmp(url, "/readyz"), &code);
+		if (text)
+			len = strlen(text);
 	} else if (strcmp(url, "/metrics")) {
-		text = strdup("not found: the metrics are at /metrics\n");
+		text = strdup("not found: the metrics are at /metrics; /healthz is liveness, "
+			      "/readyz readiness\n");
 		code = MHD_HTTP_NOT_FOUND;
 	} else {
 		text = xtxd_metrics_text(&len);
@@ -316,7 +399,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type",
-				code == MHD_HTTP_OK ? "text/plain; version=0.0.4" : "text/plain");
+				code == MHD_HTTP_OK && !strcmp(url, "/metrics") ?
+					"text/plain; version=0.0.4" : "text/plain");
 	ret = MHD_queue_response(conn, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -362,7 +446,8 @@ int xtxd_metrics_start(const struct xtx_target *t, const struct sockaddr_in *sa)
 			ntohs(sa->sin_port));
 		return -EADDRINUSE;
 	}
-	pr_info("metrics on http://%s:%u/metrics\n", a, ntohs(sa->sin_port));
+	pr_info("metrics on http://%s:%u/metrics (and /healthz, /readyz)\n", a,
+		ntohs(sa->sin_port));
 	return 0;
 }
 

@@ -107,6 +107,22 @@ static void drain_kick(void)
 #define ST_ADD(f, v)	__atomic_fetch_add(&D.st.f, (v), __ATOMIC_RELAXED)
 #define ST_SET(f, v)	__atomic_store_n(&D.st.f, (v), __ATOMIC_RELAXED)
 
+const uint64_t xtxd_sync_bucket_us[XTXD_SYNC_BUCKETS] = {
+	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1000000,
+};
+
+/* One sync round's time into the histogram (the metrics' xtx_log_sync_seconds). */
+static void note_sync(uint64_t dt)
+{
+	unsigned int i;
+
+	ST_ADD(sync_rounds, 1);
+	ST_ADD(sync_sum_ns, dt);
+	for (i = 0; i < XTXD_SYNC_BUCKETS; i++)
+		if (dt <= xtxd_sync_bucket_us[i] * 1000)
+			ST_ADD(sync_le[i], 1);
+}
+
 void xtxd_logdrain_get_stats(struct xtxd_logdrain_stats *s)
 {
 	uint64_t *dst = (uint64_t *)s, *src = (uint64_t *)&D.st;
@@ -370,6 +386,7 @@ static void sync_and_release(void)
 			pr_warn("Error: log: syncing CPU %u's segment: %s; the log stops "
 				"draining\n", c, strerror(-err));
 			D.failed = err;
+			ST_SET(failed, 1);
 			return;
 		}
 		ST_ADD(fsyncs, 1);
@@ -377,6 +394,7 @@ static void sync_and_release(void)
 	dt = xtx_now_ns() - t0;
 	if (dt > D.st.sync_max_ns)
 		ST_SET(sync_max_ns, dt);
+	note_sync(dt);
 	for (c = 0; c < D.ncpu; c++) {
 		struct drain_cpu *dc = &D.cpus[c];
 		uint64_t durable = releasable(dc);

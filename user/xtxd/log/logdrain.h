@@ -18,6 +18,10 @@ struct xtxd_logdrain_opts {
 	uint64_t seg_max;	/* rotate segments at this size (0: XTX_LOGFILE_SEG_MAX) */
 };
 
+/* The upper bounds (us) of the sync-time histogram's buckets, +Inf apart. */
+#define XTXD_SYNC_BUCKETS	10
+extern const uint64_t xtxd_sync_bucket_us[XTXD_SYNC_BUCKETS];
+
 struct xtxd_logdrain_stats {
 	uint64_t appended;	/* entries XDP appended while we ran (tail moved) */
 	uint64_t drained;	/* entries durable on disk and released (head moved) */
@@ -30,6 +34,11 @@ struct xtxd_logdrain_stats {
 	uint64_t write_errors;	/* failed writes, retried */
 	uint64_t ring;		/* entries per CPU */
 	uint64_t cpus;
+	uint64_t sync_rounds;	/* sync rounds: an fdatasync of every segment written to */
+	uint64_t sync_sum_ns;	/* their time, summed */
+	/* rounds that took at most xtxd_sync_bucket_us[i] (cumulative, Prometheus's le) */
+	uint64_t sync_le[XTXD_SYNC_BUCKETS];
+	uint64_t failed;	/* 1 once a failed fdatasync stopped the drain (fail-stop) */
 };
 
 /*

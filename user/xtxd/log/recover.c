@@ -22,6 +22,7 @@
 #include "log.h"
 #include "logfile.h"
 #include "logrec.h"
+#include "progress.h"
 #include "store/overflow.h"
 #include "recover.h"
 #include "decisions.h"
@@ -277,6 +278,11 @@ static int newest_snapshot(int dirfd, struct snap_info *si)
  * printing why.  Version 1 (values of up to XTX_VALUE_INLINE bytes) is
  * read too.
  */
+/* How far a long recovery is, on stderr (make load's terminal): one step at a time. */
+static struct xtx_progress prog;
+/* keys put back per xtxd_load_items() call */
+#define RECOVER_SLICE	(1u << 16)
+
 static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struct rmap *m)
 {
 	struct xtx_snap_hdr *h = &si->h;
@@ -321,9 +327,13 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 		what = "header fails its CRC";
 		goto bad;
 	}
+	xtx_progress_start(&prog, "recovery: reading the snapshot", "keys", h->count);
 	for (i = 0; i < h->count; i++) {
 		uint32_t want;
 		uint16_t vlen;
+
+		if (!(i & 0xffff))
+			xtx_progress_tick(&prog, i);
 
 		if (fread(&r, sizeof(r), 1, f) != 1) {
 			what = "size does not match its record count";
@@ -362,6 +372,7 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 			goto out;
 		err = 0;
 	}
+	xtx_progress_end(&prog, h->count);
 	if (fgetc(f) != EOF) {
 		what = "size does not match its record count";
 		goto bad;
@@ -488,7 +499,8 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 	}
 	same_ring = pos && r.status == XTX_LOGR_OK && xtx_log_epoch_eq(&sep, &r.hdr);
 	while (xtx_logr_next(&r, &e) == 1) {
-		n->records++;
+		if (!(n->records++ & 0xffff))
+			xtx_progress_tick(&prog, n->records);
 		/*
 		 * The snapshot's ring restarted at 0 elsewhere: only its seqs
 		 * compare.  Its position is where a write starts (XDP appends a
@@ -738,7 +750,13 @@ static int install(const struct xtx_target *t, struct xtxd_ovf *store, struct rm
 			l.kv[i].vfloor = m->floor;
 		xtxd_ovf_unlock(store, i);
 	}
-	err = xtxd_load_items(&l, items, k);
+	/* in slices, for the progress of a long one (make load waits on it) */
+	xtx_progress_start(&prog, "recovery: putting the keys back", "keys", k);
+	for (i = 0, err = 0; i < k && !err; i += RECOVER_SLICE) {
+		xtx_progress_tick(&prog, i);
+		err = xtxd_load_items(&l, items + i, k - i < RECOVER_SLICE ? k - i : RECOVER_SLICE);
+	}
+	xtx_progress_end(&prog, err ? i : k);
 	if (err)
 		fprintf(stderr, "Error: recovery: putting %zu keys back: %s\n", k, strerror(-err));
 	else
@@ -766,6 +784,74 @@ static bool recoverable_name(const char *name)
 		return true;
 	return sscanf(name, "log-cpu%u-%u.xlog%n", &cpu, &seg, &end) == 2 &&
 	       (size_t)end == strlen(name);
+}
+
+/* The fresh-<time> directories --fresh leaves that are kept: the newest ones. */
+#define FRESH_KEEP	2
+
+/* Removes directory sub of dirfd and the files in it (a set-aside holds nothing else). */
+static int remove_aside(int dirfd, const char *sub)
+{
+	struct dirent *de;
+	int fd, err = 0;
+	DIR *d;
+
+	fd = openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && unlinkat(fd, de->d_name, 0) && !err)
+			err = -errno;
+	closedir(d);
+	if (!err && unlinkat(dirfd, sub, AT_REMOVEDIR))
+		err = -errno;
+	return err;
+}
+
+static int newer_first(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * Only the FRESH_KEEP newest fresh-<time> directories stay: each --fresh
+ * sets the whole store aside (hundreds of MB), and nothing else removes them.
+ */
+static void prune_asides(int dirfd, const char *dir)
+{
+	long long stamps[256], t;
+	struct dirent *de;
+	size_t n = 0, i;
+	char sub[64];
+	int end, err;
+	DIR *d;
+
+	d = xtx_opendir_at(dirfd);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < sizeof(stamps) / sizeof(stamps[0]))
+		if (sscanf(de->d_name, "fresh-%lld%n", &t, &end) == 1 &&
+		    (size_t)end == strlen(de->d_name))
+			stamps[n++] = t;
+	closedir(d);
+	qsort(stamps, n, sizeof(stamps[0]), newer_first);
+	for (i = FRESH_KEEP; i < n; i++) {
+		snprintf(sub, sizeof(sub), "fresh-%lld", stamps[i]);
+		err = remove_aside(dirfd, sub);
+		if (err)
+			pr_warn("recovery: --fresh: removing the old %s/%s: %s\n", dir, sub,
+				strerror(-err));
+		else
+			pr_info("recovery: --fresh: removed %s/%s (the %d newest set-asides are "
+				"kept)\n", dir, sub, FRESH_KEEP);
+	}
 }
 
 /* Moves the snapshots and logs aside, so a later start does not bring them back. */
@@ -808,6 +894,7 @@ static int set_aside(int dirfd, const char *dir)
 		pr_info("recovery: --fresh: starting empty; %u old snapshot and log files moved "
 			"to %s/%s\n", moved, dir, sub);
 	}
+	prune_asides(dirfd, dir);
 	return 0;
 }
 
@@ -836,6 +923,7 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 			goto out;
 	}
 	/* by CPU, then segment number: each CPU's records in the order they were logged */
+	xtx_progress_start(&prog, "recovery: replaying the logs", "records", 0);
 	for (i = 0; i < nsegs; i++) {
 		bool last = i + 1 == nsegs || segs[i + 1].cpu != segs[i].cpu;
 
@@ -850,6 +938,7 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 		if (last)
 			drop_cut_short(rc, segs[i].name, n);
 	}
+	xtx_progress_end(&prog, n->records);
 	err = xtxd_decided_apply(dirfd, dir, m, n);
 out:
 	free(segs);

@@ -404,11 +404,26 @@ out:
 	return done ? 0 : err ? err : -EIO;
 }
 
+/* Snapshots taken (by hand, by --snapshot-every, by a copy) and failed, for the metrics. */
+static uint64_t snaps_taken, snaps_failed;
+
+static int counted(int err)
+{
+	__atomic_fetch_add(err ? &snaps_failed : &snaps_taken, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+void xtxd_snapshot_counts(uint64_t *taken, uint64_t *failed)
+{
+	*taken = __atomic_load_n(&snaps_taken, __ATOMIC_RELAXED);
+	*failed = __atomic_load_n(&snaps_failed, __ATOMIC_RELAXED);
+}
+
 void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out)
 {
 	/* two snapshots at once would race for the number and the deletions */
 	pthread_mutex_lock(&snap_lock);
-	take(t, store, out, true);
+	counted(take(t, store, out, true));
 	pthread_mutex_unlock(&snap_lock);
 }
 
@@ -417,7 +432,7 @@ int xtxd_snapshot_save(const struct xtx_target *t, struct xtxd_ovf *store, struc
 	int err;
 
 	pthread_mutex_lock(&snap_lock);
-	err = take(t, store, out, false);
+	err = counted(take(t, store, out, false));
 	pthread_mutex_unlock(&snap_lock);
 	return err;
 }

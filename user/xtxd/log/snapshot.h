@@ -114,4 +114,7 @@ void xtxd_snapshot_take(const struct xtx_target *t, struct xtxd_ovf *store,
 /* The same without the final OK: 0, or a negative errno after its ERR line. */
 int xtxd_snapshot_save(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_out *out);
 
+/* Snapshots taken since the start, and those that failed (every trigger). */
+void xtxd_snapshot_counts(uint64_t *taken, uint64_t *failed);
+
 #endif /* XTXD_SNAPSHOT_H */
