@@ -30,6 +30,7 @@
 #include "resolve_apply.h"
 #include "resolve_hades.h"
 #include "log/decisions.h"
+#include "log/held.h"
 #include "log/txn_records.h"
 
 #define SCAN_EVERY_NS		(100ull * 1000 * 1000)
@@ -456,6 +457,21 @@ static void mark_searched(struct xtxd_txn *x, void *arg)
 		x->disk_searched = true;
 }
 
+/* A write of a wanted transaction, from the logs or what the newest snapshot carries. */
+static int found_write(const struct xtx_log_write *w, void *arg)
+{
+	const struct xtx_log_entry *h = &w->e;
+	int err;
+
+	if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
+	    (h->flags & XTX_LOGF_DECIDED) || !idset_has(arg, h->txn))
+		return 0;
+	pthread_mutex_lock(&R.mu);
+	err = xtxd_txns_add(&R.txns, w, xtx_now_ns());
+	pthread_mutex_unlock(&R.mu);
+	return err;
+}
+
 static int load_from_disk(void)
 {
 	struct xtx_logseg *segs = NULL;
@@ -479,7 +495,10 @@ static int load_from_disk(void)
 		return -ENOMEM;
 	}
 	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
-	err = want.n ? xtx_logfile_list(R.dirfd, &segs, &nsegs) : 0;
+	/* the records a snapshot's positions cover and its keys lack, first: older */
+	err = want.n ? xtxd_snapshot_carried_each(found_write, &want) : 0;
+	if (!err && want.n)
+		err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
 	for (i = 0; !err && i < nsegs; i++) {
 		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
 		if (err)
@@ -489,16 +508,9 @@ static int load_from_disk(void)
 			xtx_logrec_reset(rec);
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			const struct xtx_log_entry *h = &rec->w.e;
-
 			if (xtx_logrec_feed(rec, &e) != XTX_LOGREC_WRITE)
 				continue;	/* damage is recovery's to refuse */
-			if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
-			    (h->flags & XTX_LOGF_DECIDED) || !idset_has(&want, h->txn))
-				continue;
-			pthread_mutex_lock(&R.mu);
-			err = xtxd_txns_add(&R.txns, &rec->w, xtx_now_ns());
-			pthread_mutex_unlock(&R.mu);
+			err = found_write(&rec->w, &want);
 			if (err)
 				break;
 		}
@@ -527,7 +539,8 @@ static int self_answer(struct xtxd_txn *x)
 	pthread_mutex_lock(&R.mu);
 	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
-	if (last)
+	/* a snapshot removed the segments that held it complete: they are listed */
+	if (last || xtxd_held_has(x->txn))
 		return XTXD_ANS_HOLD;
 	if (fence(x->txn))
 		return XTXD_ANS_NONE;	/* cannot promise anything yet: ask again later */
@@ -1295,8 +1308,9 @@ static void compact_decisions(void)
 	if (err)
 		goto out;
 	qsort(keep.v, keep.n, sizeof(*keep.v), cmp_u64);
+	/* recovery applies what the snapshot carries by its decision too */
 	for (i = 0; i < d.n; i++)
-		if (idset_has(&keep, d.r[i].txn))
+		if (idset_has(&keep, d.r[i].txn) || xtxd_snapshot_carries(d.r[i].txn))
 			d.r[kept++] = d.r[i];
 	if (kept == d.n)
 		goto out;	/* nothing to drop: leave the file alone */
@@ -1476,6 +1490,8 @@ static void cleanup(void)
 		munmap(R.live.pins, R.pins_size);
 	if (R.live.kv)
 		munmap(R.live.kv, R.kv_size);
+	xtxd_held_set_keep(0);
+	xtxd_held_reset();
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_free(&R.txns);
 	pthread_mutex_unlock(&R.mu);
@@ -1522,6 +1538,12 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	}
 	step = "reading the decisions file";
 	err = xtxd_outcome_load(R.dirfd, remember_decision, NULL);
+	if (err)
+		goto fail;
+	/* what the segments a snapshot removed held, for as long as decisions are kept */
+	step = "reading the held files";
+	xtxd_held_set_keep(R.keep_ns);
+	err = xtxd_held_load(R.dirfd);
 	if (err)
 		goto fail;
 	step = "binding the peer port";

@@ -14,7 +14,9 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "log.h"
+#include "log/held.h"
 #include "log/logdrain.h"
+#include "log/snapshot.h"
 #include "log/userlog.h"
 #include "logfile.h"
 #include "logrec.h"
@@ -444,6 +446,12 @@ static int slot_answer(uint64_t txn)
 	return XTXD_HANS_NONE;
 }
 
+/* 1 when w is a decided write of *arg (what the newest snapshot carries). */
+static int carried_validation(const struct xtx_log_write *w, void *arg)
+{
+	return w->e.txn == *(const uint64_t *)arg && (w->e.flags & XTX_LOGF_DECIDED);
+}
+
 /*
  * Did HVALIDATE log a write of txn here?  Every append made before the
  * call is on disk after the flush, and then every segment is searched: a
@@ -459,9 +467,16 @@ static int logged_here(uint64_t txn)
 	uint32_t skip = 0;
 	int err, found = 0;
 
+	/* a snapshot removed the segments that held it: they are listed */
+	if (xtxd_held_validated(txn))
+		return 1;
 	err = xtxd_logdrain_flush(LOG_FLUSH_TIMEOUT_NS);
 	if (err == -ENODEV)
 		return 0;	/* no log kept here: nothing validated was logged */
+	if (!err)
+		err = xtxd_snapshot_carried_each(carried_validation, &txn);
+	if (err == 1)
+		return 1;
 	if (!err)
 		err = xtx_logfile_list(H.o.dirfd, &segs, &nsegs);
 	for (i = 0; !err && !found && i < nsegs; i++) {
