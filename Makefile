@@ -85,7 +85,7 @@ USER_HDRS := $(wildcard include/xtx/*.h common/*.h user/*/*.h user/xtxd/*/*.h \
 BINS := $(OUT)/xtxd $(OUT)/xtxctl $(OUT)/xtxbench $(OUT)/bench/xdp_cost $(OUT)/bench/bloom_fp \
 	$(OUT)/bench/logw_cost
 BINS += $(OUT)/libxtx.a $(OUT)/examples/transfer $(OUT)/examples/values $(OUT)/xtx-history-check
-BINS += $(OUT)/tests/afxdp_churn
+BINS += $(OUT)/tests/afxdp_churn $(OUT)/tests/libfaildisk.so
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
@@ -211,6 +211,12 @@ $(OUT)/tests/afxdp_churn: $(OBJ_OUT)/tests/integration/afxdp_churn.o $(LIBXTX_OB
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# A failing or hung disk, preloaded into xtxd by test_log_fail.sh and the nemesis.
+$(OUT)/tests/libfaildisk.so: tests/integration/faildisk.c
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared $< -o $@ -ldl
 
 $(BPF_OUT) $(SKEL_OUT):
 	$(Q)mkdir -p $@

@@ -1282,6 +1282,19 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 	if (iface_exists && xtx_pins_exist(t) && !force) {
 		__u64 n = 0;
 
+		/*
+		 * xtxd stops with the ring drained; entries left mean its log
+		 * drain failed (fail-stop) or it was killed: they were
+		 * acknowledged, and the disk does not hold them yet
+		 */
+		if (!xtx_log_undrained(t, &n) && n) {
+			fprintf(stderr, "Error: %llu log entries acknowledged here are not on disk "
+				"yet (xtxd's log drain failed, or xtxd was killed): the program "
+				"stays attached, the maps pinned. Make the data directory's disk "
+				"work and `make load` (it writes them out before it serves), or "
+				"`xtxctl unload --force` drops them\n", (unsigned long long)n);
+			return 1;
+		}
 		if (!xtx_hades_committing_slots(t, &n) && n) {
 			fprintf(stderr, "Error: %llu HADES transactions are committing here and xtxd "
 				"did not save them: the program stays attached, the maps pinned. "

@@ -134,6 +134,29 @@ void xtxd_recover_release(const struct xtx_target *t)
 	held = false;
 }
 
+static int hold_fd = -1;
+
+int xtxd_hold_prepare(const struct xtx_target *t)
+{
+	if (hold_fd >= 0)
+		return 0;
+	hold_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
+	return hold_fd < 0 ? hold_fd : 0;
+}
+
+int xtxd_hold_requests(void)
+{
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+
+	if (hold_fd < 0)
+		return -EBADF;
+	if (bpf_map_lookup_elem(hold_fd, &zero, &rt))
+		return -errno;
+	rt.drop_request_ppm = DROP_ALL_PPM;
+	return bpf_map_update_elem(hold_fd, &zero, &rt, BPF_ANY) ? -errno : 0;
+}
+
 /* ---- the keys being rebuilt: (table, key) -> newest version seen ---- */
 
 struct rkey {
