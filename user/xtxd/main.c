@@ -36,6 +36,7 @@
 #include "log/snapshot.h"
 #include "housekeeping.h"
 #include "member.h"
+#include "copy/copy.h"
 #include "zk.h"
 #include "metrics.h"
 #include "target.h"
@@ -148,7 +149,9 @@ static void usage(FILE *out)
 		"      --allow CIDR[,...]   serve only these sources (XDP drops and counts the rest;\n"
 		"                           xtxctl allow changes the list at run time)\n"
 		"      --secret-file PATH   the cluster's shared secret (32 hex digits, mode 0600):\n"
-		"                           XDP drops and counts requests without its MAC\n"
+		"                           XDP drops and counts requests without its MAC; the\n"
+		"                           servers seal their own messages with it (resolver and\n"
+		"                           copy ports) and drop unsealed or replayed ones\n"
 		"      --snapshot-every DUR take a snapshot this often (e.g. 10m): it removes the log\n"
 		"                           segments it covers, so the data directory stays bounded\n"
 		"      --keep-decided DUR   keep a resolver decision this long once no log here needs\n"
@@ -833,6 +836,7 @@ int main(int argc, char **argv)
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
 	o.rare.log_writes = log_writes_or_stop;
+	xtxd_copy_set_secret(o.has_secret ? &o.secret : NULL);
 	xtxd_logdrain_set_on_fail(fail_stop);
 	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);

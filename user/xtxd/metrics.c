@@ -204,13 +204,20 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.hades_aborted);
 	family(b, "xtx_resolver_refused_total", "counter",
 	       "Messages to the resolver port ignored: not from a listed server, malformed, "
-	       "or a client's question refused.");
+	       "without the secret's seal, sent before, past a sender's ration for unknown "
+	       "transactions, or a client's question refused.");
 	put(b, "xtx_resolver_refused_total{reason=\"not_a_peer\"} %llu\n",
 	    (unsigned long long)r.strangers);
 	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
 	    (unsigned long long)r.malformed);
 	put(b, "xtx_resolver_refused_total{reason=\"bad_client\"} %llu\n",
 	    (unsigned long long)r.client_refused);
+	put(b, "xtx_resolver_refused_total{reason=\"unauthenticated\"} %llu\n",
+	    (unsigned long long)r.unauthenticated);
+	put(b, "xtx_resolver_refused_total{reason=\"replayed\"} %llu\n",
+	    (unsigned long long)r.replayed);
+	put(b, "xtx_resolver_refused_total{reason=\"throttled\"} %llu\n",
+	    (unsigned long long)r.throttled);
 	family(b, "xtx_resolver_client_questions_total", "counter",
 	       "Clients' questions about their own transactions' outcomes, answered.");
 	put(b, "xtx_resolver_client_questions_total %llu\n", (unsigned long long)r.client_asks);

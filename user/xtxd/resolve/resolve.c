@@ -26,6 +26,7 @@
 #include "logfile.h"
 #include "logrec.h"
 #include "store/overflow.h"
+#include "peer_msg.h"
 #include "resolve.h"
 #include "resolve_apply.h"
 #include "resolve_hades.h"
@@ -58,6 +59,9 @@ static struct {
 	uint64_t refenced;	/* aborts decided before this start, fenced again */
 	uint64_t refence_full;	/* ... not, the fence map being full */
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
+	uint64_t unauthenticated;	/* ... from a listed address without the secret's MAC */
+	uint64_t replayed;		/* ... sealed right, but a stamp taken before or too old */
+	uint64_t throttled;		/* ... about an unknown txn, past the sender's ration */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
 	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
 	bool has_secret;
@@ -176,11 +180,9 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
 		     const struct sockaddr_in *to)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m = {};
+	struct xtxd_peer_msg m = {};
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(R.peer_port) };
+	size_t len;
 
 	m.h.magic = XTX_MAGIC;
 	m.h.version = XTX_VERSION;
@@ -197,7 +199,8 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		dst = *to;
 	else
 		dst.sin_addr = R.peers.addr[peer];
-	if (sendto(R.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+	len = xtxd_peer_seal(&m, xtxd_peer_clock());
+	if (sendto(R.sock, &m, len, 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
@@ -702,14 +705,31 @@ static bool on_client_status(const struct xtx_hdr *h, const struct xtx_op *op,
 	return true;
 }
 
+/*
+ * Whether a question or decision about txn from a peer may cost work here
+ * (a fence, a sync, a decision) though nothing here knows txn yet: within
+ * the sender's ration (peer_msg.h).
+ */
+static bool may_work_on(uint64_t txn, uint8_t opcode, int from)
+{
+	bool known;
+
+	if (opcode == XTX_OP_HRESOLVE_QUERY || opcode == XTX_OP_HRESOLVE_DECIDE) {
+		known = xtxd_hres_known(txn);
+	} else {
+		pthread_mutex_lock(&R.mu);
+		known = xtxd_txns_get(&R.txns, txn, false, 0) != NULL;
+		pthread_mutex_unlock(&R.mu);
+	}
+	return known || xtxd_peer_unknown_allowed(from, xtx_now_ns());
+}
+
 static void receive(void)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m;
+	struct xtxd_peer_msg m;
 	struct sockaddr_in src;
 	socklen_t sl = sizeof(src);
+	enum xtxd_peer_verdict v;
 	ssize_t len;
 	int from;
 
@@ -727,13 +747,13 @@ static void receive(void)
 					"fenced\n");
 			continue;
 		}
-		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
-		    m.h.nops != 1) {
+		if ((len != XTXD_PEER_MSG_PLAIN && len != XTXD_PEER_MSG_SEALED) ||
+		    m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION || m.h.nops != 1) {
 			__atomic_fetch_add(&R.malformed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (m.op.opcode == XTX_OP_TXN_STATUS) {
-			if (!on_client_status(&m.h, &m.op, &src))
+			if (len != XTXD_PEER_MSG_PLAIN || !on_client_status(&m.h, &m.op, &src))
 				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -744,6 +764,23 @@ static void receive(void)
 		from = xtxd_peers_index(&R.peers, src.sin_addr);
 		if (!peer_ok(from) || m.op.token != (uint64_t)from || is_gone(R.peers.self)) {
 			__atomic_fetch_add(&R.strangers, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		/* an address is easy to forge: with a secret, the MAC and a fresh stamp */
+		v = xtxd_peer_check(&m, (size_t)len, from, xtxd_peer_clock());
+		if (v == XTXD_PEER_REPLAY || v == XTXD_PEER_STALE) {
+			__atomic_fetch_add(&R.replayed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (v != XTXD_PEER_OK) {
+			if (!__atomic_fetch_add(&R.unauthenticated, 1, __ATOMIC_RELAXED))
+				pr_warn("resolve: a message from server %d's address without %s: "
+					"ignored (counted as unauthenticated)\n", from,
+					xtxd_peer_sealed() ? "the secret's MAC" : "the plain form");
+			continue;
+		}
+		if (!(m.h.flags & XTX_F_REPLY) && !may_work_on(m.op.txn, m.op.opcode, from)) {
+			__atomic_fetch_add(&R.throttled, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (xtxd_hres_receive(&m.op, m.h.flags & XTX_F_REPLY, from, &src))
@@ -1516,6 +1553,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.has_secret = o->secret != NULL;
 	if (o->secret)
 		R.secret = *o->secret;
+	xtxd_peer_set_secret(o->secret);
 	step = "opening the maps";
 	err = open_live(t, store);
 	if (err)
@@ -1605,6 +1643,9 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->aborts = __atomic_load_n(&R.aborts, __ATOMIC_RELAXED);
 	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
 	s->strangers = __atomic_load_n(&R.strangers, __ATOMIC_RELAXED);
+	s->unauthenticated = __atomic_load_n(&R.unauthenticated, __ATOMIC_RELAXED);
+	s->replayed = __atomic_load_n(&R.replayed, __ATOMIC_RELAXED);
+	s->throttled = __atomic_load_n(&R.throttled, __ATOMIC_RELAXED);
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
 	s->client_asks = __atomic_load_n(&R.client_asks, __ATOMIC_RELAXED);
 	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);

@@ -47,7 +47,10 @@ struct xtxd_resolve_opts {
  * Peer messages are one xtx header and one op on UDP port + 1: opcode
  * XTX_OP_RESOLVE_QUERY / XTX_OP_RESOLVE_DECIDE, op.txn, op.flags the
  * answer (enum xtxd_answer) or outcome (enum xtxd_outcome), op.token the
- * sender's index.  Idempotent, so simply retried.
+ * sender's index, and with the cluster's secret a stamp and a MAC
+ * (peer_msg.h): a message from a stranger, or from a listed address
+ * without the MAC, or sent before, is counted and dropped before anything
+ * is looked up.  Idempotent, so simply retried.
  *
  * A client may ask the same port about a transaction of its own
  * (XTX_OP_TXN_STATUS, include/xtx/proto.h): it is told what a peer would
@@ -73,6 +76,9 @@ struct xtxd_resolve_stats {
 	uint64_t commits, aborts, fenced;		/* OCC/2PL transactions */
 	uint64_t hades_validated, hades_aborted, hades_fenced;
 	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
+	uint64_t unauthenticated; /* from a listed address, without the secret's MAC: ignored */
+	uint64_t replayed;	/* sealed right, but sent before (or stamped too far off) */
+	uint64_t throttled;	/* about an unknown transaction past the sender's ration */
 	uint64_t malformed;	/* messages of the wrong size or form: ignored */
 	uint64_t client_asks;	/* clients' questions about their transactions, answered */
 	uint64_t client_refused; /* ... refused: not the asker's txn, bad MAC or flags */

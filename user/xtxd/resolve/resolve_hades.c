@@ -20,6 +20,7 @@
 #include "log/userlog.h"
 #include "logfile.h"
 #include "logrec.h"
+#include "peer_msg.h"
 #include "resolve_hades.h"
 
 #define RESEND_EVERY_NS		(200ull * 1000 * 1000)
@@ -370,11 +371,9 @@ static void decide(struct hres_txn *x, int outcome, const char *why)
 static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
 		     const struct sockaddr_in *to)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m = {};
+	struct xtxd_peer_msg m = {};
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(H.o.peer_port) };
+	size_t len;
 
 	m.h.magic = XTX_MAGIC;
 	m.h.version = XTX_VERSION;
@@ -391,7 +390,8 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		dst = *to;
 	else
 		dst.sin_addr = H.o.peers->addr[peer];
-	if (sendto(H.o.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+	len = xtxd_peer_seal(&m, xtxd_peer_clock());
+	if (sendto(H.o.sock, &m, len, 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
@@ -623,6 +623,13 @@ static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
 	if (val == XTXD_HANS_VALIDATED)
 		x->validated |= bit;
 	evaluate(x);
+}
+
+bool xtxd_hres_known(uint64_t txn)
+{
+	uint64_t ctl;
+
+	return H.slots && (get(txn, false) || find_slot(txn, &ctl) >= 0);
 }
 
 bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,
