@@ -838,6 +838,7 @@ int main(int argc, char **argv)
 	o.rare.log_writes = log_writes_or_stop;
 	xtxd_copy_set_secret(o.has_secret ? &o.secret : NULL);
 	xtxd_logdrain_set_on_fail(fail_stop);
+	xtxd_resolve_set_on_fail(fail_stop);
 	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_hold_prepare(&t) || xtxd_rare_start(&t, &o.rare) ||

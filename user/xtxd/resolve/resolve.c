@@ -62,6 +62,8 @@ static struct {
 	uint64_t unauthenticated;	/* ... from a listed address without the secret's MAC */
 	uint64_t replayed;		/* ... sealed right, but a stamp taken before or too old */
 	uint64_t throttled;		/* ... about an unknown txn, past the sender's ration */
+	uint64_t fence_refused;		/* aborts not decided yet: no room to fence them */
+	void (*on_fail)(int err, const char *why);	/* a decision not recorded: fail-stop */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
 	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
 	bool has_secret;
@@ -370,25 +372,42 @@ static int apply(struct xtxd_txn *x, const char *why)
 }
 
 /*
- * Records the decision (synced), then makes it true here.  A failure to
- * record leaves the transaction undecided, to be tried again.
+ * Records the decision (synced), then makes it true here.  An abort is
+ * fenced first: a coordinator that comes back finds its late appends
+ * refused here too, so none can log what was decided aborted.  With the
+ * fence map full (or no drain) it is not decided here yet: tried again.
+ * A decision that cannot be recorded stops this server (fail-stop): after
+ * a failed sync nothing says what the file holds.
  */
 static int decide(struct xtxd_txn *x, int outcome, const char *why)
 {
 	int err;
 
-	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
-	if (err) {
-		pr_warn("resolve: recording the decision on txn %#llx: %s\n",
-			(unsigned long long)x->txn, strerror(-err));
-		return err;
-	}
 	if (outcome == XTXD_OUT_ABORT) {
 		uint64_t now = xtx_now_ns();
 
-		/* a coordinator that comes back finds its late appends refused here too */
-		if (!xtxd_logdrain_arm_fence(true))
-			bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
+		err = xtxd_logdrain_arm_fence(true);
+		if (!err && bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY))
+			err = -errno;
+		if (err) {
+			if (!R.fence_refused++ || xtx_log_level >= XTX_LOG_DEBUG)
+				pr_warn("resolve: txn %#llx: not deciding abort without a fence: "
+					"%s%s (tried again)\n", (unsigned long long)x->txn,
+					strerror(-err), err == -E2BIG ? ": the fence map is full" :
+					"");
+			return err;
+		}
+	}
+	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
+	if (err) {
+		char what[80];
+
+		snprintf(what, sizeof(what), "recording the decision on txn %#llx in %s",
+			 (unsigned long long)x->txn, XTXD_OUTCOME_FILE);
+		pr_warn("resolve: %s: %s\n", what, strerror(-err));
+		if (R.on_fail)
+			R.on_fail(err, what);
+		return err;
 	}
 	pthread_mutex_lock(&R.mu);
 	x->outcome = outcome;
@@ -1080,6 +1099,11 @@ static void reconfigure_step(void)
 	pthread_cond_broadcast(&R.rc_cv);
 	pthread_mutex_unlock(&R.mu);
 	pr_info("resolve: reconfiguration %u: %zu transactions decided\n", started, R.rc_n);
+}
+
+void xtxd_resolve_set_on_fail(void (*fn)(int err, const char *why))
+{
+	R.on_fail = fn;
 }
 
 void xtxd_resolve_set_gate(bool (*serving)(void))

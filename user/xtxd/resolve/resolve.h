@@ -110,6 +110,12 @@ void xtxd_resolve_compact_soon(void);
  */
 int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns);
 /*
+ * Called when a decision cannot be recorded in the decisions file (a
+ * failed write or sync): the server must stop (fail-stop) before anything
+ * acts on it.  Set before xtxd_resolve_start(); NULL: only warned about.
+ */
+void xtxd_resolve_set_on_fail(void (*fn)(int err, const char *why));
+/*
  * serving() says whether this server may speak for itself now (its lease
  * held, not fenced); while it may not, peers' and clients' messages get
  * no answer.  Set before xtxd_resolve_start(); NULL: always.

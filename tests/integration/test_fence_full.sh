@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A replica whose fence map is full is told a transaction aborted: it decides nothing it
+# cannot fence (a late log append of the transaction would be taken), and decides it, fenced,
+# once there is room again.
+# checks: 10 (tests/run.sh fails the suite when fewer verdicts come out)
+source "$(dirname "$0")/lib.sh"
+NSERVERS=3
+
+TMP=$(mktemp -d /tmp/xtx-fencefull.XXXXXX)
+trap 'rm -rf "$TMP"; cleanup' EXIT INT TERM
+setup_servers --peers "$(all_server_ips)" --resolve-after 120s
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+st() {
+	local s=$1
+	shift
+	field "$(client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1)" \
+		status
+}
+txn() { printf '0x%x' $(((9 << 48) | $1)); }
+FENCE=/sys/fs/bpf/xtx/$(server_ns 2)/$(server_dev 2)/xtx_fence
+# fence_batch VERB FIRST COUNT: a bpftool batch file updating or deleting COUNT keys from FIRST
+fence_batch() {
+	python3 - "$1" "$2" "$3" "$FENCE" >"$TMP/batch" <<'EOF'
+import struct, sys
+verb, first, count, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+for k in range(first, first + count):
+    key = " ".join("%02x" % b for b in struct.pack("<Q", k))
+    if verb == "update":
+        print("map update pinned %s key hex %s value hex 01 00 00 00 00 00 00 00" % (path, key))
+    else:
+        print("map delete pinned %s key hex %s" % (path, key))
+EOF
+	bpftool batch file "$TMP/batch" >/dev/null 2>&1
+}
+
+for i in 0 1 2; do
+	check "server $i: insert key 300" test "$(st "$i" insert 0 300 value=aa)" = ok
+done
+check "txn 3 locks key 300 at the primary and logs it there alone" \
+	test "$(st 0 occ-lock 0 300 txn=3)/$(st 0 log-append 0 300 txn=3 version=2 value=bb \
+		replicas=0,1,2 flags=last)" = ok/ok
+# every slot of server 2's fence map taken by transactions nobody runs (the batch stops at
+# the first key refused)
+fence_batch update $((1 << 40)) 70000
+full() {
+	! bpftool map update pinned "$FENCE" key hex ff ff ff ff ff ff ff 7f \
+		value hex 01 00 00 00 00 00 00 00 2>/dev/null
+}
+check "server 2's fence map is full: one more key is refused" full
+client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 --protocol occ \
+	--txn 3 --witnesses 0,1,2 --timeout 1s >/dev/null 2>&1
+wait_log "txn $(txn 3) decided abort" 0 1
+check "servers 0 and 1 decide txn 3 aborted (server 1 never held it)" test $? -eq 0
+check "server 2, told so, will not decide it without a fence" \
+	wait_log "txn $(txn 3): not deciding abort without a fence" 2
+check "... and has not" test -z "$(XLOG 2 | grep "txn $(txn 3) decided")"
+fence_batch delete $((1 << 40)) 100
+check "with room again, server 2 decides it aborted" wait_log "txn $(txn 3) decided abort" 2
+check "... fenced: a late log append of txn 3 there is refused" \
+	test "$(st 2 log-append 0 300 txn=3 version=2 value=bb replicas=0,1,2 flags=last)" = fenced
+finish
