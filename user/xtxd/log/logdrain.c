@@ -499,15 +499,18 @@ static bool ring_waits(void)
 static void *watchdog_main(void *arg)
 {
 	const struct timespec tick = { 0, 100 * 1000 * 1000 };
-	uint64_t since;
+	uint64_t healthy;
+	int64_t since;
 
 	(void)arg;
 	while (!__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE)) {
 		nanosleep(&tick, NULL);
 		if (__atomic_load_n(&D.failed, __ATOMIC_ACQUIRE))
 			break;
-		since = xtx_now_ns() - __atomic_load_n(&D.healthy_ns, __ATOMIC_ACQUIRE);
-		if (since > D.stall_ns && ring_waits()) {
+		/* the stamp first: the drain may write a newer one after our clock read */
+		healthy = __atomic_load_n(&D.healthy_ns, __ATOMIC_ACQUIRE);
+		since = (int64_t)(xtx_now_ns() - healthy);
+		if (since > (int64_t)D.stall_ns && ring_waits()) {
 			char why[120];
 
 			snprintf(why, sizeof(why), "no log write and sync has completed for %llu ms "
@@ -630,6 +633,9 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 	D.stall_ns = o->stall_ns ? o->stall_ns : XTXD_LOG_STALL_DEFAULT_NS;
 	if (D.stall_ns < XTXD_LOG_STALL_MIN_NS)
 		D.stall_ns = XTXD_LOG_STALL_MIN_NS;
+	/* an idle drain passes once per sync period (at most a second): a few of them */
+	if (D.stall_ns < 3 * D.sync_ns)
+		D.stall_ns = 3 * D.sync_ns;
 	if (o->data_dir)
 		snprintf(D.dir, sizeof(D.dir), "%s", o->data_dir);
 	else
