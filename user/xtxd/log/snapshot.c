@@ -496,6 +496,9 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 	struct xtxd_carry_out co = {};
 	struct xtxd_carry_scope sc = {};
 	uint32_t *user_rm = NULL;
+	struct xtx_snap_pos *prev_pos = NULL;
+	struct xtx_log_entry *prev_e = NULL;
+	size_t nprev_e = 0;
 	char tmp[64], name[64], line[256];
 	const char *why = "";
 	size_t nsegs = 0, i, ll, nuser_rm = 0;
@@ -578,24 +581,37 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 				strerror(-err));
 		goto out;
 	}
-	/* the range of records it newly covers starts where the newest snapshot's ended */
+	/*
+	 * The range of records it newly covers starts where the newest
+	 * snapshot's ended: its positions and carried records, copied, so the
+	 * resolver is not held up while the logs are read
+	 */
 	pthread_mutex_lock(&cur.mu);
 	err = cur_load();
+	if (!err && cur.have) {
+		prev_pos = malloc(cur.h.ncpu * sizeof(*prev_pos));
+		prev_e = malloc((cur.n ? cur.n : 1) * sizeof(*prev_e));
+		if (prev_pos && prev_e) {
+			memcpy(prev_pos, cur.pos, cur.h.ncpu * sizeof(*prev_pos));
+			memcpy(prev_e, cur.e, cur.n * sizeof(*prev_e));
+			nprev_e = cur.n;
+			sc.prev = prev_pos;
+			sc.prev_ncpu = cur.h.ncpu;
+			memcpy(sc.prev_ep.boot_id, cur.h.boot_id, sizeof(sc.prev_ep.boot_id));
+			sc.prev_ep.map_id = cur.h.map_id;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&cur.mu);
 	if (!err) {
 		sc.ncpu = ncpu;
 		sc.pos = pos;
 		sc.ep = ep;
-		if (cur.have) {
-			sc.prev = cur.pos;
-			sc.prev_ncpu = cur.h.ncpu;
-			memcpy(sc.prev_ep.boot_id, cur.h.boot_id, sizeof(sc.prev_ep.boot_id));
-			sc.prev_ep.map_id = cur.h.map_id;
-		}
 		sc.user_removed = user_rm;
 		sc.nuser_removed = nuser_rm;
-		w.carry = xtxd_carry_begin(dirfd, &sc, cur.e, cur.n, &err);
+		w.carry = xtxd_carry_begin(dirfd, &sc, prev_e, nprev_e, &err);
 	}
-	pthread_mutex_unlock(&cur.mu);
 	if (err) {
 		xtxd_out_printf(out, "ERR snapshot: reading the logs it covers: %s\n",
 				strerror(-err));
@@ -730,6 +746,8 @@ out:
 	free(segs);
 	free(pos);
 	free(user_rm);
+	free(prev_pos);
+	free(prev_e);
 	close(dirfd);
 	return done ? 0 : err ? err : -EIO;
 }
