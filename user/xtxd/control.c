@@ -29,7 +29,7 @@
 #include "resolve/resolve.h"
 
 #define CTL_LINE_MAX	256
-#define CTL_MAX_ARGS	8
+#define CTL_MAX_ARGS	12
 /* one thread serves every client: a stuck one must not hold it for long */
 #define CTL_IO_TIMEOUT_S	10
 
