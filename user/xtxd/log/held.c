@@ -210,7 +210,7 @@ void xtxd_held_expire(int dirfd)
 
 	pthread_mutex_lock(&H.mu);
 	for (i = k = 0; i < H.n; i++) {
-		if (now - H.s[i].created_ns > keep || !keep)
+		if (!keep || (int64_t)(now - H.s[i].created_ns) > (int64_t)keep)
 			set_free(&H.s[i]);
 		else
 			H.s[k++] = H.s[i];
@@ -236,7 +236,7 @@ void xtxd_held_expire(int dirfd)
 			continue;
 		/* not in the index: read the header to know its age (a restart, or none kept) */
 		if (keep && !read_file(dirfd, de->d_name, &s)) {
-			old = now - s.created_ns > keep;
+			old = (int64_t)(now - s.created_ns) > (int64_t)keep;
 			set_free(&s);
 		}
 		if (old)
@@ -276,7 +276,7 @@ int xtxd_held_load(int dirfd)
 			err = e;
 			break;
 		}
-		if (now - s.created_ns > keep) {
+		if ((int64_t)(now - s.created_ns) > (int64_t)keep) {
 			set_free(&s);
 			unlinkat(dirfd, de->d_name, 0);
 			continue;
