@@ -676,6 +676,18 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 	}
 	fclose(w.f);
 	w.f = NULL;
+	/*
+	 * What peers may still ask about, durable before the snapshot counts:
+	 * the next one starts its range after this one's, and removes the
+	 * segments that held these, kept or not now
+	 */
+	if (xtxd_held_wanted() && (co.nheld || co.nvalid)) {
+		err = xtxd_held_add(dirfd, h.num, co.held, co.nheld, co.valid, co.nvalid);
+		if (err) {
+			why = "writing what the logs it covers held for";
+			goto fail;
+		}
+	}
 	if (renameat(dirfd, tmp, dirfd, name) || fsync(dirfd)) {
 		err = -errno;
 		why = "renaming";
@@ -687,18 +699,8 @@ static int take(const struct xtx_target *t, struct xtxd_ovf *store, struct xtxd_
 		nsegs = 0;
 		covered = false;
 	}
-	/* what peers may still ask about, durable before the segments holding it go */
-	if (nsegs && xtxd_held_wanted()) {
-		err = xtxd_held_add(dirfd, h.num, co.held, co.nheld, co.valid, co.nvalid);
-		if (err) {
-			pr_warn("snapshot: %s: writing what the covered logs held: %s; no segment "
-				"removed\n", name, strerror(-err));
-			nsegs = 0;
-			covered = false;
-			err = 0;
-		}
+	if (xtxd_held_wanted())
 		xtxd_held_expire(dirfd);
-	}
 	for (i = 0; i < nsegs; i++) {
 		if (!removable(segs, nsegs, i, pos, ncpu, user_from))
 			continue;
