@@ -499,7 +499,7 @@ static bool ring_waits(void)
 static void *watchdog_main(void *arg)
 {
 	const struct timespec tick = { 0, 100 * 1000 * 1000 };
-	uint64_t healthy;
+	uint64_t healthy, last = xtx_now_ns(), now;
 	int64_t since;
 
 	(void)arg;
@@ -507,6 +507,15 @@ static void *watchdog_main(void *arg)
 		nanosleep(&tick, NULL);
 		if (__atomic_load_n(&D.failed, __ATOMIC_ACQUIRE))
 			break;
+		/*
+		 * Woken far later than asked: the whole process was stopped
+		 * (SIGSTOP, a stall of the machine), the drain with it, not
+		 * the disk alone: the drain gets a whole window from now
+		 */
+		now = xtx_now_ns();
+		if (now - last > 10 * (uint64_t)tick.tv_nsec)
+			__atomic_store_n(&D.healthy_ns, now, __ATOMIC_RELEASE);
+		last = now;
 		/* the stamp first: the drain may write a newer one after our clock read */
 		healthy = __atomic_load_n(&D.healthy_ns, __ATOMIC_ACQUIRE);
 		since = (int64_t)(xtx_now_ns() - healthy);
