@@ -4,6 +4,8 @@
  * file named by XTX_FAILDISK holds "fail", fdatasync and fsync of files
  * whose path contains XTX_FAILDISK_MATCH (default: every file) fail with
  * EIO; while it holds "hang", they wait until it holds something else.
+ * A second word in the file ("fail /var/lib/xtx/ns-dev/") is the match
+ * instead, so processes sharing one file can be failed one at a time.
  * The file missing or anything else in it: the real calls.  A test writes
  * the file to inject the fault and removes it to heal the disk.
  */
@@ -22,7 +24,7 @@ enum mode { REAL, FAIL, HANG };
 static enum mode mode_of(int fd)
 {
 	const char *ctl = getenv("XTX_FAILDISK"), *match = getenv("XTX_FAILDISK_MATCH");
-	char buf[16] = "", link[64], path[4096];
+	char buf[512] = "", link[64], path[4096], *word;
 	ssize_t n;
 	int cfd;
 
@@ -35,6 +37,13 @@ static enum mode mode_of(int fd)
 	close(cfd);
 	if (n <= 0)
 		return REAL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	word = strchr(buf, ' ');
+	if (word) {
+		*word++ = '\0';
+		match = word;
+	}
 	if (match && *match) {
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 		n = readlink(link, path, sizeof(path) - 1);

@@ -12,6 +12,9 @@
   peer_msg.py copy-silent --dst IP [--port P] [--wait S]
       connects to the copy port and sends nothing; prints "closed after S s" when the
       server closes it, "open after S s" when it has not within --wait
+  peer_msg.py copy-request --dst IP [--port P] [--epoch E] [--from I] [--wait S]
+      sends a copier's request without the secret's seal; prints "closed", "answered"
+      or "open" (after S s)
 """
 import argparse
 import socket
@@ -128,6 +131,24 @@ def cmd_copy_silent(a):
     print("%s after %.2f s" % ("closed" if closed else "open", time.monotonic() - t0))
 
 
+def cmd_copy_request(a):
+    """A copier's request (user/xtxd/copy/copy_wire.h) with no seal: every shard wanted."""
+    req = struct.pack("<IIII", 0x33504358, a.epoch, getattr(a, "from"), a.nshards)
+    req += b"\xff" * 128 + struct.pack("<QQ", time.time_ns(), 0)
+    s = socket.create_connection((a.dst, a.port), timeout=5)
+    s.sendall(req)
+    t0 = time.monotonic()
+    s.settimeout(a.wait)
+    try:
+        got = s.recv(16)
+    except socket.timeout:
+        got = None
+    except ConnectionResetError:
+        got = b""
+    print("%s after %.2f s" % ("closed" if got == b"" else "answered" if got else "open",
+                               time.monotonic() - t0))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,8 +170,16 @@ def main():
     c.add_argument("--dst", required=True)
     c.add_argument("--port", type=int, default=7371)
     c.add_argument("--wait", type=float, default=5.0)
+    q = sub.add_parser("copy-request")
+    q.add_argument("--dst", required=True)
+    q.add_argument("--port", type=int, default=7371)
+    q.add_argument("--epoch", type=int, default=1)
+    q.add_argument("--from", type=int, default=0)
+    q.add_argument("--nshards", type=int, default=12)
+    q.add_argument("--wait", type=float, default=5.0)
     a = p.parse_args()
-    {"resolver": cmd_resolver, "copy-silent": cmd_copy_silent}[a.cmd](a)
+    {"resolver": cmd_resolver, "copy-silent": cmd_copy_silent,
+     "copy-request": cmd_copy_request}[a.cmd](a)
     return 0
 
 
