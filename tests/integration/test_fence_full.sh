@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# A replica whose fence map is full is told a transaction aborted: it decides nothing it
-# cannot fence (a late log append of the transaction would be taken), and decides it, fenced,
-# once there is room again.
-# checks: 10 (tests/run.sh fails the suite when fewer verdicts come out)
+# A replica told a decision must make it true for all it holds: one whose fence map is full
+# decides nothing it cannot fence (a late log append of the transaction would be taken), and
+# decides it, fenced, once there is room again; one that restarted after logging, and knows
+# the transaction only from its log, frees the lock it logged.
+# checks: 18 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -59,4 +60,29 @@ fence_batch delete $((1 << 40)) 100
 check "with room again, server 2 decides it aborted" wait_log "txn $(txn 3) decided abort" 2
 check "... fenced: a late log append of txn 3 there is refused" \
 	test "$(st 2 log-append 0 300 txn=3 version=2 value=bb replicas=0,1,2 flags=last)" = fenced
+
+# ---- told the decision after a restart: the records are on disk only ----
+for i in 0 1 2; do
+	check "server $i: insert key 400" test "$(st "$i" insert 0 400 value=aa)" = ok
+done
+check "txn 6 locks key 400 at the primary and logs it there and on server 1" \
+	test "$(st 0 occ-lock 0 400 txn=6)/$(st 0 log-append 0 400 txn=6 version=2 value=bb \
+		replicas=0,1,2 flags=last)/$(st 1 log-append 0 400 txn=6 version=2 value=bb \
+		replicas=0,1,2 flags=last)" = ok/ok/ok
+pid=$(cat "/run/xtx/$(server_ns 0)-$(server_dev 0).pid")
+kill -9 "$pid"
+for ((n = 0; n < 100; n++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+# server 1 decides without server 0 (gone): server 2 never held it
+client "$BUILD/xtxbench" resolve --servers "$(all_server_ips)" --client-id 9 --protocol occ \
+	--txn 6 --witnesses 1,2 --timeout 1s >/dev/null 2>&1
+check "server 1 decides txn 6 aborted while server 0's xtxd is dead" \
+	wait_log "txn $(txn 6) decided abort" 1
+restart0() {
+	make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+		ARGS="--peers $(all_server_ips) --resolve-after 120s" >/dev/null
+}
+check "server 0 starts again, adopting its program and its logged lock" restart0
+check "told the abort, server 0 frees the lock it logged" \
+	wait_log "txn $(txn 6) decided abort (told by server 1): 1 writes here, 0 installed, 1 locks" 0
+check "... so another transaction takes key 400's lock" test "$(st 0 occ-lock 0 400 txn=8)" = ok
 finish

@@ -629,7 +629,20 @@ static void on_decide(uint64_t txn, int outcome, int from, const struct sockaddr
 		return;
 	if (x->outcome == XTXD_OUT_NONE) {
 		char why[32];
+		bool whole;
 
+		/*
+		 * Told before this table holds all of it here (a restart, or
+		 * forgotten): its writes and locks here are in the ring or on
+		 * disk, and a decision must apply to every one of them, or an
+		 * abort leaves a logged lock nobody frees.  Not now if the drain
+		 * cannot show the ring yet: the decider tells us again.
+		 */
+		pthread_mutex_lock(&R.mu);
+		whole = xtxd_txn_complete(x) || x->disk_searched;
+		pthread_mutex_unlock(&R.mu);
+		if (!whole && (xtxd_logdrain_seen(SEEN_TIMEOUT_NS) || load_from_disk() < 0))
+			return;
 		snprintf(why, sizeof(why), "told by server %d", from);
 		if (decide(x, outcome, why))
 			return;
