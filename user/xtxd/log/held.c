@@ -101,8 +101,10 @@ static uint64_t *copy_sorted(const uint64_t *v, size_t n)
 
 	if (!c)
 		return NULL;
-	memcpy(c, v, n * sizeof(*c));
-	qsort(c, n, sizeof(*c), cmp_u64);
+	if (n) {
+		memcpy(c, v, n * sizeof(*c));
+		qsort(c, n, sizeof(*c), cmp_u64);
+	}
 	return c;
 }
 
