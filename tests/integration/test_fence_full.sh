@@ -3,8 +3,9 @@
 # A replica told a decision must make it true for all it holds: one whose fence map is full
 # decides nothing it cannot fence (a late log append of the transaction would be taken), and
 # decides it, fenced, once there is room again; one that restarted after logging, and knows
-# the transaction only from its log, frees the lock it logged.
-# checks: 18 (tests/run.sh fails the suite when fewer verdicts come out)
+# the transaction only from its log, frees the lock it logged when told, and decides on its
+# own what it was left alone with (committed elsewhere, its coordinator gone).
+# checks: 24 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -82,7 +83,32 @@ restart0() {
 		ARGS="--peers $(all_server_ips) --resolve-after 120s" >/dev/null
 }
 check "server 0 starts again, adopting its program and its logged lock" restart0
-check "told the abort, server 0 frees the lock it logged" \
-	wait_log "txn $(txn 6) decided abort (told by server 1): 1 writes here, 0 installed, 1 locks" 0
+check "server 0 decides the abort too, and frees the lock it logged" \
+	wait_log "txn $(txn 6) decided abort (.*): 1 writes here, 0 installed, 1 locks" 0
 check "... so another transaction takes key 400's lock" test "$(st 0 occ-lock 0 400 txn=8)" = ok
+
+# ---- committed at the other replicas, then this one restarted: nobody tells it ----
+for i in 0 1 2; do
+	check "server $i: insert key 500" test "$(st "$i" insert 0 500 value=aa)" = ok
+done
+out=$(client "$BUILD/xtxbench" op --server "$(server_ip 0)" --client-id 9 occ-lock 0 500 txn=10)
+tok=$(field "$out" token)
+check "txn 10 logged on every replica, committed at servers 0 and 1, its coordinator gone" \
+	test "$(st 0 log-append 0 500 txn=10 version=2 value=cc replicas=0,1,2 flags=last)/$(
+		st 1 log-append 0 500 txn=10 version=2 value=cc replicas=0,1,2 flags=last)/$(
+		st 2 log-append 0 500 txn=10 version=2 value=cc replicas=0,1,2 flags=last)/$(
+		st 0 commit-primary 0 500 txn=10 version=1 value=cc token="$tok")/$(
+		st 1 commit-backup 0 500 txn=10 version=2 value=cc)" = ok/ok/ok/ok/ok
+pid=$(cat "/run/xtx/$(server_ns 2)-$(server_dev 2).pid")
+kill -9 "$pid"
+for ((n = 0; n < 100; n++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+restart2() {
+	make -s -C "$ROOT" load IFACE="$(server_dev 2)" NETNS="$(server_ns 2)" \
+		ARGS="--peers $(all_server_ips) --resolve-after 1s" >/dev/null
+}
+check "server 2 SIGKILLed and started again (its table knows nothing of txn 10)" restart2
+check "server 2 finds txn 10 in its log unfinished, and the replicas decide it committed" \
+	wait_log "txn $(txn 10) decided commit" 2
+check "... key 500 at version 2 there too" \
+	grep -q 'version=2 vlen=1 value=cc$' <<<"$(ctl 2 dump | grep '^table=0 key=500 ')"
 finish

@@ -64,6 +64,7 @@ static struct {
 	uint64_t throttled;		/* ... about an unknown txn, past the sender's ration */
 	uint64_t fence_refused;		/* aborts not decided yet: no room to fence them */
 	void (*on_fail)(int err, const char *why);	/* a decision not recorded: fail-stop */
+	bool startup_loaded;		/* the logs' transactions joined the table (scan) */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
 	uint64_t client_refused;	/* ... refused: not its txn, bad MAC, bad flags */
 	bool has_secret;
@@ -479,14 +480,17 @@ static void mark_searched(struct xtxd_txn *x, void *arg)
 		x->disk_searched = true;
 }
 
-/* A write of a wanted transaction, from the logs or what the newest snapshot carries. */
+/*
+ * A write of a wanted transaction (arg NULL: of any), from the logs or what
+ * the newest snapshot carries.
+ */
 static int found_write(const struct xtx_log_write *w, void *arg)
 {
 	const struct xtx_log_entry *h = &w->e;
 	int err;
 
 	if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
-	    (h->flags & XTX_LOGF_DECIDED) || !idset_has(arg, h->txn))
+	    (h->flags & XTX_LOGF_DECIDED) || (arg && !idset_has(arg, h->txn)))
 		return 0;
 	pthread_mutex_lock(&R.mu);
 	err = xtxd_txns_add(&R.txns, w, xtx_now_ns());
@@ -494,7 +498,14 @@ static int found_write(const struct xtx_log_write *w, void *arg)
 	return err;
 }
 
-static int load_from_disk(void)
+static void mark_all_searched(struct xtxd_txn *x, void *arg)
+{
+	(void)arg;
+	x->disk_searched = true;
+}
+
+/* all: every multi-replica transaction of the logs, not only the table's unsearched ones */
+static int search_disk(bool all)
 {
 	struct xtx_logseg *segs = NULL;
 	struct idset want = {};
@@ -508,9 +519,11 @@ static int load_from_disk(void)
 	if (!rec)
 		return -ENOMEM;
 	xtx_logrec_init(rec);
-	pthread_mutex_lock(&R.mu);
-	xtxd_txns_each(&R.txns, want_searched, &want);
-	pthread_mutex_unlock(&R.mu);
+	if (!all) {
+		pthread_mutex_lock(&R.mu);
+		xtxd_txns_each(&R.txns, want_searched, &want);
+		pthread_mutex_unlock(&R.mu);
+	}
 	if (want.oom) {
 		free(want.v);
 		free(rec);
@@ -518,8 +531,8 @@ static int load_from_disk(void)
 	}
 	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
 	/* the records a snapshot's positions cover and its keys lack, first: older */
-	err = want.n ? xtxd_snapshot_carried_each(found_write, &want) : 0;
-	if (!err && want.n)
+	err = all || want.n ? xtxd_snapshot_carried_each(found_write, all ? NULL : &want) : 0;
+	if (!err && (all || want.n))
 		err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
 	for (i = 0; !err && i < nsegs; i++) {
 		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
@@ -532,7 +545,7 @@ static int load_from_disk(void)
 		while (xtx_logr_next(&r, &e) == 1) {
 			if (xtx_logrec_feed(rec, &e) != XTX_LOGREC_WRITE)
 				continue;	/* damage is recovery's to refuse */
-			err = found_write(&rec->w, &want);
+			err = found_write(&rec->w, all ? NULL : &want);
 			if (err)
 				break;
 		}
@@ -540,13 +553,44 @@ static int load_from_disk(void)
 	}
 	if (!err) {
 		pthread_mutex_lock(&R.mu);
-		xtxd_txns_each(&R.txns, mark_searched, &want);
+		xtxd_txns_each(&R.txns, all ? mark_all_searched : mark_searched, &want);
 		pthread_mutex_unlock(&R.mu);
 	}
 	free(segs);
 	free(want.v);
 	free(rec);
 	return err;
+}
+
+static int load_from_disk(void)
+{
+	return search_disk(false);
+}
+
+/*
+ * After a start the table knows only decisions: a transaction logged here
+ * before (a SIGKILL, a fail-stop, a reload) and left unfinished, here alone
+ * (committed elsewhere, its coordinator gone), would keep its logged locks
+ * and miss its writes for good, since nobody else asks.  So once the drain
+ * runs, every multi-replica transaction of the logs joins the table; the
+ * scan forgets those finished here and decides the others.
+ */
+static void load_logged_once(void)
+{
+	int err;
+
+	if (R.startup_loaded || xtxd_logdrain_seen(SEEN_TIMEOUT_NS))
+		return;		/* no drain yet: the ring's entries would be missed */
+	err = search_disk(true);
+	if (err) {
+		pr_warn("resolve: reading the logs for what was left unfinished before this "
+			"start: %s (tried again)\n", strerror(-err));
+		return;
+	}
+	R.startup_loaded = true;
+	pthread_mutex_lock(&R.mu);
+	pr_info("resolve: %zu transactions of the logs taken up since this start\n", R.txns.n);
+	pthread_mutex_unlock(&R.mu);
 }
 
 /*
@@ -964,6 +1008,8 @@ static void scan(void)
 {
 	struct scan s = { .now = xtx_now_ns() };
 	size_t i;
+
+	load_logged_once();
 
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, pick, &s);
