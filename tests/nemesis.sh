@@ -27,7 +27,7 @@ chmod 600 "$SECRET"
 FAILDISK=$WORK/faildisk
 export LD_PRELOAD=$BUILD/tests/libfaildisk.so XTX_FAILDISK=$FAILDISK
 XTXD_ARGS="--lock-lease $LEASE --hades-lease $LEASE --peers $(all_server_ips) \
-	--resolve-after $RESOLVE_AFTER --secret-file $SECRET --log-stall 2s"
+	--resolve-after $RESOLVE_AFTER --secret-file $SECRET --log-stall 5s"
 setup_servers $XTXD_ARGS
 # only xtxd takes the shim: the clients and tools run without it
 unset LD_PRELOAD
