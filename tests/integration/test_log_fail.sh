@@ -43,7 +43,7 @@ topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 
 # one case: MODE (fail or hang) and the first key it writes
 one_case() {
 	local mode=$1 base=$2 pid k acked=0 out
-	check "$mode: xtxd starts with the disk shim preloaded" load_shimmed --log-stall 3s
+	check "$mode: xtxd starts with the disk shim preloaded" load_shimmed --log-stall 5s
 	pid=$(cat "$PIDFILE")
 	for ((k = base; k < base + 5; k++)); do
 		[ "$(field "$(op insert 0 "$k" value=0a)" status)" = ok ] && acked=$((acked + 1))

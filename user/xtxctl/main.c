@@ -141,7 +141,8 @@ static void print_stats_text(const struct xtx_stats *s)
 				       xtx_status_name(st), (unsigned long long)s->op[op][st]);
 }
 
-static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_occupancy *occ)
+static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_occupancy *occ,
+			     __u64 hades_committing)
 {
 	unsigned int i, op, st;
 	const char *sep = "";
@@ -168,10 +169,11 @@ static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_oc
 		sep = ",";
 	}
 	printf("},\"locks\":{\"slots\":%llu,\"held\":%llu,\"shared\":%llu,\"excl\":%llu,"
-	       "\"logged\":%llu,\"reclaimable\":%llu}}\n", (unsigned long long)occ->slots,
-	       (unsigned long long)occ->held, (unsigned long long)occ->shared,
-	       (unsigned long long)occ->exclusive, (unsigned long long)occ->logged,
-	       (unsigned long long)occ->reclaimable);
+	       "\"logged\":%llu,\"reclaimable\":%llu},\"hades_committing\":%llu}\n",
+	       (unsigned long long)occ->slots, (unsigned long long)occ->held,
+	       (unsigned long long)occ->shared, (unsigned long long)occ->exclusive,
+	       (unsigned long long)occ->logged, (unsigned long long)occ->reclaimable,
+	       (unsigned long long)hades_committing);
 }
 
 
@@ -198,7 +200,12 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 		return 1;
 	}
 	if (o->json) {
-		print_stats_json(s, &occ);
+		__u64 committing = 0;
+
+		/* a map of another build's layout: none counted, as without HADES */
+		if (xtx_hades_committing_slots(t, &committing))
+			committing = 0;
+		print_stats_json(s, &occ, committing);
 	} else {
 		print_stats_text(s);
 		printf("\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n"

@@ -106,7 +106,7 @@ static void usage(FILE *out)
 		"                           leaves the ring only once synced (default 2ms)\n"
 		"      --log-stall DUR      a log that has written and synced nothing of what waits\n"
 		"                           for DUR (a hung or failing disk) stops this server, as\n"
-		"                           a failed fdatasync does (default 5s, at least 1s)\n"
+		"                           a failed fdatasync does (default 10s, at least 1s)\n"
 		"      --zk HOST:PORT[,...] serve in the cluster held by this ZooKeeper ensemble: its\n"
 		"                           configuration gives the servers (this one among them)\n"
 		"                           and the epoch; a live node holds this server's lease,\n"

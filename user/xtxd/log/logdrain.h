@@ -12,7 +12,7 @@
 
 #define XTXD_LOG_SYNC_DEFAULT_NS	XTX_LOGFILE_SYNC_DEFAULT_NS
 
-#define XTXD_LOG_STALL_DEFAULT_NS	(5ull * 1000 * 1000 * 1000)
+#define XTXD_LOG_STALL_DEFAULT_NS	(10ull * 1000 * 1000 * 1000)
 #define XTXD_LOG_STALL_MIN_NS		(1000ull * 1000 * 1000)
 
 struct xtxd_logdrain_opts {
