@@ -93,7 +93,7 @@ ifneq ($(SAN),1)
 # (a sanitized build makes no shared library: its objects need the sanitizers' runtime)
 BINS += $(OUT)/libxtx.so $(OUT)/$(LIBXTX_SONAME) $(OUT)/libxtx.pc
 endif
-BINS += $(OUT)/tests/afxdp_churn
+BINS += $(OUT)/tests/afxdp_churn $(OUT)/tests/libfaildisk.so
 
 # ---- xtx-udpd: the kernel-UDP baseline server (user/udpd/) ----
 UDPD_OWN_OBJS := $(call objs,$(wildcard user/udpd/*.c))
@@ -258,6 +258,12 @@ $(OUT)/tests/afxdp_churn: $(OBJ_OUT)/tests/integration/afxdp_churn.o $(LIBXTX_OB
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# A failing or hung disk, preloaded into xtxd by test_log_fail.sh and the nemesis.
+$(OUT)/tests/libfaildisk.so: tests/integration/faildisk.c
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared $< -o $@ -ldl
 
 $(BPF_OUT) $(SKEL_OUT):
 	$(Q)mkdir -p $@

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Monotonic nanosecond time: timeouts, leases, latencies. */
+/* Nanosecond clocks: monotonic for timeouts and latencies, boot time for leases. */
 #ifndef XTX_CLOCK_H
 #define XTX_CLOCK_H
 
@@ -11,6 +11,21 @@ static inline uint64_t xtx_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * CLOCK_BOOTTIME: runs on through a suspend, as the rest of the world's
+ * clocks do (ZooKeeper's session timers among them), and is what XDP reads
+ * (bpf_ktime_get_boot_ns).  A lease is timed in it from the moment it is
+ * earned: a time taken on the monotonic clock and converted later would
+ * gain whatever suspend came in between.
+ */
+static inline uint64_t xtx_boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 

@@ -20,7 +20,7 @@ struct xtx_zk {
 	pthread_cond_t cond;
 	int state;				/* ZOO_*_STATE, from the watcher */
 	atomic_bool changed;
-	atomic_uint_fast64_t last_heard;	/* send time of the newest answered heartbeat */
+	atomic_uint_fast64_t last_heard;	/* send time of the newest answered heartbeat (boot) */
 	atomic_bool beat_out;			/* a heartbeat awaits its answer */
 };
 
@@ -92,7 +92,7 @@ struct xtx_zk *xtx_zk_open(const char *hosts, const char *name, unsigned int ses
 	pthread_cond_init(&z->cond, NULL);
 	z->state = ZOO_CONNECTING_STATE;
 	/* a session's first answer proves the ensemble heard from it after this */
-	atomic_store(&z->last_heard, xtx_now_ns());
+	atomic_store(&z->last_heard, xtx_zk_clock());
 	pthread_once(&quiet_once, quiet_library);
 	z->zh = zookeeper_init(hosts, on_event, (int)session_ms, NULL, z, 0);
 	if (!z->zh) {
@@ -280,7 +280,7 @@ int xtx_zk_register(struct xtx_zk *z, unsigned int index, const char *addr)
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/live/%u", z->root, index);
-	sent = xtx_now_ns();
+	sent = xtx_zk_clock();
 	rc = zoo_create(z->zh, path, addr, (int)strlen(addr), &ZOO_OPEN_ACL_UNSAFE,
 			ZOO_EPHEMERAL, NULL, 0);
 	if (rc == ZNODEEXISTS)
@@ -464,12 +464,18 @@ void xtx_zk_heartbeat(struct xtx_zk *z)
 	if (!b)
 		goto none;
 	b->z = z;
-	b->sent_ns = xtx_now_ns();
+	/* boot time, taken now: a suspend before the answer is used counts against the lease */
+	b->sent_ns = xtx_zk_clock();
 	if (zoo_async(z->zh, z->root, on_heartbeat, b) == ZOK)
 		return;
 	free(b);
 none:
 	atomic_store(&z->beat_out, false);
+}
+
+uint64_t xtx_zk_clock(void)
+{
+	return xtx_boot_ns();
 }
 
 uint64_t xtx_zk_last_heard(struct xtx_zk *z)

@@ -108,12 +108,15 @@ int xtx_zk_get_copy(struct xtx_zk *z, unsigned int index, struct xtx_zk_copy *cp
 
 /*
  * Asks the ensemble's leader for a sync, without waiting.  Once it
- * answers, xtx_zk_last_heard() returns the CLOCK_MONOTONIC time the
- * question was sent: the leader, which expires sessions, heard from this
- * one no earlier than that, so it cannot expire before that time plus its
- * timeout.
+ * answers, xtx_zk_last_heard() returns the time the question was sent, on
+ * xtx_zk_clock(): the leader, which expires sessions, heard from this one
+ * no earlier than that, so it cannot expire before that time plus its
+ * timeout.  The clock is CLOCK_BOOTTIME, read when the question is sent: a
+ * suspend after it is time the session's timer runs too, never a longer
+ * lease (xtx_boot_ns(), common/clock.h).
  */
 void xtx_zk_heartbeat(struct xtx_zk *z);
 uint64_t xtx_zk_last_heard(struct xtx_zk *z);
+uint64_t xtx_zk_clock(void);
 
 #endif /* XTX_COMMON_ZK_H */

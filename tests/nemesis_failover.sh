@@ -7,8 +7,12 @@
 # next spare.  Every round must show its failover and copy happened, and ends with money
 # conserved, --verify on every replica, and the exact history check of every transaction.
 # Bank runs OCC, 2PL and HADES in turn (HADES in its own table), SmallBank OCC and 2PL.
+# Every other round the server is not killed but its xtxd suspended (SIGSTOP) past its
+# session: XDP must stop serving by itself, the others move it out, and resumed it must
+# find itself fenced. The cluster shares a secret: strangers on the copy port are closed
+# at once, and a request without the seal is refused, while the real copies go on.
 # NEMESIS_FAILOVERS rounds (default 6).
-# checks: 39 with 6 rounds
+# checks: 48 with 6 rounds
 source "$(dirname "$0")/integration/lib.sh"
 NSERVERS=4
 NAME=nf$$
@@ -18,13 +22,30 @@ ANOMALIES=0
 CHECKED=0
 trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
+printf '%s\n' 00112233445566778899aabbccddeeff >"$WORK/secret"
+chmod 600 "$WORK/secret"
+SEC="--secret-file $WORK/secret"
+# (with a timeout: a suspended xtxd never answers its control socket)
+rstat() {
+	grep -o "\"$2\":[0-9]*" <<<"$(timeout 5 "$BUILD/xtxctl" --netns "$(server_ns "$1")" \
+		--iface "$(server_dev "$1")" rare-stats --json 2>/dev/null)" | cut -d: -f2
+}
+rstat_sum() {	# rstat_sum NAME: summed over the servers but the victim
+	local i t=0 n
+	for i in 0 1 2 3; do
+		[ "$i" = "${victim:-}" ] && continue
+		n=$(rstat "$i" "$1")
+		t=$((t + ${n:-0}))
+	done
+	echo "$t"
+}
 
 status_json() { client "$BUILD/xtxctl" cluster status --zk "$ZK_CLIENT" --name "$NAME" --json 2>&1; }
 field() { grep -o "\"$1\":[0-9-]*" <<<"$2" | head -n 1 | cut -d: -f2; }
 replica_of() { grep -o "\"index\":$1,[^}]*" <<<"$2" | grep -o '"replica_of":[0-9]*' | cut -d: -f2; }
 load_member() {
 	make -s -C "$ROOT" load IFACE="$(server_dev "$1")" NETNS="$(server_ns "$1")" \
-		ARGS="--zk $(zk_for_server "$1") --zk-name $NAME --lock-lease 200ms"
+		ARGS="--zk $(zk_for_server "$1") --zk-name $NAME --lock-lease 200ms $SEC"
 }
 link_up() {
 	ip -n "$(server_ns "$1")" link set "$(server_dev "$1")" up
@@ -55,7 +76,7 @@ for i in 0 1 2 3; do
 	load_member "$i" >"$WORK/load$i.out" 2>&1 || { fail "load server $i"; cat "$WORK/load$i.out"; exit 1; }
 done
 client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 5000 \
-	--ctl "$(all_server_ctls)" --populate --duration 0 >/dev/null 2>&1
+	--ctl "$(all_server_ctls)" --populate --duration 0 $SEC >/dev/null 2>&1
 check "a cluster of 3 servers and a spare, SmallBank populated (exit $?)" test $? -eq 0
 
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -77,26 +98,79 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	echo "# round $round: bank $bp, SmallBank $sp; server $victim dies (manager: $(field manager "$s"))"
 	client "$BUILD/xtxbench" bank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 64 \
 		--client-base 10 --threads 2 --check --json --duration 11s --protocol "$bp" \
-		--table "$btable" $bsetup --history "$WORK/bank$round" \
+		--table "$btable" $bsetup --history "$WORK/bank$round" $SEC \
 		>"$WORK/bank$round.out" 2>&1 &
 	pb=$!
 	client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 5000 \
 		--ctl "$(all_server_ctls)" --warmup 0 --threads 2 --json --duration 11s \
-		--protocol "$sp" --verify --client-base 40 --history "$WORK/sb$round" \
+		--protocol "$sp" --verify --client-base 40 --history "$WORK/sb$round" $SEC \
 		>"$WORK/sb$round.out" 2>&1 &
 	ps=$!
 	sleep 2
-	kill -KILL "$(cat "/run/xtx/$(server_ns "$victim")-$(server_dev "$victim").pid")"
-	ip -n "$(server_ns "$victim")" link set "$(server_dev "$victim")" down
+	vpid=$(cat "/run/xtx/$(server_ns "$victim")-$(server_dev "$victim").pid")
+	suspend=$((round % 2 == 0))
+	expired0=$(XLOG "$victim" | grep -c "session expired")
+	if [ "$suspend" = 1 ]; then
+		# a stall past its session (a suspend, a stop): the link stays up
+		kill -STOP "$vpid"
+	else
+		kill -KILL "$vpid"
+		ip -n "$(server_ns "$victim")" link set "$(server_dev "$victim")" down
+	fi
+	# strangers on the copy ports while the shards are copied
+	cs0=$(rstat_sum copy_strangers)
+	cr0=$(rstat_sum copy_refused)
+	for i in 0 1 2 3; do
+		[ "$i" = "$victim" ] && continue
+		# a server's address, not the victim's (its link may be down)
+		for j in 1 2 3; do
+			src=$(((i + j) % 4))
+			[ "$src" != "$victim" ] && break
+		done
+		client python3 "$ROOT/tests/integration/peer_msg.py" copy-silent \
+			--dst "$(server_ip "$i")" --wait 10 >>"$WORK/strangers$round" 2>&1 &
+		ip netns exec "$(server_ns "$src")" python3 \
+			"$ROOT/tests/integration/peer_msg.py" copy-request --dst "$(server_ip "$i")" \
+			--from "$src" --epoch "$epoch" --wait 10 >>"$WORK/strangers$round" 2>&1 &
+	done
 	t0=$SECONDS
 	for _ in $(seq 1 300); do
 		s=$(status_json)
 		[ "$(field epoch "$s")" -ge $((epoch + 3)) ] && [ "$(field under_replicated "$s")" = 0 ] && break
 		sleep 0.1
 	done
-	check "round $round: server $victim moved out, the spare copied and counts, in $((SECONDS - t0)) s (epoch $(field epoch "$s"))" \
+	check "round $round: server $victim $([ "$suspend" = 1 ] && echo suspended || echo killed) moved out, the spare copied and counts, in $((SECONDS - t0)) s (epoch $(field epoch "$s"))" \
 		test "$(field epoch "$s")" -ge $((epoch + 3)) -a "$(field under_replicated "$s")" = 0 \
 		-a "$(replica_of "$victim" "$s")" = 0
+	wait_bg_strangers() {
+		local n
+		for ((n = 0; n < 150; n++)); do
+			[ "$(grep -c after "$WORK/strangers$round" 2>/dev/null)" -ge 6 ] && return
+			sleep 0.1
+		done
+	}
+	wait_bg_strangers
+	check "round $round: copy ports closed on strangers, refused unsealed requests ($(grep -c '^closed' "$WORK/strangers$round") of 6 closed; strangers $((
+		$(rstat_sum copy_strangers) - cs0)), refused $(($(rstat_sum copy_refused) - cr0)))" \
+		test "$(grep -c '^closed' "$WORK/strangers$round")" -ge 6 \
+		-a "$(($(rstat_sum copy_strangers) - cs0))" -ge 3 \
+		-a "$(($(rstat_sum copy_refused) - cr0))" -ge 1
+	if [ "$suspend" = 1 ]; then
+		# resumed past its session: it must have stopped serving, and say it is fenced
+		kill -CONT "$vpid"
+		expired() {
+			local n
+			for ((n = 0; n < 200; n++)); do
+				[ "$(XLOG "$victim" | grep -c "session expired")" -gt "$expired0" ] && return 0
+				sleep 0.1
+			done
+			return 1
+		}
+		check "round $round: server $victim resumed finds its session expired and fences itself" \
+			expired
+		kill -KILL "$vpid"
+		for ((n = 0; n < 100; n++)); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.05; done
+	fi
 	wait "$pb"
 	rc_b=$?
 	wait "$ps"

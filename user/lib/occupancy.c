@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <xtx/hades.h>
 #include <xtx/kv.h>
+#include <xtx/log.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "clock.h"
@@ -185,5 +186,27 @@ out:
 		close(sfd);
 	free(reg);
 	free(slot);
+	return err;
+}
+
+int xtx_log_undrained(const struct xtx_target *t, __u64 *n)
+{
+	struct xtx_log_cursor cur;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info), c;
+	int fd = xtx_target_map_fd(t, XTX_MAP_LOG_CURSOR), err = 0;
+
+	*n = 0;
+	if (fd < 0)
+		return fd;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	for (c = 0; !err && c < info.max_entries; c++) {
+		if (bpf_map_lookup_elem(fd, &c, &cur))
+			err = -errno;
+		else
+			*n += cur.tail - cur.head;
+	}
+	close(fd);
 	return err;
 }

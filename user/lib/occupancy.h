@@ -38,5 +38,10 @@ int xtx_hades_occupancy(const struct xtx_target *t, struct xtx_hades_occupancy *
  * registry counts primaries only), walking the slots in use: 0 or -errno.
  */
 int xtx_hades_committing_slots(const struct xtx_target *t, __u64 *n);
+/*
+ * Log entries XDP appended (and so acknowledged) that no drain has written
+ * to disk yet, over every CPU's ring: 0 or a negative errno.
+ */
+int xtx_log_undrained(const struct xtx_target *t, __u64 *n);
 
 #endif /* XTX_OCCUPANCY_H */

@@ -100,7 +100,9 @@ static void usage(FILE *out)
 		"  version-mark            the highest version this server holds or held\n"
 		"  unload                  stop xtxd, detach the program, remove the pinned maps;\n"
 		"       [--force]          also when HADES transactions committing here were not\n"
-		"                          saved by xtxd (killed): their writes are then lost here\n"
+		"                          saved by xtxd (killed), or log entries it acknowledged\n"
+		"                          are not on disk (its log drain failed): they are then\n"
+		"                          lost here\n"
 		"  log stats [--json]      per CPU log tail, head, fill, appends and LOG_FULLs; the\n"
 		"                          data directory's files and records; the drain's counters\n"
 		"  log dump [--json]       every log record on disk, then those still in the ring;\n"
@@ -145,7 +147,8 @@ static void print_stats_text(const struct xtx_stats *s)
 				       xtx_status_name(st), (unsigned long long)s->op[op][st]);
 }
 
-static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_occupancy *occ)
+static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_occupancy *occ,
+			     __u64 hades_committing)
 {
 	unsigned int i, op, st;
 	const char *sep = "";
@@ -172,10 +175,11 @@ static void print_stats_json(const struct xtx_stats *s, const struct xtx_lock_oc
 		sep = ",";
 	}
 	printf("},\"locks\":{\"slots\":%llu,\"held\":%llu,\"shared\":%llu,\"excl\":%llu,"
-	       "\"logged\":%llu,\"reclaimable\":%llu}}\n", (unsigned long long)occ->slots,
-	       (unsigned long long)occ->held, (unsigned long long)occ->shared,
-	       (unsigned long long)occ->exclusive, (unsigned long long)occ->logged,
-	       (unsigned long long)occ->reclaimable);
+	       "\"logged\":%llu,\"reclaimable\":%llu},\"hades_committing\":%llu}\n",
+	       (unsigned long long)occ->slots, (unsigned long long)occ->held,
+	       (unsigned long long)occ->shared, (unsigned long long)occ->exclusive,
+	       (unsigned long long)occ->logged, (unsigned long long)occ->reclaimable,
+	       (unsigned long long)hades_committing);
 }
 
 
@@ -202,7 +206,12 @@ static int cmd_stats(const struct xtx_target *t, const struct ctl_opts *o)
 		return 1;
 	}
 	if (o->json) {
-		print_stats_json(s, &occ);
+		__u64 committing = 0;
+
+		/* a map of another build's layout: none counted, as without HADES */
+		if (xtx_hades_committing_slots(t, &committing))
+			committing = 0;
+		print_stats_json(s, &occ, committing);
 	} else {
 		print_stats_text(s);
 		printf("\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n%-22s %16llu\n"
@@ -1354,6 +1363,19 @@ static int cmd_unload(const struct xtx_target *t, bool iface_exists, bool force)
 	if (iface_exists && xtx_pins_exist(t) && !force) {
 		__u64 n = 0;
 
+		/*
+		 * xtxd stops with the ring drained; entries left mean its log
+		 * drain failed (fail-stop) or it was killed: they were
+		 * acknowledged, and the disk does not hold them yet
+		 */
+		if (!xtx_log_undrained(t, &n) && n) {
+			fprintf(stderr, "Error: %llu log entries acknowledged here are not on disk "
+				"yet (xtxd's log drain failed, or xtxd was killed): the program "
+				"stays attached, the maps pinned. Make the data directory's disk "
+				"work and `make load` (it writes them out before it serves), or "
+				"`xtxctl unload --force` drops them\n", (unsigned long long)n);
+			return 1;
+		}
 		if (!xtx_hades_committing_slots(t, &n) && n) {
 			fprintf(stderr, "Error: %llu HADES transactions are committing here and xtxd "
 				"did not save them: the program stays attached, the maps pinned. "

@@ -23,9 +23,13 @@
 #include "rare/rare.h"
 #include "log/snapshot.h"
 #include "member.h"
+#include "copy/copy.h"
+#include "log/held.h"
+#include "log/logdrain.h"
+#include "resolve/resolve.h"
 
 #define CTL_LINE_MAX	256
-#define CTL_MAX_ARGS	8
+#define CTL_MAX_ARGS	12
 /* one thread serves every client: a stuck one must not hold it for long */
 #define CTL_IO_TIMEOUT_S	10
 
@@ -75,6 +79,13 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 {
 	const struct xtxd_rare_stats *s = xtxd_rare_stats();
 	struct xtxd_ovf *store = xtxd_rare_store();
+	struct xtxd_resolve_stats r;
+	struct xtxd_copy_serve_stats cp;
+	struct xtxd_logdrain_stats ld;
+
+	xtxd_resolve_get_stats(&r);
+	xtxd_copy_serve_get_stats(&cp);
+	xtxd_logdrain_get_stats(&ld);
 	struct named_ctr c[] = {
 		{ "rx", xtxd_stat_read(&s->rx) },
 		{ "tx", xtxd_stat_read(&s->tx) },
@@ -93,6 +104,21 @@ static void cmd_stats(struct xtxd_out *out, bool json)
 		{ "kv_buckets", xtxd_ovf_nbuckets(store) },
 		{ "capacity", ctl.sizing.capacity },
 		{ "lock_slots", ctl.sizing.lock_slots },
+		/* the resolver: its decisions, and what its port refused before any work */
+		{ "resolve_commits", r.commits },
+		{ "resolve_aborts", r.aborts },
+		{ "resolve_fenced", r.fenced },
+		{ "resolve_hades_validated", r.hades_validated },
+		{ "resolve_hades_aborted", r.hades_aborted },
+		{ "resolve_strangers", r.strangers },
+		{ "resolve_unauthenticated", r.unauthenticated },
+		{ "resolve_replayed", r.replayed },
+		{ "resolve_throttled", r.throttled },
+		{ "resolve_malformed", r.malformed },
+		{ "resolve_held", xtxd_held_count() },
+		{ "copy_strangers", cp.strangers },
+		{ "copy_refused", cp.refused },
+		{ "log_failed", ld.failed },
 	};
 	const char *sep = "";
 	unsigned int i, op, st;

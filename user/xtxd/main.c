@@ -38,6 +38,7 @@
 #include "log/snapshot.h"
 #include "housekeeping.h"
 #include "member.h"
+#include "copy/copy.h"
 #include "zk.h"
 #include "metrics.h"
 #include "target.h"
@@ -107,6 +108,9 @@ static void usage(FILE *out)
 		"                           newest kept) instead of recovering them\n"
 		"      --log-sync DUR       fdatasync the drained log at most every DUR; an entry\n"
 		"                           leaves the ring only once synced (default 2ms)\n"
+		"      --log-stall DUR      a log that has written and synced nothing of what waits\n"
+		"                           for DUR (a hung or failing disk) stops this server, as\n"
+		"                           a failed fdatasync does (default 10s, at least 1s)\n"
 		"      --zk HOST:PORT[,...] serve in the cluster held by this ZooKeeper ensemble: its\n"
 		"                           configuration gives the servers (this one among them)\n"
 		"                           and the epoch; a live node holds this server's lease,\n"
@@ -152,7 +156,9 @@ static void usage(FILE *out)
 		"      --allow CIDR[,...]   serve only these sources (XDP drops and counts the rest;\n"
 		"                           xtxctl allow changes the list at run time)\n"
 		"      --secret-file PATH   the cluster's shared secret (32 hex digits, mode 0600):\n"
-		"                           XDP drops and counts requests without its MAC\n"
+		"                           XDP drops and counts requests without its MAC; the\n"
+		"                           servers seal their own messages with it (resolver and\n"
+		"                           copy ports) and drop unsealed or replayed ones\n"
 		"      --snapshot-every DUR take a snapshot this often (e.g. 10m): it removes the log\n"
 		"                           segments it covers, so the data directory stays bounded\n"
 		"      --keep-decided DUR   keep a resolver decision this long once no log here needs\n"
@@ -185,7 +191,7 @@ static void usage(FILE *out)
 
 enum { OPT_ECHO = 256, OPT_GENERIC, OPT_REPLACE, OPT_KEEP, OPT_CPUS, OPT_PIDFILE, OPT_LOGFILE,
        OPT_LEASE, OPT_KV_LEASE, OPT_OVERFLOW_MAX, OPT_RARE_THREADS, OPT_WRITE_THROUGH,
-       OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_VALUE_STORE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_FRESH,
+       OPT_NO_BLOOM, OPT_NO_WARM, OPT_VALUE_SIZE, OPT_VALUE_STORE, OPT_LOG_ENTRIES, OPT_DATA_DIR, OPT_LOG_SYNC, OPT_LOG_STALL, OPT_FRESH,
        OPT_ZK, OPT_ZK_NAME, OPT_ZK_SESSION, OPT_PEERS, OPT_CLUSTER, OPT_SELF, OPT_RESOLVE_AFTER, OPT_HADES_SLOTS, OPT_HADES_BF_BITS,
        OPT_HADES_HASHES, OPT_HADES_LEASE, OPT_HADES_EXACT, OPT_METRICS, OPT_ALLOW,
        OPT_SNAPSHOT_EVERY, OPT_KEEP_DECIDED, OPT_SECRET_FILE, OPT_CAPACITY };
@@ -288,6 +294,7 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 		{ "log-entries", required_argument, NULL, OPT_LOG_ENTRIES },
 		{ "data-dir", required_argument, NULL, OPT_DATA_DIR },
 		{ "log-sync", required_argument, NULL, OPT_LOG_SYNC },
+		{ "log-stall", required_argument, NULL, OPT_LOG_STALL },
 		{ "fresh", no_argument, NULL, OPT_FRESH },
 		{ "zk", required_argument, NULL, OPT_ZK },
 		{ "zk-name", required_argument, NULL, OPT_ZK_NAME },
@@ -510,6 +517,14 @@ static int parse_args(int argc, char **argv, struct xtxd_opts *o)
 			if (xtx_parse_duration("--log-sync", optarg, &o->drain.sync_ns))
 				return -1;
 			break;
+		case OPT_LOG_STALL:
+			if (xtx_parse_duration("--log-stall", optarg, &o->drain.stall_ns))
+				return -1;
+			if (o->drain.stall_ns < XTXD_LOG_STALL_MIN_NS) {
+				fprintf(stderr, "Error: --log-stall: at least 1s\n");
+				return -1;
+			}
+			break;
 		case OPT_VALUE_SIZE:
 			if (xtx_parse_u32("--value-size", optarg, 1, XTX_VALUE_MAX, &v))
 				return -1;
@@ -686,23 +701,39 @@ static int rebuild_store(const struct xtx_target *t, const char *datadir)
 }
 
 /*
+ * Fail-stop: a server whose log cannot take what it acknowledges stops
+ * serving at once (XDP drops every request, the hold a start sets) and
+ * xtxd ends as a SIGKILL would end it: the program stays attached, the
+ * maps pinned with every acknowledged entry the ring still holds, and no
+ * lease is renewed (a member's session runs out, and the cluster moves
+ * its shards).  The next start adopts them and writes the ring out before
+ * it serves; an ordinary stop would have dropped it.
+ */
+static void fail_stop(int err, const char *why)
+{
+	int herr = xtxd_hold_requests();
+
+	/* the daemon's log: its stderr is /dev/null */
+	pr_warn("xtxd: FATAL: %s: %s; %s and stopping, so that nothing is acknowledged that is "
+		"not durable (the maps stay pinned: the next start writes out what the ring "
+		"holds)\n", why, strerror(-err), herr ? "could NOT hold requests" : "requests held");
+	_exit(1);
+}
+
+/*
  * The rare path's plain writes are in the overflow store, and in the replay
  * records a retransmission is answered from, before they are logged: if the
  * log cannot take them, a retransmission would be acknowledged with the
- * write not durable.  So a server that cannot log stops (fail-stop, as a
- * SIGKILL): the maps stay, and the next start rebuilds the store from what
- * was logged, without the writes nobody was told of.
+ * write not durable.  So a server that cannot log stops (fail-stop): the
+ * next start rebuilds the store from what was logged, without the writes
+ * nobody was told of.
  */
 static int log_writes_or_stop(struct xtx_log_entry *e, size_t n)
 {
 	int err = xtxd_userlog_append(e, n);
 
-	if (err) {
-		fprintf(stderr, "xtxd: FATAL: writing the rare path's writes to the log: %s; "
-			"stopping, so that none is acknowledged without being durable\n",
-			strerror(-err));
-		_exit(1);
-	}
+	if (err)
+		fail_stop(err, "writing the rare path's writes to the log");
 	return 0;
 }
 
@@ -869,9 +900,12 @@ int main(int argc, char **argv)
 		xtxd_snapshot_set_after(xtxd_resolve_compact_soon);
 	}
 	o.rare.log_writes = log_writes_or_stop;
+	xtxd_copy_set_secret(o.has_secret ? &o.secret : NULL);
+	xtxd_logdrain_set_on_fail(fail_stop);
+	xtxd_resolve_set_on_fail(fail_stop);
 	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
-	if (xtxd_rare_start(&t, &o.rare) ||
+	if (xtxd_hold_prepare(&t) || xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
@@ -890,12 +924,24 @@ int main(int argc, char **argv)
 		xtxd_resolve_stop();
 		xtxd_rare_stop();
 		xtxd_userlog_close();
-		xtxd_logdrain_stop();
-		xtxd_settle_stop();
-		xtxd_recover_hold_abandon(&t);
-		if (!adopted && !o.keep_state) {
-			xtx_detach(&t);
-			xtx_unpin(&t);
+		if (adopted) {
+			/*
+			 * What a crashed xtxd left may hold acknowledged entries in
+			 * the ring: served without a drain they could be lost, or
+			 * crowded out.  Requests stay held until a start succeeds.
+			 */
+			xtxd_logdrain_stop();
+			xtxd_settle_stop();
+			pr_warn("xtxd: the adopted program stays attached, holding every request, "
+				"and the maps pinned\n");
+		} else {
+			xtxd_logdrain_stop();
+			xtxd_settle_stop();
+			xtxd_recover_hold_abandon(&t);
+			if (!o.keep_state) {
+				xtx_detach(&t);
+				xtx_unpin(&t);
+			}
 		}
 		unlink(pidfile);
 		xtx_target_unlock(&t);
@@ -932,12 +978,29 @@ int main(int argc, char **argv)
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
 		xtxd_settle_stop();
 	} else {
-		err = xtx_detach(&t);
-		/* no more appends: the last ones reach the disk before the maps go */
-		xtxd_logdrain_stop();
+		const struct timespec grace = { 0, 5 * 1000 * 1000 };
+		uint64_t left;
+		int failed = xtxd_logdrain_failed();
+
+		/*
+		 * No more appends (nor any HADES op): requests held, and a grace
+		 * longer than any XDP run; the last appends reach the disk
+		 * before anything goes.  A drain that failed cannot write them:
+		 * the maps stay with the program attached, serving nobody, and
+		 * the next start adopts them and writes the ring out.
+		 */
+		if (xtxd_hold_requests())
+			err = xtx_detach(&t);	/* the other way to stop the appends */
+		nanosleep(&grace, NULL);
+		left = xtxd_logdrain_stop();
 		xtxd_settle_stop();
-		/* nor any HADES op: what is committing here goes with them */
-		if (err) {
+		if (failed || left) {
+			pr_warn("xtxd: %llu log entries acknowledged here are not on disk (the log "
+				"drain %s): leaving the program attached, serving nobody, and the "
+				"maps pinned; the next start writes them out\n",
+				(unsigned long long)left, failed ? "failed" : "could not finish");
+			err = -EIO;
+		} else if (err || (err = xtx_detach(&t))) {
 			pr_warn("xtxd: the program is still attached: leaving the maps pinned\n");
 		} else if (xtxd_hades_carry_save(&t, &o.load, datadir)) {
 			pr_warn("xtxd: leaving the maps pinned: HADES transactions committing here "

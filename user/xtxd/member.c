@@ -60,18 +60,11 @@ static struct {
 	_Atomic uint64_t alive_until;
 } M = { .map_fd = -1, .shards_fd = -1, .cfg_mu = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t boot_now(void)
-{
-	struct timespec b;
-
-	clock_gettime(CLOCK_BOOTTIME, &b);
-	return (uint64_t)b.tv_sec * 1000000000ull + b.tv_nsec;
-}
 
 /* The resolver's gate: this server may speak for itself (not fenced, session surely alive). */
 static bool speaks(void)
 {
-	return !atomic_load(&M.fenced) && boot_now() < atomic_load(&M.alive_until);
+	return !atomic_load(&M.fenced) && xtx_boot_ns() < atomic_load(&M.alive_until);
 }
 
 /* The configured server whose address is one of this namespace's. */
@@ -224,16 +217,16 @@ static struct xtx_epoch_lease *lease_map(const struct xtx_target *t)
 	return p;
 }
 
-/* CLOCK_MONOTONIC ns (what ZooKeeper's answers are timed in) as bpf_ktime_get_boot_ns(). */
-static uint64_t to_boot_ns(uint64_t mono_ns)
+uint64_t xtxd_lease_until(uint64_t heard, uint64_t lease_ns)
 {
-	struct timespec m, b;
+	/* both on the boot clock XDP reads: nothing to convert, no suspend to gain */
+	return heard + lease_ns;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	clock_gettime(CLOCK_BOOTTIME, &b);
-	/* boot time runs on through a suspend, when ZooKeeper's sessions do too */
-	return mono_ns + ((uint64_t)b.tv_sec * 1000000000ull + b.tv_nsec) -
-	       ((uint64_t)m.tv_sec * 1000000000ull + m.tv_nsec);
+/* The lease earned by the newest heartbeat ZooKeeper answered. */
+static uint64_t lease_end(void)
+{
+	return xtxd_lease_until(xtx_zk_last_heard(M.z), M.lease_ns);
 }
 
 /*
@@ -397,7 +390,7 @@ static void *member_main(void *arg)
 			continue;
 		publish_copy();
 		xtx_zk_heartbeat(M.z);
-		atomic_store(&M.alive_until, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
+		atomic_store(&M.alive_until, lease_end());
 		if (M.recovering && !pending) {
 			if (xtxd_resolve_reconfigure(xtx_cluster_gone(&M.cfg), TICK_NS))
 				continue;	/* still closed */
@@ -408,7 +401,7 @@ static void *member_main(void *arg)
 		}
 		/* only ever forward from what was heard: XDP ends it if we stop here */
 		if (!pending)
-			write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
+			write_lease(M.cfg.epoch, lease_end());
 	}
 	return NULL;
 }
@@ -460,7 +453,7 @@ int xtxd_member_start(const struct xtx_target *t)
 		fprintf(stderr, "Error: cluster: reading the configuration again failed\n");
 		return -1;
 	}
-	atomic_store(&M.alive_until, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
+	atomic_store(&M.alive_until, lease_end());
 	close_xdp();
 	err = write_shards(&M.cfg);
 	if (err) {
@@ -479,7 +472,7 @@ int xtxd_member_start(const struct xtx_target *t)
 	if (atomic_load(&M.fenced))
 		fprintf(stderr, "Warning: cluster: this server starts fenced\n");
 	else if (!M.recovering)	/* else member_main opens once recovered */
-		write_lease(M.cfg.epoch, to_boot_ns(xtx_zk_last_heard(M.z) + M.lease_ns));
+		write_lease(M.cfg.epoch, lease_end());
 	/* from now on this server's absence is a failure the manager acts on */
 	if (xtx_zk_mark_joined(M.z, (unsigned int)M.self) ||
 	    xtxd_manager_start(M.z, (unsigned int)M.self, M.evict_after_ns))

@@ -60,6 +60,10 @@ bool xtxd_member_copy_under_way(void);
  * lease, not fenced, not closed while taking shards over).
  */
 bool xtxd_member_serving(void);
+ * The end of the lease ZooKeeper's answer to a heartbeat sent at heard
+ * (xtx_zk_clock()) earns, as XDP reads it (bpf_ktime_get_boot_ns()).
+ */
+uint64_t xtxd_lease_until(uint64_t heard, uint64_t lease_ns);
 /* For xtxctl info and metrics: the epoch served now, and whether fenced. */
 unsigned int xtxd_member_epoch(bool *fenced);
 

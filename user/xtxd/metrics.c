@@ -250,7 +250,8 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.hades_aborted);
 	family(b, "xtx_resolver_refused_total", "counter",
 	       "Messages to the resolver port ignored: not from a listed server, malformed, "
-	       "a client's question refused, or one without the secret's MAC.");
+	       "without the secret's seal, sent before, past a sender's ration for unknown "
+	       "transactions, a client's question refused, or one without the secret's MAC.");
 	put(b, "xtx_resolver_refused_total{reason=\"not_a_peer\"} %llu\n",
 	    (unsigned long long)r.strangers);
 	put(b, "xtx_resolver_refused_total{reason=\"malformed\"} %llu\n",
@@ -259,6 +260,12 @@ static void resolve_metrics(struct mbuf *b)
 	    (unsigned long long)r.client_refused);
 	put(b, "xtx_resolver_refused_total{reason=\"bad_mac\"} %llu\n",
 	    (unsigned long long)r.client_bad_mac);
+	put(b, "xtx_resolver_refused_total{reason=\"unauthenticated\"} %llu\n",
+	    (unsigned long long)r.unauthenticated);
+	put(b, "xtx_resolver_refused_total{reason=\"replayed\"} %llu\n",
+	    (unsigned long long)r.replayed);
+	put(b, "xtx_resolver_refused_total{reason=\"throttled\"} %llu\n",
+	    (unsigned long long)r.throttled);
 	family(b, "xtx_resolver_client_questions_total", "counter",
 	       "Clients' questions about their own transactions' outcomes, answered.");
 	put(b, "xtx_resolver_client_questions_total %llu\n", (unsigned long long)r.client_asks);

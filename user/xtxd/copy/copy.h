@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <xtx/mac.h>
 #include "cluster.h"
 #include "target.h"
 #include "zk.h"
@@ -41,6 +42,17 @@ typedef bool (*xtxd_copy_config_fn)(struct xtx_cluster *c, unsigned int *self);
 /* Serves copies on TCP port + 1; 0 or a negative errno after printing why. */
 int xtxd_copy_serve_start(uint16_t port, xtxd_copy_config_fn config);
 void xtxd_copy_serve_stop(void);
+/*
+ * The cluster's secret (NULL: none), which seals requests and the copy
+ * streamed (copy_wire.h).  Before the first copy either way.
+ */
+void xtxd_copy_set_secret(const struct xtx_secret *s);
+
+/* What the copy port refused: connections from no server's address, requests not sealed right. */
+struct xtxd_copy_serve_stats {
+	uint64_t strangers, refused;
+};
+void xtxd_copy_serve_get_stats(struct xtxd_copy_serve_stats *s);
 
 /*
  * Copies the shards c has server self copying (from their primaries, on

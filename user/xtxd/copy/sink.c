@@ -121,7 +121,7 @@ static int recv_some(int fd, void *buf, size_t len, size_t *got)
 
 static int recv_exact(int fd, void *buf, size_t len)
 {
-	size_t got;
+	size_t got = 0;
 	int err;
 
 	while (len) {
@@ -137,13 +137,17 @@ static int recv_exact(int fd, void *buf, size_t len)
 /* The shards of rq from server src, installed here; 0 or a negative errno. */
 static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_req *rq)
 {
-	static uint8_t buf[BATCH * sizeof(struct xtxd_copy_item) + XTXD_COPY_ITEM_MAX];
+	static uint8_t buf[XTXD_COPY_FRAME_MAX];
+	static uint64_t last_stamp;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(K.cport + 1)),
 				 .sin_addr = K.c.server[src] };
 	const struct timeval tmo = { IO_TIMEOUT_S, 0 };
 	struct xtxd_copy_hdr h;
-	size_t have = 0, got, off;
-	uint64_t count = 0;
+	struct xtxd_copy_auth au;
+	struct xtxd_copy_frame f;
+	struct timespec ts;
+	uint64_t count = 0, chain, mac;
+	size_t off;
 	int fd, err;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -151,47 +155,66 @@ static int pull(struct xtxd_live *l, unsigned int src, const struct xtxd_copy_re
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* a new stamp for every request: the source serves each once */
+	au.stamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (au.stamp <= last_stamp)
+		au.stamp = last_stamp + 1;
+	last_stamp = au.stamp;
+	au.mac = xtxd_copy_req_mac(rq, au.stamp);
 	err = connect(fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
-	if (!err && send(fd, rq, sizeof(*rq), MSG_NOSIGNAL) != (ssize_t)sizeof(*rq))
+	if (!err && (send(fd, rq, sizeof(*rq), MSG_NOSIGNAL) != (ssize_t)sizeof(*rq) ||
+		     send(fd, &au, sizeof(au), MSG_NOSIGNAL) != (ssize_t)sizeof(au)))
 		err = -EPIPE;
 	if (!err)
 		err = recv_exact(fd, &h, sizeof(h));
-	if (!err && h.magic != XTXD_COPY_MAGIC)
+	if (!err && (h.magic != XTXD_COPY_MAGIC ||
+		     !xtxd_copy_mac_ok(xtxd_copy_reply_mac(&h, au.mac), h.mac)))
 		err = -EPROTO;
 	if (!err && h.status)
 		err = h.status < 0 ? h.status : -EPROTO;
+	chain = h.mac;
+	/* frame by frame, each checked whole before a key of it goes in */
 	while (!err) {
-		err = recv_some(fd, buf + have, sizeof(buf) - have, &got);
+		err = recv_exact(fd, &f, sizeof(f));
+		if (!err && (f.len > sizeof(buf) || f.len < sizeof(struct xtxd_copy_item)))
+			err = -EPROTO;
+		if (!err)
+			err = recv_exact(fd, buf, f.len);
+		if (!err)
+			err = recv_exact(fd, &mac, sizeof(mac));
 		if (err)
 			break;
-		have += got;
-		for (off = 0; !err;) {
+		chain = xtxd_copy_frame_mac(chain, &f, buf);
+		if (!xtxd_copy_mac_ok(chain, mac)) {
+			pr_warn("copy: from server %u: a frame of keys fails its seal: not "
+				"installed\n", src);
+			err = -EPROTO;
+			break;
+		}
+		for (off = 0; !err && off < f.len;) {
 			struct xtxd_copy_item it;
 
-			if (have - off < sizeof(it))
-				break;
-			memcpy(&it, buf + off, sizeof(it));
-			if (!(it.flags & XTX_KVF_VALID)) {
-				/* the end: every key sent arrived; no version below the source's floor */
-				err = it.key != count ? -EPROTO :
-				      xtxd_live_raise_floors(l, it.version) ? -ETIMEDOUT : 1;
-				break;
-			}
-			if (it.vlen > XTX_VALUE_MAX) {
+			if (f.len - off < sizeof(it)) {
 				err = -EPROTO;
 				break;
 			}
-			if (have - off < xtxd_copy_item_size(it.vlen))
+			memcpy(&it, buf + off, sizeof(it));
+			if (!(it.flags & XTX_KVF_VALID)) {
+				/* the end: every key sent arrived; no version below the source's floor */
+				err = it.key != count || off + sizeof(it) != f.len ? -EPROTO :
+				      xtxd_live_raise_floors(l, it.version) ? -ETIMEDOUT : 1;
 				break;
+			}
+			if (it.vlen > XTX_VALUE_MAX || f.len - off < xtxd_copy_item_size(it.vlen)) {
+				err = -EPROTO;
+				break;
+			}
 			err = install(l, &it, buf + off + sizeof(it));
 			off += xtxd_copy_item_size(it.vlen);
 			count++;
 			atomic_fetch_add(&K.keys, 1);
 		}
-		if (err)
-			break;
-		have -= off;
-		memmove(buf, buf + off, have);
 	}
 	close(fd);
 	if (err == -ENOSPC)

@@ -30,22 +30,35 @@
 #define IO_TIMEOUT_S		10
 #define BATCH_BYTES		(64 * 1024)	/* bytes per send, at least */
 
+/* How long a copier has to send its whole request once connected. */
+#define REQ_DEADLINE_NS		(1000ull * 1000 * 1000)
+
 static struct {
 	int sock, stop_fd;
 	pthread_t tid;
 	bool running;
 	atomic_bool quit;
 	xtxd_copy_config_fn config;
+	/* the newest request stamp served, per server: a request is served once */
+	uint64_t last_stamp[XTX_CLUSTER_MAX_SERVERS];
+	_Atomic uint64_t strangers, refused;
 } S = { .sock = -1, .stop_fd = -1 };
+
+void xtxd_copy_serve_get_stats(struct xtxd_copy_serve_stats *st)
+{
+	st->strangers = atomic_load(&S.strangers);
+	st->refused = atomic_load(&S.refused);
+}
 
 static bool stopping(void)
 {
 	return atomic_load(&S.quit);
 }
 
-/* A batch of items on its way to the copier. */
+/* A batch of items on its way to the copier: one frame. */
 struct out {
 	int fd;
+	uint64_t chain;		/* the MAC of the frame before (copy_wire.h) */
 	uint8_t b[BATCH_BYTES + XTXD_COPY_ITEM_MAX];
 	size_t n;		/* bytes */
 	uint64_t sent;
@@ -71,10 +84,20 @@ static int send_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* The batch as a frame: its header, its items, its seal. */
 static int flush(struct out *o)
 {
-	int err = o->n ? send_all(o->fd, o->b, o->n) : 0;
+	struct xtxd_copy_frame f = { .len = (uint32_t)o->n };
+	int err;
 
+	if (!o->n)
+		return 0;
+	o->chain = xtxd_copy_frame_mac(o->chain, &f, o->b);
+	err = send_all(o->fd, &f, sizeof(f));
+	if (!err)
+		err = send_all(o->fd, o->b, o->n);
+	if (!err)
+		err = send_all(o->fd, &o->chain, sizeof(o->chain));
 	o->n = 0;
 	return err;
 }
@@ -215,24 +238,101 @@ static int check(const struct xtxd_copy_req *rq, const struct sockaddr_in *peer,
 	return 0;
 }
 
+/* len bytes before deadline (CLOCK_MONOTONIC), however the sender dribbles them: 0 or -errno. */
+static int recv_by(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char *c = buf;
+	ssize_t n;
+
+	while (len) {
+		uint64_t now = xtx_now_ns();
+
+		if (now >= deadline || stopping())
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) <= 0)
+			continue;
+		n = recv(fd, c, len, MSG_DONTWAIT);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Whether addr is one of the configured servers' (the only ones that copy). */
+static bool a_server(struct in_addr addr)
+{
+	static struct xtx_cluster c;
+	unsigned int self, i;
+
+	S.config(&c, &self);
+	for (i = 0; i < c.nservers; i++)
+		if (c.server[i].s_addr == addr.s_addr)
+			return true;
+	return false;
+}
+
+/*
+ * The request is the sender's own, sealed with the secret, fresh and not
+ * served before: 0, or -EPERM after counting it refused.
+ */
+static int check_seal(const struct xtxd_copy_req *rq, const struct xtxd_copy_auth *au,
+		      const struct sockaddr_in *peer)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (!xtxd_copy_sealed())
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (rq->from < XTX_CLUSTER_MAX_SERVERS &&
+	    xtxd_copy_mac_ok(xtxd_copy_req_mac(rq, au->stamp), au->mac) &&
+	    au->stamp + XTXD_COPY_SKEW_NS > now && au->stamp < now + XTXD_COPY_SKEW_NS &&
+	    au->stamp > S.last_stamp[rq->from]) {
+		S.last_stamp[rq->from] = au->stamp;
+		return 0;
+	}
+	if (!atomic_fetch_add(&S.refused, 1))
+		pr_warn("copy: a request from %s without the secret's seal, or sent before: "
+			"refused\n", inet_ntoa(peer->sin_addr));
+	return -EPERM;
+}
+
 static void serve_one(int fd, const struct sockaddr_in *peer)
 {
 	static struct xtx_cluster c;
 	static struct out o;
 	struct xtxd_copy_req rq;
+	struct xtxd_copy_auth au;
 	struct xtxd_copy_hdr h = { .magic = XTXD_COPY_MAGIC };
 	struct xtxd_copy_item end;
+	struct xtxd_copy_frame f = { .len = sizeof(end) };
 	unsigned int self = 0;
 	uint64_t t0 = xtx_now_ns(), t1;
 	size_t left = 0;
-	ssize_t n;
 	int err;
 
-	n = recv(fd, &rq, sizeof(rq), MSG_WAITALL);
-	if (n != (ssize_t)sizeof(rq) || rq.magic != XTXD_COPY_MAGIC) {
-		pr_warn("copy: a malformed request from %s: ignored\n", inet_ntoa(peer->sin_addr));
+	/* the whole request at once: a silent or dribbling sender holds nobody up for long */
+	err = recv_by(fd, &rq, sizeof(rq), t0 + REQ_DEADLINE_NS);
+	if (!err)
+		err = recv_by(fd, &au, sizeof(au), t0 + REQ_DEADLINE_NS);
+	if (err || rq.magic != XTXD_COPY_MAGIC) {
+		atomic_fetch_add(&S.refused, 1);
+		pr_warn("copy: %s from %s: ignored\n", err ? "no whole request" : "a malformed "
+			"request", inet_ntoa(peer->sin_addr));
 		return;
 	}
+	/* nothing is waited for, let alone sent, before the seal checks */
+	if (check_seal(&rq, &au, peer))
+		return;
 	err = await_epoch(rq.epoch, &c, &self);
 	if (!err)
 		err = check(&rq, peer, &c, self);
@@ -247,6 +347,7 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 	if (!err && !o.l)
 		err = -ENOTCONN;
 	h.status = err;
+	h.mac = xtxd_copy_reply_mac(&h, au.mac);
 	if (send_all(fd, &h, sizeof(h)) || err) {
 		pr_warn("copy: server %u (%s) asked for a copy for epoch %u: refused: %s\n",
 			rq.from, inet_ntoa(peer->sin_addr), rq.epoch, strerror(-err));
@@ -254,6 +355,7 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 	}
 	t1 = xtx_now_ns();
 	o.fd = fd;
+	o.chain = h.mac;
 	o.n = 0;
 	o.sent = 0;
 	o.c = &c;
@@ -266,8 +368,14 @@ static void serve_one(int fd, const struct sockaddr_in *peer)
 	memset(&end, 0, sizeof(end));
 	end.key = o.sent;
 	end.version = xtxd_live_max_floor(o.l);
+	/* the end in a frame of its own */
+	o.chain = xtxd_copy_frame_mac(o.chain, &f, &end);
+	if (!err)
+		err = send_all(fd, &f, sizeof(f));
 	if (!err)
 		err = send_all(fd, &end, sizeof(end));
+	if (!err)
+		err = send_all(fd, &o.chain, sizeof(o.chain));
 	if (err)
 		pr_warn("copy: to server %u (%s): %s after %llu keys\n", rq.from,
 			inet_ntoa(peer->sin_addr), strerror(-err), (unsigned long long)o.sent);
@@ -302,6 +410,14 @@ static void *serve_main(void *arg)
 		fd = accept(S.sock, (struct sockaddr *)&peer, &len);
 		if (fd < 0)
 			continue;
+		/* only servers copy: anyone else is gone before a byte is read */
+		if (!a_server(peer.sin_addr)) {
+			if (!atomic_fetch_add(&S.strangers, 1))
+				pr_warn("copy: a connection from %s, no server of the cluster: "
+					"closed\n", inet_ntoa(peer.sin_addr));
+			close(fd);
+			continue;
+		}
 		/*
 		 * one copier at a time: a silent one (or a stranger) must not hold
 		 * the next up for long; the request comes at once

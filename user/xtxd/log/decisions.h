@@ -22,14 +22,27 @@ struct xtxd_outcome_rec {
 
 _Static_assert(sizeof(struct xtxd_outcome_rec) == 16, "decision record layout");
 
-/* Opens (creating) the file in dirfd for appending; an fd or a negative errno. */
+/*
+ * Opens (creating) the file in dirfd for appending, after cutting off a
+ * torn last record (a crash mid-append: nobody acted on it), so the next
+ * record follows the good ones; an fd or a negative errno.
+ */
 int xtxd_outcome_open(int dirfd);
-/* Appends one decision and syncs it; 0 or a negative errno. */
+/*
+ * Appends one decision and syncs it; 0 or a negative errno.  After a
+ * failed fdatasync the kernel may have dropped what was written since the
+ * last good one, and a later fdatasync may succeed without it: every later
+ * append fails too (-EIO), and the caller must stop (fail-stop) rather
+ * than act on a decision that may not be on disk.
+ */
 int xtxd_outcome_append(int fd, uint64_t txn, uint32_t outcome);
 /*
- * Calls fn for every intact record of the file in dirfd, in order (a later
+ * Calls fn for every record of the file in dirfd, in order (a later
  * record of the same txn repeats the same decision).  0 (also when there
- * is no file) or a negative errno.
+ * is no file), or -EBADMSG when a record other than the last is damaged
+ * (the file is; decisions after it would be lost) after saying so, or a
+ * negative errno.  A torn last record is skipped: never synced, never
+ * acted on.
  */
 int xtxd_outcome_load(int dirfd, int (*fn)(uint64_t txn, uint32_t outcome, void *arg),
 		      void *arg);

@@ -58,6 +58,13 @@ static struct {
 	struct xtxd_logdrain_stats st;	/* written by the thread, read with relaxed loads */
 	xtxd_logdrain_observer observer;	/* set before start */
 	uint64_t passes;		/* drain passes completed (atomic) */
+	/* the watchdog: a drain that makes no progress for stall_ns fails */
+	uint64_t stall_ns;
+	uint64_t healthy_ns;		/* the last pass that wrote and synced all it had (atomic) */
+	pthread_t wd_tid;
+	bool wd_running;
+	xtxd_logdrain_fail_fn on_fail;	/* set before start */
+	int fail_told;			/* atomic: on_fail called */
 } D = { .dirfd = -1, .lockfd = -1 };
 
 /*
@@ -102,6 +109,25 @@ static void drain_kick(void)
 	W.kicked = true;
 	pthread_cond_signal(&W.cv);
 	pthread_mutex_unlock(&W.mu);
+}
+
+/*
+ * Marks the drain failed (head never moves again) and tells on_fail, once.
+ * From the drain's thread or the watchdog's.
+ */
+static void drain_fail(int err, const char *why)
+{
+	int zero = 0;
+
+	__atomic_store_n(&D.failed, err, __ATOMIC_RELEASE);
+	__atomic_store_n(&D.st.failed, 1, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&D.fail_told, &zero, 1, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	pr_warn("Error: log: %s: the log drain FAILED; %s\n", why,
+		D.on_fail ? "this server stops (fail-stop)" : "nothing more leaves the ring");
+	if (D.on_fail)
+		D.on_fail(err, why);
 }
 
 #define ST_ADD(f, v)	__atomic_fetch_add(&D.st.f, (v), __ATOMIC_RELAXED)
@@ -298,7 +324,7 @@ static uint64_t releasable(const struct drain_cpu *dc)
  * its segment.  The slots stay XDP's to fill again only once head passes
  * them, which happens after they are synced.  Returns entries written.
  */
-static uint64_t drain_cpu(uint32_t c)
+static uint64_t drain_cpu(uint32_t c, bool *write_failed)
 {
 	struct drain_cpu *dc = &D.cpus[c];
 	const uint8_t *base = D.log + (size_t)c * D.ring * D.stride;
@@ -314,12 +340,14 @@ static uint64_t drain_cpu(uint32_t c)
 	next = dc->w.next_seq;
 	if (tail < next || tail - dc->head > D.ring) {
 		/* cannot happen unless someone else moves the cursors */
-		if (!D.failed)
-			pr_warn("Error: log: CPU %u: tail %llu, head %llu, written %llu: the "
-				"cursor moved under the drain; stopping it\n", c,
-				(unsigned long long)tail, (unsigned long long)dc->head,
-				(unsigned long long)next);
-		D.failed = -EIO;
+		if (!D.failed) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "CPU %u: tail %llu, head %llu, written %llu: the "
+				 "cursor moved under the drain", c, (unsigned long long)tail,
+				 (unsigned long long)dc->head, (unsigned long long)next);
+			drain_fail(-EIO, why);
+		}
 		return 0;
 	}
 	while (next < tail) {
@@ -336,12 +364,14 @@ static uint64_t drain_cpu(uint32_t c)
 		run = (const struct xtx_log_entry *)(base + (next & (D.ring - 1)) * D.stride);
 		for (i = 0; i < n; i++) {
 			if (run[i].seq != next + i) {
-				if (!D.failed)
-					pr_warn("Error: log: CPU %u: slot of seq %llu holds "
-						"seq %llu; stopping the drain\n", c,
-						(unsigned long long)(next + i),
-						(unsigned long long)run[i].seq);
-				D.failed = -EIO;
+				if (!D.failed) {
+					char why[120];
+
+					snprintf(why, sizeof(why), "CPU %u: the slot of seq %llu "
+						 "holds seq %llu", c, (unsigned long long)(next + i),
+						 (unsigned long long)run[i].seq);
+					drain_fail(-EIO, why);
+				}
 				return moved;
 			}
 		}
@@ -353,11 +383,15 @@ static uint64_t drain_cpu(uint32_t c)
 		moved += dc->w.next_seq - next;
 		next = dc->w.next_seq;
 		if (err) {
-			/* ENOSPC and friends: head stays, the ring fills, XDP says LOG_FULL */
+			/*
+			 * ENOSPC and friends: head stays, the ring fills, XDP says
+			 * LOG_FULL; retried until the watchdog calls it a stall
+			 */
 			if (!D.st.write_errors || xtx_log_level >= XTX_LOG_DEBUG)
 				pr_warn("Error: log: writing CPU %u's segment: %s (retrying)\n", c,
 					strerror(-err));
 			ST_ADD(write_errors, 1);
+			*write_failed = true;
 			break;
 		}
 	}
@@ -383,10 +417,11 @@ static void sync_and_release(void)
 			 * dirty pages: nothing written since the last good sync can
 			 * be trusted, so head must never pass it (fail-stop).
 			 */
-			pr_warn("Error: log: syncing CPU %u's segment: %s; the log stops "
-				"draining\n", c, strerror(-err));
-			D.failed = err;
-			ST_SET(failed, 1);
+			char why[96];
+
+			snprintf(why, sizeof(why), "syncing CPU %u's segment: %s", c,
+				 strerror(-err));
+			drain_fail(err, why);
 			return;
 		}
 		ST_ADD(fsyncs, 1);
@@ -439,12 +474,13 @@ static void note_lag(void)
 static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
 {
 	uint64_t moved = 0, now;
+	bool write_failed = false;
 	uint32_t c;
 
 	if (D.failed)
 		return 0;
 	for (c = 0; c < D.ncpu; c++)
-		moved += drain_cpu(c);
+		moved += drain_cpu(c, &write_failed);
 	__atomic_fetch_add(&D.passes, 1, __ATOMIC_RELEASE);
 	note_lag();
 	now = xtx_now_ns();
@@ -453,7 +489,63 @@ static uint64_t drain_pass(uint64_t *last_sync, bool force_sync)
 		*last_sync = now;
 		sync_and_release();
 	}
+	/* what it had is written, and synced or to be at its time: the disk answers */
+	if (!D.failed && !write_failed)
+		__atomic_store_n(&D.healthy_ns, xtx_now_ns(), __ATOMIC_RELEASE);
 	return moved;
+}
+
+/* Entries in some ring that are not on disk yet. */
+static bool ring_waits(void)
+{
+	uint32_t c;
+
+	for (c = 0; c < D.ncpu; c++)
+		if (__atomic_load_n(&D.cur[c].tail, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(&D.cur[c].head, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+/*
+ * The watchdog: a write or fdatasync that does not return (a hung disk)
+ * leaves the drain's thread stuck where nothing else notices, while XDP
+ * acknowledges appends until the ring fills; writes that fail again and
+ * again leave it full.  Either way the log takes nothing for stall_ns.
+ */
+static void *watchdog_main(void *arg)
+{
+	const struct timespec tick = { 0, 100 * 1000 * 1000 };
+	uint64_t healthy, last = xtx_now_ns(), now;
+	int64_t since;
+
+	(void)arg;
+	while (!__atomic_load_n(&D.stop, __ATOMIC_ACQUIRE)) {
+		nanosleep(&tick, NULL);
+		if (__atomic_load_n(&D.failed, __ATOMIC_ACQUIRE))
+			break;
+		/*
+		 * Woken far later than asked: the whole process was stopped
+		 * (SIGSTOP, a stall of the machine), the drain with it, not
+		 * the disk alone: the drain gets a whole window from now
+		 */
+		now = xtx_now_ns();
+		if (now - last > 10 * (uint64_t)tick.tv_nsec)
+			__atomic_store_n(&D.healthy_ns, now, __ATOMIC_RELEASE);
+		last = now;
+		/* the stamp first: the drain may write a newer one after our clock read */
+		healthy = __atomic_load_n(&D.healthy_ns, __ATOMIC_ACQUIRE);
+		since = (int64_t)(xtx_now_ns() - healthy);
+		if (since > (int64_t)D.stall_ns && ring_waits()) {
+			char why[120];
+
+			snprintf(why, sizeof(why), "no log write and sync has completed for %llu ms "
+				 "(a hung or failing disk)", (unsigned long long)(since / 1000000));
+			drain_fail(-ETIMEDOUT, why);
+			break;
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -516,10 +608,12 @@ static void cleanup(void)
 	if (D.dirfd >= 0)
 		close(D.dirfd);
 	xtxd_logdrain_observer obs = D.observer;
+	xtxd_logdrain_fail_fn on_fail = D.on_fail;
 
 	memset(&D, 0, sizeof(D));
 	D.dirfd = D.lockfd = -1;
 	D.observer = obs;
+	D.on_fail = on_fail;
 }
 
 /*
@@ -562,6 +656,12 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 	pthread_once(&wait_once, wait_init);
 	cleanup();
 	D.sync_ns = o->sync_ns;
+	D.stall_ns = o->stall_ns ? o->stall_ns : XTXD_LOG_STALL_DEFAULT_NS;
+	if (D.stall_ns < XTXD_LOG_STALL_MIN_NS)
+		D.stall_ns = XTXD_LOG_STALL_MIN_NS;
+	/* an idle drain passes once per sync period (at most a second): a few of them */
+	if (D.stall_ns < 3 * D.sync_ns)
+		D.stall_ns = 3 * D.sync_ns;
 	if (o->data_dir)
 		snprintf(D.dir, sizeof(D.dir), "%s", o->data_dir);
 	else
@@ -624,6 +724,15 @@ int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_o
 	}
 	pthread_setname_np(D.tid, "xtxd-logdrain");
 	D.running = true;
+	__atomic_store_n(&D.healthy_ns, xtx_now_ns(), __ATOMIC_RELEASE);
+	err = -pthread_create(&D.wd_tid, NULL, watchdog_main, NULL);
+	if (err) {
+		fprintf(stderr, "Error: log: starting the drain's watchdog: %s\n", strerror(-err));
+		xtxd_logdrain_stop();
+		return err;
+	}
+	pthread_setname_np(D.wd_tid, "xtxd-logwatch");
+	D.wd_running = true;
 	pr_info("log: draining %u CPUs x %u entries to %s (sync every %llu us)\n", D.ncpu, D.ring,
 		D.dir, (unsigned long long)(D.sync_ns / 1000));
 	return 0;
@@ -632,16 +741,19 @@ fail:
 	return err;
 }
 
-void xtxd_logdrain_stop(void)
+uint64_t xtxd_logdrain_stop(void)
 {
 	struct xtxd_logdrain_stats s;
 	uint64_t lost = 0;
 	uint32_t c;
 
 	if (!D.running)
-		return;
+		return 0;
 	__atomic_store_n(&D.stop, 1, __ATOMIC_RELEASE);
 	drain_kick();
+	if (D.wd_running)
+		pthread_join(D.wd_tid, NULL);
+	D.wd_running = false;
 	pthread_join(D.tid, NULL);
 	for (c = 0; c < D.ncpu; c++)
 		lost += D.cur[c].tail - D.cpus[c].head;
@@ -655,6 +767,17 @@ void xtxd_logdrain_stop(void)
 		pr_warn("log: %llu entries left undrained in the ring\n", (unsigned long long)lost);
 	unlink(D.stats_path);
 	cleanup();
+	return lost;
+}
+
+void xtxd_logdrain_set_on_fail(xtxd_logdrain_fail_fn fn)
+{
+	D.on_fail = fn;
+}
+
+int xtxd_logdrain_failed(void)
+{
+	return D.running ? __atomic_load_n(&D.failed, __ATOMIC_ACQUIRE) : 0;
 }
 
 void xtxd_logdrain_set_observer(xtxd_logdrain_observer fn)

@@ -12,10 +12,19 @@
 
 #define XTXD_LOG_SYNC_DEFAULT_NS	XTX_LOGFILE_SYNC_DEFAULT_NS
 
+#define XTXD_LOG_STALL_DEFAULT_NS	(10ull * 1000 * 1000 * 1000)
+#define XTXD_LOG_STALL_MIN_NS		(1000ull * 1000 * 1000)
+
 struct xtxd_logdrain_opts {
 	const char *data_dir;	/* NULL: xtx_logfile_default_dir() */
 	uint64_t sync_ns;	/* fdatasync at most this often (0: after every pass) */
 	uint64_t seg_max;	/* rotate segments at this size (0: XTX_LOGFILE_SEG_MAX) */
+	/*
+	 * The drain fails when it has not written and synced what waits in
+	 * the ring for this long (a hung disk, writes failing again and
+	 * again); 0: XTXD_LOG_STALL_DEFAULT_NS.
+	 */
+	uint64_t stall_ns;
 };
 
 /* The upper bounds (us) of the sync-time histogram's buckets, +Inf apart. */
@@ -32,6 +41,7 @@ struct xtxd_logdrain_stats {
 	uint64_t max_lag;	/* the fullest any CPU's log was seen (LOG_FULL at the ring size) */
 	uint64_t sync_max_ns;	/* the longest sync round */
 	uint64_t write_errors;	/* failed writes, retried */
+	uint64_t failed;	/* 1 once the drain failed (fail-stop) */
 	uint64_t ring;		/* entries per CPU */
 	uint64_t cpus;
 	uint64_t sync_rounds;	/* sync rounds: an fdatasync of every segment written to */
@@ -49,10 +59,26 @@ struct xtxd_logdrain_stats {
 int xtxd_logdrain_start(const struct xtx_target *t, const struct xtxd_logdrain_opts *o);
 /*
  * Drains what the logs hold, syncs, advances head and joins the thread;
- * safe when never started.  Call it after XDP is detached when the maps
- * are going away, so the last appends reach the disk too.
+ * safe when never started.  Call it once XDP appends nothing more (its
+ * requests held, or detached) when the maps are going away, so the last
+ * appends reach the disk too.  Returns the entries left in the rings, not
+ * on disk: nonzero when the drain failed, and then the maps must stay.
  */
-void xtxd_logdrain_stop(void);
+uint64_t xtxd_logdrain_stop(void);
+/*
+ * A failed drain is fail-stop: after a failed fdatasync nothing written
+ * since the last good one can be trusted, and a drain that makes no
+ * progress for stall_ns (a hung disk) will not make any soon, while XDP
+ * goes on acknowledging appends into the ring.  fn is called once, on the
+ * drain's thread or its watchdog's, the first time either happens; it
+ * must make the server stop serving and end xtxd with the maps left as
+ * they are (the ring holds every acknowledged entry not on disk).
+ * Set before start.
+ */
+typedef void (*xtxd_logdrain_fail_fn)(int err, const char *why);
+void xtxd_logdrain_set_on_fail(xtxd_logdrain_fail_fn fn);
+/* The drain's failure (a negative errno), or 0. */
+int xtxd_logdrain_failed(void);
 /*
  * Called by the drain thread with each batch of entries it copies out of
  * the ring, before they are written; must not block.  Set before start.

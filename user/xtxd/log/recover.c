@@ -135,6 +135,29 @@ void xtxd_recover_release(const struct xtx_target *t)
 	held = false;
 }
 
+static int hold_fd = -1;
+
+int xtxd_hold_prepare(const struct xtx_target *t)
+{
+	if (hold_fd >= 0)
+		return 0;
+	hold_fd = xtx_target_map_fd(t, XTX_MAP_RUNTIME);
+	return hold_fd < 0 ? hold_fd : 0;
+}
+
+int xtxd_hold_requests(void)
+{
+	struct xtx_runtime rt;
+	__u32 zero = 0;
+
+	if (hold_fd < 0)
+		return -EBADF;
+	if (bpf_map_lookup_elem(hold_fd, &zero, &rt))
+		return -errno;
+	rt.drop_request_ppm = DROP_ALL_PPM;
+	return bpf_map_update_elem(hold_fd, &zero, &rt, BPF_ANY) ? -errno : 0;
+}
+
 /* ---- the keys being rebuilt: (table, key) -> newest version seen ---- */
 
 struct rkey {
@@ -243,6 +266,8 @@ struct snap_info {
 	char name[64];
 	struct xtx_snap_hdr h;
 	struct xtx_snap_pos *pos;
+	struct xtx_log_entry *carry;	/* version 3: the records it carries */
+	size_t ncarry;
 };
 
 static int newest_snapshot(int dirfd, struct snap_info *si)
@@ -270,6 +295,45 @@ static int newest_snapshot(int dirfd, struct snap_info *si)
 		}
 	}
 	closedir(d);
+	return 0;
+}
+
+/*
+ * Version 3: the carried entries that follow the records (f is there),
+ * then their trailer, the file's last bytes: into si.  0, -EBADMSG with
+ * *what, or a negative errno.
+ */
+static int read_carry(FILE *f, struct snap_info *si, const char **what)
+{
+	struct xtx_snap_carry tr, again;
+	long off = ftell(f);
+	struct stat st;
+	uint32_t crc;
+
+	if (off < 0 || fstat(fileno(f), &st))
+		return -errno;
+	if (st.st_size < off + (off_t)sizeof(tr) ||
+	    pread(fileno(f), &tr, sizeof(tr), st.st_size - (off_t)sizeof(tr)) != sizeof(tr) ||
+	    memcmp(tr.magic, XTX_SNAP_CARRY_MAGIC, sizeof(tr.magic)) || tr.off != (uint64_t)off ||
+	    tr.n != (uint64_t)(st.st_size - off - (off_t)sizeof(tr)) / sizeof(*si->carry) ||
+	    (st.st_size - off - (off_t)sizeof(tr)) % sizeof(*si->carry)) {
+		*what = "its carried records are not where its trailer says";
+		return -EBADMSG;
+	}
+	si->carry = malloc((tr.n ? tr.n : 1) * sizeof(*si->carry));
+	if (!si->carry)
+		return -ENOMEM;
+	if ((tr.n && fread(si->carry, sizeof(*si->carry), tr.n, f) != tr.n) ||
+	    fread(&again, sizeof(again), 1, f) != 1 || memcmp(&again, &tr, sizeof(tr))) {
+		*what = "its carried records end early";
+		return -EBADMSG;
+	}
+	crc = xtx_crc32c(0, si->carry, tr.n * sizeof(*si->carry));
+	if (xtx_crc32c(crc, &tr, offsetof(struct xtx_snap_carry, crc)) != tr.crc) {
+		*what = "its carried records fail their CRC";
+		return -EBADMSG;
+	}
+	si->ncarry = tr.n;
 	return 0;
 }
 
@@ -306,7 +370,8 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	if (fread(h, sizeof(*h), 1, f) != 1 ||
 	    memcmp(h->magic, XTX_SNAP_MAGIC, sizeof(h->magic)) ||
-	    (h->version != XTX_SNAP_VERSION && h->version != XTX_SNAP_VERSION_INLINE) ||
+	    (h->version != XTX_SNAP_VERSION && h->version != XTX_SNAP_VERSION_NOCARRY &&
+	     h->version != XTX_SNAP_VERSION_INLINE) ||
 	    h->rec_size != sizeof(struct xtx_snap_rec) || !h->ncpu || h->ncpu > 65536) {
 		what = h->version > XTX_SNAP_VERSION ? "a newer format than this xtxd reads" :
 		       "bad header";
@@ -345,7 +410,7 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 			what = "a record's value length is out of range";
 			goto bad;
 		}
-		tn = h->version == XTX_SNAP_VERSION ? xtx_snap_tail_size(vlen) : 0;
+		tn = h->version != XTX_SNAP_VERSION_INLINE ? xtx_snap_tail_size(vlen) : 0;
 		memset(value, 0, sizeof(value));
 		if (tn && fread(value + XTX_VALUE_INLINE, tn, 1, f) != 1) {
 			what = "size does not match its record count";
@@ -373,6 +438,13 @@ static int load_snapshot(int dirfd, const char *dir, struct snap_info *si, struc
 		err = 0;
 	}
 	xtx_progress_end(&prog, h->count);
+	if (h->version == XTX_SNAP_VERSION) {
+		err = read_carry(f, si, &what);
+		if (err == -EBADMSG)
+			goto bad;
+		if (err)
+			goto out;
+	}
 	if (fgetc(f) != EOF) {
 		what = "size does not match its record count";
 		goto bad;
@@ -409,6 +481,7 @@ static struct xtxd_txns pending;
 
 struct replay_counts {
 	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
+	uint64_t carried;	/* writes the snapshot carried */
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
 	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
@@ -898,6 +971,59 @@ static int set_aside(int dirfd, const char *dir)
 	return 0;
 }
 
+/*
+ * What the snapshot carries (log records its positions cover and its keys
+ * do not hold), read as the logs are: a multi-replica transaction's
+ * records join the rest of it, to be applied once decided.
+ */
+static int replay_carried(const struct snap_info *si, struct rmap *m, struct replay_counts *n)
+{
+	struct xtx_logrec *rec;
+	size_t i;
+	int err = 0, res;
+
+	rec = malloc(sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	xtx_logrec_init(rec);
+	for (i = 0; !err && i < si->ncarry; i++) {
+		const struct xtx_log_write *w = &rec->w;
+
+		res = xtx_logrec_feed(rec, &si->carry[i]);
+		if (res == XTX_LOGREC_MORE)
+			continue;
+		if (res == XTX_LOGREC_DAMAGED) {
+			fprintf(stderr, "Error: recovery: %s: a carried record: %s: the snapshot "
+				"is damaged; not starting\n", si->name, rec->why);
+			err = -EBADMSG;
+			break;
+		}
+		n->carried++;
+		if ((w->e.nreplicas > 1 || (w->e.flags & XTX_LOGF_META)) &&
+		    !(w->e.flags & XTX_LOGF_DECIDED)) {
+			err = xtxd_txns_add(&pending, w, 0);
+			continue;
+		}
+		err = rmap_apply(m, w->e.table, w->e.key, w->e.version,
+				 w->e.flags & XTX_LOGF_DELETE, w->vlen, w->value);
+		if (err > 0) {
+			n->applied++;
+			if (w->e.flags & XTX_LOGF_DELETE)
+				n->deletes++;
+		} else if (!err) {
+			n->older++;
+		}
+		err = err < 0 ? err : 0;
+	}
+	if (!err && xtx_logrec_partial(rec)) {
+		fprintf(stderr, "Error: recovery: %s: its last carried record is cut short: the "
+			"snapshot is damaged; not starting\n", si->name);
+		err = -EBADMSG;
+	}
+	free(rec);
+	return err;
+}
+
 /* Reads the newest snapshot and every log after it into m; 0 or a negative errno. */
 static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap *m,
 		   struct replay_counts *n)
@@ -919,6 +1045,8 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 	}
 	if (si->have) {
 		err = load_snapshot(dirfd, dir, si, m);
+		if (!err)
+			err = replay_carried(si, m, n);
 		if (err)
 			goto out;
 	}
@@ -949,12 +1077,13 @@ out:
 static void report(const struct snap_info *si, const struct replay_counts *n, uint64_t live,
 		   const char *what)
 {
-	pr_info("recovery: %s%s: %llu keys, then %llu log segments (%llu older ones skipped): "
+	pr_info("recovery: %s%s: %llu keys and %llu carried writes, then %llu log segments "
+		"(%llu older ones skipped): "
 		"%llu records, %llu already in the snapshot, %llu applied (%llu deletes), %llu "
 		"superseded, %llu of undecided or aborted transactions left out; %llu keys "
 		"%s%s%s\n", si->have ? "snapshot " : "no snapshot",
 		si->have ? si->name : "", si->have ? (unsigned long long)si->h.count : 0ull,
-		(unsigned long long)n->segs, (unsigned long long)n->skipped_segs,
+		(unsigned long long)n->carried, (unsigned long long)n->segs, (unsigned long long)n->skipped_segs,
 		(unsigned long long)n->records, (unsigned long long)n->covered,
 		(unsigned long long)n->applied, (unsigned long long)n->deletes,
 		(unsigned long long)n->older, (unsigned long long)n->undecided,
@@ -991,6 +1120,7 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 		report(&si, &n, live, "live");
 out:
 	free(si.pos);
+	free(si.carry);
 	rmap_free(&m);
 	xtxd_decided_free();
 	close(dirfd);
@@ -1183,6 +1313,7 @@ out:
 	if (km.kv)
 		munmap(km.kv, km.size);
 	free(si.pos);
+	free(si.carry);
 	rmap_free(&m);
 	xtxd_decided_free();
 	close(dirfd);

@@ -21,6 +21,14 @@ struct xtxd_ovf;
 int xtxd_recover_hold(const struct xtx_target *t);
 void xtxd_recover_hold_abandon(const struct xtx_target *t);
 void xtxd_recover_release(const struct xtx_target *t);
+/*
+ * For a fail-stop: opens the runtime map now (prepare), so that later
+ * xtxd_hold_requests() can make XDP drop every request, the hold a start
+ * sets, without allocating anything; the next xtxd takes it for its own
+ * and lets requests in once it serves.  0 or a negative errno.
+ */
+int xtxd_hold_prepare(const struct xtx_target *t);
+int xtxd_hold_requests(void);
 
 /*
  * Rebuilds the store of freshly created maps from data directory dir:

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <xtx/proto.h>
+#include "logrec.h"
 #include "target.h"
 
 struct xtxd_ovf;
@@ -20,11 +21,17 @@ struct xtxd_out;
  * incarnation (boot_id, map_id) with seq below seq are too.  Every other
  * record (a later incarnation: the ring starts at seq 0 again, in segments
  * numbered higher) comes after it.  The positions are taken before the
- * store is read, so a write racing the snapshot is in the store, in the
- * log after the position, or both: replay by version makes both harmless.
+ * store is read, and a write logged before them may be installed only
+ * after the store was read (a transaction between its log and commit
+ * round trips): version 3 carries such records after the keys
+ * (log/snapcarry.h), and recovery reads them as it reads the logs.  A write
+ * logged after the positions is in the store, in the log, or both: replay
+ * by version makes both harmless.
  */
 #define XTX_SNAP_MAGIC		"XTXSNAP\n"
-#define XTX_SNAP_VERSION	2
+#define XTX_SNAP_VERSION	3
+/* No carried records: still read. */
+#define XTX_SNAP_VERSION_NOCARRY	2
 /* Values of up to XTX_VALUE_INLINE bytes, records of 64 bytes: still read. */
 #define XTX_SNAP_VERSION_INLINE	1
 
@@ -71,6 +78,23 @@ static inline size_t xtx_snap_tail_size(uint16_t vlen)
 }
 
 /*
+ * Version 3: after the records, n log entries (the carried writes, each a
+ * head and its continuations, in the logs' layout), then this trailer, the
+ * file's last bytes, so a reader can find them without reading the keys.
+ */
+#define XTX_SNAP_CARRY_MAGIC	"XTXCARY\n"
+
+struct xtx_snap_carry {
+	char magic[8];
+	uint64_t n;		/* entries */
+	uint64_t off;		/* where the first is */
+	uint32_t crc;		/* CRC32C of the entries, then of this up to crc */
+	uint32_t pad;
+};
+
+_Static_assert(sizeof(struct xtx_snap_carry) == 32, "snapshot carry trailer layout");
+
+/*
  * The last record of a snapshot is no key: table XTX_SNAP_FLOOR_TABLE and
  * version the highest version floor of any bucket (kernel or xtxd's).
  * Recovery raises every floor to it, so a key deleted before the snapshot
@@ -102,6 +126,16 @@ bool xtxd_snapshot_covers(uint32_t cpu, uint32_t seg);
  * answer from their logs.  Set before any snapshot.
  */
 void xtxd_snapshot_set_keep_logs(bool (*fn)(void));
+
+/*
+ * The records the newest snapshot carries (read from its file the first
+ * time): fn on each whole write (a multi-replica one, and the decided
+ * ones), in the order carried.  0, or fn's nonzero return, or a negative
+ * errno.  Safe from any thread.
+ */
+int xtxd_snapshot_carried_each(int (*fn)(const struct xtx_log_write *w, void *arg), void *arg);
+/* Whether the newest snapshot carries a record of multi-replica transaction txn. */
+bool xtxd_snapshot_carries(uint64_t txn);
 
 /*
  * The control channel's "snapshot": writes the snapshot, then removes the

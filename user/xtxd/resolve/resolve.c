@@ -26,10 +26,12 @@
 #include "logfile.h"
 #include "logrec.h"
 #include "store/overflow.h"
+#include "peer_msg.h"
 #include "resolve.h"
 #include "resolve_apply.h"
 #include "resolve_hades.h"
 #include "log/decisions.h"
+#include "log/held.h"
 #include "log/txn_records.h"
 
 #define SCAN_EVERY_NS		(100ull * 1000 * 1000)
@@ -57,6 +59,12 @@ static struct {
 	uint64_t refenced;	/* aborts decided before this start, fenced again */
 	uint64_t refence_full;	/* ... not, the fence map being full */
 	uint64_t strangers, malformed;	/* messages refused: not from a listed server, bad form */
+	uint64_t unauthenticated;	/* ... from a listed address without the secret's MAC */
+	uint64_t replayed;		/* ... sealed right, but a stamp taken before or too old */
+	uint64_t throttled;		/* ... about an unknown txn, past the sender's ration */
+	uint64_t fence_refused;		/* aborts not decided yet: no room to fence them */
+	void (*on_fail)(int err, const char *why);	/* a decision not recorded: fail-stop */
+	bool startup_loaded;		/* the logs' transactions joined the table (scan) */
 	uint64_t client_asks;		/* clients' XTX_OP_TXN_STATUS answered */
 	uint64_t client_refused;	/* ... refused: not its txn, bad flags */
 	uint64_t client_bad_mac;	/* ... dropped: the secret's MAC missing or wrong */
@@ -176,11 +184,9 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
 		     const struct sockaddr_in *to)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m = {};
+	struct xtxd_peer_msg m = {};
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(R.peer_port) };
+	size_t len;
 
 	m.h.magic = XTX_MAGIC;
 	m.h.version = XTX_VERSION;
@@ -197,7 +203,8 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		dst = *to;
 	else
 		dst.sin_addr = R.peers.addr[peer];
-	if (sendto(R.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+	len = xtxd_peer_seal(&m, xtxd_peer_clock());
+	if (sendto(R.sock, &m, len, 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
@@ -367,25 +374,42 @@ static int apply(struct xtxd_txn *x, const char *why)
 }
 
 /*
- * Records the decision (synced), then makes it true here.  A failure to
- * record leaves the transaction undecided, to be tried again.
+ * Records the decision (synced), then makes it true here.  An abort is
+ * fenced first: a coordinator that comes back finds its late appends
+ * refused here too, so none can log what was decided aborted.  With the
+ * fence map full (or no drain) it is not decided here yet: tried again.
+ * A decision that cannot be recorded stops this server (fail-stop): after
+ * a failed sync nothing says what the file holds.
  */
 static int decide(struct xtxd_txn *x, int outcome, const char *why)
 {
 	int err;
 
-	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
-	if (err) {
-		pr_warn("resolve: recording the decision on txn %#llx: %s\n",
-			(unsigned long long)x->txn, strerror(-err));
-		return err;
-	}
 	if (outcome == XTXD_OUT_ABORT) {
 		uint64_t now = xtx_now_ns();
 
-		/* a coordinator that comes back finds its late appends refused here too */
-		if (!xtxd_logdrain_arm_fence(true))
-			bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY);
+		err = xtxd_logdrain_arm_fence(true);
+		if (!err && bpf_map_update_elem(R.fence_fd, &x->txn, &now, BPF_ANY))
+			err = -errno;
+		if (err) {
+			if (!R.fence_refused++ || xtx_log_level >= XTX_LOG_DEBUG)
+				pr_warn("resolve: txn %#llx: not deciding abort without a fence: "
+					"%s%s (tried again)\n", (unsigned long long)x->txn,
+					strerror(-err), err == -E2BIG ? ": the fence map is full" :
+					"");
+			return err;
+		}
+	}
+	err = xtxd_outcome_append(R.outcome_fd, x->txn, outcome);
+	if (err) {
+		char what[80];
+
+		snprintf(what, sizeof(what), "recording the decision on txn %#llx in %s",
+			 (unsigned long long)x->txn, XTXD_OUTCOME_FILE);
+		pr_warn("resolve: %s: %s\n", what, strerror(-err));
+		if (R.on_fail)
+			R.on_fail(err, what);
+		return err;
 	}
 	pthread_mutex_lock(&R.mu);
 	x->outcome = outcome;
@@ -457,7 +481,32 @@ static void mark_searched(struct xtxd_txn *x, void *arg)
 		x->disk_searched = true;
 }
 
-static int load_from_disk(void)
+/*
+ * A write of a wanted transaction (arg NULL: of any), from the logs or what
+ * the newest snapshot carries.
+ */
+static int found_write(const struct xtx_log_write *w, void *arg)
+{
+	const struct xtx_log_entry *h = &w->e;
+	int err;
+
+	if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
+	    (h->flags & XTX_LOGF_DECIDED) || (arg && !idset_has(arg, h->txn)))
+		return 0;
+	pthread_mutex_lock(&R.mu);
+	err = xtxd_txns_add(&R.txns, w, xtx_now_ns());
+	pthread_mutex_unlock(&R.mu);
+	return err;
+}
+
+static void mark_all_searched(struct xtxd_txn *x, void *arg)
+{
+	(void)arg;
+	x->disk_searched = true;
+}
+
+/* all: every multi-replica transaction of the logs, not only the table's unsearched ones */
+static int search_disk(bool all)
 {
 	struct xtx_logseg *segs = NULL;
 	struct idset want = {};
@@ -471,16 +520,21 @@ static int load_from_disk(void)
 	if (!rec)
 		return -ENOMEM;
 	xtx_logrec_init(rec);
-	pthread_mutex_lock(&R.mu);
-	xtxd_txns_each(&R.txns, want_searched, &want);
-	pthread_mutex_unlock(&R.mu);
+	if (!all) {
+		pthread_mutex_lock(&R.mu);
+		xtxd_txns_each(&R.txns, want_searched, &want);
+		pthread_mutex_unlock(&R.mu);
+	}
 	if (want.oom) {
 		free(want.v);
 		free(rec);
 		return -ENOMEM;
 	}
 	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
-	err = want.n ? xtx_logfile_list(R.dirfd, &segs, &nsegs) : 0;
+	/* the records a snapshot's positions cover and its keys lack, first: older */
+	err = all || want.n ? xtxd_snapshot_carried_each(found_write, all ? NULL : &want) : 0;
+	if (!err && (all || want.n))
+		err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
 	for (i = 0; !err && i < nsegs; i++) {
 		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
 		if (err)
@@ -490,16 +544,9 @@ static int load_from_disk(void)
 			xtx_logrec_reset(rec);
 		/* a torn end (the drain is appending) stops the walk: those were observed */
 		while (xtx_logr_next(&r, &e) == 1) {
-			const struct xtx_log_entry *h = &rec->w.e;
-
 			if (xtx_logrec_feed(rec, &e) != XTX_LOGREC_WRITE)
 				continue;	/* damage is recovery's to refuse */
-			if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
-			    (h->flags & XTX_LOGF_DECIDED) || !idset_has(&want, h->txn))
-				continue;
-			pthread_mutex_lock(&R.mu);
-			err = xtxd_txns_add(&R.txns, &rec->w, xtx_now_ns());
-			pthread_mutex_unlock(&R.mu);
+			err = found_write(&rec->w, all ? NULL : &want);
 			if (err)
 				break;
 		}
@@ -507,13 +554,44 @@ static int load_from_disk(void)
 	}
 	if (!err) {
 		pthread_mutex_lock(&R.mu);
-		xtxd_txns_each(&R.txns, mark_searched, &want);
+		xtxd_txns_each(&R.txns, all ? mark_all_searched : mark_searched, &want);
 		pthread_mutex_unlock(&R.mu);
 	}
 	free(segs);
 	free(want.v);
 	free(rec);
 	return err;
+}
+
+static int load_from_disk(void)
+{
+	return search_disk(false);
+}
+
+/*
+ * After a start the table knows only decisions: a transaction logged here
+ * before (a SIGKILL, a fail-stop, a reload) and left unfinished, here alone
+ * (committed elsewhere, its coordinator gone), would keep its logged locks
+ * and miss its writes for good, since nobody else asks.  So once the drain
+ * runs, every multi-replica transaction of the logs joins the table; the
+ * scan forgets those finished here and decides the others.
+ */
+static void load_logged_once(void)
+{
+	int err;
+
+	if (R.startup_loaded || xtxd_logdrain_seen(SEEN_TIMEOUT_NS))
+		return;		/* no drain yet: the ring's entries would be missed */
+	err = search_disk(true);
+	if (err) {
+		pr_warn("resolve: reading the logs for what was left unfinished before this "
+			"start: %s (tried again)\n", strerror(-err));
+		return;
+	}
+	R.startup_loaded = true;
+	pthread_mutex_lock(&R.mu);
+	pr_info("resolve: %zu transactions of the logs taken up since this start\n", R.txns.n);
+	pthread_mutex_unlock(&R.mu);
 }
 
 /*
@@ -528,7 +606,8 @@ static int self_answer(struct xtxd_txn *x)
 	pthread_mutex_lock(&R.mu);
 	last = xtxd_txn_complete(x);
 	pthread_mutex_unlock(&R.mu);
-	if (last)
+	/* a snapshot removed the segments that held it complete: they are listed */
+	if (last || xtxd_held_has(x->txn))
 		return XTXD_ANS_HOLD;
 	if (fence(x->txn))
 		return XTXD_ANS_NONE;	/* cannot promise anything yet: ask again later */
@@ -595,7 +674,20 @@ static void on_decide(uint64_t txn, int outcome, int from, const struct sockaddr
 		return;
 	if (x->outcome == XTXD_OUT_NONE) {
 		char why[32];
+		bool whole;
 
+		/*
+		 * Told before this table holds all of it here (a restart, or
+		 * forgotten): its writes and locks here are in the ring or on
+		 * disk, and a decision must apply to every one of them, or an
+		 * abort leaves a logged lock nobody frees.  Not now if the drain
+		 * cannot show the ring yet: the decider tells us again.
+		 */
+		pthread_mutex_lock(&R.mu);
+		whole = xtxd_txn_complete(x) || x->disk_searched;
+		pthread_mutex_unlock(&R.mu);
+		if (!whole && (xtxd_logdrain_seen(SEEN_TIMEOUT_NS) || load_from_disk() < 0))
+			return;
 		snprintf(why, sizeof(why), "told by server %d", from);
 		if (decide(x, outcome, why))
 			return;
@@ -689,14 +781,31 @@ static bool on_client_status(const struct xtx_hdr *h, const struct xtx_op *op,
 	return true;
 }
 
+/*
+ * Whether a question or decision about txn from a peer may cost work here
+ * (a fence, a sync, a decision) though nothing here knows txn yet: within
+ * the sender's ration (peer_msg.h).
+ */
+static bool may_work_on(uint64_t txn, uint8_t opcode, int from)
+{
+	bool known;
+
+	if (opcode == XTX_OP_HRESOLVE_QUERY || opcode == XTX_OP_HRESOLVE_DECIDE) {
+		known = xtxd_hres_known(txn);
+	} else {
+		pthread_mutex_lock(&R.mu);
+		known = xtxd_txns_get(&R.txns, txn, false, 0) != NULL;
+		pthread_mutex_unlock(&R.mu);
+	}
+	return known || xtxd_peer_unknown_allowed(from, xtx_now_ns());
+}
+
 static void receive(void)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m;
+	struct xtxd_peer_msg m;
 	struct sockaddr_in src;
 	socklen_t sl = sizeof(src);
+	enum xtxd_peer_verdict v;
 	ssize_t len;
 	int from;
 
@@ -714,14 +823,16 @@ static void receive(void)
 					"fenced\n");
 			continue;
 		}
-		if (len != sizeof(m) || m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION ||
-		    m.h.nops != 1) {
+		if ((len != XTXD_PEER_MSG_PLAIN && len != XTXD_PEER_MSG_SEALED) ||
+		    m.h.magic != XTX_MAGIC || m.h.version != XTX_VERSION || m.h.nops != 1) {
 			__atomic_fetch_add(&R.malformed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (m.op.opcode == XTX_OP_TXN_STATUS) {
-			/* with the cluster's secret, the MAC of the whole question */
-			if (R.has_secret && !xtx_mac_ok(&R.secret, &m, sizeof(m)))
+			/* a question is plain; with the cluster's secret, the MAC of all of it */
+			if (len != XTXD_PEER_MSG_PLAIN)
+				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
+			else if (R.has_secret && !xtx_mac_ok(&R.secret, &m, XTXD_PEER_MSG_PLAIN))
 				__atomic_fetch_add(&R.client_bad_mac, 1, __ATOMIC_RELAXED);
 			else if (!on_client_status(&m.h, &m.op, &src))
 				__atomic_fetch_add(&R.client_refused, 1, __ATOMIC_RELAXED);
@@ -734,6 +845,23 @@ static void receive(void)
 		from = xtxd_peers_index(&R.peers, src.sin_addr);
 		if (!peer_ok(from) || m.op.token != (uint64_t)from || is_gone(R.peers.self)) {
 			__atomic_fetch_add(&R.strangers, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		/* an address is easy to forge: with a secret, the MAC and a fresh stamp */
+		v = xtxd_peer_check(&m, (size_t)len, from, xtxd_peer_clock());
+		if (v == XTXD_PEER_REPLAY || v == XTXD_PEER_STALE) {
+			__atomic_fetch_add(&R.replayed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (v != XTXD_PEER_OK) {
+			if (!__atomic_fetch_add(&R.unauthenticated, 1, __ATOMIC_RELAXED))
+				pr_warn("resolve: a message from server %d's address without %s: "
+					"ignored (counted as unauthenticated)\n", from,
+					xtxd_peer_sealed() ? "the secret's MAC" : "the plain form");
+			continue;
+		}
+		if (!(m.h.flags & XTX_F_REPLY) && !may_work_on(m.op.txn, m.op.opcode, from)) {
+			__atomic_fetch_add(&R.throttled, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (xtxd_hres_receive(&m.op, m.h.flags & XTX_F_REPLY, from, &src))
@@ -886,6 +1014,8 @@ static void scan(void)
 	struct scan s = { .now = xtx_now_ns() };
 	size_t i;
 
+	load_logged_once();
+
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_each(&R.txns, pick, &s);
 	pthread_mutex_unlock(&R.mu);
@@ -1033,6 +1163,11 @@ static void reconfigure_step(void)
 	pthread_cond_broadcast(&R.rc_cv);
 	pthread_mutex_unlock(&R.mu);
 	pr_info("resolve: reconfiguration %u: %zu transactions decided\n", started, R.rc_n);
+}
+
+void xtxd_resolve_set_on_fail(void (*fn)(int err, const char *why))
+{
+	R.on_fail = fn;
 }
 
 void xtxd_resolve_set_gate(bool (*serving)(void))
@@ -1298,8 +1433,9 @@ static void compact_decisions(void)
 	if (err)
 		goto out;
 	qsort(keep.v, keep.n, sizeof(*keep.v), cmp_u64);
+	/* recovery applies what the snapshot carries by its decision too */
 	for (i = 0; i < d.n; i++)
-		if (idset_has(&keep, d.r[i].txn))
+		if (idset_has(&keep, d.r[i].txn) || xtxd_snapshot_carries(d.r[i].txn))
 			d.r[kept++] = d.r[i];
 	if (kept == d.n)
 		goto out;	/* nothing to drop: leave the file alone */
@@ -1479,6 +1615,8 @@ static void cleanup(void)
 		munmap(R.live.pins, R.pins_size);
 	if (R.live.kv)
 		munmap(R.live.kv, R.kv_size);
+	xtxd_held_set_keep(0);
+	xtxd_held_reset();
 	pthread_mutex_lock(&R.mu);
 	xtxd_txns_free(&R.txns);
 	pthread_mutex_unlock(&R.mu);
@@ -1503,6 +1641,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.has_secret = o->secret != NULL;
 	if (o->secret)
 		R.secret = *o->secret;
+	xtxd_peer_set_secret(o->secret);
 	step = "opening the maps";
 	err = open_live(t, store);
 	if (err)
@@ -1525,6 +1664,12 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	}
 	step = "reading the decisions file";
 	err = xtxd_outcome_load(R.dirfd, remember_decision, NULL);
+	if (err)
+		goto fail;
+	/* what the segments a snapshot removed held, for as long as decisions are kept */
+	step = "reading the held files";
+	xtxd_held_set_keep(R.keep_ns);
+	err = xtxd_held_load(R.dirfd);
 	if (err)
 		goto fail;
 	step = "binding the peer port";
@@ -1586,6 +1731,9 @@ void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s)
 	s->aborts = __atomic_load_n(&R.aborts, __ATOMIC_RELAXED);
 	s->fenced = __atomic_load_n(&R.fenced, __ATOMIC_RELAXED);
 	s->strangers = __atomic_load_n(&R.strangers, __ATOMIC_RELAXED);
+	s->unauthenticated = __atomic_load_n(&R.unauthenticated, __ATOMIC_RELAXED);
+	s->replayed = __atomic_load_n(&R.replayed, __ATOMIC_RELAXED);
+	s->throttled = __atomic_load_n(&R.throttled, __ATOMIC_RELAXED);
 	s->malformed = __atomic_load_n(&R.malformed, __ATOMIC_RELAXED);
 	s->client_asks = __atomic_load_n(&R.client_asks, __ATOMIC_RELAXED);
 	s->client_refused = __atomic_load_n(&R.client_refused, __ATOMIC_RELAXED);

@@ -47,7 +47,10 @@ struct xtxd_resolve_opts {
  * Peer messages are one xtx header and one op on UDP port + 1: opcode
  * XTX_OP_RESOLVE_QUERY / XTX_OP_RESOLVE_DECIDE, op.txn, op.flags the
  * answer (enum xtxd_answer) or outcome (enum xtxd_outcome), op.token the
- * sender's index.  Idempotent, so simply retried.
+ * sender's index, and with the cluster's secret a stamp and a MAC
+ * (peer_msg.h): a message from a stranger, or from a listed address
+ * without the MAC, or sent before, is counted and dropped before anything
+ * is looked up.  Idempotent, so simply retried.
  *
  * A client may ask the same port about a transaction of its own
  * (XTX_OP_TXN_STATUS, include/xtx/proto.h): it is told what a peer would
@@ -73,6 +76,9 @@ struct xtxd_resolve_stats {
 	uint64_t commits, aborts, fenced;		/* OCC/2PL transactions */
 	uint64_t hades_validated, hades_aborted, hades_fenced;
 	uint64_t strangers;	/* messages from a sender that is not a listed server: ignored */
+	uint64_t unauthenticated; /* from a listed address, without the secret's MAC: ignored */
+	uint64_t replayed;	/* sealed right, but sent before (or stamped too far off) */
+	uint64_t throttled;	/* about an unknown transaction past the sender's ration */
 	uint64_t malformed;	/* messages of the wrong size or form: ignored */
 	uint64_t client_asks;	/* clients' questions about their transactions, answered */
 	uint64_t client_refused; /* ... refused: not the asker's txn, bad flags */
@@ -104,6 +110,12 @@ void xtxd_resolve_compact_soon(void);
  * goes on: call again to wait more).
  */
 int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns);
+/*
+ * Called when a decision cannot be recorded in the decisions file (a
+ * failed write or sync): the server must stop (fail-stop) before anything
+ * acts on it.  Set before xtxd_resolve_start(); NULL: only warned about.
+ */
+void xtxd_resolve_set_on_fail(void (*fn)(int err, const char *why));
 /*
  * serving() says whether this server may speak for itself now (its lease
  * held, not fenced); while it may not, peers' and clients' messages get

@@ -14,10 +14,13 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "log.h"
+#include "log/held.h"
 #include "log/logdrain.h"
+#include "log/snapshot.h"
 #include "log/userlog.h"
 #include "logfile.h"
 #include "logrec.h"
+#include "peer_msg.h"
 #include "resolve_hades.h"
 
 #define RESEND_EVERY_NS		(200ull * 1000 * 1000)
@@ -373,11 +376,9 @@ static void decide(struct hres_txn *x, int outcome, const char *why)
 static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, bool reply,
 		     const struct sockaddr_in *to)
 {
-	struct {
-		struct xtx_hdr h;
-		struct xtx_op op;
-	} m = {};
+	struct xtxd_peer_msg m = {};
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(H.o.peer_port) };
+	size_t len;
 
 	m.h.magic = XTX_MAGIC;
 	m.h.version = XTX_VERSION;
@@ -394,7 +395,8 @@ static void send_msg(int peer, uint8_t opcode, uint64_t txn, uint32_t flags, boo
 		dst = *to;
 	else
 		dst.sin_addr = H.o.peers->addr[peer];
-	if (sendto(H.o.sock, &m, sizeof(m), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+	len = xtxd_peer_seal(&m, xtxd_peer_clock());
+	if (sendto(H.o.sock, &m, len, 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
 		pr_debug("resolve: sending to server %d: %s\n", peer, strerror(errno));
 }
 
@@ -449,6 +451,12 @@ static int slot_answer(uint64_t txn)
 	return XTXD_HANS_NONE;
 }
 
+/* 1 when w is a decided write of *arg (what the newest snapshot carries). */
+static int carried_validation(const struct xtx_log_write *w, void *arg)
+{
+	return w->e.txn == *(const uint64_t *)arg && (w->e.flags & XTX_LOGF_DECIDED);
+}
+
 /*
  * Did HVALIDATE log a write of txn here?  Every append made before the
  * call is on disk after the flush, and then every segment is searched: a
@@ -464,9 +472,16 @@ static int logged_here(uint64_t txn)
 	uint32_t skip = 0;
 	int err, found = 0;
 
+	/* a snapshot removed the segments that held it: they are listed */
+	if (xtxd_held_validated(txn))
+		return 1;
 	err = xtxd_logdrain_flush(LOG_FLUSH_TIMEOUT_NS);
 	if (err == -ENODEV)
 		return 0;	/* no log kept here: nothing validated was logged */
+	if (!err)
+		err = xtxd_snapshot_carried_each(carried_validation, &txn);
+	if (err == 1)
+		return 1;
 	if (!err)
 		err = xtx_logfile_list(H.o.dirfd, &segs, &nsegs);
 	for (i = 0; !err && !found && i < nsegs; i++) {
@@ -613,6 +628,13 @@ static void on_reply(uint8_t opcode, uint64_t txn, uint32_t val, int from)
 	if (val == XTXD_HANS_VALIDATED)
 		x->validated |= bit;
 	evaluate(x);
+}
+
+bool xtxd_hres_known(uint64_t txn)
+{
+	uint64_t ctl;
+
+	return H.slots && (get(txn, false) || find_slot(txn, &ctl) >= 0);
 }
 
 bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,

@@ -112,6 +112,8 @@ void xtxd_hres_scan(void);
  * fenced).  A slot left committing with staged writes is decided now.
  */
 int xtxd_hres_client_answer(uint64_t txn);
+/* Whether txn is in this server's HADES table or committing in a slot here. */
+bool xtxd_hres_known(uint64_t txn);
 /* Handles a peer message if it is one of ours: true when taken. */
 bool xtxd_hres_receive(const struct xtx_op *op, bool reply, int from,
 		       const struct sockaddr_in *src);
