@@ -60,6 +60,7 @@ bool xtxd_member_copy_under_way(void);
  * lease, not fenced, not closed while taking shards over).
  */
 bool xtxd_member_serving(void);
+/*
  * The end of the lease ZooKeeper's answer to a heartbeat sent at heard
  * (xtx_zk_clock()) earns, as XDP reads it (bpf_ktime_get_boot_ns()).
  */

@@ -48,7 +48,6 @@ struct xtxd_logdrain_stats {
 	uint64_t sync_sum_ns;	/* their time, summed */
 	/* rounds that took at most xtxd_sync_bucket_us[i] (cumulative, Prometheus's le) */
 	uint64_t sync_le[XTXD_SYNC_BUCKETS];
-	uint64_t failed;	/* 1 once a failed fdatasync stopped the drain (fail-stop) */
 };
 
 /*
