@@ -93,7 +93,8 @@ for f in "$out"/*.json; do
 done
 echo
 echo "TATP committed/s counts logically successful transactions (FaSST/DINT); verify"
-echo "checks workloads.md §1.7 / §2.8 and that all 3 replicas hold identical data."
+echo "checks each workload's invariants (clients/bench/bench_tatp.c, bench_smallbank.c) and"
+echo "that all 3 replicas hold identical data."
 
 echo
 echo "== A server dies under SmallBank: 3 servers and a spare in a cluster held in ZooKeeper,"

@@ -9,7 +9,7 @@ packages=(
 	clang-19 llvm-19 lld-19
 	libbpf-dev libxdp-dev xdp-tools bpftool
 	libelf-dev zlib1g-dev liburcu-dev libmicrohttpd-dev libzookeeper-mt-dev zookeeper
-	iproute2 gnuplot-nox jq python3 binutils systemd procps xxd
+	iproute2 gnuplot-nox jq python3 binutils systemd procps xxd curl
 )
 
 missing=()
