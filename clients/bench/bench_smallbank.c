@@ -78,7 +78,7 @@ static void sb_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxbench smallbank --servers IP,IP,IP [options]\n"
-		"SmallBank (workloads.md Part 2) as libxtx transactions, no-wait 2PL by\n"
+		"SmallBank (Alomari et al., ICDE 2008) as libxtx transactions, no-wait 2PL by\n"
 		"default: the five programs of Alomari et al. plus SendPayment, mixed\n"
 		"AMG 15, BAL 15, DC 15, SP 25, TS 15, WC 15.  SAVINGS is table 8 and\n"
 		"CHECKING table 9, keyed by account id 0..N-1, valued in int64 cents.\n"

@@ -61,10 +61,11 @@ static void tatp_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxbench tatp --servers IP,IP,IP [options]\n"
-		"The TATP benchmark (workloads.md Part 1) as libxtx transactions: 80%% reads,\n"
-		"NURand subscribers, OCC by default.  Subscriber ids are 0-based.  Tables 1-5\n"
-		"(SUBSCRIBER, SECONDARY_SUBSCRIBER index by sub_nbr, ACCESS_INFO,\n"
-		"SPECIAL_FACILITY, CALL_FORWARDING) with 8-byte keys of §1.5.\n"
+		"The TATP benchmark (Telecom Application Transaction Processing, v1.0) as libxtx\n"
+		"transactions: 80%% reads, NURand subscribers, OCC by default.  Subscriber ids\n"
+		"are 0-based.  Tables 1-5 (SUBSCRIBER, SECONDARY_SUBSCRIBER index by sub_nbr,\n"
+		"ACCESS_INFO, SPECIAL_FACILITY, CALL_FORWARDING) with 8-byte keys\n"
+		"(clients/workloads/tatp.h).\n"
 		"\n"
 		"Three rates: attempts/s; committed/s in the spec's MQTh sense (everything\n"
 		"that ended without a concurrency abort, except ICF's accepted errors);\n"
