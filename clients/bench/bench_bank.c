@@ -434,10 +434,12 @@ static enum xtx_step sum_step(struct xtx_txn *t, void *arg)
 
 /* A read-only check that failed wrote nothing: tried again this often (a server may be moving). */
 #define CHECK_TRIES	20
+/* ... and a read that another writer keeps aborting, this often before the check gives up */
+#define CHECK_ABORTS	10000
 
 static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t *total)
 {
-	uint32_t first, missing = 0, failed = 0;
+	uint32_t first, missing = 0, failed = 0, aborted = 0;
 
 	*total = 0;
 	for (first = 0; first < o->accounts;) {
@@ -452,7 +454,12 @@ static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t 
 			first += s.n;
 			break;
 		case XTX_ABORTED:
-			break;
+			/* validation failed: someone else still writes the accounts */
+			if (++aborted < CHECK_ABORTS)
+				break;
+			fprintf(stderr, "Error: bank: check: %u reads of the accounts aborted: "
+				"another client still writes them\n", aborted);
+			return -1;
 		case XTX_FAILED:
 			/* a cluster in ZooKeeper may be moving a failed server's shards */
 			if (++failed < CHECK_TRIES) {
