@@ -5,7 +5,7 @@
 # bank transfers run under OCC, HADES transactions on the same table are refused (cause
 # mixed, nothing written) while HADES elsewhere commits; the table switches once OCC has
 # been idle for twice the longer lease, and the history of both phases is serializable.
-# checks: 16 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 15 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -50,13 +50,15 @@ bank --table 12 --protocol occ --duration 600 --client-base 100 --history "$tmp/
 	>"$tmp/occ.json" 2>"$tmp/occ.err" &
 occ=$!
 wait_until 60 more_than commit_primary ok $((c0 + 100))
-out=$(bank --table 12 --protocol hades --no-setup --duration 1 --client-base 110 \
-	--history "$tmp/h-refused" 2>&1)
+# (no --check: its reads of the table would be refused as its transfers are, for as long as
+# occ runs; occ's own check below covers the table)
+out=$(client "$BUILD/xtxbench" bank --servers "$SERVERS" --lease "$LEASE" --accounts 32 \
+	--threads 1 --inflight 2 --json --table 12 --protocol hades --no-setup --duration 1 \
+	--client-base 110 --history "$tmp/h-refused" 2>&1)
 check "hades on occ's table: nothing committed ($(jf "$out" committed))" \
 	test "$(jf "$out" committed)" = 0
 check "... every transaction aborted, cause mixed ($(jf "$out" mixed) of $(jf "$out" aborted))" \
 	test "$(jf "$out" mixed)" -gt 0 -a "$(jf "$out" mixed)" = "$(jf "$out" aborted)"
-check "... and the money is where it was" grep -q "total .* conserved" <<<"$out"
 out=$(bank --table 13 --protocol hades --duration 1 --client-base 120 2>&1)
 check "hades on another table meanwhile: commits ($(jf "$out" committed))" \
 	test "$(jf "$out" committed)" -gt 100
