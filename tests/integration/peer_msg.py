@@ -23,7 +23,7 @@ import sys
 import time
 
 MAGIC = 0x31585458
-VERSION = 1
+VERSION = 2
 F_REPLY = 0x01
 OPS = {"query": 24, "decide": 25, "hquery": 26, "hdecide": 27}
 MAC_PEER = 1
@@ -71,7 +71,7 @@ def read_secret(path):
 
 
 def message(op, txn, flags, sender, secret, stamp):
-    hdr = struct.pack("<IBBBBHHIQ", MAGIC, VERSION, 0, 1, 0, 0, 0, 0, 1)
+    hdr = struct.pack("<IBBBBHHIQQ", MAGIC, VERSION, 0, 1, 0, 0, 0, 0, 1, 0)
     body = struct.pack("<BBBBIQQQQ", OPS[op], 0, 0, 0, flags, 0, txn, 0, sender) + bytes(40)
     msg = hdr + body
     if secret:
