@@ -909,7 +909,7 @@ int main(int argc, char **argv)
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
-	    xtxd_settle_start(&t, xtxd_rare_store(), o.resolve.after_ns) ||
+	    xtxd_settle_start(&t, xtxd_rare_store(), o.resolve.after_ns, adopted ? datadir : NULL) ||
 	    xtxd_logdrain_start(&t, &o.drain) || xtxd_resolve_arm_fences() ||
 	    xtxd_userlog_open(datadir) ||
 	    (adopted && rebuild_store(&t, datadir)) ||
@@ -922,26 +922,25 @@ int main(int argc, char **argv)
 		xtxd_metrics_stop();
 		xtxd_control_stop();
 		xtxd_resolve_stop();
+		/* settle installs into the overflow store: it stops before the store goes */
+		xtxd_settle_stop();
 		xtxd_rare_stop();
 		xtxd_userlog_close();
-		if (adopted) {
+		xtxd_logdrain_stop();
+		if (adopted || o.keep_state) {
 			/*
 			 * What a crashed xtxd left may hold acknowledged entries in
 			 * the ring: served without a drain they could be lost, or
-			 * crowded out.  Requests stay held until a start succeeds.
+			 * crowded out; and a store recovered in part must serve
+			 * nobody.  Requests stay held until a start succeeds.
 			 */
-			xtxd_logdrain_stop();
-			xtxd_settle_stop();
-			pr_warn("xtxd: the adopted program stays attached, holding every request, "
-				"and the maps pinned\n");
+			pr_warn("xtxd: the program stays attached, holding every request, and the "
+				"maps pinned\n");
 		} else {
-			xtxd_logdrain_stop();
-			xtxd_settle_stop();
+			/* detached first: nothing runs once the hold is let go */
+			xtx_detach(&t);
 			xtxd_recover_hold_abandon(&t);
-			if (!o.keep_state) {
-				xtx_detach(&t);
-				xtx_unpin(&t);
-			}
+			xtx_unpin(&t);
 		}
 		unlink(pidfile);
 		xtx_target_unlock(&t);
@@ -969,6 +968,12 @@ int main(int argc, char **argv)
 	xtxd_metrics_stop();
 	xtxd_control_stop();
 	xtxd_resolve_stop();
+	/*
+	 * Settle installs into the overflow store: it stops before the store
+	 * goes.  What it still follows is on disk, where the next start (its
+	 * recovery, or an adopting start's scan) finds it.
+	 */
+	xtxd_settle_stop();
 	xtxd_rare_stop();
 	xtxd_userlog_close();
 
@@ -976,7 +981,6 @@ int main(int argc, char **argv)
 		/* what XDP appends from now on waits in the ring for the next xtxd */
 		xtxd_logdrain_stop();
 		pr_info("xtxd: leaving the program attached and maps pinned (--keep-state)\n");
-		xtxd_settle_stop();
 	} else {
 		const struct timespec grace = { 0, 5 * 1000 * 1000 };
 		uint64_t left;
@@ -993,7 +997,6 @@ int main(int argc, char **argv)
 			err = xtx_detach(&t);	/* the other way to stop the appends */
 		nanosleep(&grace, NULL);
 		left = xtxd_logdrain_stop();
-		xtxd_settle_stop();
 		if (failed || left) {
 			pr_warn("xtxd: %llu log entries acknowledged here are not on disk (the log "
 				"drain %s): leaving the program attached, serving nobody, and the "

@@ -25,6 +25,7 @@
 #include "log/snapshot.h"
 #include "logfile.h"
 #include "logrec.h"
+#include "logwalk.h"
 #include "store/overflow.h"
 #include "peer_msg.h"
 #include "resolve.h"
@@ -508,18 +509,9 @@ static void mark_all_searched(struct xtxd_txn *x, void *arg)
 /* all: every multi-replica transaction of the logs, not only the table's unsearched ones */
 static int search_disk(bool all)
 {
-	struct xtx_logseg *segs = NULL;
 	struct idset want = {};
-	struct xtx_log_entry e;
-	struct xtx_logrec *rec;
-	struct xtx_logr r;
-	size_t nsegs = 0, i;
 	int err;
 
-	rec = malloc(sizeof(*rec));
-	if (!rec)
-		return -ENOMEM;
-	xtx_logrec_init(rec);
 	if (!all) {
 		pthread_mutex_lock(&R.mu);
 		xtxd_txns_each(&R.txns, want_searched, &want);
@@ -527,39 +519,19 @@ static int search_disk(bool all)
 	}
 	if (want.oom) {
 		free(want.v);
-		free(rec);
 		return -ENOMEM;
 	}
 	qsort(want.v, want.n, sizeof(*want.v), cmp_u64);
 	/* the records a snapshot's positions cover and its keys lack, first: older */
 	err = all || want.n ? xtxd_snapshot_carried_each(found_write, all ? NULL : &want) : 0;
 	if (!err && (all || want.n))
-		err = xtx_logfile_list(R.dirfd, &segs, &nsegs);
-	for (i = 0; !err && i < nsegs; i++) {
-		err = xtx_logr_open(&r, R.dirfd, segs[i].name);
-		if (err)
-			break;
-		/* a big write may go on in the CPU's next segment, never in another CPU's */
-		if (i && segs[i - 1].cpu != segs[i].cpu)
-			xtx_logrec_reset(rec);
-		/* a torn end (the drain is appending) stops the walk: those were observed */
-		while (xtx_logr_next(&r, &e) == 1) {
-			if (xtx_logrec_feed(rec, &e) != XTX_LOGREC_WRITE)
-				continue;	/* damage is recovery's to refuse */
-			err = found_write(&rec->w, all ? NULL : &want);
-			if (err)
-				break;
-		}
-		xtx_logr_close(&r);
-	}
+		err = xtx_logwalk(R.dirfd, found_write, all ? NULL : &want);
 	if (!err) {
 		pthread_mutex_lock(&R.mu);
 		xtxd_txns_each(&R.txns, all ? mark_all_searched : mark_searched, &want);
 		pthread_mutex_unlock(&R.mu);
 	}
-	free(segs);
 	free(want.v);
-	free(rec);
 	return err;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Writes logged on this server alone whose coordinator never finished: installed as a restart would. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -14,7 +15,9 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "log.h"
+#include "log/snapshot.h"
 #include "logrec.h"
+#include "logwalk.h"
 #include "resolve_apply.h"
 #include "settle.h"
 
@@ -42,7 +45,8 @@ static struct {
 	size_t cap, head, n;
 	uint64_t installed, untracked;
 	bool warned_full;
-} S = { .stop_fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+	int scan_dirfd;		/* an adopted start's data directory, walked once; -1: none */
+} S = { .stop_fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .scan_dirfd = -1 };
 
 /* Under mu: room for one more, growing the ring up to SETTLE_MAX. */
 static bool room(void)
@@ -194,12 +198,81 @@ static void scan(void)
 	pthread_mutex_unlock(&S.mu);
 }
 
+/*
+ * A single-replica write of the logs or of what the newest snapshot
+ * carries, at an adopted start, that the store lacks: queued as the drain
+ * would have queued it.  The xtxd before this one may have drained it and
+ * died before its age came (a SIGKILL, a fail-stop), and an adopted start
+ * recovers nothing the kernel holds, so nobody else would ever install it.
+ */
+static int offer(const struct xtx_log_write *w, void *arg)
+{
+	struct pending *p;
+	uint64_t v = 0;
+
+	(void)arg;
+	if (w->e.nreplicas > 1 || (w->e.flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
+		return 0;
+	xtxd_live_version(&S.live, w->e.table, w->e.key, &v);
+	if (v >= w->e.version)
+		return 0;
+	pthread_mutex_lock(&S.mu);
+	if (!room()) {
+		S.untracked++;
+		pthread_mutex_unlock(&S.mu);
+		return 0;
+	}
+	p = &S.q[(S.head + S.n) % S.cap];
+	memset(p, 0, sizeof(*p));
+	p->seen_ns = xtx_now_ns();
+	p->e = w->e;
+	p->vlen = w->vlen;
+	if (w->vlen > XTX_VALUE_INLINE) {
+		p->big = malloc(w->vlen);
+		if (!p->big) {
+			S.untracked++;
+			pthread_mutex_unlock(&S.mu);
+			return 0;
+		}
+		memcpy(p->big, w->value, w->vlen);
+	}
+	S.n++;
+	pthread_mutex_unlock(&S.mu);
+	return 0;
+}
+
+static void scan_adopted_logs(void)
+{
+	size_t n0;
+	int err;
+
+	pthread_mutex_lock(&S.mu);
+	n0 = S.n;
+	pthread_mutex_unlock(&S.mu);
+	err = xtxd_snapshot_carried_each(offer, NULL);
+	if (!err)
+		err = xtx_logwalk(S.scan_dirfd, offer, NULL);
+	if (err)
+		pr_warn("settle: reading the logs an adopted start may have left uninstalled: %s; "
+			"only a restart installs those\n", strerror(-err));
+	pthread_mutex_lock(&S.mu);
+	if (S.n > n0)
+		pr_info("settle: %zu single-replica writes of the logs not in the store at this "
+			"adopted start: followed\n", S.n - n0);
+	pthread_mutex_unlock(&S.mu);
+}
+
 static void *settle_main(void *arg)
 {
 	struct pollfd p = { .fd = S.stop_fd, .events = POLLIN };
 
 	(void)arg;
 	rcu_register_thread();
+	if (S.scan_dirfd >= 0) {
+		scan_adopted_logs();
+		close(S.scan_dirfd);
+		S.scan_dirfd = -1;
+	}
 	while (poll(&p, 1, SETTLE_EVERY_MS) == 0)
 		scan();
 	rcu_unregister_thread();
@@ -219,13 +292,21 @@ static void unmap(void)
 	S.live.kv = NULL;
 }
 
-int xtxd_settle_start(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t after_ns)
+int xtxd_settle_start(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t after_ns,
+		       const char *adopted_dir)
 {
 	struct xtx_info info;
-	int err;
+	int err = 0;
 
 	S.after_ns = after_ns;
-	err = xtx_target_info(t, &info);
+	S.scan_dirfd = -1;
+	if (adopted_dir) {
+		S.scan_dirfd = open(adopted_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (S.scan_dirfd < 0)
+			err = -errno;
+	}
+	if (!err)
+		err = xtx_target_info(t, &info);
 	if (!err)
 		err = xtx_target_map_kv(t, info.kv_buckets, &S.live.kv, &S.kv_size);
 	if (!err) {

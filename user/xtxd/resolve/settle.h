@@ -19,8 +19,14 @@ struct xtxd_ovf;
  * in the log for after_ns (--resolve-after), and its lock freed, as the
  * resolver does for writes on several replicas.  Without this a restart
  * changed the data: keys nobody was served appeared after recovery.
+ *
+ * adopted_dir: the data directory of a start that adopted what a previous
+ * xtxd left (else NULL): its logs' single-replica writes the store lacks are
+ * followed too, since that xtxd may have drained them and died before
+ * installing them.
  */
-int xtxd_settle_start(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t after_ns);
+int xtxd_settle_start(const struct xtx_target *t, struct xtxd_ovf *store, uint64_t after_ns,
+		       const char *adopted_dir);
 /* The log drain's observer part: notes every single-replica write it drains. */
 void xtxd_settle_observe(const struct xtx_log_entry *e, size_t n);
 void xtxd_settle_stop(void);
