@@ -580,7 +580,8 @@ static int run_begin(struct load_run *r, const struct xtxd_load_env *env)
 	memset(r, 0, sizeof(*r));
 	r->env = env;
 	r->nthreads = 1;
-	r->start_ns = r->last_progress_ns = xtx_now_ns();
+	r->start_ns = xtx_now_ns();
+	r->last_progress_ns = 0;	/* the first batch says how it goes at once */
 	err = xtx_target_info(env->t, &info);
 	if (err) {
 		xtxd_out_printf(out, "ERR load: reading %s: %s\n", XTX_MAP_INFO, strerror(-err));
@@ -900,7 +901,8 @@ void xtxd_load_file(const struct xtxd_load_env *env, int fd, const char *pending
 		return;
 	}
 	/* the clock runs from the first loaded key: receiving depends on the client */
-	r.start_ns = r.last_progress_ns = xtx_now_ns();
+	r.start_ns = xtx_now_ns();
+	r.last_progress_ns = 0;	/* the first batch says how it goes at once */
 	r.total = iv.n;
 	run_start_helper(&r);
 	err = run_items(&r, iv.v, iv.n, 0);
