@@ -161,10 +161,10 @@ $(SKEL_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o | $(SKEL_OUT)
 # The release and the commit built, for --version and xtx_build_info: rewritten only when
 # they change, so a new commit rebuilds version.o and relinks, nothing more.
 XTX_BUILD := $(shell git -C $(CURDIR) describe --always --dirty 2>/dev/null || echo unknown)
+# (a temporary file of its own per make: the tests run make load from two suites at once)
 $(SKEL_OUT)/xtx_version.h: FORCE | $(SKEL_OUT)
-	$(Q)printf '#define XTX_VERSION_STR "%s"\n#define XTX_BUILD_STR "%s"\n' \
-		'$(XTX_VERSION)' '$(XTX_BUILD)' >$@.tmp
-	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+	$(Q)t=$@.tmp.$$$$; printf '#define XTX_VERSION_STR "%s"\n#define XTX_BUILD_STR "%s"\n' \
+		'$(XTX_VERSION)' '$(XTX_BUILD)' >$$t && { cmp -s $$t $@ && rm -f $$t || mv $$t $@; }
 $(OBJ_OUT)/common/version.o: $(SKEL_OUT)/xtx_version.h
 .PHONY: FORCE
 FORCE:
