@@ -130,6 +130,21 @@ kill9_xtxd() {
 	wait_until 30 gone "$pid"
 }
 
+# The hand-played coordinator of the resolver suites: client 9, one op at a time.
+# field TEXT NAME: NAME's value in an answer of "name=value" words
+field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
+# op SERVER [OPTIONS] OP TABLE KEY [FIELD=VALUE...]: one op as client 9
+op() {
+	local s=$1
+	shift
+	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
+}
+st() { field "$(op "$@")" status; }
+# the key's line in a server's dump of table 0, or nothing
+row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
+# client 9's transaction number N as the daemon's log writes it
+hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
+
 # XLOG I: server I's xtxd log so far.
 XLOG() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").log"; }
 # wait_log PATTERN SERVER...: every server's log has PATTERN within 60 s (a bound for a

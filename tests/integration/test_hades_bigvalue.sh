@@ -27,7 +27,6 @@ op() {
 	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
 }
 st() { field "$(op "$@")" status; }
-hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
 # hexv LEN CHAR: LEN bytes of CHAR, in hex
 hexv() { head -c "$1" /dev/zero | tr '\0' "$2" | xxd -p | tr -d '\n'; }
 # rows KEY LEN CHAR: how many servers hold table 0's KEY at version 2 with LEN bytes of CHAR

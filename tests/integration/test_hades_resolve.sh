@@ -6,17 +6,7 @@ source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
 setup_servers --peers "$(all_server_ips)" --resolve-after 1s
-field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
-# op SERVER [OPTIONS] OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
-op() {
-	local s=$1
-	shift
-	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
-}
-st() { field "$(op "$@")" status; }
-row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
 all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
-hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
 # intend SERVER TXN KEY VALUE [replica]: the transaction's last HINTEND there (Ack expected)
 intend() {
 	local flags=begin,last

@@ -15,14 +15,6 @@ printf '%s\n' ffeeddccbbaa99887766554433221100 >"$TMP/wrong"
 chmod 600 "$TMP/wrong"
 ARGS="--peers $(all_server_ips) --resolve-after 120s"
 setup_servers $ARGS
-field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
-op() {
-	local s=$1
-	shift
-	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
-}
-st() { field "$(op "$@")" status; }
-row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
 txn() { printf '0x%x' $(((9 << 48) | $1)); }
 rstat() { json_field "$(ctl "$1" rare-stats --json)" "$2"; }
 PEER="python3 $ROOT/tests/integration/peer_msg.py resolver"

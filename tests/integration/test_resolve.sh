@@ -10,20 +10,9 @@ NSERVERS=3
 # fit inside it on a busy machine; the checks then wait for the decisions themselves.
 RA=6
 setup_servers --peers "$(all_server_ips)" --resolve-after ${RA}s
-field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
-# op SERVER OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
-op() {
-	local s=$1
-	shift
-	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
-}
-st() { field "$(op "$@")" status; }
-# the key's line in a server's dump, or nothing
-row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
 all_rows() { local i; for i in 0 1 2; do row "$i" "$1"; done; }
 decided01() { XLOG 0 | grep -q "txn $1 decided" && XLOG 1 | grep -q "txn $1 decided"; }
 wait_decided() { wait_until 60 decided01 "$1"; }
-hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
 
 # ---- (a) locked at the primary, logged on all 3 replicas, then the coordinator vanishes ----
 for i in 0 1 2; do

@@ -9,17 +9,6 @@ NSERVERS=3
 # the resolver never starts on its own here: each case asks it when the test is ready
 ARGS="--peers $(all_server_ips) --resolve-after 120s"
 setup_servers $ARGS
-field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
-# op SERVER OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
-op() {
-	local s=$1
-	shift
-	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
-}
-st() { field "$(op "$@")" status; }
-# the key's line in a server's dump, or nothing
-row() { ctl "$1" dump | grep "^table=0 key=$2 "; }
-hex_txn() { printf '0x%x' $(((9 << 48) | $1)); }
 reload() {
 	ctl "$1" unload >/dev/null 2>&1
 	make -s -C "$ROOT" load IFACE="$(server_dev "$1")" NETNS="$(server_ns "$1")" ARGS="$ARGS" \
