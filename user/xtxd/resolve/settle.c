@@ -71,6 +71,36 @@ static bool room(void)
 	return true;
 }
 
+/*
+ * Under mu: queues the write whose head is e, of vlen bytes (value: the
+ * whole value when vlen > XTX_VALUE_INLINE, else the head holds it), seen
+ * at now.
+ */
+static void enqueue(const struct xtx_log_entry *e, uint16_t vlen, const uint8_t *value,
+		    uint64_t now)
+{
+	struct pending *p;
+
+	if (!room()) {
+		S.untracked++;
+		return;
+	}
+	p = &S.q[(S.head + S.n) % S.cap];
+	memset(p, 0, sizeof(*p));
+	p->seen_ns = now;
+	p->e = *e;
+	p->vlen = vlen;
+	if (vlen > XTX_VALUE_INLINE) {
+		p->big = malloc(vlen);
+		if (!p->big) {
+			S.untracked++;
+			return;
+		}
+		memcpy(p->big, value, vlen);
+	}
+	S.n++;
+}
+
 void xtxd_settle_observe(const struct xtx_log_entry *e, size_t n)
 {
 	static __thread struct xtx_log_write w;
@@ -82,39 +112,23 @@ void xtxd_settle_observe(const struct xtx_log_entry *e, size_t n)
 	if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE))
 		return;
 	for (i = 0; i < n; i += span) {
-		struct pending *p;
-
 		span = xtx_logrec_span(&e[i]);
 		/* several replicas are the resolver's; decided ones were installed before logging */
 		if (e[i].nreplicas > 1 || (e[i].flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
 			continue;
+		if (e[i].flags & XTX_LOGF_EXT &&
+		    xtx_logrec_decode(&e[i], span <= n - i ? span : n - i, &w, &why))
+			continue;	/* damage is recovery's to refuse */
 		if (!now)
 			now = xtx_now_ns();
 		if (!locked) {
 			pthread_mutex_lock(&S.mu);
 			locked = true;
 		}
-		if (!room()) {
-			S.untracked++;
-			continue;
-		}
-		p = &S.q[(S.head + S.n) % S.cap];
-		memset(p, 0, sizeof(*p));
-		p->seen_ns = now;
-		p->e = e[i];
-		p->vlen = e[i].vlen;
-		if (e[i].flags & XTX_LOGF_EXT) {
-			if (xtx_logrec_decode(&e[i], span <= n - i ? span : n - i, &w, &why))
-				continue;	/* damage is recovery's to refuse */
-			p->big = malloc(w.vlen);
-			if (!p->big) {
-				S.untracked++;
-				continue;
-			}
-			memcpy(p->big, w.value, w.vlen);
-			p->vlen = w.vlen;
-		}
-		S.n++;
+		if (e[i].flags & XTX_LOGF_EXT)
+			enqueue(&e[i], w.vlen, w.value, now);
+		else
+			enqueue(&e[i], e[i].vlen, NULL, now);
 	}
 	if (locked)
 		pthread_mutex_unlock(&S.mu);
@@ -207,7 +221,6 @@ static void scan(void)
  */
 static int offer(const struct xtx_log_write *w, void *arg)
 {
-	struct pending *p;
 	uint64_t v = 0;
 
 	(void)arg;
@@ -217,26 +230,7 @@ static int offer(const struct xtx_log_write *w, void *arg)
 	if (v >= w->e.version)
 		return 0;
 	pthread_mutex_lock(&S.mu);
-	if (!room()) {
-		S.untracked++;
-		pthread_mutex_unlock(&S.mu);
-		return 0;
-	}
-	p = &S.q[(S.head + S.n) % S.cap];
-	memset(p, 0, sizeof(*p));
-	p->seen_ns = xtx_now_ns();
-	p->e = w->e;
-	p->vlen = w->vlen;
-	if (w->vlen > XTX_VALUE_INLINE) {
-		p->big = malloc(w->vlen);
-		if (!p->big) {
-			S.untracked++;
-			pthread_mutex_unlock(&S.mu);
-			return 0;
-		}
-		memcpy(p->big, w->value, w->vlen);
-	}
-	S.n++;
+	enqueue(&w->e, w->vlen, w->value, xtx_now_ns());
 	pthread_mutex_unlock(&S.mu);
 	return 0;
 }
