@@ -232,7 +232,7 @@ int xtx_xdp(struct xdp_md *ctx)
 		__u64 req_id = hdr->req_id;
 
 		pc->rec_key = xtx_dedupe_key(hdr->client_id, req_id);
-		switch (xtx_dedupe_claim(pc->rec_key, req_id, pc)) {
+		switch (xtx_dedupe_claim(pc->rec_key, req_id, nops, pc)) {
 		case XTX_DEDUPE_NEW:
 			pc->mode = XTX_EXEC_RUN_RECORD;
 			break;

@@ -24,7 +24,8 @@ static __always_inline __u32 xtx_dedupe_key(__u32 client_id, __u64 req_id)
 	return client_id * XTX_DEDUPE_WINDOW + (__u32)(req_id & (XTX_DEDUPE_WINDOW - 1));
 }
 
-static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, struct xtx_pkt_ctx *pc)
+static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, __u32 nops,
+					    struct xtx_pkt_ctx *pc)
 {
 	struct xtx_dedupe_slot *slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
 	__u64 word, seen, state, claimed;
@@ -62,8 +63,10 @@ static __always_inline int xtx_dedupe_claim(__u32 key, __u64 req_id, struct xtx_
 					xtx_dedupe_word(req_id, XTX_DEDUPE_CLAIMING)) != word)
 		return XTX_DEDUPE_IN_FLIGHT;
 	slot->claimed_ns = xtx_now(pc);
-	for (i = 0; i < XTX_MAX_OPS; i++)
+	/* a one-op request dirties one result's line, not all sixteen */
+	for (i = 0; i < XTX_MAX_OPS && i < nops; i++)
 		slot->res[i].status = XTX_ST_NONE;
+	slot->nops = nops;
 	__sync_lock_test_and_set(&slot->word, xtx_dedupe_word(req_id, XTX_DEDUPE_BUSY));
 	return XTX_DEDUPE_NEW;
 }
@@ -124,7 +127,8 @@ static __always_inline __u8 xtx_dedupe_replay(__u32 key, __u32 idx, struct xtx_o
 	__u32 ext_bit = op->flags & XTX_OPF_EXT;
 	__u8 st;
 
-	if (!slot || idx >= XTX_MAX_OPS)
+	/* past the claimed request's ops, res[] is an older request's */
+	if (!slot || idx >= XTX_MAX_OPS || idx >= slot->nops)
 		return XTX_ST_NONE;
 	r = &slot->res[idx];
 	st = r->status;

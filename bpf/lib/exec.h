@@ -39,10 +39,13 @@
 __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
 	int mutates;
 
-	if (!op)
+	if (!op || !pc)
 		return XTX_ST_MALFORMED;
+	/* every later step of the op places it from this one hash */
+	pc->hash[idx & (XTX_MAX_OPS - 1)] = xtx_hash(op->table, op->key);
 	mutates = xtx_op_mutates(op->opcode) ? XTX_VALID_MUTATES : 0;
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;

@@ -540,7 +540,7 @@ __noinline int xtx_kv_big_read(struct xdp_md *ctx, __u32 idx)
 static __always_inline __u8 xtx_op_kv(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 				      struct xtx_pkt_ctx *pc, bool force_defer)
 {
-	__u64 h = xtx_hash(op->table, op->key);
+	__u64 h = xtx_op_hash(pc, idx);
 	__u32 bidx = xtx_bucket_of(h, xtx_kv_buckets), i, nd = pc->ndeferred;
 	struct xtx_defer_entry *e;
 	struct xtx_kv_bucket *b;

@@ -271,11 +271,12 @@ static __always_inline __u8 xtx_lock_release_excl(__u64 txn, __u64 hash, __u64 t
 }
 
 /* Runs one lock op on its slot; fills status, flags and token. */
-static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 now, __u64 lease_ns)
+static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now,
+					__u64 lease_ns)
 {
 	struct xtx_lock_ctx c = {
 		.txn = op->txn,
-		.hash = xtx_hash(op->table, op->key),
+		.hash = hash,
 		.now = now,
 		.lease_ns = lease_ns,
 	};

@@ -243,6 +243,12 @@ struct xtx_pkt_ctx {
 	__u32 allow_saddr;
 	__u32 allow_gen;
 	__u64 fence;		/* the target of xtx_load_fence()'s exchange: never read */
+	/*
+	 * xtx_hash(table, key) of each op, computed once when the op is
+	 * validated: the warm pass, the lock half and the KV half all place
+	 * the op from it (xtx_op_hash).
+	 */
+	__u64 hash[XTX_MAX_OPS];
 	struct xtx_defer_entry deferred[XTX_MAX_DEFERRED];
 };
 

@@ -38,6 +38,12 @@ static __always_inline __u64 xtx_now(struct xtx_pkt_ctx *pc)
 	return pc->now;
 }
 
+/* Op idx's xtx_hash(table, key), stored when the op was validated (exec.h). */
+static __always_inline __u64 xtx_op_hash(const struct xtx_pkt_ctx *pc, __u32 idx)
+{
+	return pc->hash[idx & (XTX_MAX_OPS - 1)];
+}
+
 /*
  * A full barrier between the loads before it and those after: an atomic
  * exchange, which every JIT emits fully ordered, on this CPU's own

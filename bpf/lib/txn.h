@@ -10,6 +10,21 @@
 #include "locks.h"
 #include "kv.h"
 #include "pktctx.h"
+#include "parse.h"
+
+/*
+ * The lock half of op idx, a function of its own: verified once for every
+ * op that has one, and its slot context off the caller's stack.
+ */
+__noinline int xtx_op_lock_idx(struct xdp_md *ctx, __u32 idx)
+{
+	struct xtx_op *op = xtx_op_at(ctx, idx);
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+
+	if (!op || !pc)
+		return XTX_ST_MALFORMED;
+	return xtx_op_lock(op, xtx_op_hash(pc, idx), xtx_now(pc), pc->lock_lease_ns);
+}
 
 static __always_inline bool xtx_is_acquire(__u8 opcode)
 {
@@ -27,7 +42,7 @@ static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *o
 {
 	bool want_value = !(op->flags & XTX_OPF_NO_VALUE);
 	__u32 ext = op->flags & XTX_OPF_EXT;
-	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+	__u8 st = xtx_op_lock_idx(ctx, idx);
 
 	if (st != XTX_ST_OK || !want_value)
 		return st;
@@ -37,7 +52,7 @@ static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *o
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
 		return st;
 	/* the undo waits for the slot as a release does: RETRY must leave nothing held */
-	xtx_lock_release(op->txn, xtx_hash(op->table, op->key), op->token,
+	xtx_lock_release(op->txn, xtx_op_hash(pc, idx), op->token,
 			 op->opcode == XTX_OP_LOCK_SHARED);
 	return XTX_ST_RETRY;
 }
@@ -46,7 +61,7 @@ static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *o
 static __always_inline __u8 xtx_txn_validate(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 					     struct xtx_pkt_ctx *pc)
 {
-	__u8 st = xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+	__u8 st = xtx_op_lock_idx(ctx, idx);
 	bool broken = pc->rt_flags & XTX_RTF_BREAK_VALIDATE;
 
 	if (st != XTX_ST_OK)
@@ -61,7 +76,7 @@ static __always_inline __u8 xtx_txn_validate(struct xdp_md *ctx, struct xtx_op *
 static __always_inline __u8 xtx_txn_read(struct xdp_md *ctx, struct xtx_op *op, __u32 idx,
 					 struct xtx_pkt_ctx *pc)
 {
-	struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_hash(op->table, op->key) };
+	struct xtx_lock_ctx c = { .txn = op->txn, .hash = xtx_op_hash(pc, idx) };
 	struct xtx_lock_slot *s = xtx_lock_slot_get(c.hash);
 	__u8 st = xtx_op_kv(ctx, op, idx, pc, false);
 
@@ -88,7 +103,7 @@ static __always_inline __u8 xtx_txn_commit_primary(struct xdp_md *ctx, struct xt
 
 	if (st == XTX_ST_RETRY || st == XTX_ST_BAD_ARG || st == XTX_ST_DEFERRED)
 		return st;
-	rel = xtx_lock_release_excl(op->txn, xtx_hash(op->table, op->key), op->token);
+	rel = xtx_lock_release_excl(op->txn, xtx_op_hash(pc, idx), op->token);
 	return rel == XTX_ST_OK ? st : rel;
 }
 
@@ -112,7 +127,7 @@ static __always_inline __u8 xtx_op_txn(struct xdp_md *ctx, struct xtx_op *op, __
 	if (opcode == XTX_OP_COMMIT_BACKUP)
 		return xtx_op_kv(ctx, op, idx, pc, false);
 	/* releases */
-	return xtx_op_lock(op, xtx_now(pc), pc->lock_lease_ns);
+	return xtx_op_lock_idx(ctx, idx);
 }
 
 #endif /* XTX_BPF_TXN_H */

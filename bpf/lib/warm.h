@@ -10,6 +10,7 @@
 #include "config.h"
 #include "maps.h"
 #include "parse.h"
+#include "pktctx.h"
 
 /*
  * At spec scale the KV and lock tables are far larger than the caches, so
@@ -76,8 +77,11 @@ static __always_inline void xtx_warm_line(const void *p)
  */
 __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 {
+	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
 	__u32 i, kind, idx;
 
+	if (!pc)
+		return 0;
 	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
 		struct xtx_op *op = xtx_op_at(ctx, i);
 		struct xtx_kv_bucket *b;
@@ -89,7 +93,7 @@ __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 		kind = xtx_warm_kind(op);
 		if (!kind)
 			continue;
-		h = xtx_hash(op->table, op->key);
+		h = xtx_op_hash(pc, i);
 		if (kind & XTX_WARM_KV) {
 			idx = xtx_bucket_of(h, xtx_kv_buckets);
 			b = bpf_map_lookup_elem(&xtx_kv, &idx);
@@ -117,7 +121,7 @@ __noinline int xtx_warm_ops(struct xdp_md *ctx, __u32 nops)
 			break;
 		if (!(xtx_warm_kind(op) & XTX_WARM_VALUE))
 			continue;
-		idx = xtx_bucket_of(xtx_hash(op->table, op->key), xtx_kv_buckets);
+		idx = xtx_bucket_of(xtx_op_hash(pc, i), xtx_kv_buckets);
 		b = bpf_map_lookup_elem(&xtx_kv, &idx);
 		if (!b)
 			continue;

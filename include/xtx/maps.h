@@ -260,8 +260,9 @@ _Static_assert(XTX_LOCK_PIN_SHIFT + 16 <= 32, "a pin bit per table");
  * client_id * XTX_DEDUPE_WINDOW + req_id % XTX_DEDUPE_WINDOW.  A slot holds
  * the req_id it serves, a state, and the result fields of every op that
  * changes state.  For an incoming request R and the slot's request S:
- *   R > S   new: claim the slot (CAS to CLAIMING), reset its fields, publish
- *           BUSY, execute, record, mark DONE;
+ *   R > S   new: claim the slot (CAS to CLAIMING), reset the fields of R's
+ *           ops and note how many R has, publish BUSY, execute, record, mark
+ *           DONE;
  *   R == S  duplicate: DONE -> answer from the record (state-changing ops)
  *           and by re-executing the read-only ones; CLAIMING or BUSY -> RETRY,
  *           except a BUSY past the KV lease (its rare-path answer was lost):
@@ -301,6 +302,13 @@ struct xtx_op_result {
 struct xtx_dedupe_slot {
 	__u64 word;		/* xtx_dedupe_word(req_id, state) */
 	__u64 claimed_ns;	/* when the slot went BUSY */
+	/*
+	 * The claimed request's op count: only its results are reset, so
+	 * res[] past it may hold an older request's, which a duplicate never
+	 * reads (xtx_dedupe_replay).
+	 */
+	__u32 nops;
+	__u32 pad;
 	struct xtx_op_result res[XTX_MAX_OPS];
 };
 
@@ -311,7 +319,7 @@ _Static_assert(sizeof(struct xtx_op_result) == 24, "dedupe record layout");
 
 /* Load-time limits. */
 #define XTX_MAX_CLIENTS_DEFAULT	1024
-#define XTX_MAX_CLIENTS_LIMIT	16384	/* 16 slots of 400 B each: 105 MB at most */
+#define XTX_MAX_CLIENTS_LIMIT	16384	/* 16 slots of 408 B each: 107 MB at most */
 #define XTX_MAX_TABLES		16
 
 #endif /* XTX_MAPS_H */

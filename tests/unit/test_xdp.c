@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the XDP server: replies, pass-through, refusals, dedupe, fuzz. */
-/* checks: 17 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 18 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -404,6 +404,50 @@ static void test_dedupe(void)
 	CHECK(out_hdr(&r)->status == XTX_ST_STALE && op->status == XTX_ST_NOT_EXECUTED,
 	      "stale request: packet %u op %u", out_hdr(&r)->status, op->status);
 	CHECK(counter_value(idx) == c0 + 16, "stale request executed");
+}
+
+/*
+ * A claim resets only the results of the request's own ops: a duplicate
+ * that carries more ops than the request it repeats must not be answered
+ * from an older request's results left past them, nor run anything.
+ */
+static void test_dedupe_longer_duplicate(void)
+{
+	const __u32 client = 10, idx = 14;
+	const __u64 old = 700, cur = old + XTX_DEDUPE_WINDOW;
+	__u64 c0 = counter_value(idx);
+	struct run r;
+	int i, stale = 0;
+
+	/* an older request fills all sixteen results of the slot */
+	make_req(&r, client, old, XTX_MAX_OPS, XTX_OP_COUNTER_ADD);
+	for (i = 0; i < XTX_MAX_OPS; i++) {
+		in_op(&r, i)->key = idx;
+		in_op(&r, i)->version = 1;
+	}
+	run(&r);
+	for (i = 0; i < XTX_MAX_OPS; i++)
+		stale += out_op(&r, i)->status != XTX_ST_OK;
+	CHECK(!stale && counter_value(idx) == c0 + XTX_MAX_OPS, "sixteen adds: %d not OK", stale);
+
+	/* the slot's next request has one op */
+	CHECK(counter_add(&r, client, cur, idx, 1)->status == XTX_ST_OK, "one-op request");
+
+	/* a "duplicate" of it with sixteen ops: only the first was ever run */
+	make_req(&r, client, cur, XTX_MAX_OPS, XTX_OP_COUNTER_ADD);
+	for (i = 0; i < XTX_MAX_OPS; i++) {
+		in_op(&r, i)->key = idx;
+		in_op(&r, i)->version = 1;
+	}
+	run(&r);
+	CHECK(out_hdr(&r)->flags & XTX_F_REPLAYED, "duplicate not marked replayed");
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK, "its recorded op: status %u",
+	      out_op(&r, 0)->status);
+	for (i = 1, stale = 0; i < XTX_MAX_OPS; i++)
+		stale += out_op(&r, i)->status != XTX_ST_NONE;
+	CHECK(!stale, "%d ops past the request's own answered from an older record", stale);
+	CHECK(counter_value(idx) == c0 + XTX_MAX_OPS + 1, "the duplicate ran: counter %llu",
+	      (unsigned long long)(counter_value(idx) - c0));
 }
 
 /* The same request still executing elsewhere answers RETRY. */
@@ -869,6 +913,7 @@ int main(void)
 	RUN_CASE(test_error_replies);
 	RUN_CASE(test_value_area_refusals);
 	RUN_CASE(test_dedupe);
+	RUN_CASE(test_dedupe_longer_duplicate);
 	RUN_CASE(test_dedupe_in_flight);
 	RUN_CASE(test_lost_reply_then_retransmit);
 	RUN_CASE(test_mixed_packet_duplicate);
