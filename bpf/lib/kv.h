@@ -161,16 +161,27 @@ static __always_inline __u8 xtx_kv_get(struct xtx_kv_bucket *b, int w, struct xt
 	return XTX_KV_DEFER;
 }
 
-static __always_inline void xtx_kv_install(struct xtx_kv_bucket *b, __u8 w, const struct xtx_op *op,
+/*
+ * A new value for the key way w already holds: the key and table stay, so
+ * the keys' line is not dirtied for the other CPUs that search it.
+ */
+static __always_inline void xtx_kv_replace(struct xtx_kv_bucket *b, __u8 w, const struct xtx_op *op,
 					   __u64 version, __u8 flags)
 {
 	w &= XTX_KV_WAYS - 1;
-	b->key[w] = op->key;
-	b->table[w] = op->table;
 	b->vlen[w] = op->vlen;
 	b->version[w] = version;
 	b->flags[w] = flags;
 	xtx_kv_copy_value(b->value[w], op->value);
+}
+
+/* The op's key into way w, free or clean. */
+static __always_inline void xtx_kv_install(struct xtx_kv_bucket *b, __u8 w, const struct xtx_op *op,
+					   __u64 version, __u8 flags)
+{
+	b->key[w & (XTX_KV_WAYS - 1)] = op->key;
+	b->table[w & (XTX_KV_WAYS - 1)] = op->table;
+	xtx_kv_replace(b, w, op, version, flags);
 }
 
 static __always_inline __u8 xtx_kv_insert(struct xtx_kv_bucket *b, int w, struct xtx_op *op,
@@ -184,7 +195,7 @@ static __always_inline __u8 xtx_kv_insert(struct xtx_kv_bucket *b, int w, struct
 			return XTX_ST_EXISTS;
 		/* re-insert over its own tombstone: the version goes on */
 		op->version = b->version[w] + 1;
-		xtx_kv_install(b, w, op, op->version,
+		xtx_kv_replace(b, w, op, op->version,
 			       XTX_KVF_VALID | XTX_KVF_DIRTY | (b->flags[w] & XTX_KVF_IN_USER));
 		return XTX_ST_OK;
 	}
@@ -209,7 +220,7 @@ static __always_inline __u8 xtx_kv_update(struct xtx_kv_bucket *b, int w, struct
 		if (b->flags[w] & XTX_KVF_TOMB)
 			return XTX_ST_NOT_FOUND;
 		op->version = b->version[w] + 1;
-		xtx_kv_install(b, w, op, op->version, b->flags[w] | XTX_KVF_DIRTY);
+		xtx_kv_replace(b, w, op, op->version, b->flags[w] | XTX_KVF_DIRTY);
 		return XTX_ST_OK;
 	}
 	return xtx_kv_bloom_maybe(b, h) ? XTX_KV_DEFER : XTX_ST_NOT_FOUND;
@@ -329,7 +340,7 @@ static __always_inline __u8 xtx_kv_commit(struct xtx_kv_bucket *b, int w, struct
 			else
 				xtx_kv_delete_at(b, w, v);
 		} else {
-			xtx_kv_install(b, w, op, v, XTX_KVF_VALID | XTX_KVF_DIRTY |
+			xtx_kv_replace(b, w, op, v, XTX_KVF_VALID | XTX_KVF_DIRTY |
 			       (b->flags[w & (XTX_KV_WAYS - 1)] & XTX_KVF_IN_USER));
 		}
 		op->version = v;
