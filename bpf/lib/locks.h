@@ -41,13 +41,18 @@ static __always_inline struct xtx_lock_slot *xtx_lock_slot_get(__u64 hash)
 /* One CAS, never a wait: a busy slot answers RETRY (DINT's fail-and-retry). */
 static __always_inline bool xtx_slot_trylock(struct xtx_lock_slot *s)
 {
-	return __sync_val_compare_and_swap(&s->spin, 0, 1) == 0;
+	__u32 seq = *(volatile __u32 *)&s->spin;
+
+	return !(seq & 1) && __sync_val_compare_and_swap(&s->spin, seq, seq + 1) == seq;
 }
 
-/* An atomic exchange: orders the slot's updates before the release. */
+/*
+ * An atomic exchange to the next even value: orders the slot's updates
+ * before the release, and tells a reader between them that they came.
+ */
 static __always_inline void xtx_slot_unlock(struct xtx_lock_slot *s)
 {
-	__sync_lock_test_and_set(&s->spin, 0);
+	__sync_lock_test_and_set(&s->spin, s->spin + 1);
 }
 
 /*
@@ -158,6 +163,32 @@ static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64
 
 	return (s->excl ? XTX_LOCKF_EXCL : 0) | (s->shared ? XTX_LOCKF_SHARED : 0) |
 	       (mine ? XTX_LOCKF_MINE : 0) | (s->flags & XTX_LOCKF_LOGGED);
+}
+
+/*
+ * The slot's state for txn (xtx_lock_state) read without taking the slot,
+ * for a check that changes nothing: between two loads of the spin word,
+ * each behind a fence.  False when an update was under way or came
+ * between, or when a hold is past its lease (taking it back is a write):
+ * the caller then takes the slot.
+ */
+static __always_inline bool xtx_lock_peek(const struct xtx_lock_slot *s,
+					  const struct xtx_lock_ctx *c, __u32 *state)
+{
+	__u32 seq = *(const volatile __u32 *)&s->spin, st;
+
+	if (seq & 1)
+		return false;
+	xtx_load_fence();
+	if (xtx_slot_held(s) && c->lease_ns && !(s->flags & XTX_LOCKF_LOGGED) &&
+	    xtx_lease_over(c->now, s->granted_ns, c->lease_ns))
+		return false;
+	st = xtx_lock_state(s, c->txn);
+	xtx_load_fence();
+	if (*(const volatile __u32 *)&s->spin != seq)
+		return false;
+	*state = st;
+	return true;
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
@@ -287,6 +318,11 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now
 	s = xtx_lock_slot_get(c.hash);
 	if (!s)
 		return XTX_ST_BAD_ARG;
+	/* a validation only looks: the slot's line stays clean on every other CPU */
+	if (opcode == XTX_OP_OCC_VALIDATE && xtx_lock_peek(s, &c, &c.flags)) {
+		op->flags = c.flags;
+		return XTX_ST_OK;
+	}
 	if (!xtx_slot_trylock(s)) {
 		xtx_count(XTX_CTR_LOCK_BUSY);
 		return XTX_ST_RETRY;

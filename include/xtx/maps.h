@@ -198,6 +198,12 @@ struct xtx_info {
  * fail-and-retry), a release waits a bounded while.  The map is mmapable
  * so that xtxd's resolver takes the spin word with a real CAS too.
  *
+ * The spin word is a sequence count: even when free, odd while a CPU
+ * updates the slot, and each release moves it on to the next even value.
+ * A check that changes nothing (OCC_VALIDATE) reads the slot between two
+ * loads of it, without writing the slot's line: the same even value both
+ * times means no update came between (xtx_lock_peek).
+ *
  * owner is the exclusive holder; sharer[] lists the shared holds, one
  * entry per hold (a transaction holding two keys of the slot shared has
  * two), packed in [0, shared).  So a release proves its holder: a
@@ -219,7 +225,7 @@ struct xtx_info {
 #define XTX_LOCK_SHARERS	3
 
 struct xtx_lock_slot {
-	__u32 spin;		/* 0 free, 1 held by a CPU mid-update */
+	__u32 spin;		/* sequence: even free, odd held by a CPU mid-update */
 	__u32 flags;		/* XTX_LOCKF_LOGGED, XTX_LOCK_KEYS_MIXED, pinned tables */
 	__u32 gen;		/* epoch; grant token */
 	__u16 shared;		/* shared holds: sharer[0, shared) */
