@@ -906,7 +906,9 @@ static void test_f4_family_switch_keeps_committing_slot(void)
  * The key's bucket is held by a round trip that never returns (within the
  * KV lease), so every grant that wants the value cannot read it: it is
  * undone and answered RETRY.  CPU 1 takes and drops shared holds and
- * validates the key meanwhile, keeping the slot's spin bit busy.
+ * meanwhile sends releases no grant matches (token 0: each takes the slot
+ * and changes nothing), keeping the slot's spin bit busy.  A validation
+ * would not: it reads the slot without taking it.
  */
 static void undo_body(struct racer *me)
 {
@@ -930,7 +932,7 @@ static void undo_body(struct racer *me)
 			continue;
 		}
 		if (me->side) {	/* the spin bit, sixteen times more */
-			struct opreq v = { .opcode = XTX_OP_OCC_VALIDATE, .key = F5_KEY, .txn = o.txn };
+			struct opreq v = { .opcode = XTX_OP_UNLOCK_SHARED, .key = F5_KEY, .txn = o.txn };
 
 			build_copies(&me->u, me->client, me->req++, XTX_MAX_OPS, &v);
 			race_send(me, &me->u);
