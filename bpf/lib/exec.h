@@ -126,22 +126,35 @@ static __noinline int xtx_op_plain_write(struct xdp_md *ctx, struct xtx_op *op, 
  * A replayed grant's value, which the record does not keep: read again,
  * under the lock the grant holds.  A read that cannot be had now (bucket
  * busy) must not answer OK without the value: the request is retried
- * whole (redefer_busy), and nothing of it runs twice.  Returns the op's
- * status: OK, or DEFERRED when xtxd reads it.  Global: its KV code is
- * verified once, and its stack is not xtx_exec_op's.
+ * whole (redefer_busy), and nothing of it runs twice.  Nor a grant whose
+ * hold is gone (its transaction committed and let it go, or the lease
+ * took it back and another transaction wrote the key): the value now is
+ * not what the grant read, and the grant holds nothing.  The hold is
+ * checked after the read as well, so the read fell inside it.  Returns
+ * the op's status: OK, or DEFERRED when xtxd reads it.  Global: its KV
+ * code is verified once, and its stack is not xtx_exec_op's.
  */
 __noinline int xtx_replay_grant_value(struct xdp_md *ctx, __u32 idx)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
 	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
+	bool shared;
 	__u8 st;
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
+	shared = op->opcode == XTX_OP_LOCK_SHARED;
+	if (!xtx_lock_holds(xtx_op_hash(pc, idx), op->txn, op->token, shared)) {
+		pc->redefer_busy = 1;
+		return XTX_ST_OK;
+	}
 	st = xtx_op_kv(ctx, op, idx, pc, false);
 	if (st == XTX_ST_DEFERRED)
 		return st;
-	if (st != XTX_ST_OK)
+	op = xtx_op_at(ctx, idx);
+	if (!op)
+		return XTX_ST_MALFORMED;
+	if (st != XTX_ST_OK || !xtx_lock_holds(xtx_op_hash(pc, idx), op->txn, op->token, shared))
 		pc->redefer_busy = 1;
 	return XTX_ST_OK;
 }

@@ -173,9 +173,9 @@ static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64
  * the caller then takes the slot.
  */
 static __always_inline bool xtx_lock_peek(const struct xtx_lock_slot *s,
-					  const struct xtx_lock_ctx *c, __u32 *state)
+					  const struct xtx_lock_ctx *c, __u32 *state, __u32 *gen)
 {
-	__u32 seq = *(const volatile __u32 *)&s->spin, st;
+	__u32 seq = *(const volatile __u32 *)&s->spin, st, g;
 
 	if (seq & 1)
 		return false;
@@ -184,11 +184,30 @@ static __always_inline bool xtx_lock_peek(const struct xtx_lock_slot *s,
 	    xtx_lease_over(c->now, s->granted_ns, c->lease_ns))
 		return false;
 	st = xtx_lock_state(s, c->txn);
+	g = s->gen;
 	xtx_load_fence();
 	if (*(const volatile __u32 *)&s->spin != seq)
 		return false;
 	*state = st;
+	*gen = g;
 	return true;
+}
+
+/*
+ * Whether txn still holds the grant token names on hash's slot, shared or
+ * exclusive.  A slot mid-update counts as not: the caller retries.  gen
+ * moves on with every grant of a free slot and every reclaim, so the same
+ * gen with txn still holding means the hold never lapsed since the grant.
+ */
+static __always_inline bool xtx_lock_holds(__u64 hash, __u64 txn, __u64 token, bool shared)
+{
+	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
+	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
+	__u32 st, gen;
+
+	if (!s || !xtx_lock_peek(s, &c, &st, &gen))
+		return false;
+	return gen == token && (st & XTX_LOCKF_MINE) && (shared || (st & XTX_LOCKF_EXCL));
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
@@ -314,12 +333,13 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now
 	struct xtx_lock_slot *s;
 	__u8 opcode = op->opcode, st;
 	__u64 token = op->token;
+	__u32 gen;
 
 	s = xtx_lock_slot_get(c.hash);
 	if (!s)
 		return XTX_ST_BAD_ARG;
 	/* a validation only looks: the slot's line stays clean on every other CPU */
-	if (opcode == XTX_OP_OCC_VALIDATE && xtx_lock_peek(s, &c, &c.flags)) {
+	if (opcode == XTX_OP_OCC_VALIDATE && xtx_lock_peek(s, &c, &c.flags, &gen)) {
 		op->flags = c.flags;
 		return XTX_ST_OK;
 	}

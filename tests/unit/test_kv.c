@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 19 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 20 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -466,6 +466,59 @@ static void test_replayed_grant_rereads_value(void)
 	      out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->vlen == 8 &&
 	      out_op(&r, 0)->value[0] == 0x21, "the copy once the bucket is free: %u vlen %u",
 	      out_op(&r, 0)->status, out_op(&r, 0)->vlen);
+	bucket_reset();
+}
+
+/*
+ * A copy of a grant that comes after the grant's hold is gone (here its
+ * transaction committed and let it go) is not answered from the key as it
+ * is now: that is not what the grant read, and the grant holds nothing.
+ * The request is answered RETRY whole, and nothing of it runs.
+ */
+static void test_replayed_grant_after_its_hold(void)
+{
+	const __u64 txn = xtx_txn_make(3, 6);
+	struct run r, c;
+	__u64 version;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 22, 8, 0x22, &v);
+	make_req(&r, 3, next_req++, 1, XTX_OP_OCC_LOCK);
+	in_op(&r, 0)->key = 22;
+	in_op(&r, 0)->txn = txn;
+	in_op(&r, 0)->flags = 0;
+	run(&r);
+	CHECK(out_op(&r, 0)->status == XTX_ST_OK && out_op(&r, 0)->value[0] == 0x22,
+	      "the grant read its value: %u", out_op(&r, 0)->status);
+	version = out_op(&r, 0)->version;
+
+	/* the copy while the hold lasts: the same answer */
+	run(&r);
+	CHECK(out_hdr(&r)->status == XTX_ST_OK && (out_hdr(&r)->flags & XTX_F_REPLAYED) &&
+	      out_op(&r, 0)->version == version && out_op(&r, 0)->value[0] == 0x22,
+	      "a copy under the hold: packet %u version %llu", out_hdr(&r)->status,
+	      (unsigned long long)out_op(&r, 0)->version);
+
+	/* the transaction commits: a new version, and the lock let go */
+	make_req(&c, 3, next_req++, 1, XTX_OP_COMMIT_PRIMARY);
+	in_op(&c, 0)->key = 22;
+	in_op(&c, 0)->txn = txn;
+	in_op(&c, 0)->token = out_op(&r, 0)->token;
+	in_op(&c, 0)->version = version;
+	in_op(&c, 0)->vlen = 8;
+	memset(in_op(&c, 0)->value, 0x23, 8);
+	run(&c);
+	CHECK(out_op(&c, 0)->status == XTX_ST_OK && out_op(&c, 0)->version == version + 1,
+	      "the commit: %u version %llu", out_op(&c, 0)->status,
+	      (unsigned long long)out_op(&c, 0)->version);
+
+	run(&r);
+	CHECK(r.retval == XDP_TX && out_hdr(&r)->status == XTX_ST_RETRY &&
+	      out_op(&r, 0)->status == XTX_ST_NOT_EXECUTED,
+	      "a copy after the commit: packet %u, op %u version %llu (want RETRY, nothing)",
+	      out_hdr(&r)->status, out_op(&r, 0)->status,
+	      (unsigned long long)out_op(&r, 0)->version);
 	bucket_reset();
 }
 
@@ -1034,6 +1087,7 @@ int main(void)
 	RUN_CASE(test_tc_victim_saved);
 	RUN_CASE(test_tc_ignores_foreign_fix);
 	RUN_CASE(test_replayed_grant_rereads_value);
+	RUN_CASE(test_replayed_grant_after_its_hold);
 	RUN_CASE(test_redefer_after_lost_round_trip);
 	RUN_CASE(test_big_write_deferred);
 	RUN_CASE(test_big_write_evicts);
