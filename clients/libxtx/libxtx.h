@@ -151,7 +151,7 @@ struct xtx_client_cfg {
 	unsigned int max_inflight;		/* transactions in flight; 0: 16 */
 	unsigned int ops_per_packet;		/* 1..XTX_MAX_OPS; 1 turns aggregation off; 0: max */
 	uint64_t timeout_ns;			/* resend after this; 0: 2 ms */
-	unsigned int max_tries;			/* sends of one request before FAILED; 0: 50 */
+	unsigned int max_tries;			/* sends of one request before FAILED (and 300 ms); 0: 50 */
 	/*
 	 * Learnt from each server's PING on the first request to it: a
 	 * transaction that could not log within the shortest lock lease (from

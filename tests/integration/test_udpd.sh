@@ -259,6 +259,10 @@ bank() {
 		bash -c "[ -s $tmp/bank0 ] && cmp -s $tmp/bank0 $tmp/bank1 && cmp -s $tmp/bank0 $tmp/bank2"
 	n=$(locks_held)
 	check "$what: no lock left held ($n)" test "$n" = 0
+	# which: a lock left is a release that never came
+	if [ "$n" != 0 ]; then
+		for ((i = 0; i < NSERVERS; i++)); do sed "s/^/    server $i: /" "$(dumpfile "$i").locks"; done
+	fi
 	for ((i = 0; i < NSERVERS; i++)); do stop_udpd "$i"; done
 	n=$(for ((i = 0; i < NSERVERS; i++)); do log_records "$tmp/data$i"; done | tr '\n' ' ')
 	check "$what: every server's log verifies and holds records ($n)" \

@@ -359,9 +359,18 @@ static void settle(struct xtx_client *c, unsigned int s, struct xtx_req *r,
 }
 
 /*
- * Requests sent max_tries times without an answer are given up: their ops
- * go back to their transactions as lost (which fails a transaction before
- * its commit point and re-queues it after).
+ * A request is given up only once it has also gone this long unanswered
+ * since its first send.  On a busy machine the server's softirq or the
+ * client itself may not run for tens of milliseconds, and 50 tries at a
+ * 1 ms timeout pass in 50 ms: a transaction would end in doubt over a
+ * stall, not over a server that stopped answering.
+ */
+#define GIVE_UP_MIN_NS	(300ull * 1000 * 1000)
+
+/*
+ * Requests sent max_tries times, and unanswered for GIVE_UP_MIN_NS, are
+ * given up: their ops go back to their transactions as lost (which fails
+ * a transaction before its commit point and re-queues it after).
  */
 static void give_up_stale(struct xtx_client *c, uint64_t now)
 {
@@ -376,7 +385,8 @@ static void give_up_stale(struct xtx_client *c, uint64_t now)
 			struct xtx_req *r = &srv->slot[i];
 
 			if (r->req_id && !r->pending && r->tx >= c->cfg.max_tries &&
-			    now - r->last_ns >= c->w.timeout_ns) {
+			    now - r->last_ns >= c->w.timeout_ns &&
+			    now - r->first_ns >= GIVE_UP_MIN_NS) {
 				c->st.lost_requests++;
 				/*
 				 * a server that stopped answering may have been
