@@ -44,8 +44,9 @@ __noinline int xtx_validate_op(struct xdp_md *ctx, __u32 idx, __u32 client_id)
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
-	/* every later step of the op places it from this one hash */
-	pc->hash[idx & (XTX_MAX_OPS - 1)] = xtx_hash(op->table, op->key);
+	/* every later step of the op places it from this one hash (PING and the like have no key) */
+	if (op->opcode >= XTX_OP_LOCK_SHARED)
+		pc->hash[idx & (XTX_MAX_OPS - 1)] = xtx_hash(op->table, op->key);
 	mutates = xtx_op_mutates(op->opcode) ? XTX_VALID_MUTATES : 0;
 	if (op->vlen > XTX_VALUE_INLINE || op->table >= XTX_MAX_TABLES)
 		return XTX_ST_BAD_ARG;

@@ -198,8 +198,9 @@ static __always_inline bool xtx_lock_peek(const struct xtx_lock_slot *s,
  * exclusive.  A slot mid-update counts as not: the caller retries.  gen
  * moves on with every grant of a free slot and every reclaim, so the same
  * gen with txn still holding means the hold never lapsed since the grant.
+ * Global: only a replay asks, and its frame stays off the replay's stack.
  */
-static __always_inline bool xtx_lock_holds(__u64 hash, __u64 txn, __u64 token, bool shared)
+__noinline int xtx_lock_holds(__u64 hash, __u64 txn, __u64 token, int shared)
 {
 	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
 	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
