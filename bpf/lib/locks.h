@@ -170,27 +170,26 @@ static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64
  * for a check that changes nothing: between two loads of the spin word,
  * each behind a fence.  False when an update was under way or came
  * between, or when a hold is past its lease (taking it back is a write):
- * the caller then takes the slot.
+ * the caller then takes the slot.  Returns gen << 32 | state, or -1 for
+ * false: no out-argument, so nothing of it needs the caller's stack.
  */
-static __always_inline bool xtx_lock_peek(const struct xtx_lock_slot *s,
-					  const struct xtx_lock_ctx *c, __u32 *state, __u32 *gen)
+static __always_inline __s64 xtx_lock_peek(const struct xtx_lock_slot *s,
+					   const struct xtx_lock_ctx *c)
 {
 	__u32 seq = *(const volatile __u32 *)&s->spin, st, g;
 
 	if (seq & 1)
-		return false;
+		return -1;
 	xtx_load_fence();
 	if (xtx_slot_held(s) && c->lease_ns && !(s->flags & XTX_LOCKF_LOGGED) &&
 	    xtx_lease_over(c->now, s->granted_ns, c->lease_ns))
-		return false;
+		return -1;
 	st = xtx_lock_state(s, c->txn);
 	g = s->gen;
 	xtx_load_fence();
 	if (*(const volatile __u32 *)&s->spin != seq)
-		return false;
-	*state = st;
-	*gen = g;
-	return true;
+		return -1;
+	return (__s64)((__u64)g << 32 | st);
 }
 
 /*
@@ -204,11 +203,16 @@ __noinline int xtx_lock_holds(__u64 hash, __u64 txn, __u64 token, int shared)
 {
 	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
 	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
-	__u32 st, gen;
+	__s64 seen;
+	__u32 st;
 
-	if (!s || !xtx_lock_peek(s, &c, &st, &gen))
+	if (!s)
 		return false;
-	return gen == token && (st & XTX_LOCKF_MINE) && (shared || (st & XTX_LOCKF_EXCL));
+	seen = xtx_lock_peek(s, &c);
+	if (seen < 0)
+		return false;
+	st = (__u32)seen;
+	return (seen >> 32) == token && (st & XTX_LOCKF_MINE) && (shared || (st & XTX_LOCKF_EXCL));
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
@@ -334,15 +338,18 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now
 	struct xtx_lock_slot *s;
 	__u8 opcode = op->opcode, st;
 	__u64 token = op->token;
-	__u32 gen;
 
 	s = xtx_lock_slot_get(c.hash);
 	if (!s)
 		return XTX_ST_BAD_ARG;
 	/* a validation only looks: the slot's line stays clean on every other CPU */
-	if (opcode == XTX_OP_OCC_VALIDATE && xtx_lock_peek(s, &c, &c.flags, &gen)) {
-		op->flags = c.flags;
-		return XTX_ST_OK;
+	if (opcode == XTX_OP_OCC_VALIDATE) {
+		__s64 seen = xtx_lock_peek(s, &c);
+
+		if (seen >= 0) {
+			op->flags = (__u32)seen;
+			return XTX_ST_OK;
+		}
 	}
 	if (!xtx_slot_trylock(s)) {
 		xtx_count(XTX_CTR_LOCK_BUSY);
