@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* BPF_PROG_TEST_RUN tables for the KV cache: DINT's Figure 4 paths, hand-off and TC fixes. */
-/* checks: 20 (tests/run.sh fails the suite when fewer verdicts come out) */
+/* checks: 21 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
@@ -519,6 +519,51 @@ static void test_replayed_grant_after_its_hold(void)
 	      "a copy after the commit: packet %u, op %u version %llu (want RETRY, nothing)",
 	      out_hdr(&r)->status, out_op(&r, 0)->status,
 	      (unsigned long long)out_op(&r, 0)->version);
+	bucket_reset();
+}
+
+/*
+ * The same with a read before the grant in the request: the copy is
+ * refused before anything of it runs, so the read does not admit its
+ * table's family again (a refusal changes nothing).
+ */
+static void test_replayed_grant_refused_before_reads(void)
+{
+	const __u64 txn = xtx_txn_make(3, 7);
+	int fam_fd = bpf_map__fd(skel->maps.xtx_table_family);
+	__u64 fam_before, fam_after;
+	__u32 table = 0;
+	struct run r, c;
+	int v;
+
+	bucket_reset();
+	kv_do(XTX_OP_INSERT, 24, 8, 0x24, &v);
+	make_req(&r, 3, next_req++, 2, XTX_OP_READ);
+	in_op(&r, 0)->key = 25;
+	in_op(&r, 0)->txn = txn;
+	in_op(&r, 1)->opcode = XTX_OP_OCC_LOCK;
+	in_op(&r, 1)->key = 24;
+	in_op(&r, 1)->txn = txn;
+	in_op(&r, 1)->flags = 0;
+	run(&r);
+	CHECK(out_op(&r, 1)->status == XTX_ST_OK, "the grant: %u", out_op(&r, 1)->status);
+	make_req(&c, 3, next_req++, 1, XTX_OP_OCC_UNLOCK);
+	in_op(&c, 0)->key = 24;
+	in_op(&c, 0)->txn = txn;
+	in_op(&c, 0)->token = out_op(&r, 1)->token;
+	run(&c);
+	CHECK(out_op(&c, 0)->status == XTX_ST_OK, "the release: %u", out_op(&c, 0)->status);
+	/* the family's stamp made old: a read that ran now would stamp it anew */
+	bpf_map_lookup_elem(fam_fd, &table, &fam_before);
+	fam_before &= 3;	/* the family bits (XTX_FAM_MASK, bpf/lib/family.h), stamp 0 */
+	bpf_map_update_elem(fam_fd, &table, &fam_before, 0);
+	run(&r);
+	bpf_map_lookup_elem(fam_fd, &table, &fam_after);
+	CHECK(out_hdr(&r)->status == XTX_ST_RETRY && out_op(&r, 0)->status == XTX_ST_NOT_EXECUTED,
+	      "the copy after the release: packet %u, read %u (want RETRY, nothing)",
+	      out_hdr(&r)->status, out_op(&r, 0)->status);
+	CHECK(fam_before == fam_after, "a refused copy changed the table's family word: %#llx -> %#llx",
+	      (unsigned long long)fam_before, (unsigned long long)fam_after);
 	bucket_reset();
 }
 
@@ -1088,6 +1133,7 @@ int main(void)
 	RUN_CASE(test_tc_ignores_foreign_fix);
 	RUN_CASE(test_replayed_grant_rereads_value);
 	RUN_CASE(test_replayed_grant_after_its_hold);
+	RUN_CASE(test_replayed_grant_refused_before_reads);
 	RUN_CASE(test_redefer_after_lost_round_trip);
 	RUN_CASE(test_big_write_deferred);
 	RUN_CASE(test_big_write_evicts);
