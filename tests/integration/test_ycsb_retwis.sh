@@ -42,6 +42,18 @@ after_first_tick() {
 	for ((n = 0; n < 100; n++)); do grep -q "^t=" "$1" 2>/dev/null && return; sleep 0.05; done
 }
 
+# until_changed TABLE KEY OLD PID: waits until the run PID has written record KEY (its value no
+# longer OLD); false if the run ended first.  A lost update needs an update to lose.
+until_changed() {
+	local v
+	while kill -0 "$4" 2>/dev/null; do
+		v=$(ctl 0 dump --table "$1" | grep " key=$2 " | grep -o 'value=[0-9a-f]*' | cut -d= -f2)
+		[ -n "$v" ] && [ "$v" != "$3" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 total_field() { grep -o '"total":{[^}]*}' <<<"$1" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
 
 # verified NAME OUT RC: the verdicts every --verify run shares
@@ -135,7 +147,7 @@ update_all 10 1999 "$rec"
 rec=$(ctl 0 dump --table 10 | grep " key=0 " | grep -o 'value=[0-9a-f]*' | cut -d= -f2)
 ycsb --workload f --duration 2 --warmup 0 --verify >"$tmp/y.out" 2>&1 &
 pid=$!
-after_first_tick "$tmp/y.out"
+until_changed 10 0 "$rec" "$pid" || fail "the run ended before it wrote record 0"
 update_all 10 0 "$rec"
 wait "$pid"
 rc=$?
