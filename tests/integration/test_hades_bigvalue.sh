@@ -19,14 +19,7 @@ trap 'rm -rf "$tmp"; cleanup' EXIT INT TERM
 SIZES=1,40,41,512,1024
 vals() { client "$BUILD/examples/values" --servers "$(all_server_ips)" -P hades "$@"; }
 ok() { grep -q '^values: ok' <<<"$1"; }
-field() { grep -o "\b$2=[^ ]*" <<<"$1" | head -n 1 | cut -d= -f2; }
-# op SERVER [OPTIONS] OP TABLE KEY [FIELD=VALUE...]: one op as client 9, the hand-played coordinator
-op() {
-	local s=$1
-	shift
-	client "$BUILD/xtxbench" op --server "$(server_ip "$s")" --client-id 9 "$@" 2>&1
-}
-st() { field "$(op "$@")" status; }
+# field, op and st: the hand-played coordinator, client 9 (lib.sh)
 # hexv LEN CHAR: LEN bytes of CHAR, in hex
 hexv() { head -c "$1" /dev/zero | tr '\0' "$2" | xxd -p | tr -d '\n'; }
 # rows KEY LEN CHAR: how many servers hold table 0's KEY at version 2 with LEN bytes of CHAR
