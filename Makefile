@@ -111,7 +111,7 @@ TEST_BINS := $(patsubst %,$(OUT)/tests/%,$(TEST_SUITES))
 TEST_FIXTURES := $(OBJ_OUT)/tests/unit/harness.o $(OBJ_OUT)/tests/unit/pkt.o \
 	$(OBJ_OUT)/tests/unit/race.o
 
-.PHONY: all help clean deps test test-loaded san-tests demo bench bench-kv nemesis load unload format install uninstall
+.PHONY: all help clean deps test test-loaded san-tests demo bench bench-kv bench-scale bench-footprint bundle nemesis load unload format install uninstall
 all: $(BPF_OBJS) $(BINS) $(TEST_BINS)
 
 help:
@@ -125,6 +125,9 @@ help:
 	@echo '  demo           bring up 3 servers in namespaces, run clients, tear down'
 	@echo '  bench          side-by-side benchmarks; see docs/performance.md'
 	@echo '  bench-kv       DINT Table 1 and Figure 11a: the KV cache ablations'
+	@echo '  bench-scale    one server on Q = 1, 2, 4 ... cores: xtx, xtx-udpd, the XDP echo'
+	@echo '  bench-footprint the same TATP keys on default map sizes and on --capacity'
+	@echo '  bundle         build/bundle/xtx-scale.tar.gz: bench-scale for a bare machine'
 	@echo '  nemesis        workloads under pauses, loss, kills, bulk loads, concurrent duplicates,'
 	@echo '                 lost rare-path answers, snapshots, forgers and failing disks, checked'
 	@echo '                 (~26 min), then the failover nemesis'
@@ -311,6 +314,18 @@ nemesis: deps
 bench-kv: deps
 	$(Q)$(MAKE) all
 	$(Q)scripts/bench_kv.sh
+
+bench-scale: deps
+	$(Q)$(MAKE) -j$(JOBS) all
+	$(Q)scripts/bench_scale.sh
+
+bench-footprint: deps
+	$(Q)$(MAKE) -j$(JOBS) all
+	$(Q)scripts/bench_footprint.sh
+
+bundle: deps
+	$(Q)$(MAKE) -j$(JOBS) all
+	$(Q)scripts/bundle.sh
 
 load: deps
 	$(Q)$(MAKE) all

@@ -37,8 +37,10 @@ Options:
                   that exist)
   -x OBJ          up: attach section "xdp" of OBJ (an XDP_PASS program) in
                   native mode to every client-side end
-  -t CPU          up: threaded NAPI on every veth end, server-side NAPI
-                  kthreads pinned to CPU
+  -t CPUS         up: threaded NAPI on every veth end, server-side NAPI
+                  kthreads pinned to CPUS (a number or a comma list: a
+                  device's k-th kthread goes to the list's k-th CPU, so
+                  with -q Q and Q CPUs each queue has a core of its own)
   -q QUEUES       up: receive and transmit queues of every veth end, 1-8
                   (default 1); AF_XDP clients bind a socket to each
   -h              show this help
@@ -118,6 +120,12 @@ mac_of() {
 	echo "$mac"
 }
 
+# ns_sysctl NS KEY VALUE: KEY (a path under /proc/sys) as NS sees it. Written through
+# /proc rather than by sysctl(8), which a bare machine running the bundle may lack.
+ns_sysctl() {
+	ip netns exec "$1" sh -c "echo $3 > /proc/sys/$2"
+}
+
 new_namespace() {
 	local ns=$1
 
@@ -128,9 +136,9 @@ new_namespace() {
 	# The veths come later and inherit "default".  No IPv6 on them:
 	# router solicitations and MLD reports would reach the XDP programs
 	# and skew their counters.
-	ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 \
-		net.ipv4.conf.default.rp_filter=0 \
-		net.ipv6.conf.default.disable_ipv6=1
+	ns_sysctl "$ns" net/ipv4/conf/all/rp_filter 0
+	ns_sysctl "$ns" net/ipv4/conf/default/rp_filter 0
+	ns_sysctl "$ns" net/ipv6/conf/default/disable_ipv6 1
 }
 
 create_namespaces() {
@@ -138,7 +146,7 @@ create_namespaces() {
 
 	new_namespace "$(client_ns)"
 	# The client namespace is the router between servers.
-	ip netns exec "$(client_ns)" sysctl -qw net.ipv4.ip_forward=1
+	ns_sysctl "$(client_ns)" net/ipv4/ip_forward 1
 	for ((i = 0; i < nservers; i++)); do
 		new_namespace "$(server_ns "$i")"
 	done
@@ -220,17 +228,19 @@ napi_kthreads() {
 # hot path, so pinning makes benchmarks repeatable.  The client-side ones
 # only hand replies to the load generator and are left to the scheduler.
 pin_server_napi() {
-	local i dev pid comm found
+	local i dev pid comm found cpus to
 
+	IFS=, read -r -a cpus <<<"$cpu"
 	for ((i = 0; i < nservers; i++)); do
 		dev=$(server_dev "$i")
 		found=0
 		while read -r pid comm; do
-			taskset -pc "$cpu" "$pid" >/dev/null
-			note "pinned $comm (pid $pid) to CPU $cpu"
-			found=1
+			to=${cpus[found % ${#cpus[@]}]}
+			taskset -pc "$to" "$pid" >/dev/null
+			note "pinned $comm (pid $pid) to CPU $to"
+			found=$((found + 1))
 		done < <(napi_kthreads "$dev")
-		[ "$found" -eq 1 ] ||
+		[ "$found" -ge 1 ] ||
 			die "no NAPI kthread for $dev in /proc (is this the host's PID namespace?)"
 	done
 }
@@ -368,8 +378,8 @@ parse_options() {
 	[[ $nservers =~ ^[1-8]$ ]] ||
 		die "number of servers '$nservers' must be 1..8"
 	[[ $queues =~ ^[1-8]$ ]] || die "queues '$queues' must be 1..8"
-	[ -z "$cpu" ] || [[ $cpu =~ ^[0-9]+$ ]] ||
-		die "CPU '$cpu' must be a CPU number"
+	[ -z "$cpu" ] || [[ $cpu =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+		die "CPU '$cpu' must be a CPU number or a comma list of them"
 }
 
 main() {
