@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The cluster configuration: building, parsing and printing it (cluster.h). */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -199,6 +200,13 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 				return bad(err, errlen, "line %u: epoch N (1..%u), once", lineno,
 					   XTX_CLUSTER_EPOCH_MAX);
 			has_epoch = true;
+		} else if (!strcmp(word, "id")) {
+			char *end;
+
+			errno = 0;
+			if (c->id || !isxdigit((unsigned char)arg[0]) ||
+			    !(c->id = strtoull(arg, &end, 16)) || *end || errno)
+				return bad(err, errlen, "line %u: id HEX (not 0), once", lineno);
 		} else if (!strcmp(word, "replication")) {
 			if (has_repl || parse_num(arg, XTX_CLUSTER_MAX_R, &c->replication))
 				return bad(err, errlen, "line %u: replication N, once", lineno);
@@ -249,8 +257,10 @@ int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len)
 			return -ENOSPC;						\
 		off += (size_t)n;						\
 	} while (0)
-	PUT("xtx-cluster %d\nepoch %u\nreplication %u\nservers ", CLUSTER_FORMAT_VERSION,
-	    c->epoch, c->replication);
+	PUT("xtx-cluster %d\nepoch %u\n", CLUSTER_FORMAT_VERSION, c->epoch);
+	if (c->id)
+		PUT("id %016llx\n", (unsigned long long)c->id);
+	PUT("replication %u\nservers ", c->replication);
 	for (i = 0; i < c->nservers; i++)
 		PUT("%s%s", i ? "," : "", inet_ntoa(c->server[i]));
 	PUT("\nshards %u\n", c->nshards);

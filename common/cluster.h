@@ -9,6 +9,7 @@
  *
  *   xtx-cluster 1
  *   epoch 1
+ *   id 5f0c3a9e12d4b7a1
  *   replication 3
  *   servers 10.77.0.2,10.77.1.2,10.77.2.2
  *   shards 3
@@ -40,6 +41,13 @@
 
 struct xtx_cluster {
 	uint32_t epoch;
+	/*
+	 * The cluster's identity: drawn at random by xtxctl cluster init and kept
+	 * by every later epoch (xtxctl cluster recover's too), so that a server
+	 * can tell a cluster made again from the one it served.  0: none (a
+	 * static cluster, or a configuration written before ids).
+	 */
+	uint64_t id;
 	uint32_t replication;		/* R: replicas a shard has when none is missing */
 	uint32_t nservers;
 	struct in_addr server[XTX_CLUSTER_MAX_SERVERS];
@@ -52,7 +60,7 @@ struct xtx_cluster {
 };
 
 /* The longest text xtx_cluster_format() writes. */
-#define XTX_CLUSTER_TEXT_MAX	(64 + XTX_CLUSTER_MAX_SERVERS * 16 + XTX_CLUSTER_MAX_SHARDS * 24)
+#define XTX_CLUSTER_TEXT_MAX	(96 + XTX_CLUSTER_MAX_SERVERS * 16 + XTX_CLUSTER_MAX_SHARDS * 24)
 
 /*
  * A new cluster of n servers: epoch 1, R = replication, nshards shards

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The cluster configuration (common/cluster.c): building, the text form both ways, bad input. */
-/* checks: 7 (tests/run.sh fails the suite when fewer verdicts come out) */
+/*
+ * The cluster configuration (common/cluster.c): building, the text form both ways, bad input;
+ * a server's record of it (user/lib/cluster_record.c).
+ */
+/* checks: 9 (tests/run.sh fails the suite when fewer verdicts come out) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xtx/hash.h>
 #include "check.h"
 #include "cluster.h"
+#include "cluster_record.h"
 
 static struct in_addr addr(const char *ip)
 {
@@ -202,6 +208,78 @@ static void test_limits(void)
 	      "one shard too many is refused");
 }
 
+static void test_id(void)
+{
+	struct in_addr s[2] = { addr("10.0.0.1"), addr("10.0.0.2") };
+	static struct xtx_cluster a, b;
+	static char text[XTX_CLUSTER_TEXT_MAX];
+	char err[160];
+
+	CHECK(!xtx_cluster_build(&a, s, 2, 2, 4, err, sizeof(err)) && !a.id, "built without an id");
+	CHECK(xtx_cluster_format(&a, text, sizeof(text)) > 0 && !strstr(text, "id "),
+	      "no id: no id line, the text as before");
+	a.id = 0xfedcba9876543210ull;
+	CHECK(xtx_cluster_format(&a, text, sizeof(text)) > 0 &&
+	      strstr(text, "\nid fedcba9876543210\n"), "the id in the text:\n%s", text);
+	CHECK(!xtx_cluster_parse(&b, text, err, sizeof(err)) && b.id == a.id &&
+	      !memcmp(&a, &b, sizeof(a)), "parsed back with its id: %s", err);
+	refused("xtx-cluster 1\nepoch 1\nid 0\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "id HEX");
+	refused("xtx-cluster 1\nepoch 1\nid 12zz\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "id HEX");
+	refused("xtx-cluster 1\nepoch 1\nid -5\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "id HEX");
+	refused("xtx-cluster 1\nepoch 1\nid 1\nid 2\nreplication 1\nservers 10.0.0.1\nshards 1\n"
+		"shard 0 0\n", "once");
+	refused("xtx-cluster 1\nepoch 1\nid 123456789abcdef01\nreplication 1\nservers 10.0.0.1\n"
+		"shards 1\nshard 0 0\n", "id HEX");
+}
+
+/* What a server records, and which configuration it then takes up. */
+static void test_record(void)
+{
+	struct in_addr s[3] = { addr("10.0.0.1"), addr("10.0.0.2"), addr("10.0.0.3") };
+	static struct xtx_cluster a, b, r;
+	char dir[] = "/tmp/xtx-test-record.XXXXXX", path[256], err[512];
+	FILE *f;
+
+	CHECK(mkdtemp(dir), "a directory");
+	CHECK(!xtx_cluster_build(&a, s, 3, 3, 6, err, sizeof(err)), "build: %s", err);
+	a.id = 77;
+	a.epoch = 5;
+	CHECK(!xtx_cluster_record_path(dir, path, sizeof(path)), "its path");
+	CHECK(xtx_cluster_record_read(path, &r, err, sizeof(err)) == -ENOENT,
+	      "no record yet: -ENOENT (%s)", err);
+	CHECK(!xtx_cluster_record_write(dir, &a), "recorded");
+	CHECK(!xtx_cluster_record_read(path, &r, err, sizeof(err)) && !memcmp(&a, &r, sizeof(a)),
+	      "read back whole: %s", err);
+	b = a;
+	CHECK(xtx_cluster_record_allows(&r, &b), "the same configuration is taken up");
+	b.epoch = 6;
+	CHECK(xtx_cluster_record_allows(&r, &b), "a newer epoch is taken up");
+	b.epoch = 4;
+	CHECK(!xtx_cluster_record_allows(&r, &b), "an older epoch is refused");
+	b.epoch = 1;
+	CHECK(!xtx_cluster_record_allows(&r, &b), "epoch 1 (ZooKeeper's data lost) is refused");
+	b = a;
+	b.rep[2][0] = a.rep[2][1];
+	b.rep[2][1] = a.rep[2][0];
+	CHECK(!xtx_cluster_record_allows(&r, &b), "the same epoch with another map is refused");
+	b = a;
+	b.id = 78;
+	b.epoch = 9;
+	CHECK(!xtx_cluster_record_allows(&r, &b), "another cluster's id is refused, however new");
+	r.id = 0;
+	CHECK(xtx_cluster_record_allows(&r, &b), "a record from before ids compares epochs only");
+	f = fopen(path, "w");
+	CHECK(f && fputs("xtx-cluster 1\nepoch 5\nreplication 3\n", f) >= 0 && !fclose(f),
+	      "a record cut short");
+	CHECK(xtx_cluster_record_read(path, &r, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "not a cluster configuration"), "is refused, not read as empty (%s)", err);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN_CASE(test_round_trip);
@@ -211,6 +289,8 @@ int main(void)
 	RUN_CASE(test_moves);
 	RUN_CASE(test_copiers);
 	RUN_CASE(test_limits);
+	RUN_CASE(test_id);
+	RUN_CASE(test_record);
 	printf("# test_cluster: %d passed, %d failed\n", cases_passed, cases_failed);
 	return cases_failed ? 1 : 0;
 }

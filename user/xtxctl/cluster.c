@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* xtxctl cluster init|status: a cluster's definition in ZooKeeper (common/zk.h). */
+/* xtxctl cluster init|status|recover: a cluster's definition in ZooKeeper (common/zk.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "cluster.h"
+#include "cluster_record.h"
 #include "num.h"
 #include "zk.h"
 #include "xtxctl_cluster.h"
@@ -19,6 +22,8 @@ struct cluster_opts {
 	const char *zk, *name, *servers, *spares;
 	uint32_t replication, shards, session_ms;
 	bool json;
+	char **records;			/* recover: the servers' record files */
+	int nrecords;
 };
 
 static void usage(FILE *out)
@@ -27,6 +32,7 @@ static void usage(FILE *out)
 		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--spares IP,...]\n"
 		"                      [--zk-name NAME] [--replication R] [--shards N]\n"
 		"       xtxctl cluster status --zk HOSTS [--zk-name NAME] [--json]\n"
+		"       xtxctl cluster recover --zk HOSTS [--zk-name NAME] RECORD...\n"
 		"A cluster's configuration in ZooKeeper: its epoch, servers and shard map.\n"
 		"\n"
 		"  --zk HOST:PORT[,...]  the ZooKeeper ensemble\n"
@@ -41,9 +47,15 @@ static void usage(FILE *out)
 		"\n"
 		"init refuses a cluster that exists.  status lists each server as live when its\n"
 		"xtxd holds a ZooKeeper session, the shards it is primary of, and the shards it\n"
-		"is copying with the copy's progress.\n",
+		"is copying with the copy's progress.\n"
+		"\n"
+		"recover rebuilds the configuration after ZooKeeper lost it (or the cluster was\n"
+		"made again by hand, which xtxd refuses to serve): each server records the newest\n"
+		"configuration it served in its data directory (%s there); given those\n"
+		"files, recover writes the newest of them with the next epoch, replacing an older\n"
+		"configuration in ZooKeeper if there is one. Then restart the servers.\n",
 		XTX_ZK_NAME_DEFAULT, XTX_ZK_NAME_MAX, XTX_CLUSTER_MAX_SERVERS, XTX_CLUSTER_MAX_SHARDS,
-		DEFAULT_SHARDS);
+		DEFAULT_SHARDS, XTX_CLUSTER_RECORD_FILE);
 }
 
 static int parse_server_list(const char *opt, const char *list, struct in_addr *addr,
@@ -99,6 +111,13 @@ static int cluster_init(const struct cluster_opts *o)
 		fprintf(stderr, "Error: cluster init: %s\n", err);
 		return 2;
 	}
+	/* never 0 ("no id"): a server tells this cluster from one made again by its id */
+	while (!c.id)
+		if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id)) {
+			fprintf(stderr, "Error: cluster init: drawing the cluster's id: %s\n",
+				strerror(errno));
+			return 1;
+		}
 	/* the spares are servers of no shard; the text's checks catch one listed twice */
 	memcpy(&c.server[n], &addr[n], (all - n) * sizeof(addr[0]));
 	c.nservers = all;
@@ -214,6 +233,80 @@ static int cluster_status(const struct cluster_opts *o)
 	return 0;
 }
 
+/*
+ * The newest configuration the records hold into ZooKeeper, one epoch on: every server and
+ * client then sees it as newer than anything it served or used.  The records at the newest
+ * epoch must agree (they were all written from one ZooKeeper node); older ones belong to
+ * servers that missed later epochs, and count for nothing.
+ */
+static int cluster_recover(const struct cluster_opts *o)
+{
+	static struct xtx_cluster best, rec, cur;
+	char why[PATH_MAX + 160];
+	int i, from = -1, rc, ver, n_at_best = 0;
+	struct xtx_zk *z;
+
+	if (!o->nrecords) {
+		fprintf(stderr, "Error: cluster recover: give the servers' record files (%s in each "
+			"data directory)\n", XTX_CLUSTER_RECORD_FILE);
+		return 2;
+	}
+	for (i = 0; i < o->nrecords; i++) {
+		if (xtx_cluster_record_read(o->records[i], &rec, why, sizeof(why))) {
+			fprintf(stderr, "Error: cluster recover: %s\n", why);
+			return 1;
+		}
+		if (from >= 0 && rec.epoch == best.epoch && memcmp(&rec, &best, sizeof(rec))) {
+			fprintf(stderr, "Error: cluster recover: %s and %s record different maps at "
+				"epoch %u: they are not of one cluster; nothing changed\n",
+				o->records[from], o->records[i], rec.epoch);
+			return 1;
+		}
+		if (from < 0 || rec.epoch > best.epoch) {
+			best = rec;
+			from = i;
+			n_at_best = 0;
+		}
+		n_at_best += rec.epoch == best.epoch;
+	}
+	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
+	if (!z)
+		return 1;
+	rc = xtx_zk_read_config(z, &cur, &ver, false);
+	if (!rc && cur.epoch > best.epoch) {
+		xtx_zk_close(z);
+		fprintf(stderr, "Error: cluster '%s' at %s holds epoch %u, newer than every record "
+			"(newest: epoch %u in %s): nothing to recover; nothing changed\n", o->name,
+			o->zk, cur.epoch, best.epoch, o->records[from]);
+		return 1;
+	}
+	if (rc && rc != -ENOENT) {
+		xtx_zk_close(z);
+		return 1;
+	}
+	/* past ZooKeeper's own epoch too, should it hold the same number with another map */
+	best.epoch = (rc ? best.epoch : cur.epoch > best.epoch ? cur.epoch : best.epoch) + 1;
+	if (best.epoch > XTX_CLUSTER_EPOCH_MAX) {
+		xtx_zk_close(z);
+		fprintf(stderr, "Error: cluster recover: epoch %u is the last\n", best.epoch - 1);
+		return 1;
+	}
+	rc = rc == -ENOENT ? xtx_zk_create(z, &best) : xtx_zk_write_config(z, &best, ver);
+	xtx_zk_close(z);
+	if (rc == -EEXIST || rc == -EAGAIN) {
+		fprintf(stderr, "Error: cluster '%s' at %s changed while recovering; nothing "
+			"changed: run recover again\n", o->name, o->zk);
+		return 1;
+	}
+	if (rc)
+		return 1;
+	printf("cluster '%s' recovered at %s: epoch %u, the map of epoch %u (recorded by %d of "
+	       "%d servers given, first in %s), %u servers, %u shards\n", o->name, o->zk,
+	       best.epoch, best.epoch - 1, n_at_best, o->nrecords, o->records[from],
+	       best.nservers, best.nshards);
+	return 0;
+}
+
 int xtxctl_cluster_main(int argc, char **argv)
 {
 	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_SPARES, OPT_REPL, OPT_SHARDS, OPT_JSON };
@@ -266,7 +359,10 @@ int xtxctl_cluster_main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc) {
+	if (!strcmp(sub, "recover")) {
+		o.records = argv + optind;
+		o.nrecords = argc - optind;
+	} else if (optind != argc) {
 		fprintf(stderr, "Error: cluster %s: unexpected argument '%s'\n", sub, argv[optind]);
 		return 2;
 	}
@@ -280,6 +376,8 @@ int xtxctl_cluster_main(int argc, char **argv)
 		return cluster_init(&o);
 	if (!strcmp(sub, "status"))
 		return cluster_status(&o);
-	fprintf(stderr, "Error: cluster: unknown subcommand '%s' (init, status)\n", sub);
+	if (!strcmp(sub, "recover"))
+		return cluster_recover(&o);
+	fprintf(stderr, "Error: cluster: unknown subcommand '%s' (init, status, recover)\n", sub);
 	return 2;
 }

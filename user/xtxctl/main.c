@@ -60,7 +60,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: xtxctl [--netns NAME] --iface IF COMMAND [options]\n"
-		"       xtxctl cluster init|status --zk HOSTS ...  (xtxctl cluster --help)\n"
+		"       xtxctl cluster init|status|recover --zk HOSTS ...  (xtxctl cluster --help)\n"
 		"Inspect and control the xtx server loaded on IF, or a cluster's configuration.\n"
 		"\n"
 		"Commands:\n"

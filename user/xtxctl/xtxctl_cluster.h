@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* xtxctl cluster: init and status of a cluster held in ZooKeeper. */
+/* xtxctl cluster: init, status and recover of a cluster held in ZooKeeper. */
 #ifndef XTXCTL_CLUSTER_H
 #define XTXCTL_CLUSTER_H
 

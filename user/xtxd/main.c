@@ -840,6 +840,12 @@ int main(int argc, char **argv)
 	 * since the ZooKeeper library's threads would not survive it.
 	 */
 	o.member.port = o.load.port;
+	if (o.drain.data_dir)
+		snprintf(datadir, sizeof(datadir), "%s", o.drain.data_dir);
+	else
+		xtx_logfile_default_dir(&t, datadir, sizeof(datadir));
+	o.member.data_dir = datadir;
+	o.member.fresh = o.fresh;
 	if (o.member.zk && xtxd_member_join(&o.member, &o.resolve.peers)) {
 		unlink(pidfile);
 		xtx_target_unlock(&t);
@@ -881,10 +887,6 @@ int main(int argc, char **argv)
 	 * anyone is told we serve; an adopted log resumes from its head.
 	 */
 	o.rare.port = o.load.port;
-	if (o.drain.data_dir)
-		snprintf(datadir, sizeof(datadir), "%s", o.drain.data_dir);
-	else
-		xtx_logfile_default_dir(&t, datadir, sizeof(datadir));
 	xtxd_snapshot_set_dir(datadir);
 	/*
 	 * Freshly created maps are empty: rebuild the store from the data

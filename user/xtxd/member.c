@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <xtx/maps.h>
 #include "clock.h"
 #include "cluster.h"
+#include "cluster_record.h"
 #include "copy/copy.h"
 #include "log.h"
 #include "log/snapshot.h"
@@ -37,6 +39,7 @@ static struct {
 	uint64_t published_ns;
 	int self;
 	char self_addr[INET_ADDRSTRLEN];
+	char data_dir[PATH_MAX];	/* where the configuration taken up is recorded */
 	uint64_t lease_ns;		/* how long past the last heard the lease runs */
 	uint64_t evict_after_ns;	/* as manager: a joined server missing this long failed */
 	int map_fd;
@@ -152,6 +155,68 @@ static void publish_copy(void)
 	}
 }
 
+/*
+ * ZooKeeper's configuration against the one this server recorded: an older
+ * one (or the same epoch with another map) means ZooKeeper lost its data or
+ * the cluster was made again by hand.  Serving it could bring back stale
+ * shards, and a server listed as a spare again would wipe what may be the
+ * only current copy of a shard: refuse, before anything here changes.
+ */
+static int check_record(const struct xtxd_member_opts *o)
+{
+	static struct xtx_cluster rec;
+	char path[PATH_MAX], why[PATH_MAX + 160];
+	int err;
+
+	if (xtx_cluster_record_path(M.data_dir, path, sizeof(path))) {
+		fprintf(stderr, "Error: cluster: data directory %s: name too long\n", M.data_dir);
+		return -1;
+	}
+	err = xtx_cluster_record_read(path, &rec, why, sizeof(why));
+	if (err == -ENOENT)
+		return 0;
+	if (err) {
+		/* what it served cannot be known: serving any epoch might go backwards */
+		fprintf(stderr, "Error: cluster: this server's record of the configuration it "
+			"served: %s (--fresh starts over without it)\n", why);
+		return -1;
+	}
+	if (xtx_cluster_record_allows(&rec, &M.cfg))
+		return 0;
+	if (o->fresh) {
+		pr_warn("cluster '%s': ZooKeeper holds epoch %u, this server recorded epoch %u: "
+			"--fresh sets what it holds aside and takes epoch %u up\n", o->name,
+			M.cfg.epoch, rec.epoch, M.cfg.epoch);
+		return 0;
+	}
+	if (rec.id && M.cfg.id != rec.id)
+		snprintf(why, sizeof(why), "another cluster (id %016llx at epoch %u), not the one "
+			 "this server served (id %016llx, epoch %u)", (unsigned long long)M.cfg.id,
+			 M.cfg.epoch, (unsigned long long)rec.id, rec.epoch);
+	else
+		snprintf(why, sizeof(why), "epoch %u, %s than epoch %u this server served",
+			 M.cfg.epoch, M.cfg.epoch < rec.epoch ? "older" : "another map",
+			 rec.epoch);
+	fprintf(stderr, "Error: cluster '%s' at %s: ZooKeeper holds %s (recorded in %s): "
+		"ZooKeeper's data was lost or the cluster made again. Nothing here was changed. "
+		"Rebuild ZooKeeper's configuration from the servers' records: xtxctl cluster "
+		"recover --zk %s --zk-name %s RECORD... (each server's %s), then start the "
+		"servers again\n", o->name, o->zk, why, path, o->zk, o->name,
+		XTX_CLUSTER_RECORD_FILE);
+	return -1;
+}
+
+/* The configuration about to be taken up, on disk before it is served: 0 or -1. */
+static int record(const struct xtx_cluster *c)
+{
+	int err = xtx_cluster_record_write(M.data_dir, c);
+
+	if (err)
+		pr_warn("cluster: recording epoch %u in %s: %s; not serving it\n", c->epoch,
+			M.data_dir, strerror(-err));
+	return err ? -1 : 0;
+}
+
 int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 {
 	unsigned int i;
@@ -165,6 +230,9 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 		fprintf(stderr, "Error: no cluster '%s' at %s (xtxctl cluster init creates one)\n",
 			o->name, o->zk);
 	if (err)
+		goto fail;
+	snprintf(M.data_dir, sizeof(M.data_dir), "%s", o->data_dir);
+	if (check_record(o))
 		goto fail;
 	M.self = find_self(&M.cfg);
 	if (M.self < 0)
@@ -313,6 +381,9 @@ static int adopt(const struct xtx_cluster *c)
 	const struct timespec grace = { 0, 5 * 1000 * 1000 };
 	int err;
 
+	/* a restart after this serves nothing older, whatever ZooKeeper says then */
+	if (record(c))
+		return -1;
 	close_xdp();
 	/* longer than any XDP run: none still reads the shards it is about to change */
 	nanosleep(&grace, NULL);
@@ -455,6 +526,8 @@ int xtxd_member_start(const struct xtx_target *t)
 	}
 	atomic_store(&M.alive_until, lease_end());
 	close_xdp();
+	if (record(&M.cfg))
+		return -1;
 	err = write_shards(&M.cfg);
 	if (err) {
 		fprintf(stderr, "Error: cluster: writing the shards for XDP: %s\n",

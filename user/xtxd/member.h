@@ -23,12 +23,16 @@ struct xtxd_member_opts {
 	const char *name;		/* the cluster's name */
 	unsigned int session_ms;
 	uint16_t port;			/* the xtx port: copies are served on TCP port + 1 */
+	const char *data_dir;		/* where the configuration taken up is recorded */
+	bool fresh;			/* --fresh: what it holds is set aside, its record too */
 };
 
 /*
  * Inside the server's namespace, before the program is loaded: opens the
  * session, reads the configuration and finds this server in it (one of its
- * addresses), filling peers.  0, or -1 after printing why.
+ * addresses), filling peers.  Refuses a configuration older than the one
+ * this server recorded (user/lib/cluster_record.h) unless o->fresh.  0, or
+ * -1 after printing why.
  */
 int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers);
 /*
