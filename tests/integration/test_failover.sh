@@ -224,6 +224,9 @@ verify_all "... its copy equal to the others'"
 # ---- a partition, on a fresh cluster of the 4: cut off past its session, never again ----
 echo "    failure to the second failure's checks: $((SECONDS - t_kill)) s"
 for i in 0 1 2 3; do ctl "$i" unload --force >/dev/null 2>&1; done
+# a new cluster of empty servers: each refuses another cluster while its data dir says it
+# served one (user/lib/cluster_record.h)
+rm -rf /var/lib/xtx/"$PREFIX"-*
 link_up "$second"
 NAME=${NAME}p
 client "$BUILD/xtxctl" cluster init --zk "$ZK_CLIENT" --zk-name "$NAME" --servers "$(all_server_ips)" \
