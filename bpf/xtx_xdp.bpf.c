@@ -238,9 +238,6 @@ int xtx_xdp(struct xdp_md *ctx)
 			break;
 		case XTX_DEDUPE_DUPLICATE:
 			pc->mode = XTX_EXEC_REPLAY;
-			/* a grant it answers again lost its hold: nothing of it runs */
-			if (!xtx_replay_grants_held(ctx, nops))
-				return xtx_refuse(ctx, rt, nops, XTX_ST_RETRY, XTX_CTR_BUSY);
 			hdr = xtx_hdr_of(ctx);
 			if (!hdr)
 				return XDP_DROP;

@@ -113,6 +113,7 @@ static const char *const counter_names[XTX_CTR__COUNT] = {
 	[XTX_CTR_LOCK_SHARERS_FULL] = "lock_sharers_full",
 	[XTX_CTR_FAM_PINNED] = "family_pinned",
 	[XTX_CTR_TC_FOREIGN] = "tc_foreign",
+	[XTX_CTR_REPLAY_LAPSED] = "replay_lapsed",
 };
 
 const char *xtx_op_name(unsigned int opcode)

@@ -125,73 +125,51 @@ static __noinline int xtx_op_plain_write(struct xdp_md *ctx, struct xtx_op *op, 
 
 /*
  * A replayed grant's value, which the record does not keep: read again,
- * under the lock the grant holds.  A read that cannot be had now (bucket
- * busy) must not answer OK without the value: the request is retried
- * whole (redefer_busy), and nothing of it runs twice.  Nor a grant whose
- * hold is gone (its transaction committed and let it go, or the lease
- * took it back and another transaction wrote the key): the value now is
- * not what the grant read, and the grant holds nothing.  The request was
- * refused before it ran if the hold was gone then
- * (xtx_replay_grants_held); checked again after the read, the hold
- * covered the read.  Returns
- * the op's status: OK, or DEFERRED when xtxd reads it.  Global: its KV
- * code is verified once, and its stack is not xtx_exec_op's.
+ * under the lock the grant holds.  A grant whose hold is gone (its
+ * transaction committed and let it go, or the lease took it back and
+ * another transaction may have written the key) is answered NOT_HELD: the
+ * value now is not what the grant read, and the client aborts.  Checked
+ * before the read and again after it, so that an OK's value was read
+ * under the hold.  Only this op says so: the request's other ops are
+ * answered from the record as usual.  A read that cannot be had now
+ * (bucket busy), or a hold that cannot be known (slot busy past the wait),
+ * must not answer OK without the value: the request is retried whole
+ * (redefer_busy), and nothing of it runs twice.  Returns the op's status:
+ * OK, NOT_HELD, or DEFERRED when xtxd reads it.  Global: its KV code is
+ * verified once, and its stack is not xtx_exec_op's.
  */
 __noinline int xtx_replay_grant_value(struct xdp_md *ctx, __u32 idx)
 {
 	struct xtx_op *op = xtx_op_at(ctx, idx);
 	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
-	bool shared;
+	int shared, held;
 	__u8 st;
 
 	if (!op || !pc)
 		return XTX_ST_MALFORMED;
 	shared = op->opcode == XTX_OP_LOCK_SHARED;
+	held = xtx_lock_holds(xtx_op_hash(pc, idx), op->txn, op->token, shared);
+	if (held == 0)
+		goto lapsed;
+	if (held < 0) {
+		pc->redefer_busy = 1;
+		return XTX_ST_OK;
+	}
 	st = xtx_op_kv(ctx, op, idx, pc, false);
 	if (st == XTX_ST_DEFERRED)
 		return st;
 	op = xtx_op_at(ctx, idx);
 	if (!op)
 		return XTX_ST_MALFORMED;
-	if (st != XTX_ST_OK || !xtx_lock_holds(xtx_op_hash(pc, idx), op->txn, op->token, shared))
+	held = st == XTX_ST_OK ? xtx_lock_holds(xtx_op_hash(pc, idx), op->txn, op->token, shared) : -1;
+	if (held == 0)
+		goto lapsed;
+	if (held < 0)
 		pc->redefer_busy = 1;
 	return XTX_ST_OK;
-}
-
-/*
- * Before a duplicate runs anything: whether every grant it will answer
- * again with a value (recorded OK) still holds its lock under the token it
- * was given.  A grant whose hold is gone cannot be answered (see
- * xtx_replay_grant_value), and the request must then be refused before
- * its other ops run: a read among them would admit its table's family, a
- * change a refusal must not make.  Global: one loop, verified once.
- */
-__noinline int xtx_replay_grants_held(struct xdp_md *ctx, __u32 nops)
-{
-	struct xtx_pkt_ctx *pc = xtx_pkt_ctx_get();
-	struct xtx_dedupe_slot *slot;
-	__u32 i, key;
-
-	if (!pc)
-		return 0;
-	key = pc->rec_key;
-	slot = bpf_map_lookup_elem(&xtx_dedupe, &key);
-	if (!slot)
-		return 0;
-	for (i = 0; i < XTX_MAX_OPS && i < nops; i++) {
-		struct xtx_op *op = xtx_op_at(ctx, i);
-		const struct xtx_op_result *r = &slot->res[i];
-
-		if (!op)
-			return 0;
-		if (!xtx_is_acquire(op->opcode) || (op->flags & XTX_OPF_NO_VALUE) ||
-		    i >= slot->nops || r->status != XTX_ST_OK)
-			continue;
-		if (!xtx_lock_holds(xtx_op_hash(pc, i), op->txn, r->token,
-				    op->opcode == XTX_OP_LOCK_SHARED))
-			return 0;
-	}
-	return 1;
+lapsed:
+	xtx_count(XTX_CTR_REPLAY_LAPSED);
+	return XTX_ST_NOT_HELD;
 }
 
 /* Runs op idx of the packet described by xtx_pkt_ctx; returns its status. */

@@ -58,23 +58,50 @@ static __always_inline void xtx_slot_unlock(struct xtx_lock_slot *s)
 /*
  * For what must not fail where a request may (a release, an undo): the
  * spin word is held for a few instructions by a CPU that cannot be
- * preempted there, so a bounded wait always ends in practice.  0 only
+ * preempted there (XDP, TC), or by xtxd, which can: so the wait is bounded
+ * by time (XTX_SLOT_WAIT_NS), not by a count of looks at the word, which
+ * pass in a few microseconds now that a busy word is only read.  0 only
  * past the bound: counted, and the caller says so.  Global, on the slot's
- * index: the bounded loop is verified once, not at every place a release
- * is inlined.
+ * index: verified once, not at every place a release is inlined.
  */
+#define XTX_SLOT_WAIT_NS	(200 * 1000)
+#define XTX_SLOT_WAIT_STEPS	(1u << 18)	/* bpf_loop's bound, far past the time */
+
+struct xtx_slot_waiter {
+	__u64 until;
+	__u32 idx;
+	__u32 got;
+};
+
+static int xtx_slot_wait_step(__u32 i, void *arg)
+{
+	struct xtx_slot_waiter *w = arg;
+	struct xtx_lock_slot *s = bpf_map_lookup_elem(&xtx_locks, &w->idx);
+
+	if (!s)
+		return 1;
+	if (xtx_slot_trylock(s)) {
+		w->got = 1;
+		return 1;
+	}
+	/* the clock only now and then: it costs more than a look at the word */
+	return (i & 63) == 63 && bpf_ktime_get_ns() > w->until;
+}
+
 __noinline int xtx_slot_wait(__u32 idx)
 {
 	struct xtx_lock_slot *s = bpf_map_lookup_elem(&xtx_locks, &idx);
-	int i;
+	struct xtx_slot_waiter w = { .idx = idx };
 
 	if (!s)
 		return 0;
-	for (i = 0; i < 1024; i++)
-		if (xtx_slot_trylock(s))
-			return 1;
-	xtx_count(XTX_CTR_LOCK_BUSY);
-	return 0;
+	if (xtx_slot_trylock(s))
+		return 1;
+	w.until = bpf_ktime_get_ns() + XTX_SLOT_WAIT_NS;
+	bpf_loop(XTX_SLOT_WAIT_STEPS, xtx_slot_wait_step, &w, 0);
+	if (!w.got)
+		xtx_count(XTX_CTR_LOCK_BUSY);
+	return w.got;
 }
 
 /* hash's slot with its spin word taken (xtx_slot_wait), or NULL. */
@@ -171,7 +198,9 @@ static __always_inline __u32 xtx_lock_state(const struct xtx_lock_slot *s, __u64
  * each behind a fence.  False when an update was under way or came
  * between, or when a hold is past its lease (taking it back is a write):
  * the caller then takes the slot.  Returns gen << 32 | state, or -1 for
- * false: no out-argument, so nothing of it needs the caller's stack.
+ * false: no out-argument, so nothing of it needs the caller's stack.  A
+ * gen of 2^31 or more makes the value negative: callers test for -1 itself
+ * (no state is all ones) and take gen unsigned (xtx_peek_gen).
  */
 static __always_inline __s64 xtx_lock_peek(const struct xtx_lock_slot *s,
 					   const struct xtx_lock_ctx *c)
@@ -192,27 +221,46 @@ static __always_inline __s64 xtx_lock_peek(const struct xtx_lock_slot *s,
 	return (__s64)((__u64)g << 32 | st);
 }
 
+#define XTX_PEEK_BUSY	(-1)
+
+static __always_inline __u32 xtx_peek_gen(__s64 seen)
+{
+	return (__u32)((__u64)seen >> 32);
+}
+
 /*
  * Whether txn still holds the grant token names on hash's slot, shared or
- * exclusive.  A slot mid-update counts as not: the caller retries.  gen
- * moves on with every grant of a free slot and every reclaim, so the same
- * gen with txn still holding means the hold never lapsed since the grant.
+ * exclusive: 1 yes, 0 no, -1 not known (the slot stayed busy past the
+ * bounded wait).  gen moves on with every grant of a free slot and every
+ * reclaim, so the same gen with txn still holding means the hold never
+ * lapsed since the grant.  A slot mid-update is looked at again, then
+ * taken: on a hot slot other transactions' ops come between two loads
+ * often, and "not held" must not be said of a hold that is there.
  * Global: only a replay asks, and its frame stays off the replay's stack.
  */
 __noinline int xtx_lock_holds(__u64 hash, __u64 txn, __u64 token, int shared)
 {
 	struct xtx_lock_slot *s = xtx_lock_slot_get(hash);
 	struct xtx_lock_ctx c = { .txn = txn, .hash = hash };
-	__s64 seen;
-	__u32 st;
+	__s64 seen = XTX_PEEK_BUSY;
+	__u32 st, gen, i;
 
 	if (!s)
-		return false;
-	seen = xtx_lock_peek(s, &c);
-	if (seen < 0)
-		return false;
-	st = (__u32)seen;
-	return (seen >> 32) == token && (st & XTX_LOCKF_MINE) && (shared || (st & XTX_LOCKF_EXCL));
+		return 0;
+	for (i = 0; i < 4 && seen == XTX_PEEK_BUSY; i++)
+		seen = xtx_lock_peek(s, &c);
+	if (seen != XTX_PEEK_BUSY) {
+		st = (__u32)seen;
+		gen = xtx_peek_gen(seen);
+	} else {
+		s = xtx_slot_lock_wait(hash);
+		if (!s)
+			return -1;
+		st = xtx_lock_state(s, txn);
+		gen = s->gen;
+		xtx_slot_unlock(s);
+	}
+	return gen == token && (st & XTX_LOCKF_MINE) && (shared || (st & XTX_LOCKF_EXCL));
 }
 
 static __always_inline __u8 xtx_lock_reject(struct xtx_lock_slot *s, struct xtx_lock_ctx *c)
@@ -346,7 +394,7 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now
 	if (opcode == XTX_OP_OCC_VALIDATE) {
 		__s64 seen = xtx_lock_peek(s, &c);
 
-		if (seen >= 0) {
+		if (seen != XTX_PEEK_BUSY) {
 			op->flags = (__u32)seen;
 			return XTX_ST_OK;
 		}

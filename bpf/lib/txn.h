@@ -52,9 +52,16 @@ static __always_inline __u8 xtx_txn_acquire(struct xdp_md *ctx, struct xtx_op *o
 	if (st == XTX_ST_OK || st == XTX_ST_DEFERRED)
 		return st;
 	/* the undo waits for the slot as a release does: RETRY must leave nothing held */
-	xtx_lock_release(op->txn, xtx_op_hash(pc, idx), op->token,
-			 op->opcode == XTX_OP_LOCK_SHARED);
-	return XTX_ST_RETRY;
+	if (xtx_lock_release(op->txn, xtx_op_hash(pc, idx), op->token,
+			     op->opcode == XTX_OP_LOCK_SHARED) == XTX_ST_OK)
+		return XTX_ST_RETRY;
+	/*
+	 * Still held (the slot stayed busy past the wait): sent again, the op
+	 * would be granted a second time on top of this hold, and one release
+	 * would leave the other.  A conflict instead: the transaction aborts
+	 * without logging, and the lease takes the hold back.
+	 */
+	return XTX_ST_REJECTED;
 }
 
 /* Lock word first, then version: a lock held by another fails fast. */

@@ -115,6 +115,7 @@ enum xtx_counter {
 	XTX_CTR_LOCK_SHARERS_FULL, /* shared requests refused: the slot holds XTX_LOCK_SHARERS */
 	XTX_CTR_FAM_PINNED,	/* family switches refused: the table holds logged or committing state */
 	XTX_CTR_TC_FOREIGN,	/* TC egress: a fix trailer not sent by xtxd's socket, ignored */
+	XTX_CTR_REPLAY_LAPSED,	/* replayed grants answered NOT_HELD: the hold was gone */
 	XTX_CTR__COUNT,
 };
 

@@ -323,7 +323,7 @@ enum xtx_status {
 	XTX_ST_ALREADY_APPLIED = 18, /* commit: this version (or newer) is already there */
 	XTX_ST_LOG_FULL = 19,	/* log append: the CPU's log is full; retry or abort */
 	XTX_ST_FENCED = 24,	/* log append: the servers decided this txn without it: abort */
-	XTX_ST_NOT_HELD = 25,	/* log append at the primary: the lock's grant is gone: abort */
+	XTX_ST_NOT_HELD = 25,	/* log append at the primary, or a resent grant: the grant is gone: abort */
 	/*
 	 * op: the table serves the other concurrency-control family (HADES vs
 	 * OCC/2PL) now; nothing done: abort (bpf/lib/family.h)

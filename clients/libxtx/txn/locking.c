@@ -144,6 +144,9 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 			on_grant(t, k, op, ref->kind == TOP_LOCK_EXCL);
 		else if (st == XTX_ST_REJECTED)
 			txn_abort_for(t, XTX_CAUSE_LOCK);
+		else if (st == XTX_ST_NOT_HELD)
+			/* a resend answered after the lease took the grant back */
+			txn_abort_for(t, XTX_CAUSE_LEASE);
 		else
 			txn_refused(t, op);
 		break;
