@@ -244,6 +244,24 @@ int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t
 	return validate(c, true, err, errlen);
 }
 
+bool xtx_cluster_equal(const struct xtx_cluster *a, const struct xtx_cluster *b)
+{
+	unsigned int i;
+
+	if (a->epoch != b->epoch || a->id != b->id || a->replication != b->replication ||
+	    a->nservers != b->nservers || a->nshards != b->nshards)
+		return false;
+	for (i = 0; i < a->nservers && i < XTX_CLUSTER_MAX_SERVERS; i++)
+		if (a->server[i].s_addr != b->server[i].s_addr)
+			return false;
+	for (i = 0; i < a->nshards && i < XTX_CLUSTER_MAX_SHARDS; i++)
+		if (a->nrep[i] != b->nrep[i] || a->copying[i] != b->copying[i] ||
+		    memcmp(a->rep[i], b->rep[i], a->nrep[i] <= XTX_CLUSTER_MAX_R ?
+						 a->nrep[i] : XTX_CLUSTER_MAX_R))
+			return false;
+	return true;
+}
+
 int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len)
 {
 	size_t off = 0;

@@ -29,6 +29,7 @@
 #ifndef XTX_COMMON_CLUSTER_H
 #define XTX_COMMON_CLUSTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -41,13 +42,6 @@
 
 struct xtx_cluster {
 	uint32_t epoch;
-	/*
-	 * The cluster's identity: drawn at random by xtxctl cluster init and kept
-	 * by every later epoch (xtxctl cluster recover's too), so that a server
-	 * can tell a cluster made again from the one it served.  0: none (a
-	 * static cluster, or a configuration written before ids).
-	 */
-	uint64_t id;
 	uint32_t replication;		/* R: replicas a shard has when none is missing */
 	uint32_t nservers;
 	struct in_addr server[XTX_CLUSTER_MAX_SERVERS];
@@ -57,6 +51,14 @@ struct xtx_cluster {
 	uint8_t rep[XTX_CLUSTER_MAX_SHARDS][XTX_CLUSTER_MAX_R];
 	/* shard s: its last replica is still copying it ("*" in the text) */
 	uint8_t copying[XTX_CLUSTER_MAX_SHARDS];
+	/*
+	 * The cluster's identity: drawn at random by xtxctl cluster init and kept
+	 * by every later epoch (xtxctl cluster recover's too), so that a server
+	 * can tell a cluster made again from the one it served.  0: none (a
+	 * static cluster, or a configuration written before ids).  Last: the
+	 * fields before it keep the offsets programs built before it know.
+	 */
+	uint64_t id;
 };
 
 /* The longest text xtx_cluster_format() writes. */
@@ -75,6 +77,8 @@ int xtx_cluster_static(struct xtx_cluster *c, const struct in_addr *servers, uns
 
 /* Parses the text form; 0, or -EINVAL with the line at fault in err. */
 int xtx_cluster_parse(struct xtx_cluster *c, const char *text, char *err, size_t errlen);
+/* Whether a and b are the same configuration, field by field (no padding compared). */
+bool xtx_cluster_equal(const struct xtx_cluster *a, const struct xtx_cluster *b);
 /* Writes the text form into buf; its length, or -ENOSPC. */
 int xtx_cluster_format(const struct xtx_cluster *c, char *buf, size_t len);
 

@@ -222,7 +222,7 @@ static void test_id(void)
 	CHECK(xtx_cluster_format(&a, text, sizeof(text)) > 0 &&
 	      strstr(text, "\nid fedcba9876543210\n"), "the id in the text:\n%s", text);
 	CHECK(!xtx_cluster_parse(&b, text, err, sizeof(err)) && b.id == a.id &&
-	      !memcmp(&a, &b, sizeof(a)), "parsed back with its id: %s", err);
+	      xtx_cluster_equal(&a, &b), "parsed back with its id: %s", err);
 	refused("xtx-cluster 1\nepoch 1\nid 0\nreplication 1\nservers 10.0.0.1\nshards 1\n"
 		"shard 0 0\n", "id HEX");
 	refused("xtx-cluster 1\nepoch 1\nid 12zz\nreplication 1\nservers 10.0.0.1\nshards 1\n"
@@ -241,6 +241,7 @@ static void test_record(void)
 	struct in_addr s[3] = { addr("10.0.0.1"), addr("10.0.0.2"), addr("10.0.0.3") };
 	static struct xtx_cluster a, b, r;
 	char dir[] = "/tmp/xtx-test-record.XXXXXX", path[256], err[512];
+	unsigned int self = 9;
 	FILE *f;
 
 	CHECK(mkdtemp(dir), "a directory");
@@ -248,11 +249,11 @@ static void test_record(void)
 	a.id = 77;
 	a.epoch = 5;
 	CHECK(!xtx_cluster_record_path(dir, path, sizeof(path)), "its path");
-	CHECK(xtx_cluster_record_read(path, &r, err, sizeof(err)) == -ENOENT,
+	CHECK(xtx_cluster_record_read(path, &r, &self, err, sizeof(err)) == -ENOENT,
 	      "no record yet: -ENOENT (%s)", err);
-	CHECK(!xtx_cluster_record_write(dir, &a), "recorded");
-	CHECK(!xtx_cluster_record_read(path, &r, err, sizeof(err)) && !memcmp(&a, &r, sizeof(a)),
-	      "read back whole: %s", err);
+	CHECK(!xtx_cluster_record_write(dir, &a, 2), "recorded by server 2");
+	CHECK(!xtx_cluster_record_read(path, &r, &self, err, sizeof(err)) &&
+	      xtx_cluster_equal(&a, &r) && self == 2, "read back whole, server %u: %s", self, err);
 	b = a;
 	CHECK(xtx_cluster_record_allows(&r, &b), "the same configuration is taken up");
 	b.epoch = 6;
@@ -264,7 +265,11 @@ static void test_record(void)
 	b = a;
 	b.rep[2][0] = a.rep[2][1];
 	b.rep[2][1] = a.rep[2][0];
-	CHECK(!xtx_cluster_record_allows(&r, &b), "the same epoch with another map is refused");
+	CHECK(!xtx_cluster_record_allows(&r, &b) && !xtx_cluster_equal(&a, &b),
+	      "the same epoch with another map is refused");
+	b = a;
+	b.copying[5] = 1;
+	CHECK(!xtx_cluster_equal(&a, &b), "a copier marked is another configuration");
 	b = a;
 	b.id = 78;
 	b.epoch = 9;
@@ -272,10 +277,17 @@ static void test_record(void)
 	r.id = 0;
 	CHECK(xtx_cluster_record_allows(&r, &b), "a record from before ids compares epochs only");
 	f = fopen(path, "w");
-	CHECK(f && fputs("xtx-cluster 1\nepoch 5\nreplication 3\n", f) >= 0 && !fclose(f),
+	CHECK(f && fputs("server 1\nxtx-cluster 1\nepoch 5\nreplication 3\n", f) >= 0 && !fclose(f),
 	      "a record cut short");
-	CHECK(xtx_cluster_record_read(path, &r, err, sizeof(err)) == -EINVAL &&
+	CHECK(xtx_cluster_record_read(path, &r, &self, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "not a cluster configuration"), "is refused, not read as empty (%s)", err);
+	f = fopen(path, "w");
+	CHECK(f && fputs("xtx-cluster 1\nepoch 5\n", f) >= 0 && !fclose(f), "a configuration alone");
+	CHECK(xtx_cluster_record_read(path, &r, &self, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "not a server's record"), "is not a server's record (%s)", err);
+	CHECK(!xtx_cluster_record_write(dir, &a, 3) &&
+	      xtx_cluster_record_read(path, &r, &self, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "does not list"), "a record by a server its map lacks is refused (%s)", err);
 	unlink(path);
 	rmdir(dir);
 }

@@ -16,10 +16,11 @@ int xtx_cluster_record_path(const char *dir, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int xtx_cluster_record_write(const char *dir, const struct xtx_cluster *c)
+int xtx_cluster_record_write(const char *dir, const struct xtx_cluster *c, unsigned int self)
 {
-	static char text[XTX_CLUSTER_TEXT_MAX];
-	struct iovec iov;
+	static __thread char text[XTX_CLUSTER_TEXT_MAX];
+	char head[32];
+	struct iovec iov[2];
 	int n, fd, err;
 
 	n = xtx_cluster_format(c, text, sizeof(text));
@@ -28,17 +29,21 @@ int xtx_cluster_record_write(const char *dir, const struct xtx_cluster *c)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	iov.iov_base = text;
-	iov.iov_len = (size_t)n;
-	err = xtx_replace_file(fd, XTX_CLUSTER_RECORD_FILE, &iov, 1);
+	iov[0].iov_base = head;
+	iov[0].iov_len = (size_t)snprintf(head, sizeof(head), "server %u\n", self);
+	iov[1].iov_base = text;
+	iov[1].iov_len = (size_t)n;
+	err = xtx_replace_file(fd, XTX_CLUSTER_RECORD_FILE, iov, 2);
 	close(fd);
 	return err;
 }
 
-int xtx_cluster_record_read(const char *path, struct xtx_cluster *c, char *err, size_t errlen)
+int xtx_cluster_record_read(const char *path, struct xtx_cluster *c, unsigned int *self,
+			    char *err, size_t errlen)
 {
-	static char text[XTX_CLUSTER_TEXT_MAX + 1];
+	static __thread char text[XTX_CLUSTER_TEXT_MAX + 32];
 	char why[160];
+	int end = 0;
 	size_t n;
 	FILE *f;
 
@@ -57,8 +62,17 @@ int xtx_cluster_record_read(const char *path, struct xtx_cluster *c, char *err, 
 	}
 	fclose(f);
 	text[n] = '\0';
-	if (xtx_cluster_parse(c, text, why, sizeof(why))) {
+	if (sscanf(text, "server %u\n%n", self, &end) != 1 || !end) {
+		snprintf(err, errlen, "%s: not a server's record (no 'server N' line first)", path);
+		return -EINVAL;
+	}
+	if (xtx_cluster_parse(c, text + end, why, sizeof(why))) {
 		snprintf(err, errlen, "%s: not a cluster configuration: %s", path, why);
+		return -EINVAL;
+	}
+	if (*self >= c->nservers) {
+		snprintf(err, errlen, "%s: written by server %u, which its configuration does not "
+			 "list", path, *self);
 		return -EINVAL;
 	}
 	return 0;
@@ -71,5 +85,5 @@ bool xtx_cluster_record_allows(const struct xtx_cluster *rec, const struct xtx_c
 		return false;
 	if (c->epoch != rec->epoch)
 		return c->epoch > rec->epoch;
-	return !memcmp(c, rec, sizeof(*c));
+	return xtx_cluster_equal(c, rec);
 }

@@ -18,14 +18,19 @@
 /* The record's file name in a server's data directory (xtxd --data-dir). */
 #define XTX_CLUSTER_RECORD_FILE	"cluster.conf"
 
-/* Records c in directory dir, durably (replaced whole): 0 or a negative errno. */
-int xtx_cluster_record_write(const char *dir, const struct xtx_cluster *c);
+/*
+ * Records c, as taken up by its server self, in directory dir, durably (replaced whole):
+ * 0 or a negative errno.  The file is "server SELF" on a line, then c's text form.
+ */
+int xtx_cluster_record_write(const char *dir, const struct xtx_cluster *c, unsigned int self);
 
 /*
- * Reads the record file at path: 0, -ENOENT when there is none, or another negative
- * errno with why in err (unreadable, or not a configuration).
+ * Reads the record file at path into c, and into *self the index (in c) of the server
+ * that wrote it: 0, -ENOENT when there is none, or another negative errno with why in err
+ * (unreadable, not a record, or naming a server c does not list).
  */
-int xtx_cluster_record_read(const char *path, struct xtx_cluster *c, char *err, size_t errlen);
+int xtx_cluster_record_read(const char *path, struct xtx_cluster *c, unsigned int *self,
+			    char *err, size_t errlen);
 
 /* The record's path in dir: 0, or -ENAMETOOLONG. */
 int xtx_cluster_record_path(const char *dir, char *buf, size_t len);

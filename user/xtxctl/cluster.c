@@ -17,11 +17,14 @@
 
 #define DEFAULT_SHARDS		64
 #define CONNECT_WAIT_MS		5000
+/* recover: past every epoch a client may have seen, ZooKeeper's lost ones included */
+#define RECOVER_EPOCH_MARGIN	16
 
 struct cluster_opts {
 	const char *zk, *name, *servers, *spares;
 	uint32_t replication, shards, session_ms;
 	bool json;
+	bool force, partial;		/* recover: see usage() */
 	char **records;			/* recover: the servers' record files */
 	int nrecords;
 };
@@ -32,7 +35,8 @@ static void usage(FILE *out)
 		"Usage: xtxctl cluster init --zk HOSTS --servers IP,IP,... [--spares IP,...]\n"
 		"                      [--zk-name NAME] [--replication R] [--shards N]\n"
 		"       xtxctl cluster status --zk HOSTS [--zk-name NAME] [--json]\n"
-		"       xtxctl cluster recover --zk HOSTS [--zk-name NAME] RECORD...\n"
+		"       xtxctl cluster recover --zk HOSTS [--zk-name NAME] [--partial] [--force]\n"
+		"                      RECORD...\n"
 		"A cluster's configuration in ZooKeeper: its epoch, servers and shard map.\n"
 		"\n"
 		"  --zk HOST:PORT[,...]  the ZooKeeper ensemble\n"
@@ -52,10 +56,13 @@ static void usage(FILE *out)
 		"recover rebuilds the configuration after ZooKeeper lost it (or the cluster was\n"
 		"made again by hand, which xtxd refuses to serve): each server records the newest\n"
 		"configuration it served in its data directory (%s there); given those\n"
-		"files, recover writes the newest of them with the next epoch, replacing an older\n"
-		"configuration in ZooKeeper if there is one. Then restart the servers.\n",
+		"files, one per server, recover writes the newest of them %d epochs on (past any\n"
+		"a client saw), replacing an older configuration of the same cluster. Then start\n"
+		"the servers again. It refuses records of different clusters, a newest map whose\n"
+		"servers did not all give a record (--partial: their data directories are lost),\n"
+		"and another cluster in ZooKeeper or live servers there (--force).\n",
 		XTX_ZK_NAME_DEFAULT, XTX_ZK_NAME_MAX, XTX_CLUSTER_MAX_SERVERS, XTX_CLUSTER_MAX_SHARDS,
-		DEFAULT_SHARDS, XTX_CLUSTER_RECORD_FILE);
+		DEFAULT_SHARDS, XTX_CLUSTER_RECORD_FILE, RECOVER_EPOCH_MARGIN);
 }
 
 static int parse_server_list(const char *opt, const char *list, struct in_addr *addr,
@@ -80,6 +87,18 @@ static int parse_server_list(const char *opt, const char *list, struct in_addr *
 		}
 		(*n)++;
 	}
+	return 0;
+}
+
+/* A fresh cluster id: never 0, which means "none". 0 or -1. */
+static int draw_id(uint64_t *id)
+{
+	*id = 0;
+	while (!*id)
+		if (getrandom(id, sizeof(*id), 0) != sizeof(*id)) {
+			fprintf(stderr, "Error: drawing a cluster id: %s\n", strerror(errno));
+			return -1;
+		}
 	return 0;
 }
 
@@ -111,13 +130,9 @@ static int cluster_init(const struct cluster_opts *o)
 		fprintf(stderr, "Error: cluster init: %s\n", err);
 		return 2;
 	}
-	/* never 0 ("no id"): a server tells this cluster from one made again by its id */
-	while (!c.id)
-		if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id)) {
-			fprintf(stderr, "Error: cluster init: drawing the cluster's id: %s\n",
-				strerror(errno));
-			return 1;
-		}
+	/* a server tells this cluster from one made again by its id */
+	if (draw_id(&c.id))
+		return 1;
 	/* the spares are servers of no shard; the text's checks catch one listed twice */
 	memcpy(&c.server[n], &addr[n], (all - n) * sizeof(addr[0]));
 	c.nservers = all;
@@ -234,16 +249,70 @@ static int cluster_status(const struct cluster_opts *o)
 }
 
 /*
- * The newest configuration the records hold into ZooKeeper, one epoch on: every server and
- * client then sees it as newer than anything it served or used.  The records at the newest
- * epoch must agree (they were all written from one ZooKeeper node); older ones belong to
- * servers that missed later epochs, and count for nothing.
+ * The servers' records, read and checked: of one cluster (one id), one per server, those
+ * of the newest epoch alike.  best gets the newest; have a bit per server with a record.
+ * 0, or 1 after saying why.
+ */
+static int read_records(const struct cluster_opts *o, struct xtx_cluster *best, int *from,
+			uint64_t *have)
+{
+	static struct xtx_cluster rec;
+	static int by[XTX_CLUSTER_MAX_SERVERS];
+	char why[PATH_MAX + 160];
+	unsigned int self;
+	int i;
+
+	*from = -1;
+	*have = 0;
+	for (i = 0; i < o->nrecords; i++) {
+		if (xtx_cluster_record_read(o->records[i], &rec, &self, why, sizeof(why))) {
+			fprintf(stderr, "Error: cluster recover: %s\n", why);
+			return 1;
+		}
+		if (*from >= 0 && rec.id != best->id) {
+			fprintf(stderr, "Error: cluster recover: %s (cluster id %016llx) and %s (id "
+				"%016llx) are records of different clusters; nothing changed\n",
+				o->records[*from], (unsigned long long)best->id, o->records[i],
+				(unsigned long long)rec.id);
+			return 1;
+		}
+		if (self < XTX_CLUSTER_MAX_SERVERS && (*have >> self & 1)) {
+			fprintf(stderr, "Error: cluster recover: %s and %s are both server %u's "
+				"records; nothing changed\n", o->records[by[self]], o->records[i],
+				self);
+			return 1;
+		}
+		if (*from >= 0 && rec.epoch == best->epoch && !xtx_cluster_equal(&rec, best)) {
+			fprintf(stderr, "Error: cluster recover: %s and %s record different maps at "
+				"epoch %u; nothing changed\n", o->records[*from], o->records[i],
+				rec.epoch);
+			return 1;
+		}
+		if (*from < 0 || rec.epoch > best->epoch) {
+			*best = rec;
+			*from = i;
+		}
+		if (self < XTX_CLUSTER_MAX_SERVERS) {
+			*have |= 1ull << self;
+			by[self] = i;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The newest configuration the records hold into ZooKeeper, RECOVER_EPOCH_MARGIN epochs
+ * on: every server and client then sees it as newer than anything it served or used.
+ * Refused unless every server the newest map lists gave its record (another may hold a
+ * newer one; --partial when one is lost for good), and unless ZooKeeper holds nothing of
+ * another cluster and no server of it is live (--force).
  */
 static int cluster_recover(const struct cluster_opts *o)
 {
-	static struct xtx_cluster best, rec, cur;
-	char why[PATH_MAX + 160];
-	int i, from = -1, rc, ver, n_at_best = 0;
+	static struct xtx_cluster best, cur;
+	unsigned int i, missing = 0, recorded;
+	uint64_t have, live = 0;
+	int from, rc, ver = -1;
 	struct xtx_zk *z;
 
 	if (!o->nrecords) {
@@ -251,44 +320,60 @@ static int cluster_recover(const struct cluster_opts *o)
 			"data directory)\n", XTX_CLUSTER_RECORD_FILE);
 		return 2;
 	}
-	for (i = 0; i < o->nrecords; i++) {
-		if (xtx_cluster_record_read(o->records[i], &rec, why, sizeof(why))) {
-			fprintf(stderr, "Error: cluster recover: %s\n", why);
-			return 1;
-		}
-		if (from >= 0 && rec.epoch == best.epoch && memcmp(&rec, &best, sizeof(rec))) {
-			fprintf(stderr, "Error: cluster recover: %s and %s record different maps at "
-				"epoch %u: they are not of one cluster; nothing changed\n",
-				o->records[from], o->records[i], rec.epoch);
-			return 1;
-		}
-		if (from < 0 || rec.epoch > best.epoch) {
-			best = rec;
-			from = i;
-			n_at_best = 0;
-		}
-		n_at_best += rec.epoch == best.epoch;
+	if (read_records(o, &best, &from, &have))
+		return 1;
+	for (i = 0; i < best.nservers; i++) {
+		if (have >> i & 1)
+			continue;
+		fprintf(stderr, "%s: no record of server %u (%s), listed at epoch %u: its own may be "
+			"newer\n", o->partial ? "Warning" : "Error", i, inet_ntoa(best.server[i]),
+			best.epoch);
+		missing++;
+	}
+	if (missing && !o->partial) {
+		fprintf(stderr, "Error: cluster recover: give every server's record, or --partial "
+			"for servers whose data directory is lost; nothing changed\n");
+		return 1;
 	}
 	z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
 	if (!z)
 		return 1;
 	rc = xtx_zk_read_config(z, &cur, &ver, false);
-	if (!rc && cur.epoch > best.epoch) {
-		xtx_zk_close(z);
+	if (!rc && !o->force && cur.id != best.id) {
+		fprintf(stderr, "Error: cluster '%s' at %s is another cluster (id %016llx, epoch %u) "
+			"than the records' (id %016llx): --force replaces it; nothing changed\n",
+			o->name, o->zk, (unsigned long long)cur.id, cur.epoch,
+			(unsigned long long)best.id);
+		rc = 1;
+	} else if (!rc && cur.id == best.id && cur.epoch > best.epoch) {
 		fprintf(stderr, "Error: cluster '%s' at %s holds epoch %u, newer than every record "
 			"(newest: epoch %u in %s): nothing to recover; nothing changed\n", o->name,
 			o->zk, cur.epoch, best.epoch, o->records[from]);
-		return 1;
+		rc = 1;
+	} else if (rc && rc != -ENOENT) {
+		rc = 1;
+	} else if (!rc && !xtx_zk_live(z, &live, false) && live && !o->force) {
+		fprintf(stderr, "Error: cluster '%s' at %s: servers are live in it (mask %#llx): "
+			"stop them first, or --force; nothing changed\n", o->name, o->zk,
+			(unsigned long long)live);
+		rc = 1;
 	}
-	if (rc && rc != -ENOENT) {
+	if (rc == 1) {
 		xtx_zk_close(z);
 		return 1;
 	}
-	/* past ZooKeeper's own epoch too, should it hold the same number with another map */
-	best.epoch = (rc ? best.epoch : cur.epoch > best.epoch ? cur.epoch : best.epoch) + 1;
+	recorded = best.epoch;
+	best.epoch = (rc ? best.epoch : cur.epoch > best.epoch ? cur.epoch : best.epoch) +
+		     RECOVER_EPOCH_MARGIN;
 	if (best.epoch > XTX_CLUSTER_EPOCH_MAX) {
 		xtx_zk_close(z);
-		fprintf(stderr, "Error: cluster recover: epoch %u is the last\n", best.epoch - 1);
+		fprintf(stderr, "Error: cluster recover: epoch %u is past the last (%u)\n",
+			best.epoch, XTX_CLUSTER_EPOCH_MAX);
+		return 1;
+	}
+	/* a cluster from before ids gets one now: a cluster made again is then told apart */
+	if (!best.id && draw_id(&best.id)) {
+		xtx_zk_close(z);
 		return 1;
 	}
 	rc = rc == -ENOENT ? xtx_zk_create(z, &best) : xtx_zk_write_config(z, &best, ver);
@@ -300,16 +385,17 @@ static int cluster_recover(const struct cluster_opts *o)
 	}
 	if (rc)
 		return 1;
-	printf("cluster '%s' recovered at %s: epoch %u, the map of epoch %u (recorded by %d of "
-	       "%d servers given, first in %s), %u servers, %u shards\n", o->name, o->zk,
-	       best.epoch, best.epoch - 1, n_at_best, o->nrecords, o->records[from],
+	printf("cluster '%s' recovered at %s: epoch %u, the map of epoch %u (%s), from the "
+	       "records of %d servers%s, %u servers, %u shards\n", o->name, o->zk, best.epoch,
+	       recorded, o->records[from], o->nrecords, missing ? " (some missing: --partial)" : "",
 	       best.nservers, best.nshards);
 	return 0;
 }
 
 int xtxctl_cluster_main(int argc, char **argv)
 {
-	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_SPARES, OPT_REPL, OPT_SHARDS, OPT_JSON };
+	enum { OPT_ZK = 256, OPT_NAME, OPT_SERVERS, OPT_SPARES, OPT_REPL, OPT_SHARDS, OPT_JSON,
+	       OPT_FORCE, OPT_PARTIAL };
 	static const struct option longopts[] = {
 		{ "zk", required_argument, NULL, OPT_ZK },
 		{ "zk-name", required_argument, NULL, OPT_NAME },
@@ -320,6 +406,8 @@ int xtxctl_cluster_main(int argc, char **argv)
 		{ "replication", required_argument, NULL, OPT_REPL },
 		{ "shards", required_argument, NULL, OPT_SHARDS },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "partial", no_argument, NULL, OPT_PARTIAL },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -355,6 +443,8 @@ int xtxctl_cluster_main(int argc, char **argv)
 				return 2;
 			break;
 		case OPT_JSON: o.json = true; break;
+		case OPT_FORCE: o.force = true; break;
+		case OPT_PARTIAL: o.partial = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -166,27 +166,34 @@ static int check_record(const struct xtxd_member_opts *o)
 {
 	static struct xtx_cluster rec;
 	char path[PATH_MAX], why[PATH_MAX + 160];
+	unsigned int writer;
 	int err;
 
 	if (xtx_cluster_record_path(M.data_dir, path, sizeof(path))) {
 		fprintf(stderr, "Error: cluster: data directory %s: name too long\n", M.data_dir);
 		return -1;
 	}
-	err = xtx_cluster_record_read(path, &rec, why, sizeof(why));
+	err = xtx_cluster_record_read(path, &rec, &writer, why, sizeof(why));
 	if (err == -ENOENT)
 		return 0;
 	if (err) {
 		/* what it served cannot be known: serving any epoch might go backwards */
 		fprintf(stderr, "Error: cluster: this server's record of the configuration it "
-			"served: %s (--fresh starts over without it)\n", why);
+			"served: %s. Compare it with the other servers' (%s): if this server may "
+			"hold the only current copy of a shard, rebuild ZooKeeper's configuration "
+			"from theirs and this one repaired (xtxctl cluster recover); --fresh sets "
+			"what it holds aside and starts over\n", why, XTX_CLUSTER_RECORD_FILE);
 		return -1;
 	}
 	if (xtx_cluster_record_allows(&rec, &M.cfg))
 		return 0;
 	if (o->fresh) {
-		pr_warn("cluster '%s': ZooKeeper holds epoch %u, this server recorded epoch %u: "
-			"--fresh sets what it holds aside and takes epoch %u up\n", o->name,
-			M.cfg.epoch, rec.epoch, M.cfg.epoch);
+		/* said where the operator looks, not in the log alone: this wipes a store */
+		fprintf(stderr, "Warning: cluster '%s': ZooKeeper holds epoch %u%s, this server "
+			"recorded epoch %u: --fresh sets what it holds aside (its record with it) "
+			"and takes epoch %u up\n", o->name, M.cfg.epoch,
+			rec.id && M.cfg.id != rec.id ? " of another cluster" : "", rec.epoch,
+			M.cfg.epoch);
 		return 0;
 	}
 	if (rec.id && M.cfg.id != rec.id)
@@ -194,9 +201,9 @@ static int check_record(const struct xtxd_member_opts *o)
 			 "this server served (id %016llx, epoch %u)", (unsigned long long)M.cfg.id,
 			 M.cfg.epoch, (unsigned long long)rec.id, rec.epoch);
 	else
-		snprintf(why, sizeof(why), "epoch %u, %s than epoch %u this server served",
-			 M.cfg.epoch, M.cfg.epoch < rec.epoch ? "older" : "another map",
-			 rec.epoch);
+		snprintf(why, sizeof(why), "epoch %u, %s epoch %u this server served",
+			 M.cfg.epoch, M.cfg.epoch < rec.epoch ? "older than" :
+			 "another configuration than the", rec.epoch);
 	fprintf(stderr, "Error: cluster '%s' at %s: ZooKeeper holds %s (recorded in %s): "
 		"ZooKeeper's data was lost or the cluster made again. Nothing here was changed. "
 		"Rebuild ZooKeeper's configuration from the servers' records: xtxctl cluster "
@@ -209,11 +216,11 @@ static int check_record(const struct xtxd_member_opts *o)
 /* The configuration about to be taken up, on disk before it is served: 0 or -1. */
 static int record(const struct xtx_cluster *c)
 {
-	int err = xtx_cluster_record_write(M.data_dir, c);
+	int err = xtx_cluster_record_write(M.data_dir, c, (unsigned int)M.self);
 
 	if (err)
-		pr_warn("cluster: recording epoch %u in %s: %s; not serving it\n", c->epoch,
-			M.data_dir, strerror(-err));
+		pr_warn("cluster: recording epoch %u in %s: %s\n", c->epoch, M.data_dir,
+			strerror(-err));
 	return err ? -1 : 0;
 }
 
@@ -381,9 +388,16 @@ static int adopt(const struct xtx_cluster *c)
 	const struct timespec grace = { 0, 5 * 1000 * 1000 };
 	int err;
 
-	/* a restart after this serves nothing older, whatever ZooKeeper says then */
-	if (record(c))
-		return -1;
+	/*
+	 * A restart after this serves nothing older, whatever ZooKeeper says
+	 * then.  A server that cannot record (its disk failing) cannot serve
+	 * the new epoch, nor should it linger in the old one: fenced, it lets
+	 * its session go and the manager moves it out.
+	 */
+	if (record(c)) {
+		fence("the configuration could not be recorded");
+		return 0;
+	}
 	close_xdp();
 	/* longer than any XDP run: none still reads the shards it is about to change */
 	nanosleep(&grace, NULL);
@@ -424,7 +438,12 @@ static int reread_config(void)
 	}
 	if (err)
 		return -1;
-	if (c.epoch < M.cfg.epoch || (c.epoch == M.cfg.epoch && memcmp(&c, &M.cfg, sizeof(c)))) {
+	if (c.id != M.cfg.id) {
+		/* made again under our name: nothing of it is ours to serve */
+		fence("the cluster in ZooKeeper is another one (its id changed)");
+		return 0;
+	}
+	if (c.epoch < M.cfg.epoch || (c.epoch == M.cfg.epoch && !xtx_cluster_equal(&c, &M.cfg))) {
 		/* every change comes with a newer epoch: this one did not, so serve none */
 		fence("the configuration changed without a newer epoch");
 		return 0;

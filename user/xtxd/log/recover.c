@@ -18,6 +18,7 @@
 #include <xtx/log.h>
 #include <xtx/maps.h>
 #include "attach.h"
+#include "cluster_record.h"
 #include "store/load.h"
 #include "log.h"
 #include "logfile.h"
@@ -851,9 +852,12 @@ static bool recoverable_name(const char *name)
 	unsigned int cpu, seg;
 	int end = 0;
 
-	/* decisions and carried HADES slots name txn ids, which a fresh start's clients reuse */
+	/*
+	 * decisions and carried HADES slots name txn ids, which a fresh start's
+	 * clients reuse; the cluster record goes with the store it describes
+	 */
 	if (xtxd_snapshot_name_num(name, &num) || !strcmp(name, XTXD_OUTCOME_FILE) ||
-	    !strcmp(name, XTXD_HADES_CARRY_FILE))
+	    !strcmp(name, XTXD_HADES_CARRY_FILE) || !strcmp(name, XTX_CLUSTER_RECORD_FILE))
 		return true;
 	return sscanf(name, "log-cpu%u-%u.xlog%n", &cpu, &seg, &end) == 2 &&
 	       (size_t)end == strlen(name);
