@@ -110,7 +110,7 @@ check "no server of the remade cluster is live" test -z "$(grep -o '"live":true'
 # ---- recover from the servers' records ----
 recover() { client "$BUILD/xtxctl" cluster recover --zk "$ZK_CLIENT" --zk-name "$NAME" "$@" 2>&1; }
 epoch_now() { field epoch "$(status_json)"; }
-out=$(recover "$(record_of 0)")
+out=$(recover --force "$(record_of 0)")
 check "recover from the stale server's record alone is refused: the others' may be newer" \
 	test -n "$(grep "no record of server 1" <<<"$out")" -a "$(epoch_now)" = 1
 sed 's/^id .*/id 00000000000000aa/' "$(record_of 2)" >"$tmp/other.conf"
