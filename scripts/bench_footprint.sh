@@ -41,11 +41,38 @@ sysctl -qw kernel.bpf_stats_enabled=1
 	echo
 	wl_table_header
 } | tee -a "$report"
+# Counters summed over the servers: what a stalled run shows (requests answered RETRY,
+# replayed, dropped), read before and after each run.
+server_counters() {
+	local i
+	for ((i = 0; i < NSERVERS; i++)); do
+		"$BUILD/xtxctl" --netns "$(server_ns "$i")" --iface "$(server_dev "$i")" stats --json
+	done | jq -s '[.[].counters] | {busy: (map(.busy) | add), lock_busy: (map(.lock_busy) | add),
+		kv_busy: (map(.kv_busy) | add), replayed: (map(.replayed) | add),
+		drop: (map(.drop) | add), tx: (map(.tx) | add)}'
+}
+stalls=$OUT/footprint_stalls.md
+{
+	echo
+	echo "| sizing | committed/s | max latency ms | client retransmits | op retries |" \
+		"server busy (dup in flight) | lock busy | kv busy | replayed | dropped | memory free MiB |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+} >"$stalls"
 for ((r = 0; r < ROUNDS; r++)); do
 	for sizing in default "--capacity $BIG"; do
 		if [ "$sizing" = default ]; then start_servers xtx; else start_servers xtx "$sizing"; fi
 		PROG_IDS=$(prog_ids)
 		populate ctl tatp
+		c0=$(server_counters)
 		WL_LABEL="$sizing" wl_row xtx tatp | tail -n 1
+		c1=$(server_counters)
+		free=$(awk '/^MemAvailable/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+		tail -n 1 "$OUT/txn_runs.jsonl" | jq -r --arg s "$sizing" --argjson a "$c0" \
+			--argjson b "$c1" --arg free "$free" '"| \($s) | \(.committed_per_s | round) | " +
+			"\(.latency_us.max / 1000 | round) | \(.retransmits) | \(.op_retries) | " +
+			"\($b.busy - $a.busy) | \($b.lock_busy - $a.lock_busy) | \($b.kv_busy - $a.kv_busy) | " +
+			"\($b.replayed - $a.replayed) | \($b.drop - $a.drop) | \($free) |"' >>"$stalls"
 	done
 done
+cat "$stalls" | tee -a "$report"
+cp "$OUT/txn_runs.jsonl" "$OUT/footprint_runs.jsonl"
