@@ -3,7 +3,8 @@
 # What a server's map sizes cost: the same TATP keys served on xtxd's default sizes and on
 # --capacity sized for spec scale, alternated ROUNDS times in one run. Three servers, R = 3,
 # client on CPU 0, the servers' NAPI threads and xtxd on CPU 1 (as make bench); PIN=0 leaves
-# every thread to the scheduler.
+# every thread to the scheduler. SETTLE=1 waits, between sizings, until the memory the last
+# servers held is available again.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,27 +52,50 @@ server_counters() {
 		kv_busy: (map(.kv_busy) | add), replayed: (map(.replayed) | add),
 		drop: (map(.drop) | add), tx: (map(.tx) | add)}'
 }
+# MiB of memory available, and of vmalloc in use (BPF maps are vmalloc'd, and freed after
+# their xtxd has gone, by a kernel worker)
+mem_now() { awk '/^MemAvailable/ { a = $2 } /^VmallocUsed/ { v = $2 }
+	END { printf "%d %d", a / 1024, v / 1024 }' /proc/meminfo; }
+read -r mem_base _ < <(mem_now)
+# SETTLE=1: after stopping servers, wait (up to 120 s) until the memory they held is back
+settle() {
+	local a
+	[ "${SETTLE:-0}" = 1 ] || return 0
+	for _ in $(seq 1 1200); do
+		read -r a _ < <(mem_now)
+		[ "$a" -ge $((mem_base - 1024)) ] && return 0
+		sleep 0.1
+	done
+}
 stalls=$OUT/footprint_stalls.md
 {
 	echo
+	echo "SETTLE=${SETTLE:-0}: memory available before the servers start, $mem_base MiB at the bench's start."
+	echo
 	echo "| sizing | committed/s | max latency ms | client retransmits | op retries |" \
-		"server busy (dup in flight) | lock busy | kv busy | replayed | dropped | memory free MiB |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		"server busy (dup in flight) | lock busy | kv busy | replayed | dropped |" \
+		"MiB available at start / at run / after | vmalloc MiB at start / at run |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$stalls"
 for ((r = 0; r < ROUNDS; r++)); do
 	for sizing in default "--capacity $BIG"; do
+		stop_servers
+		settle
+		read -r m0 v0 < <(mem_now)
 		if [ "$sizing" = default ]; then start_servers xtx; else start_servers xtx "$sizing"; fi
 		PROG_IDS=$(prog_ids)
 		populate ctl tatp
+		read -r m1 v1 < <(mem_now)
 		c0=$(server_counters)
 		WL_LABEL="$sizing" wl_row xtx tatp | tail -n 1
 		c1=$(server_counters)
-		free=$(awk '/^MemAvailable/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+		read -r m2 _ < <(mem_now)
 		tail -n 1 "$OUT/txn_runs.jsonl" | jq -r --arg s "$sizing" --argjson a "$c0" \
-			--argjson b "$c1" --arg free "$free" '"| \($s) | \(.committed_per_s | round) | " +
+			--argjson b "$c1" --arg mem "$m0 / $m1 / $m2" --arg vm "$v0 / $v1" '
+			"| \($s) | \(.committed_per_s | round) | " +
 			"\(.latency_us.max / 1000 | round) | \(.retransmits) | \(.op_retries) | " +
 			"\($b.busy - $a.busy) | \($b.lock_busy - $a.lock_busy) | \($b.kv_busy - $a.kv_busy) | " +
-			"\($b.replayed - $a.replayed) | \($b.drop - $a.drop) | \($free) |"' >>"$stalls"
+			"\($b.replayed - $a.replayed) | \($b.drop - $a.drop) | \($mem) | \($vm) |"' >>"$stalls"
 	done
 done
 cat "$stalls" | tee -a "$report"

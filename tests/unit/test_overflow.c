@@ -963,6 +963,28 @@ static void exec_replay(void)
 	CHECK(x.stats.replays_unrecorded == 1, "replays_unrecorded %llu",
 	      (unsigned long long)x.stats.replays_unrecorded);
 
+	/*
+	 * An HVALIDATE that finds its write installed answers ALREADY_APPLIED
+	 * with the version the write has (base + 1); a copy XDP re-defers
+	 * carries the base, and its answer from the record names the same.
+	 */
+	req_init(&r, 9, 8003, 1);
+	req_defer(&r, 0, XTX_OP_INSERT, 6, 1, 0x40)->vfloor = 40;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->version == 41, "key 6 at v41");
+	req_init(&r, 9, 8004, 1);
+	req_defer(&r, 0, XTX_OP_HVALIDATE, 6, 1, 0x40);
+	op_at(r.buf, 0)->version = 40;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_ALREADY_APPLIED &&
+	      rop(&rep, 0)->version == 41, "validate of an installed write: status %u v%llu",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version);
+	req_init(&r, 9, 8004, 1);
+	e = req_defer(&r, 0, XTX_OP_HVALIDATE, 6, 1, 0x40);
+	e->flags |= XTX_DEFER_REPLAY;
+	op_at(r.buf, 0)->version = 40;
+	CHECK(run(&r, &rep) > 0 && rop(&rep, 0)->status == XTX_ST_ALREADY_APPLIED &&
+	      rop(&rep, 0)->version == 41, "its copy from the record: status %u v%llu (want v41)",
+	      rop(&rep, 0)->status, (unsigned long long)rop(&rep, 0)->version);
+
 	/* a record of another op under the same ids answers nothing */
 	req_init(&r, 9, 8002, 1);
 	req_defer(&r, 0, XTX_OP_GET, 5, 1, 0)->flags |= XTX_DEFER_REPLAY;

@@ -524,9 +524,14 @@ static void answer_from_record(struct xtxd_exec *x, const struct body *bd,
 		answer_value(bd, op, rec->value, rec->vlen);
 		return;
 	}
+	/*
+	 * The version as first answered, whatever the status: an HVALIDATE
+	 * found already applied answers the version its write has (base + 1,
+	 * run_op_as), while a copy re-deferred by XDP carries the base.
+	 */
+	op->version = rec->version;
 	if (rec->status != XTX_ST_OK)
 		return;
-	op->version = rec->version;
 	if (answers_value(op)) {
 		/* the room is the request's: its area reference stays in the slot */
 		op->flags = (rec->flags & ~XTX_OPF_EXT) | (op->flags & XTX_OPF_EXT);
