@@ -55,7 +55,7 @@ server_counters() {
 # MiB of memory available, and of vmalloc in use (BPF maps are vmalloc'd, and freed after
 # their xtxd has gone, by a kernel worker)
 mem_now() { awk '/^MemAvailable/ { a = $2 } /^VmallocUsed/ { v = $2 }
-	END { printf "%d %d", a / 1024, v / 1024 }' /proc/meminfo; }
+	END { printf "%d %d\n", a / 1024, v / 1024 }' /proc/meminfo; }
 read -r mem_base _ < <(mem_now)
 # SETTLE=1: after stopping servers, wait (up to 120 s) until the memory they held is back
 settle() {
