@@ -238,9 +238,6 @@ int xtx_xdp(struct xdp_md *ctx)
 			break;
 		case XTX_DEDUPE_DUPLICATE:
 			pc->mode = XTX_EXEC_REPLAY;
-			hdr = xtx_hdr_of(ctx);
-			if (!hdr)
-				return XDP_DROP;
 			hdr->flags |= XTX_F_REPLAYED;
 			xtx_count(XTX_CTR_REPLAYED);
 			break;

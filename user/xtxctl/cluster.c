@@ -276,7 +276,8 @@ static int read_records(const struct cluster_opts *o, struct xtx_cluster *best, 
 				(unsigned long long)rec.id);
 			return 1;
 		}
-		if (self < XTX_CLUSTER_MAX_SERVERS && (*have >> self & 1)) {
+		/* self < rec.nservers <= XTX_CLUSTER_MAX_SERVERS (xtx_cluster_record_read) */
+		if (*have >> self & 1) {
 			fprintf(stderr, "Error: cluster recover: %s and %s are both server %u's "
 				"records; nothing changed\n", o->records[by[self]], o->records[i],
 				self);
@@ -292,10 +293,8 @@ static int read_records(const struct cluster_opts *o, struct xtx_cluster *best, 
 			*best = rec;
 			*from = i;
 		}
-		if (self < XTX_CLUSTER_MAX_SERVERS) {
-			*have |= 1ull << self;
-			by[self] = i;
-		}
+		*have |= 1ull << self;
+		by[self] = i;
 	}
 	return 0;
 }
