@@ -47,6 +47,16 @@ zk_down() { "$ROOT/scripts/zk.sh" stop -d "$ZK_DIR" >/dev/null 2>&1; }
 zk_for_server() { echo "10.77.$1.1:$ZK_PORT"; }
 ZK_CLIENT=127.0.0.1:$ZK_PORT
 
+# A private three-member ensemble instead (scripts/zk_ensemble.sh): each member in a
+# namespace of its own behind the client namespace; clients and servers are given all three.
+ZKE_DIR=/tmp/xtx-zke.$PREFIX
+zke() { "$ROOT/scripts/zk_ensemble.sh" "$1" -d "$ZKE_DIR" "${@:2}"; }
+zke_up() {
+	zke start -P "$ZK_PORT" -p "$PREFIX" -r "$PREFIX-c" || return 1
+	ZK_CLIENT=$(zke hosts)
+	zk_for_server() { echo "$ZK_CLIENT"; }
+}
+
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; TEST_FAILED=1; }
 # check DESCRIPTION CONDITION...: one verdict line from a test expression.
@@ -71,6 +81,7 @@ cleanup() {
 	topo down >/dev/null 2>&1
 	# after the servers: a stopping xtxd closes its session
 	[ -e "$ZK_DIR" ] && zk_down
+	[ -e "$ZKE_DIR" ] && zke stop >/dev/null 2>&1
 	# each server's data directory (its logs) belongs to this run only
 	rm -rf /var/lib/xtx/"$PREFIX"-*
 }
