@@ -130,7 +130,7 @@ help:
 	@echo '  bundle         build/bundle/xtx-scale.tar.gz: bench-scale for a bare machine'
 	@echo '  nemesis        workloads under pauses, loss, kills, bulk loads, concurrent duplicates,'
 	@echo '                 lost rare-path answers, snapshots, forgers and failing disks, checked'
-	@echo '                 (~26 min), then the failover nemesis'
+	@echo '                 (~26 min), then the failover and ZooKeeper-ensemble nemeses'
 	@echo '  load           make load IFACE=dev [NETNS=name] [ARGS="xtxd options"]'
 	@echo '  unload         make unload IFACE=dev [NETNS=name]'
 	@echo '  install        binaries, BPF objects, libxtx, man pages, xtxd@.service'
@@ -305,11 +305,13 @@ bench: deps
 	$(Q)scripts/bench_failover.sh
 
 # Every workload and protocol under every fault kind; ends "nemesis: N runs, N anomalies".
-# Then repeated failovers of a cluster held in ZooKeeper, each ending whole again.
+# Then repeated failovers of a cluster held in ZooKeeper, each ending whole again, and the
+# faults of a three-member ZooKeeper ensemble.
 nemesis: deps
 	$(Q)$(MAKE) all
 	$(Q)NEMESIS_FULL=1 bash tests/nemesis.sh
 	$(Q)bash tests/nemesis_failover.sh
+	$(Q)bash tests/nemesis_zk.sh
 
 bench-kv: deps
 	$(Q)$(MAKE) all

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "clock.h"
 #include "servers.h"
 #include "zk.h"
 #include "zkcluster.h"
@@ -50,23 +51,39 @@ fail:
 
 /* It runs inside xtx_poll(): an ensemble out of reach must not hold the client long. */
 #define REFRESH_WAIT_MS		1000
+/*
+ * A session that reaches no member this long is opened afresh.  An ensemble
+ * that lost its data refuses the old session for good without expiring it
+ * (the session has seen a newer state than any member now holds), and the
+ * recovered configuration is only found by a new one.  Reads only: a new
+ * session costs nothing here.
+ */
+#define REOPEN_AFTER_NS		(6ull * 1000 * 1000 * 1000)
 
 int bench_zk_refresh(void *source, struct xtx_cluster *out)
 {
 	struct bench_zk_source *src = source;
 	int err = -1;
 
+	uint64_t now = xtx_now_ns();
+
 	pthread_mutex_lock(&src->mu);
 	/* a session that expired (the ensemble was out of reach for long) is opened again */
-	if (src->z && xtx_zk_state(src->z) == XTX_ZK_EXPIRED) {
+	if (src->z && (xtx_zk_state(src->z) == XTX_ZK_EXPIRED ||
+		       (src->unreached_since_ns && now - src->unreached_since_ns >= REOPEN_AFTER_NS))) {
 		xtx_zk_close(src->z);
 		src->z = NULL;
+		src->unreached_since_ns = 0;
 	}
 	if (!src->z)
 		src->z = xtx_zk_open(src->hosts, src->name, XTX_ZK_SESSION_MS_DEFAULT,
 				     REFRESH_WAIT_MS);
 	if (src->z)
 		err = xtx_zk_read_config(src->z, out, NULL, false);
+	if (!src->z || xtx_zk_state(src->z) == XTX_ZK_CONNECTED)
+		src->unreached_since_ns = 0;
+	else if (!src->unreached_since_ns)
+		src->unreached_since_ns = now;
 	pthread_mutex_unlock(&src->mu);
 	return err ? -1 : 0;
 }

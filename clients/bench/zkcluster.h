@@ -18,6 +18,7 @@ struct bench_zk_source {
 	 */
 	pthread_mutex_t mu;
 	struct xtx_zk *z;
+	uint64_t unreached_since_ns;	/* z reaches no member since (0: it does) */
 };
 
 /*
