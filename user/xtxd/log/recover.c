@@ -489,6 +489,7 @@ struct replay_counts {
 	uint64_t carried;	/* writes the snapshot carried */
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
 	uint64_t held_txns;	/* ... complete here, maybe aborted: their keys held until decided */
+	uint64_t oldest_ns;	/* CLOCK_REALTIME: no record replayed was written before (0: none) */
 	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
 
@@ -572,6 +573,8 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		drop_cut_short(rc, s->name, n);
 	rc->prev = r.hdr;
 	rc->have_prev = r.status == XTX_LOGR_OK;
+	if (r.status == XTX_LOGR_OK && (!n->oldest_ns || r.hdr.created_ns < n->oldest_ns))
+		n->oldest_ns = r.hdr.created_ns;
 	if (si->have) {
 		memcpy(sep.boot_id, si->h.boot_id, sizeof(sep.boot_id));
 		sep.map_id = si->h.map_id;
@@ -1127,9 +1130,30 @@ static int replay_carried(const struct snap_info *si, struct rmap *m, struct rep
 	return err;
 }
 
+/*
+ * Whether the peers still know every transaction the logs hold: a peer that
+ * removed a transaction's records answers from its held files for
+ * --keep-decided only (log/held.h), and past that says "not held", which
+ * decides abort what committed.  So the records must all be younger than
+ * half of it (the half: the peers' clocks, and their snapshots' timing).
+ * Carried records were undecided when the snapshot was taken: as old as it.
+ */
+static bool peers_remember(const struct snap_info *si, const struct replay_counts *n,
+			   uint64_t keep_ns)
+{
+	uint64_t oldest = n->oldest_ns, now;
+	struct timespec ts;
+
+	if (si->have && (!oldest || si->h.created_ns < oldest))
+		oldest = si->h.created_ns;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return !oldest || (now > oldest && now - oldest < keep_ns / 2);
+}
+
 /* Reads the newest snapshot and every log after it into m; 0 or a negative errno. */
 static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap *m,
-		   struct replay_counts *n, bool hold)
+		   struct replay_counts *n, bool hold, uint64_t keep_ns)
 {
 	struct xtx_logseg *segs = NULL;
 	struct replay_cpu *rc;
@@ -1170,6 +1194,12 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 			drop_cut_short(rc, segs[i].name, n);
 	}
 	xtx_progress_end(&prog, n->records);
+	if (hold && !peers_remember(si, n, keep_ns)) {
+		pr_warn("recovery: the logs hold records older than half of --keep-decided: the "
+			"peers may have forgotten them, so every complete undecided transaction is "
+			"replayed, as committed\n");
+		hold = false;
+	}
 	err = xtxd_decided_apply(dirfd, dir, m, n, hold);
 out:
 	free(segs);
@@ -1195,7 +1225,7 @@ static void report(const struct snap_info *si, const struct replay_counts *n, ui
 }
 
 int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh,
-		 bool resolver)
+		 uint64_t resolver_keep_ns)
 {
 	struct replay_counts n = {};
 	struct snap_info si = {};
@@ -1217,7 +1247,7 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 		return err;
 	}
 	/* fresh maps: no lock survived, so the undecided ones' keys are held anew */
-	err = collect(dirfd, dir, &si, &m, &n, resolver);
+	err = collect(dirfd, dir, &si, &m, &n, resolver_keep_ns != 0, resolver_keep_ns);
 	if (err || (!si.have && !n.segs))
 		goto out;
 	err = install(t, store, &m, &live);
@@ -1362,7 +1392,7 @@ int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, con
 	 * The running program kept its locks and its cache: what it installed
 	 * is there, so the overflow store is rebuilt by the old rule
 	 */
-	err = collect(dirfd, dir, &si, &m, &n, false);
+	err = collect(dirfd, dir, &si, &m, &n, false, 0);
 	if (err)
 		goto out;
 	err = map_kv(t, &km);
