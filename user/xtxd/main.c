@@ -910,8 +910,7 @@ int main(int argc, char **argv)
 	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
 	if (xtxd_hold_prepare(&t) || xtxd_rare_start(&t, &o.rare) ||
-	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh,
-				       o.resolve.peers.n ? xtxd_resolve_keep_ns(&o.resolve) : 0)) ||
+	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||
 	    xtxd_resolve_start(&t, xtxd_rare_store(), &o.resolve) ||
 	    xtxd_settle_start(&t, xtxd_rare_store(), o.resolve.after_ns, adopted ? datadir : NULL) ||

@@ -29,7 +29,6 @@
 #include "decisions.h"
 #include "hades_carry.h"
 #include "txn_records.h"
-#include "undecided.h"
 #include "snapshot.h"
 
 #define DROP_ALL_PPM	1000000u
@@ -480,16 +479,11 @@ out:
 
 /* Transactions logged on several replicas, by txn: see xtxd_decided_apply(). */
 static struct xtxd_txns pending;
-/* Their keys' highest versions, and the keys of the undecided ones to hold (undecided.h). */
-static struct xtxd_vmax vmax;
-static struct xtxd_holds holds;
 
 struct replay_counts {
 	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
 	uint64_t carried;	/* writes the snapshot carried */
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
-	uint64_t held_txns;	/* ... complete here, maybe aborted: their keys held until decided */
-	uint64_t oldest_ns;	/* CLOCK_REALTIME: no record replayed was written before (0: none) */
 	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
 
@@ -573,8 +567,6 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		drop_cut_short(rc, s->name, n);
 	rc->prev = r.hdr;
 	rc->have_prev = r.status == XTX_LOGR_OK;
-	if (r.status == XTX_LOGR_OK && (!n->oldest_ns || r.hdr.created_ns < n->oldest_ns))
-		n->oldest_ns = r.hdr.created_ns;
 	if (si->have) {
 		memcpy(sep.boot_id, si->h.boot_id, sizeof(sep.boot_id));
 		sep.map_id = si->h.map_id;
@@ -676,18 +668,14 @@ out:
  * coordinator logged it here before it could report a commit, and nothing
  * else can undo it.  A transaction logged on several is committed once
  * every replica holds its complete record, which this server alone cannot
- * see; so it is replayed when
+ * see; so (FaRM's rule, xtxd/resolve.c) it is replayed when
  *   - the decisions file says committed, or
- *   - no decision was recorded, this server holds the complete record (LAST
- *     seen), and a later write of one of its keys proves it was installed
- *     at the primary (undecided.h): the normal commit, which records no
- *     decision;
- * never when the decision was abort, or when this server's part is
- * incomplete and nobody decided (the resolver decides it once running).  A
- * complete one that nothing proves is not replayed either: another replica
- * may lack its record, and the resolver decide abort after this start.  Its
- * keys are held locked until the resolver decides it (hold_undecided()), so
- * that no reader sees them without its writes meanwhile if it committed.
+ *   - no decision was recorded and this server holds the complete record
+ *     (LAST seen): the coordinator finished logging here, and had any
+ *     replica lacked the record, the servers would have decided abort and
+ *     told every replica, which records it before acknowledging;
+ * and never when the decision was abort, or when this server's part is
+ * incomplete and nobody decided (the resolver decides it once running).
  */
 
 static int note_decision(uint64_t txn, uint32_t outcome, void *arg)
@@ -705,71 +693,8 @@ struct apply_ctx {
 	struct rmap *m;
 	struct replay_counts *n;
 	int err;
-	bool hold;			/* complete undecided ones nothing proves: held, not replayed */
 	struct xtx_log_write w;		/* scratch */
 };
-
-/* The version (table, key) has in m, or 0. */
-static uint64_t rmap_version(struct rmap *m, uint8_t table, uint64_t key)
-{
-	const struct rkey *k;
-
-	if (!m->cap)
-		return 0;
-	k = rmap_slot(m, table, key);
-	return k->used ? k->version : 0;
-}
-
-/* Every logged write of every multi-replica transaction, whatever became of it. */
-static void note_versions(struct xtxd_txn *x, void *arg)
-{
-	int *err = arg;
-	uint32_t i;
-
-	for (i = 0; !*err && i < x->nw; i++)
-		*err = xtxd_vmax_note(&vmax, x->w[i].table, x->w[i].key, x->w[i].version);
-}
-
-/*
- * Complete here and undecided, and no write of it superseded by a higher
- * version anywhere: it may be aborted yet (undecided.h).  The same answer
- * before and after the others are replayed: they only bring versions vmax
- * has.
- */
-static bool unproven(struct rmap *m, const struct xtxd_txn *x)
-{
-	uint64_t v;
-	uint32_t i;
-
-	if (x->outcome != XTXD_OUT_NONE || !xtxd_txn_complete(x))
-		return false;
-	for (i = 0; i < x->nw; i++) {
-		v = xtxd_vmax_get(&vmax, x->w[i].table, x->w[i].key);
-		if (rmap_version(m, x->w[i].table, x->w[i].key) > v)
-			v = rmap_version(m, x->w[i].table, x->w[i].key);
-		if (v > x->w[i].version)
-			return false;
-	}
-	return true;
-}
-
-/*
- * After every replay: the keys of an unproven transaction that the store
- * holds at a lower version than its write, so the resolver finds it
- * unfinished, decides it, and frees them.
- */
-static void list_holds(struct xtxd_txn *x, void *arg)
-{
-	struct apply_ctx *a = arg;
-	uint32_t i;
-
-	if (a->err || !unproven(a->m, x))
-		return;
-	a->n->held_txns++;
-	for (i = 0; !a->err && i < x->nw; i++)
-		if (rmap_version(a->m, x->w[i].table, x->w[i].key) < x->w[i].version)
-			a->err = xtxd_holds_add(&holds, x->txn, x->w[i].table, x->w[i].key);
-}
 
 static void apply_decided(struct xtxd_txn *x, void *arg)
 {
@@ -780,8 +705,7 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 	if (a->err)
 		return;
 	if (x->outcome == XTXD_OUT_ABORT ||
-	    (x->outcome == XTXD_OUT_NONE && !xtxd_txn_complete(x)) ||
-	    (a->hold && unproven(a->m, x))) {
+	    (x->outcome == XTXD_OUT_NONE && !xtxd_txn_complete(x))) {
 		a->n->undecided += x->nw;
 		return;
 	}
@@ -803,7 +727,7 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 }
 
 static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
-			      struct replay_counts *n, bool hold)
+			      struct replay_counts *n)
 {
 	static struct apply_ctx a;
 	int err = xtxd_outcome_load(dirfd, note_decision, NULL);
@@ -813,42 +737,16 @@ static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
 			strerror(-err));
 		return err;
 	}
-	if (hold)
-		xtxd_txns_each(&pending, note_versions, &err);
 	a.m = m;
 	a.n = n;
-	a.err = err;
-	a.hold = hold;
+	a.err = 0;
 	xtxd_txns_each(&pending, apply_decided, &a);
-	if (hold)
-		xtxd_txns_each(&pending, list_holds, &a);
 	return a.err;
 }
 
 static void xtxd_decided_free(void)
 {
 	xtxd_txns_free(&pending);
-	xtxd_vmax_free(&vmax);
-	xtxd_holds_free(&holds);
-}
-
-/* With requests held: the keys of the unproven transactions, locked for them. */
-static int hold_undecided(const struct xtx_target *t, const struct replay_counts *n)
-{
-	size_t taken, shared;
-	int err = xtxd_holds_take(t, &holds, &taken, &shared);
-
-	if (err) {
-		fprintf(stderr, "Error: recovery: locking the keys of undecided transactions: %s\n",
-			strerror(-err));
-		return err;
-	}
-	if (n->held_txns)
-		pr_info("recovery: %llu transactions complete here but undecided (maybe aborted "
-			"since): not replayed, %zu keys locked until the resolver decides them%s\n",
-			(unsigned long long)n->held_txns, taken,
-			shared ? " (some share a lock slot with another)" : "");
-	return 0;
 }
 
 /* ---- putting the keys back ---- */
@@ -1130,30 +1028,9 @@ static int replay_carried(const struct snap_info *si, struct rmap *m, struct rep
 	return err;
 }
 
-/*
- * Whether the peers still know every transaction the logs hold: a peer that
- * removed a transaction's records answers from its held files for
- * --keep-decided only (log/held.h), and past that says "not held", which
- * decides abort what committed.  So the records must all be younger than
- * half of it (the half: the peers' clocks, and their snapshots' timing).
- * Carried records were undecided when the snapshot was taken: as old as it.
- */
-static bool peers_remember(const struct snap_info *si, const struct replay_counts *n,
-			   uint64_t keep_ns)
-{
-	uint64_t oldest = n->oldest_ns, now;
-	struct timespec ts;
-
-	if (si->have && (!oldest || si->h.created_ns < oldest))
-		oldest = si->h.created_ns;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	return !oldest || (now > oldest && now - oldest < keep_ns / 2);
-}
-
 /* Reads the newest snapshot and every log after it into m; 0 or a negative errno. */
 static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap *m,
-		   struct replay_counts *n, bool hold, uint64_t keep_ns)
+		   struct replay_counts *n)
 {
 	struct xtx_logseg *segs = NULL;
 	struct replay_cpu *rc;
@@ -1194,13 +1071,7 @@ static int collect(int dirfd, const char *dir, struct snap_info *si, struct rmap
 			drop_cut_short(rc, segs[i].name, n);
 	}
 	xtx_progress_end(&prog, n->records);
-	if (hold && !peers_remember(si, n, keep_ns)) {
-		pr_warn("recovery: the logs hold records older than half of --keep-decided: the "
-			"peers may have forgotten them, so every complete undecided transaction is "
-			"replayed, as committed\n");
-		hold = false;
-	}
-	err = xtxd_decided_apply(dirfd, dir, m, n, hold);
+	err = xtxd_decided_apply(dirfd, dir, m, n);
 out:
 	free(segs);
 	free(rc);
@@ -1224,8 +1095,7 @@ static void report(const struct snap_info *si, const struct replay_counts *n, ui
 		n->cut_short ? "; big writes cut short by a crash left out" : "");
 }
 
-int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh,
-		 uint64_t resolver_keep_ns)
+int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh)
 {
 	struct replay_counts n = {};
 	struct snap_info si = {};
@@ -1246,13 +1116,10 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 		close(dirfd);
 		return err;
 	}
-	/* fresh maps: no lock survived, so the undecided ones' keys are held anew */
-	err = collect(dirfd, dir, &si, &m, &n, resolver_keep_ns != 0, resolver_keep_ns);
+	err = collect(dirfd, dir, &si, &m, &n);
 	if (err || (!si.have && !n.segs))
 		goto out;
 	err = install(t, store, &m, &live);
-	if (!err)
-		err = hold_undecided(t, &n);
 	if (!err)
 		report(&si, &n, live, "live");
 out:
@@ -1388,11 +1255,7 @@ int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, con
 			strerror(errno));
 		return -errno;
 	}
-	/*
-	 * The running program kept its locks and its cache: what it installed
-	 * is there, so the overflow store is rebuilt by the old rule
-	 */
-	err = collect(dirfd, dir, &si, &m, &n, false, 0);
+	err = collect(dirfd, dir, &si, &m, &n);
 	if (err)
 		goto out;
 	err = map_kv(t, &km);

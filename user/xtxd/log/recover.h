@@ -35,22 +35,15 @@ int xtxd_hold_requests(void);
  * the newest snapshot into the kernel buckets and the overflow store (as
  * bulk load places keys, at their recorded versions), then every log
  * record after the snapshot's positions that is decided (see recover.c:
- * one replica, the decisions file, or a commit a later write proves), per
- * key the highest version winning (a delete removes the key and raises its
- * bucket's floor).  resolver_keep_ns: xtxd's resolver will run and keep
- * decisions that long (--keep-decided); then a transaction complete here
- * that nothing proves committed is not replayed and its keys are locked for
- * the resolver to decide it (undecided.h), while the peers still know it.
- * 0 (no resolver: nobody could ever free its keys), or records older than
- * half of it: replayed, as committed.  A
+ * one replica, or the decisions file, FaRM's rule), per key the highest version
+ * winning (a delete removes the key and raises its bucket's floor).  A
  * torn last record of a CPU's log is cut off the file, never replayed;
  * damage anywhere else is an error: better not to start than to serve a
  * wrong store.  fresh: start empty instead, moving what dir holds aside to
  * dir/fresh-<time>/.  0 or a negative errno after printing why.  Call it
  * before the log drain starts; the caller need not be an RCU thread.
  */
-int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh,
-		 uint64_t resolver_keep_ns);
+int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char *dir, bool fresh);
 
 /*
  * After SIGKILL the new xtxd adopts the pinned program and its kernel

@@ -1147,11 +1147,6 @@ void xtxd_resolve_set_gate(bool (*serving)(void))
 	R.serving = serving;
 }
 
-uint64_t xtxd_resolve_keep_ns(const struct xtxd_resolve_opts *o)
-{
-	return o->keep_ns ? o->keep_ns : KEEP_DECIDED_DEFAULT_NS;
-}
-
 int xtxd_resolve_reconfigure(uint64_t gone, uint64_t wait_ns)
 {
 	uint64_t old, one = 1;
@@ -1614,7 +1609,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.peers = o->peers;
 	R.peer_port = o->port + 1;
 	R.after_ns = o->after_ns;
-	R.keep_ns = xtxd_resolve_keep_ns(o);
+	R.keep_ns = o->keep_ns ? o->keep_ns : KEEP_DECIDED_DEFAULT_NS;
 	R.has_secret = o->secret != NULL;
 	if (o->secret)
 		R.secret = *o->secret;

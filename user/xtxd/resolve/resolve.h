@@ -89,8 +89,6 @@ struct xtxd_resolve_stats {
 	uint64_t recovered;		/* transactions they decided */
 };
 
-/* How long o keeps a decision: its keep_ns, or the default. */
-uint64_t xtxd_resolve_keep_ns(const struct xtxd_resolve_opts *o);
 /* The counters so far; safe from any thread. */
 void xtxd_resolve_get_stats(struct xtxd_resolve_stats *s);
 /*
