@@ -182,6 +182,77 @@ static int fail(struct xtx_zk *z, const char *what, const char *path, int rc)
 	return zk_errno(rc);
 }
 
+/*
+ * One sync's answer: its completion runs on the library's thread, and may
+ * come after the caller gave up, which then leaves freeing it to it.
+ */
+struct sync_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done, abandoned;
+	int rc;
+};
+
+static void sync_done(int rc, const char *value, const void *data)
+{
+	struct sync_wait *w = (struct sync_wait *)data;
+	bool abandoned;
+
+	(void)value;
+	pthread_mutex_lock(&w->mu);
+	w->rc = rc;
+	w->done = true;
+	abandoned = w->abandoned;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (abandoned) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+	}
+}
+
+int xtx_zk_sync(struct xtx_zk *z, unsigned int wait_ms)
+{
+	uint64_t until = xtx_zk_clock() + (uint64_t)wait_ms * 1000000ull;
+	struct sync_wait *w = calloc(1, sizeof(*w));
+	struct timespec ts;
+	bool done;
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	rc = zoo_async(z->zh, z->root, sync_done, w);
+	if (rc != ZOK) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+		return fail(z, "syncing", z->root, rc);
+	}
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && xtx_zk_clock() < until) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	}
+	done = w->done;
+	rc = done ? w->rc : ZOPERATIONTIMEOUT;
+	w->abandoned = !done;
+	pthread_mutex_unlock(&w->mu);
+	if (done) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+	}
+	return rc == ZOK ? 0 : fail(z, "syncing", z->root, rc);
+}
+
 int xtx_zk_read_config(struct xtx_zk *z, struct xtx_cluster *c, int *zversion, bool watch)
 {
 	/* one per thread: xtxd reads from its member and manager threads */

@@ -52,6 +52,14 @@ enum xtx_zk_state xtx_zk_state(struct xtx_zk *z);
 unsigned int xtx_zk_session_ms(struct xtx_zk *z);
 
 /*
+ * Brings the member this session reads from up to date with the ensemble's
+ * leader (ZooKeeper's sync): a read after it sees every write completed
+ * before it, which a lagging follower's read may not.  For a first read
+ * whose answer is acted on (xtxd's join).  Waits up to wait_ms: 0, or a
+ * negative errno after printing why.
+ */
+int xtx_zk_sync(struct xtx_zk *z, unsigned int wait_ms);
+/*
  * The configuration, and its znode version in *zversion (may be NULL).
  * With watch, the next change of it makes xtx_zk_changed() true.
  * 0; -ENOENT when the cluster has none; other -errno after printing why.

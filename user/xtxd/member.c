@@ -232,6 +232,13 @@ int xtxd_member_join(const struct xtxd_member_opts *o, struct xtxd_peers *peers)
 	M.z = xtx_zk_open(o->zk, o->name, o->session_ms, CONNECT_WAIT_MS);
 	if (!M.z)
 		return -1;
+	/*
+	 * A lagging follower's configuration could be older than this
+	 * server's record, and be refused as if ZooKeeper had lost data
+	 */
+	err = xtx_zk_sync(M.z, CONNECT_WAIT_MS);
+	if (err)
+		goto fail;
 	err = xtx_zk_read_config(M.z, &M.cfg, NULL, true);
 	if (err == -ENOENT)
 		fprintf(stderr, "Error: no cluster '%s' at %s (xtxctl cluster init creates one)\n",
