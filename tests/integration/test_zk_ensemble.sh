@@ -5,8 +5,10 @@
 # histories, the ensemble takes three faults in turn: its leader is killed (the others elect
 # another), the new leader is partitioned away (its link cut: the last two elect again), and
 # the whole ensemble stops and starts again on its data. Each fault is asserted to have
-# happened; the workloads, started before the first, are stopped after the last. Through all of it no server is fenced or moved out and the epoch stays; the runs
-# end with money conserved, --verify on every replica, and the exact history check.
+# happened; the workloads (one thread each: the suite runs beside others) start before the
+# first and stop after the last. Through all of it no server is fenced or moved out and the
+# epoch stays; the runs end with money conserved, --verify on every replica, and the exact
+# history check.
 # checks: 16 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NAME=e$$
@@ -58,10 +60,11 @@ check "3 servers on the ensemble, SmallBank populated (exit $?)" test $? -eq 0
 epoch=$(sfield epoch "$(status_json)")
 
 client "$BUILD/xtxbench" bank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 64 --client-base 10 \
-	--check --json --duration 300s --protocol 2pl --history "$tmp/bank" >"$tmp/bank.out" 2>&1 &
+	--threads 1 --check --json --duration 300s --protocol 2pl --history "$tmp/bank" \
+	>"$tmp/bank.out" 2>&1 &
 pb=$!
 client "$BUILD/xtxbench" smallbank --zk "$ZK_CLIENT" --zk-name "$NAME" --accounts 1000 \
-	--ctl "$(all_server_ctls)" --warmup 0 --json --duration 300s --protocol occ --verify \
+	--ctl "$(all_server_ctls)" --warmup 0 --threads 1 --json --duration 300s --protocol occ --verify \
 	--client-base 40 --history "$tmp/sb" >"$tmp/sb.out" 2>&1 &
 ps=$!
 
