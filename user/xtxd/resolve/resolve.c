@@ -597,7 +597,12 @@ static int self_answer(struct xtxd_txn *x)
 		last = xtxd_txn_complete(x);
 		pthread_mutex_unlock(&R.mu);
 	}
-	if (!last)
+	/*
+	 * A snapshot lists what it removes in the held files before it removes
+	 * it: one that ran between the first look and the disk search took
+	 * the record away from the search, so the list is looked at again
+	 */
+	if (!last && !xtxd_held_has(x->txn))
 		return XTXD_ANS_NOT_HELD;
 	/*
 	 * Held after all: the fence is not needed, and an undecided entry
