@@ -8,6 +8,9 @@ BUILD=$ROOT/build
 NSERVERS=${NSERVERS:-3}
 # Unique per run so leftovers or parallel runs never collide: xtx + 5 chars.
 PREFIX=xtx$(printf '%05x' $((RANDOM * 32 + RANDOM % 32)))
+# An earlier run's files under this name (logs are kept after a run, for reading): the
+# checks that grep a server's log must see this run's lines only
+rm -f /run/xtx/"$PREFIX"-*
 TEST_FAILED=0
 
 topo() { "$ROOT/scripts/topo.sh" -p "$PREFIX" -n "$NSERVERS" "$@"; }
