@@ -14,12 +14,11 @@
 # NEMESIS_FAILOVERS rounds (default 6).
 # checks: 48 with 6 rounds
 source "$(dirname "$0")/integration/lib.sh"
+source "$(dirname "$0")/nemesis_checks.sh"
 NSERVERS=4
 NAME=nf$$
 ROUNDS=${NEMESIS_FAILOVERS:-6}
 WORK=$(mktemp -d /tmp/xtx-nemesis-failover.XXXXXX)
-ANOMALIES=0
-CHECKED=0
 trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
 printf '%s\n' 00112233445566778899aabbccddeeff >"$WORK/secret"
@@ -50,22 +49,6 @@ load_member() {
 link_up() {
 	ip -n "$(server_ns "$1")" link set "$(server_dev "$1")" up
 	ip -n "$(server_ns "$1")" route replace 10.77.0.0/16 via "10.77.$1.1" dev "$(server_dev "$1")"
-}
-# invariant DESCRIPTION CONDITION...: a failed one is an anomaly
-invariant() {
-	local what=$1
-	shift
-	if "$@"; then pass "$what"; else fail "$what"; ANOMALIES=$((ANOMALIES + 1)); fi
-}
-history_ok() {	# history_ok NAME CHECKER-ARGS...
-	local out rc n
-	out=$("$BUILD/xtxbench" check-history --max-print 3 "${@:2}" 2>&1)
-	rc=$?
-	n=$(grep -o '^history: [0-9]* transactions' <<<"$out" | grep -o '[0-9]*')
-	CHECKED=$((CHECKED + ${n:-0}))
-	invariant "$1: history serializable, ${n:-0} transactions (exit $rc)" \
-		test "$rc" -eq 0 -a "${n:-0}" -gt 0
-	[ "$rc" -eq 0 ] || head -n 6 <<<"$out" | sed 's/^/    /'
 }
 
 zk_up >"$WORK/zk.out" 2>&1 || { fail "ZooKeeper up"; cat "$WORK/zk.out"; exit 1; }

@@ -16,12 +16,11 @@
 # through those faults only.
 # checks: 65 with 8 rounds
 source "$(dirname "$0")/integration/lib.sh"
+source "$(dirname "$0")/nemesis_checks.sh"
 NSERVERS=4
 NAME=nz$$
 ROUNDS=${NEMESIS_ZK_ROUNDS:-8}
 WORK=$(mktemp -d /tmp/xtx-nemesis-zk.XXXXXX)
-ANOMALIES=0
-CHECKED=0
 declare -A FIRED=()
 trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
 topo -x "$BUILD/bpf/xdp_pass.bpf.o" up >/dev/null || { fail "topology up"; exit 1; }
@@ -36,21 +35,6 @@ load_member() {
 		ARGS="--zk $(zk_for_server "$1") --zk-name $NAME --lock-lease 200ms"
 }
 unload() { make -s -C "$ROOT" unload IFACE="$(server_dev "$1")" NETNS="$(server_ns "$1")"; }
-invariant() {	# invariant DESCRIPTION CONDITION...: a failed one is an anomaly
-	local what=$1
-	shift
-	if "$@"; then pass "$what"; else fail "$what"; ANOMALIES=$((ANOMALIES + 1)); fi
-}
-history_ok() {	# history_ok WHAT CHECKER-ARGS...
-	local out rc n
-	out=$("$BUILD/xtxbench" check-history --max-print 3 "${@:2}" 2>&1)
-	rc=$?
-	n=$(grep -o '^history: [0-9]* transactions' <<<"$out" | grep -o '[0-9]*')
-	CHECKED=$((CHECKED + ${n:-0}))
-	invariant "$1: history serializable, ${n:-0} transactions (exit $rc)" \
-		test "$rc" -eq 0 -a "${n:-0}" -gt 0
-	[ "$rc" -eq 0 ] || head -n 6 <<<"$out" | sed 's/^/    /'
-}
 leads() { zke leader >/dev/null; }
 leader_is_not() { local l; l=$(zke leader) && [ "$l" != "$1" ]; }
 mode_is() { [ "$(zke mode -k "$1")" = "$2" ]; }
