@@ -128,7 +128,8 @@ static __always_inline void xtx_log_fill(struct xtx_log_entry *e, const struct x
 	e->table = op->table;
 	e->flags = ((op->flags & XTX_OPF_DELETE) ? XTX_LOGF_DELETE : 0) |
 		   ((op->flags & XTX_OPF_LOG_LAST) ? XTX_LOGF_LAST : 0) |
-		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) | extra;
+		   ((op->flags & XTX_OPF_LOG_META) ? XTX_LOGF_META : 0) |
+		   ((op->flags & XTX_OPF_LOG_PRIMARY) ? XTX_LOGF_PRIMARY : 0) | extra;
 	e->nreplicas = xtx_log_replicas_unpack(op->token, rep);
 	/* a big write, head and continuations, is one write of the count */
 	e->nwrites = (op->flags & XTX_OPF_LOG_LAST) ?
@@ -352,6 +353,50 @@ static __always_inline void xtx_log_plain_write(const struct xtx_op *op, __u32 c
 	e->replicas[1] = 0;
 	e->replicas[2] = 0;
 	__builtin_memcpy(e->value, op->value, XTX_VALUE_INLINE);
+	__sync_lock_test_and_set(&c->tail, tail + 1);
+	c->appended++;
+}
+
+/*
+ * A commit mark (XTX_LOGF_COMMITTED) after a COMMIT_BACKUP or
+ * COMMIT_PRIMARY: the coordinator sends those only once its transaction is
+ * decided committed, so recovery may replay the record it finds here
+ * without asking the other replicas.  Best effort: with the ring full
+ * none is appended (counted in full), and recovery leaves the decision to
+ * the resolver, as for a mark lost with the machine.
+ */
+static __always_inline void xtx_log_commit_mark(const struct xtx_op *op, __u32 client_id)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), idx;
+	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
+	struct xtx_log_entry *e;
+	__u64 tail;
+
+	if (!c)
+		return;
+	tail = c->tail;
+	if (tail - c->head >= xtx_log_ring) {
+		c->full++;
+		return;
+	}
+	idx = cpu * xtx_log_ring + (__u32)(tail & (xtx_log_ring - 1));
+	e = bpf_map_lookup_elem(&xtx_log, &idx);
+	if (!e)
+		return;
+	e->seq = tail;
+	e->txn = op->txn;
+	e->key = op->key;
+	e->version = op->version;
+	e->client_id = client_id;
+	e->table = op->table;
+	e->vlen = 0;
+	e->flags = XTX_LOGF_COMMITTED;
+	e->nreplicas = 0;
+	e->nwrites = 0;
+	e->replicas[0] = 0;
+	e->replicas[1] = 0;
+	e->replicas[2] = 0;
+	__builtin_memset(e->value, 0, XTX_VALUE_INLINE);
 	__sync_lock_test_and_set(&c->tail, tail + 1);
 	c->appended++;
 }

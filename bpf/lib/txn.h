@@ -9,6 +9,7 @@
 #include <xtx/hash.h>
 #include "locks.h"
 #include "kv.h"
+#include "log.h"
 #include "pktctx.h"
 #include "parse.h"
 
@@ -129,10 +130,13 @@ static __always_inline __u8 xtx_op_txn(struct xdp_md *ctx, struct xtx_op *op, __
 		return xtx_txn_validate(ctx, op, idx, pc);
 	if (opcode == XTX_OP_READ)
 		return xtx_txn_read(ctx, op, idx, pc);
-	if (opcode == XTX_OP_COMMIT_PRIMARY)
-		return xtx_txn_commit_primary(ctx, op, idx, pc);
-	if (opcode == XTX_OP_COMMIT_BACKUP)
+	if (opcode == XTX_OP_COMMIT_PRIMARY || opcode == XTX_OP_COMMIT_BACKUP) {
+		/* the mark first: the op's version is the one it brought, not the answer's */
+		xtx_log_commit_mark(op, pc->client_id);
+		if (opcode == XTX_OP_COMMIT_PRIMARY)
+			return xtx_txn_commit_primary(ctx, op, idx, pc);
 		return xtx_op_kv(ctx, op, idx, pc, false);
+	}
 	/* releases */
 	return xtx_op_lock_idx(ctx, idx);
 }

@@ -76,7 +76,8 @@ static void usage(FILE *out)
 		"        value: up to %d bytes; over %d it travels in the value area\n"
 		"        room: a read reserves N bytes of value area for its answer (%d-%d)\n"
 		"        FLAG: delete, no-value, last, meta (log-append: the participants,\n"
-		"        a bitmap in version); HADES ops also begin, replica, no-write\n"
+		"        a bitmap in version), primary (log-append: at the key's primary,\n"
+		"        proving grant=TOKEN); HADES ops also begin, replica, no-write\n"
 		"        replicas=A[,B[,C]] (log-append: the replica set, packed into token)\n"
 		"        participants=A[,B...] (hintend: the server indices, a bitmap in token)\n"
 		"OP:",
@@ -129,7 +130,8 @@ static int parse_replicas(const char *s, struct op_opts *o)
 		r[n++] = v;
 		p = *end ? end + 1 : end;
 	}
-	o->op.token = xtx_log_replicas_pack(r, n);
+	/* the grant, if given, stays in the high half */
+	o->op.token = (o->op.token & ~0xffffffffull) | xtx_log_replicas_pack(r, n);
 	return 0;
 }
 
@@ -156,6 +158,8 @@ static int parse_flags(const char *s, struct op_opts *o)
 			flags |= hades ? XTX_HOPF_LAST : XTX_OPF_LOG_LAST;
 		else if (!hades && n == 4 && !strncmp(p, "meta", n))
 			flags |= XTX_OPF_LOG_META;
+		else if (!hades && n == 7 && !strncmp(p, "primary", n))
+			flags |= XTX_OPF_LOG_PRIMARY;
 		else if (hades && n == 5 && !strncmp(p, "begin", n))
 			flags |= XTX_HOPF_BEGIN;
 		else if (hades && n == 7 && !strncmp(p, "replica", n))
@@ -164,7 +168,7 @@ static int parse_flags(const char *s, struct op_opts *o)
 			flags |= XTX_HOPF_NO_WRITE;
 		else {
 			fprintf(stderr, "Error: flags: '%s' is not a list of delete, no-value, last, "
-				"meta (and for HADES ops begin, replica, no-write)\n", s);
+				"meta, primary (and for HADES ops begin, replica, no-write)\n", s);
 			return -1;
 		}
 		p += n;
@@ -223,6 +227,9 @@ static int parse_field(const char *arg, struct op_opts *o)
 	}
 	else if (!strncmp(arg, "token=", 6))
 		o->op.token = v;
+	else if (!strncmp(arg, "grant=", 6))
+		/* a primary's log append proves it: the lock token's low half (xtx/log.h) */
+		o->op.token = (o->op.token & 0xffffffffull) | (v & 0xffffffffull) << 32;
 	else if (!strncmp(arg, "txn=", 4))
 		o->op.txn = xtx_txn_make(o->client_id, v);
 	else {

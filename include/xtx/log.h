@@ -50,6 +50,23 @@
  * that finds one missing or out of sequence has a damaged log.
  */
 #define XTX_LOGF_EXT		0x10
+/*
+ * Not a write: a commit mark.  XDP appends one after each COMMIT_BACKUP or
+ * COMMIT_PRIMARY it runs (txn, table, key and version the op's, no value),
+ * since a coordinator sends those only once the transaction is decided
+ * committed.  Recovery replays a transaction logged on several replicas
+ * when it finds a decision or a mark of it; a complete record with
+ * neither is held (its keys locked) for the resolver to decide, because it
+ * may still be aborted by the others.  Best effort: a full ring appends
+ * none, and a lost mark only leaves the decision to the resolver.
+ */
+#define XTX_LOGF_COMMITTED	0x20
+/*
+ * The write was logged at its key's primary, proving the lock grant
+ * (XTX_OPF_LOG_PRIMARY): recovery locks its key there again while its
+ * transaction is undecided.
+ */
+#define XTX_LOGF_PRIMARY	0x40
 
 /*
  * One logged write.  The replica set (server indices of the coordinator's
@@ -78,6 +95,23 @@ struct xtx_log_entry {
 };
 
 _Static_assert(sizeof(struct xtx_log_entry) == 88, "log entry layout");
+
+/* Whether e is a commit mark (XTX_LOGF_COMMITTED), which no reader may take for a write. */
+static inline int xtx_log_is_mark(const struct xtx_log_entry *e)
+{
+	return (e->flags & XTX_LOGF_COMMITTED) != 0;
+}
+
+/*
+ * Whether e is part of a transaction's record that its replicas decide
+ * together (several replicas, or its participant list), not a write
+ * decided by being logged.  Marks are neither.
+ */
+static inline int xtx_log_is_multi(const struct xtx_log_entry *e)
+{
+	return (e->nreplicas > 1 || (e->flags & XTX_LOGF_META)) &&
+	       !(e->flags & (XTX_LOGF_DECIDED | XTX_LOGF_COMMITTED));
+}
 
 /* value[] of an XTX_LOGF_EXT entry. */
 struct xtx_log_ext {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 100 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 134 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -203,6 +203,99 @@ check "txn 22, never logged anywhere: aborted ($out)" grep -q "outcome=aborted" 
 check "... and fenced: its log append now answers fenced" \
 	test "$(st 0 log-append 0 500 txn=22 version=3 value=55 replicas=0,1,2 flags=last)" = fenced
 check "asked again, the same answer" grep -q "outcome=aborted" <<<"$(resolve --txn 22 --witnesses 0,1,2)"
+
+# ---- (d2) a replica restarted while a transaction is undecided: it must not replay it ----
+# Server 2's xtxd is stopped (SIGSTOP), so nobody can decide while a server restarts: the
+# coordinator is gone, and the rule needs every replica's answer. Replayed at start from a
+# complete record, an aborted transaction's write would stay at that replica for good; not
+# replayed, a committed one's key must stay locked at its primary until decided, or a
+# reader sees it without. A commit mark (a commit the coordinator sent) lets it replay.
+xpid() { cat "/run/xtx/$(server_ns "$1")-$(server_dev "$1").pid"; }
+restart() {
+	ctl "$1" unload >/dev/null
+	make -s -C "$ROOT" load IFACE="$(server_dev "$1")" NETNS="$(server_ns "$1")" \
+		ARGS="--peers $(all_server_ips) --resolve-after ${RA}s" >/dev/null
+}
+undecided() { ! XLOG 0 | grep -q "txn $1 decided" && ! XLOG 1 | grep -q "txn $1 decided"; }
+grant() { echo $(( $(field "$1" token) & 0xffffffff )); }
+for i in 0 1 2; do
+	check "server $i: insert keys 810, 910 and 1010 (version 1)" \
+		test "$(st "$i" insert 0 810 value=77)" = ok -a "$(st "$i" insert 0 910 value=99)" = ok \
+		-a "$(st "$i" insert 0 1010 value=66)" = ok
+done
+out=$(op 0 occ-lock 0 810 txn=23)
+check "primary: txn 23 locks key 810" test "$(field "$out" status)" = ok
+check "primary: txn 23 logs key 810 version 2, complete there" \
+	test "$(st 0 log-append 0 810 txn=23 version=2 value=8888 replicas=0,1,2 \
+		flags=last,primary grant="$(grant "$out")")" = ok
+check "server 1: txn 23 logs key 810 version 2, complete there" \
+	test "$(st 1 log-append 0 810 txn=23 version=2 value=8888 replicas=0,1,2 flags=last)" = ok
+kill -STOP "$(xpid 2)"
+restart 1
+check "server 1 restarts while txn 23 is undecided" undecided "$(hex_txn 23)"
+check "... and does not replay it: key 810 at version 1 there ($(row 1 810))" \
+	grep -q 'version=1 vlen=1 value=77$' <<<"$(row 1 810)"
+check "... and says it left it to the resolver" \
+	grep -q "1 transactions complete here but undecided: not replayed, 0 of their keys" <(XLOG 1)
+kill -CONT "$(xpid 2)"
+out=$(resolve --txn 23 --witnesses 0,1,2)
+check "txn 23, complete on 2 of 3: aborted ($out)" grep -q "outcome=aborted" <<<"$out"
+check "servers 0 and 1 decide it" wait_decided "$(hex_txn 23)"
+v1_810() { [ "$(all_rows 810 | grep -c 'version=1 vlen=1 value=77$')" -eq 3 ]; }
+check "every replica holds key 810 at version 1: none ahead of the others" wait_until 30 v1_810
+check "... and the primary freed its lock" test "$(field "$(op 0 read 0 810)" flags)" = 0x0
+# complete everywhere, the primary restarted: its key held for it, committed once decided
+out=$(op 0 occ-lock 0 910 txn=24)
+check "primary: txn 24 locks key 910" test "$(field "$out" status)" = ok
+check "primary: txn 24 logs key 910 version 2, complete" \
+	test "$(st 0 log-append 0 910 txn=24 version=2 value=9999 replicas=0,1,2 \
+		flags=last,primary grant="$(grant "$out")")" = ok
+for i in 1 2; do
+	check "server $i: txn 24 logs key 910 version 2, complete" \
+		test "$(st "$i" log-append 0 910 txn=24 version=2 value=9999 replicas=0,1,2 \
+			flags=last)" = ok
+done
+kill -STOP "$(xpid 2)"
+restart 0
+check "the primary restarts while txn 24 is undecided" undecided "$(hex_txn 24)"
+check "... says it locked its key for it" \
+	grep -q "1 transactions complete here but undecided: not replayed, 1 of their keys" <(XLOG 0)
+out=$(op 0 read 0 910)
+check "... holds key 910 at version 1, locked for it: a reader is told so ($out)" \
+	test "$(field "$out" version)" = 1 -a "$(field "$out" flags)" = 0x41
+check "... and another transaction cannot lock it" test "$(st 0 occ-lock 0 910 txn=25)" = rejected
+kill -CONT "$(xpid 2)"
+out=$(resolve --txn 24 --witnesses 0,1,2)
+check "txn 24, complete on all 3: committed ($out)" grep -q "outcome=committed" <<<"$out"
+v2_910() { [ "$(all_rows 910 | grep -c 'version=2 vlen=2 value=9999$')" -eq 3 ]; }
+check "every replica holds key 910 at version 2 once decided" wait_until 30 v2_910
+check "... and the primary freed it: another transaction locks it" \
+	test "$(st 0 occ-lock 0 910 txn=25)" = ok
+# complete everywhere, and its coordinator's commit reached a backup before it restarted
+out=$(op 0 occ-lock 0 1010 txn=26)
+check "primary: txn 26 locks key 1010" test "$(field "$out" status)" = ok
+check "primary: txn 26 logs key 1010 version 2, complete" \
+	test "$(st 0 log-append 0 1010 txn=26 version=2 value=1111 replicas=0,1,2 \
+		flags=last,primary grant="$(grant "$out")")" = ok
+for i in 1 2; do
+	check "server $i: txn 26 logs key 1010 version 2, complete" \
+		test "$(st "$i" log-append 0 1010 txn=26 version=2 value=1111 replicas=0,1,2 \
+			flags=last)" = ok
+done
+check "server 1: the coordinator's commit of txn 26 installs key 1010" \
+	test "$(st 1 commit-backup 0 1010 txn=26 version=2 value=1111)" = ok
+kill -STOP "$(xpid 2)"
+restart 1
+check "server 1 restarts while txn 26 is undecided at the others" undecided "$(hex_txn 26)"
+check "... and replays it from its commit mark: key 1010 at version 2 there ($(row 1 1010))" \
+	grep -q 'version=2 vlen=2 value=1111$' <<<"$(row 1 1010)"
+check "... holding nothing for it" \
+	test "$(XLOG 1 | grep -c 'complete here but undecided')" -eq 1
+kill -CONT "$(xpid 2)"
+out=$(resolve --txn 26 --witnesses 0,1,2)
+check "txn 26: committed ($out)" grep -q "outcome=committed" <<<"$out"
+v2_1010() { [ "$(all_rows 1010 | grep -c 'version=2 vlen=2 value=1111$')" -eq 3 ]; }
+check "every replica holds key 1010 at version 2" wait_until 30 v2_1010
 # the resolver port answers a client's question about its own transaction only
 out=$(op 0 --port 7371 -t 100ms txn-status 0 0 txn=20)
 check "a well-formed question is answered ($out)" \

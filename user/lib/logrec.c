@@ -214,7 +214,8 @@ void xtx_logrec_print(FILE *f, uint32_t cpu, const struct xtx_log_write *w, bool
 	} names[] = {
 		{ XTX_LOGF_DELETE, "delete" }, { XTX_LOGF_LAST, "last" },
 		{ XTX_LOGF_DECIDED, "decided" }, { XTX_LOGF_META, "meta" },
-		{ XTX_LOGF_EXT, "ext" },
+		{ XTX_LOGF_EXT, "ext" }, { XTX_LOGF_COMMITTED, "committed" },
+		{ XTX_LOGF_PRIMARY, "primary" },
 	};
 	unsigned int i, nrep = e->nreplicas < 3 ? e->nreplicas : 3, known = 0;
 	unsigned int vlen = w->vlen < XTX_VALUE_MAX ? w->vlen : XTX_VALUE_MAX;

@@ -32,6 +32,7 @@
 #include "store/overflow.h"
 #include "log/hades_carry.h"
 #include "log/recover.h"
+#include "log/undecided.h"
 #include "log/userlog.h"
 #include "resolve/resolve.h"
 #include "resolve/settle.h"
@@ -951,6 +952,8 @@ int main(int argc, char **argv)
 		xtx_daemon_ready(&ready_fd, 1);
 		return 1;
 	}
+	/* the resolver may judge what the start left (log/undecided.h) */
+	xtxd_undecided_ready();
 	xtxd_recover_release(&t);
 	if (!adopted)
 		xtxd_hades_carry_done(datadir);

@@ -29,6 +29,7 @@
 #include "decisions.h"
 #include "hades_carry.h"
 #include "txn_records.h"
+#include "undecided.h"
 #include "snapshot.h"
 
 #define DROP_ALL_PPM	1000000u
@@ -479,11 +480,40 @@ out:
 
 /* Transactions logged on several replicas, by txn: see xtxd_decided_apply(). */
 static struct xtxd_txns pending;
+/*
+ * The transactions commit marks name (XTX_LOGF_COMMITTED), in any order:
+ * a mark may sit in another CPU's log than its records, read before them.
+ * Kept apart from pending, since single-replica transactions have marks too.
+ */
+static struct {
+	uint64_t *v;
+	size_t n, cap;
+	bool sorted;
+} marks;
+
+static int note_mark(uint64_t txn)
+{
+	if (marks.n == marks.cap) {
+		size_t cap = marks.cap ? marks.cap * 2 : 1024;
+		uint64_t *v = realloc(marks.v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		marks.v = v;
+		marks.cap = cap;
+	}
+	marks.v[marks.n++] = txn;
+	marks.sorted = false;
+	return 0;
+}
 
 struct replay_counts {
 	uint64_t segs, skipped_segs, records, covered, applied, older, deletes, cut_bytes;
 	uint64_t carried;	/* writes the snapshot carried */
 	uint64_t undecided;	/* records of transactions not (yet) decided committed */
+	uint64_t held_txns;	/* complete here but undecided: their keys held (undecided.h) */
+	uint64_t held_keys, held_shared;	/* keys locked for them, and slots taken already */
+	uint64_t marks;		/* commit marks read */
 	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
 
@@ -596,10 +626,17 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 		}
 		/*
 		 * several replicas: applied only once decided (xtxd_decided_apply);
-		 * a participant list is no write, only part of its record
+		 * a participant list is no write, only part of its record, and a
+		 * commit mark only says it was decided committed
 		 */
-		if ((w->e.nreplicas > 1 || (w->e.flags & XTX_LOGF_META)) &&
-		    !(w->e.flags & XTX_LOGF_DECIDED)) {
+		if (xtx_log_is_mark(&w->e)) {
+			n->marks++;
+			err = note_mark(w->e.txn);
+			if (err < 0)
+				goto out;
+			continue;
+		}
+		if (xtx_log_is_multi(&w->e)) {
 			err = xtxd_txns_add(&pending, w, 0);
 			if (err < 0)
 				goto out;
@@ -670,13 +707,46 @@ out:
  * every replica holds its complete record, which this server alone cannot
  * see; so (FaRM's rule, xtxd/resolve.c) it is replayed when
  *   - the decisions file says committed, or
- *   - no decision was recorded and this server holds the complete record
- *     (LAST seen): the coordinator finished logging here, and had any
- *     replica lacked the record, the servers would have decided abort and
- *     told every replica, which records it before acknowledging;
+ *   - no decision was recorded and a commit mark of it was logged here: its
+ *     coordinator sent a commit, which it does only once decided;
  * and never when the decision was abort, or when this server's part is
- * incomplete and nobody decided (the resolver decides it once running).
+ * incomplete and nobody decided (this server will say it does not hold
+ * it, and the resolvers abort it).  A complete record with neither
+ * decision nor mark may yet be aborted: it is held (undecided.h).
  */
+
+static int cmp_txn(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool marked(uint64_t txn)
+{
+	if (!marks.sorted) {
+		qsort(marks.v, marks.n, sizeof(*marks.v), cmp_txn);
+		marks.sorted = true;
+	}
+	return marks.n && bsearch(&txn, marks.v, marks.n, sizeof(*marks.v), cmp_txn);
+}
+
+/* x is complete here, undecided and unmarked: its keys at their primary are held for it. */
+static int hold_undecided(struct xtxd_txn *x, struct replay_counts *n)
+{
+	uint32_t i;
+	int err = xtxd_undecided_add_txn(x->txn);
+
+	for (i = 0; !err && i < x->nw; i++) {
+		if (!(x->w[i].flags & XTX_LOGF_PRIMARY))
+			continue;
+		err = xtxd_undecided_add_key(x->txn, x->w[i].table, x->w[i].key);
+		n->held_keys++;
+	}
+	n->held_txns++;
+	n->undecided += x->nw;
+	return err;
+}
 
 static int note_decision(uint64_t txn, uint32_t outcome, void *arg)
 {
@@ -707,6 +777,10 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 	if (x->outcome == XTXD_OUT_ABORT ||
 	    (x->outcome == XTXD_OUT_NONE && !xtxd_txn_complete(x))) {
 		a->n->undecided += x->nw;
+		return;
+	}
+	if (x->outcome == XTXD_OUT_NONE && !marked(x->txn)) {
+		a->err = hold_undecided(x, a->n);
 		return;
 	}
 	for (i = 0; i < x->nw; i++) {
@@ -747,6 +821,32 @@ static int xtxd_decided_apply(int dirfd, const char *dir, struct rmap *m,
 static void xtxd_decided_free(void)
 {
 	xtxd_txns_free(&pending);
+	free(marks.v);
+	memset(&marks, 0, sizeof(marks));
+}
+
+/* With requests held: the held transactions' keys locked for them (undecided.h). */
+static int take_holds(const struct xtx_target *t, struct replay_counts *n)
+{
+	size_t taken, shared;
+	int err;
+
+	if (!n->held_txns)
+		return 0;
+	err = xtxd_undecided_take(t, &taken, &shared);
+	if (err) {
+		fprintf(stderr, "Error: recovery: locking the keys of transactions left undecided: "
+			"%s\n", strerror(-err));
+		return err;
+	}
+	n->held_shared = shared;
+	pr_info("recovery: %llu transactions complete here but undecided: not replayed, "
+		"%zu of their keys locked for them until the resolver decides them\n",
+		(unsigned long long)n->held_txns, taken);
+	if (shared)
+		pr_warn("recovery: %zu keys of undecided transactions share a lock slot another "
+			"holds already (a commit mark lost?): left unlocked\n", shared);
+	return 0;
 }
 
 /* ---- putting the keys back ---- */
@@ -1002,9 +1102,13 @@ static int replay_carried(const struct snap_info *si, struct rmap *m, struct rep
 			err = -EBADMSG;
 			break;
 		}
+		if (xtx_log_is_mark(&w->e)) {
+			n->marks++;
+			err = note_mark(w->e.txn);
+			continue;
+		}
 		n->carried++;
-		if ((w->e.nreplicas > 1 || (w->e.flags & XTX_LOGF_META)) &&
-		    !(w->e.flags & XTX_LOGF_DECIDED)) {
+		if (xtx_log_is_multi(&w->e)) {
 			err = xtxd_txns_add(&pending, w, 0);
 			continue;
 		}
@@ -1120,6 +1224,8 @@ int xtxd_recover(const struct xtx_target *t, struct xtxd_ovf *store, const char 
 	if (err || (!si.have && !n.segs))
 		goto out;
 	err = install(t, store, &m, &live);
+	if (!err)
+		err = take_holds(t, &n);
 	if (!err)
 		report(&si, &n, live, "live");
 out:
@@ -1309,6 +1415,9 @@ int xtxd_recover_adopted(const struct xtx_target *t, struct xtxd_ovf *store, con
 			strerror(-err));
 		goto out;
 	}
+	err = take_holds(t, &n);
+	if (err)
+		goto out;
 	report(&si, &n, stored, "back in the overflow store");
 	pr_info("recovery: adopted a running program: %llu keys rebuilt into the overflow "
 		"store, %llu left to the kernel cache or gone\n", (unsigned long long)stored,

@@ -204,12 +204,6 @@ static int push_u64(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 
 /* ---- the records in range ---- */
 
-/* Needs its transaction decided with the other replicas (recovery's rule). */
-static bool is_multi(const struct xtx_log_entry *e)
-{
-	return (e->nreplicas > 1 || (e->flags & XTX_LOGF_META)) && !(e->flags & XTX_LOGF_DECIDED);
-}
-
 typedef int (*write_fn)(struct xtxd_carry *c, const struct xtx_log_write *w, void *arg);
 
 static bool user_seg_removed(const struct xtxd_carry *c, uint32_t seg)
@@ -321,11 +315,14 @@ static int each_in_range(struct xtxd_carry *c, int dirfd, write_fn fn, void *arg
 static int note(struct xtxd_carry *c, const struct xtx_log_write *w, void *arg)
 {
 	const struct xtx_log_entry *e = &w->e;
-	bool multi = is_multi(e), meta = e->flags & XTX_LOGF_META;
+	bool multi = xtx_log_is_multi(e), meta = e->flags & XTX_LOGF_META;
 	struct crec *r;
 	int fresh;
 
 	(void)arg;
+	/* a commit mark is no write: it goes along with its transaction (carry_one) */
+	if (xtx_log_is_mark(e))
+		return 0;
 	if ((e->flags & XTX_LOGF_DECIDED) && e->txn &&
 	    push_u64(&c->valid, &c->nvalid, &c->valid_cap, e->txn))
 		return -ENOMEM;
@@ -457,7 +454,8 @@ static int emit_entries(struct emit *m, const struct xtx_log_write *w)
 	if (n < 0)
 		return n;
 	m->n += (size_t)n;
-	m->writes++;
+	if (!xtx_log_is_mark(&w->e))
+		m->writes++;
 	return 0;
 }
 
@@ -468,7 +466,12 @@ static int carry_one(struct xtxd_carry *c, const struct xtx_log_write *w, void *
 	struct tent *t;
 	struct kent *k;
 
-	if (is_multi(e)) {
+	/* a carried transaction's marks too: recovery replays it without asking */
+	if (xtx_log_is_mark(e)) {
+		t = tget(c, e->txn, false);
+		return t && t->carry ? emit_entries(arg, w) : 0;
+	}
+	if (xtx_log_is_multi(e)) {
 		t = tget(c, e->txn, false);
 		if (!t || !t->carry)
 			return 0;

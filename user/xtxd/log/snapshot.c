@@ -120,8 +120,7 @@ static int carried_txns(const struct xtx_log_entry *e, size_t n, uint64_t **txns
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < n; i += xtx_logrec_span(&e[i]))
-		if ((e[i].nreplicas > 1 || (e[i].flags & XTX_LOGF_META)) &&
-		    !(e[i].flags & XTX_LOGF_DECIDED))
+		if (xtx_log_is_multi(&e[i]))
 			v[k++] = e[i].txn;
 	qsort(v, k, sizeof(*v), cmp_u64);
 	*txns = v;

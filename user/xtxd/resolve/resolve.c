@@ -34,6 +34,7 @@
 #include "log/decisions.h"
 #include "log/held.h"
 #include "log/txn_records.h"
+#include "log/undecided.h"
 
 #define SCAN_EVERY_NS		(100ull * 1000 * 1000)
 #define RESEND_EVERY_NS		(200ull * 1000 * 1000)
@@ -150,10 +151,8 @@ void xtxd_resolve_observe(const struct xtx_log_entry *e, size_t n)
 			}
 			note_late_delete(&e[i]);
 		}
-		/* one replica, or logged once decided: nobody to ask */
-		if ((e[i].nreplicas < 2 && !(e[i].flags & XTX_LOGF_META)) ||
-		    (e[i].flags & XTX_LOGF_DECIDED) ||
-		    !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
+		/* one replica, logged once decided, or a mark: nobody to ask */
+		if (!xtx_log_is_multi(&e[i]) || !__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
 			continue;
 		if (!now)
 			now = xtx_now_ns();
@@ -367,6 +366,9 @@ static int apply(struct xtxd_txn *x, const char *why)
 	pthread_mutex_lock(&R.mu);
 	x->apply_pending = failed != 0;
 	pthread_mutex_unlock(&R.mu);
+	/* held since the start for want of a decision: it has one now, applied */
+	if (!failed)
+		xtxd_undecided_done(x->txn);
 	if (!failed)
 		pr_info("resolve: txn %#llx decided %s (%s): %u writes here, %u installed, %u "
 			"locks freed\n", (unsigned long long)x->txn, outcome_name(x->outcome), why,
@@ -491,8 +493,7 @@ static int found_write(const struct xtx_log_write *w, void *arg)
 	const struct xtx_log_entry *h = &w->e;
 	int err;
 
-	if ((h->nreplicas < 2 && !(h->flags & XTX_LOGF_META)) ||
-	    (h->flags & XTX_LOGF_DECIDED) || (arg && !idset_has(arg, h->txn)))
+	if (!xtx_log_is_multi(h) || (arg && !idset_has(arg, h->txn)))
 		return 0;
 	pthread_mutex_lock(&R.mu);
 	err = xtxd_txns_add(&R.txns, w, xtx_now_ns());
@@ -855,8 +856,11 @@ static void receive(void)
 /* ---- finding what is left unfinished ---- */
 
 /*
- * Unfinished here: a write of it not installed.  No lock needs checking:
- * a transaction's exclusive lock on a key goes in the same step that
+ * Unfinished here: held since the start for want of a decision
+ * (log/undecided.h: its writes were not replayed, its keys are locked for
+ * it, and another transaction's write of a key proves nothing of it), or
+ * a write of it not installed.  No lock needs checking otherwise: a
+ * transaction's exclusive lock on a key goes in the same step that
  * installs its write there (COMMIT_PRIMARY, or decide()), and an abort
  * leaves the writes uninstalled, so its locks are never the only sign.
  * Reads mapped memory only, so the scan stays cheap at any commit rate.
@@ -868,6 +872,8 @@ static bool unfinished(struct xtxd_txn *x)
 	uint64_t v;
 	bool left = false;
 
+	if (xtxd_undecided_has(x->txn))
+		return true;
 	w = copy_heads(x, &n);
 	if (!w)
 		return true;
@@ -991,6 +997,9 @@ static void scan(void)
 	struct scan s = { .now = xtx_now_ns() };
 	size_t i;
 
+	/* which transactions the start left undecided is not known yet */
+	if (!xtxd_undecided_is_ready())
+		return;
 	load_logged_once();
 
 	pthread_mutex_lock(&R.mu);

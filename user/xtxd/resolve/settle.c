@@ -114,7 +114,8 @@ void xtxd_settle_observe(const struct xtx_log_entry *e, size_t n)
 	for (i = 0; i < n; i += span) {
 		span = xtx_logrec_span(&e[i]);
 		/* several replicas are the resolver's; decided ones were installed before logging */
-		if (e[i].nreplicas > 1 || (e[i].flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
+		if (e[i].nreplicas > 1 || xtx_log_is_mark(&e[i]) ||
+		    (e[i].flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
 			continue;
 		if (e[i].flags & XTX_LOGF_EXT &&
 		    xtx_logrec_decode(&e[i], span <= n - i ? span : n - i, &w, &why))
@@ -224,7 +225,8 @@ static int offer(const struct xtx_log_write *w, void *arg)
 	uint64_t v = 0;
 
 	(void)arg;
-	if (w->e.nreplicas > 1 || (w->e.flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
+	if (w->e.nreplicas > 1 || xtx_log_is_mark(&w->e) ||
+	    (w->e.flags & (XTX_LOGF_META | XTX_LOGF_DECIDED)))
 		return 0;
 	xtxd_live_version(&S.live, w->e.table, w->e.key, &v);
 	if (v >= w->e.version)

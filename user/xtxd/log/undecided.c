@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Transactions complete here but undecided at start, and their keys' locks (undecided.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <xtx/hash.h>
+#include <xtx/maps.h>
+#include <xtx/proto.h>
+#include "clock.h"
+#include "undecided.h"
+
+struct ukey {
+	uint64_t txn, key;
+	uint8_t table;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	uint64_t *txn;		/* sorted once ready */
+	bool *done;
+	size_t n, cap, left;
+	struct ukey *k;
+	size_t nk, kcap;
+	bool ready;
+} U = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? *cap * 2 : 64;
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	p = realloc(*v, c * size);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = c;
+	return 0;
+}
+
+int xtxd_undecided_add_txn(uint64_t txn)
+{
+	size_t cap = U.cap;
+
+	if (grow((void **)&U.txn, &cap, U.n, sizeof(*U.txn)) ||
+	    grow((void **)&U.done, &U.cap, U.n, sizeof(*U.done)))
+		return -ENOMEM;
+	U.txn[U.n] = txn;
+	U.done[U.n] = false;
+	U.n++;
+	U.left++;
+	return 0;
+}
+
+int xtxd_undecided_add_key(uint64_t txn, uint8_t table, uint64_t key)
+{
+	if (grow((void **)&U.k, &U.kcap, U.nk, sizeof(*U.k)))
+		return -ENOMEM;
+	U.k[U.nk++] = (struct ukey){ .txn = txn, .key = key, .table = table };
+	return 0;
+}
+
+int xtxd_undecided_take(const struct xtx_target *t, size_t *taken, size_t *shared)
+{
+	struct xtx_lock_slot *locks = NULL;
+	int64_t *pins = NULL;
+	size_t locks_size = 0, pins_size = 0, i;
+	struct xtx_info info;
+	int err;
+
+	*taken = *shared = 0;
+	if (!U.nk)
+		return 0;
+	err = xtx_target_info(t, &info);
+	if (!err)
+		err = xtx_target_map_array(t, XTX_MAP_LOCKS, info.lock_slots, sizeof(*locks),
+					   (void **)&locks, &locks_size);
+	if (!err)
+		err = xtx_target_map_array(t, XTX_MAP_FAM_PINS, XTX_PIN_ENTRIES, sizeof(*pins),
+					   (void **)&pins, &pins_size);
+	for (i = 0; !err && i < U.nk; i++) {
+		const struct ukey *d = &U.k[i];
+		uint64_t hash = xtx_hash(d->table, d->key);
+		struct xtx_lock_slot *s = &locks[xtx_lock_slot_of(hash, info.lock_slots)];
+		uint32_t table = d->table & (XTX_MAX_TABLES - 1);
+		uint32_t pin = 1u << (XTX_LOCK_PIN_SHIFT + table);
+
+		/* requests are held: nothing else moves the slot, so no spin word */
+		if (s->excl && s->owner == d->txn) {
+			/* an adopted program's hold: LOGGED, and counted once per table */
+			s->flags |= XTX_LOCKF_LOGGED;
+			if (!(s->flags & pin)) {
+				s->flags |= pin;
+				pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + table] += 1;
+			}
+			(*taken)++;
+			continue;
+		}
+		if (s->excl || s->shared) {
+			(*shared)++;
+			continue;
+		}
+		s->excl = 1;
+		s->owner = d->txn;
+		s->granted_ns = xtx_now_ns();
+		s->key_hash = hash;
+		s->flags = XTX_LOCKF_LOGGED | pin;
+		s->gen++;
+		pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + table] += 1;
+		(*taken)++;
+	}
+	if (locks)
+		munmap(locks, locks_size);
+	if (pins)
+		munmap(pins, pins_size);
+	return err;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void xtxd_undecided_ready(void)
+{
+	pthread_mutex_lock(&U.mu);
+	if (!U.ready && U.n)
+		qsort(U.txn, U.n, sizeof(*U.txn), cmp_u64);
+	/* the keys were for the take: nothing needs them after it */
+	free(U.k);
+	U.k = NULL;
+	U.nk = U.kcap = 0;
+	U.ready = true;
+	pthread_mutex_unlock(&U.mu);
+}
+
+bool xtxd_undecided_is_ready(void)
+{
+	bool r;
+
+	pthread_mutex_lock(&U.mu);
+	r = U.ready;
+	pthread_mutex_unlock(&U.mu);
+	return r;
+}
+
+/* Under mu, once ready: txn's index, or -1. */
+static ssize_t find(uint64_t txn)
+{
+	size_t lo = 0, hi = U.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (U.txn[mid] < txn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < U.n && U.txn[lo] == txn ? (ssize_t)lo : -1;
+}
+
+bool xtxd_undecided_has(uint64_t txn)
+{
+	ssize_t i;
+	bool r = false;
+
+	pthread_mutex_lock(&U.mu);
+	if (U.ready && U.left) {
+		i = find(txn);
+		r = i >= 0 && !U.done[i];
+	}
+	pthread_mutex_unlock(&U.mu);
+	return r;
+}
+
+void xtxd_undecided_done(uint64_t txn)
+{
+	ssize_t i;
+
+	pthread_mutex_lock(&U.mu);
+	if (U.ready && U.left) {
+		i = find(txn);
+		if (i >= 0 && !U.done[i]) {
+			U.done[i] = true;
+			U.left--;
+		}
+	}
+	pthread_mutex_unlock(&U.mu);
+}
+
+size_t xtxd_undecided_count(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&U.mu);
+	n = U.left;
+	pthread_mutex_unlock(&U.mu);
+	return n;
+}
