@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Nanosecond clocks: monotonic for timeouts and latencies, boot time for leases. */
+/* Nanosecond clocks: monotonic for timeouts and latencies, boot time for leases, wall for disk. */
 #ifndef XTX_CLOCK_H
 #define XTX_CLOCK_H
 
@@ -26,6 +26,15 @@ static inline uint64_t xtx_boot_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME: for times kept on disk, which outlive a boot. */
+static inline uint64_t xtx_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 

@@ -110,7 +110,7 @@ BESIDE="test_bigvalue test_bigvalue_ops test_valstore test_bigvalue_log test_kv 
 	test_txn_ops test_replicated_load test_fuzz_daemon test_service test_log test_udpd
 	test_hades_bigvalue test_snapshot_inflight test_peer_auth test_fence_full test_history
 	test_tpcc test_restart_same test_one_daemon test_quickstart test_workloads test_ycsb_retwis
-	test_cluster_recover test_zk_ensemble"
+	test_cluster_recover test_zk_ensemble test_first_hour test_recover"
 (
 	export QUIET=1
 	for n in $BESIDE; do

@@ -361,9 +361,8 @@ static __always_inline void xtx_log_plain_write(const struct xtx_op *op, __u32 c
  * A commit mark (XTX_LOGF_COMMITTED) after a COMMIT_BACKUP or
  * COMMIT_PRIMARY: the coordinator sends those only once its transaction is
  * decided committed, so recovery may replay the record it finds here
- * without asking the other replicas.  Best effort: with the ring full
- * none is appended (counted in full), and recovery leaves the decision to
- * the resolver, as for a mark lost with the machine.
+ * without asking the other replicas.  The caller checked the room (a
+ * commit waits for it, as a plain write does); only this CPU appends.
  */
 static __always_inline void xtx_log_commit_mark(const struct xtx_op *op, __u32 client_id)
 {

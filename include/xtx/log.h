@@ -57,8 +57,9 @@
  * committed.  Recovery replays a transaction logged on several replicas
  * when it finds a decision or a mark of it; a complete record with
  * neither is held (its keys locked) for the resolver to decide, because it
- * may still be aborted by the others.  Best effort: a full ring appends
- * none, and a lost mark only leaves the decision to the resolver.
+ * may still be aborted by the others.  A commit waits for room for its
+ * mark (RETRY); a mark lost with the machine before the drain synced it
+ * belongs to a recent commit, which the resolver decides again.
  */
 #define XTX_LOGF_COMMITTED	0x20
 /*

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 134 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 153 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -296,6 +296,50 @@ out=$(resolve --txn 26 --witnesses 0,1,2)
 check "txn 26: committed ($out)" grep -q "outcome=committed" <<<"$out"
 v2_1010() { [ "$(all_rows 1010 | grep -c 'version=2 vlen=2 value=1111$')" -eq 3 ]; }
 check "every replica holds key 1010 at version 2" wait_until 30 v2_1010
+# two undecided on one key: the first (replicas 0 and 1, logged at 0 only) was let go by its
+# coordinator (aborting after its last append), and the second took the key and logged
+# everywhere; the primary restarts, holds the key for the first, and hands it straight to
+# the second once the first is aborted, so no other transaction gets it while the second
+# is undecided (server 2 silent)
+for i in 0 1 2; do
+	check "server $i: insert key 1110 (version 1)" test "$(st "$i" insert 0 1110 value=55)" = ok
+done
+out=$(op 0 occ-lock 0 1110 txn=27)
+check "primary: txn 27 locks key 1110" test "$(field "$out" status)" = ok
+check "primary: txn 27 logs key 1110 version 2 (replicas 0 and 1)" \
+	test "$(st 0 log-append 0 1110 txn=27 version=2 value=2727 replicas=0,1 \
+		flags=last,primary grant="$(grant "$out")")" = ok
+check "its coordinator gives the lock up" \
+	test "$(st 0 occ-unlock 0 1110 txn=27 token="$(field "$out" token)")" = ok
+out=$(op 0 occ-lock 0 1110 txn=28)
+check "primary: txn 28 locks key 1110 then" test "$(field "$out" status)" = ok
+check "primary: txn 28 logs key 1110 version 2" \
+	test "$(st 0 log-append 0 1110 txn=28 version=2 value=2828 replicas=0,1,2 \
+		flags=last,primary grant="$(grant "$out")")" = ok
+for i in 1 2; do
+	check "server $i: txn 28 logs key 1110 version 2" \
+		test "$(st "$i" log-append 0 1110 txn=28 version=2 value=2828 replicas=0,1,2 \
+			flags=last)" = ok
+done
+kill -STOP "$(xpid 2)"
+restart 0
+check "the primary restarts with both undecided" \
+	test "$(XLOG 0 | grep -c '2 transactions complete here but undecided: not replayed, 1 of')" -eq 1
+check "... one waits for the key's lock slot" grep -q "1 keys of them wait for a lock slot" <(XLOG 0)
+out=$(resolve --txn 27 --witnesses 0,1)
+check "txn 27, not held at server 1: aborted ($out)" grep -q "outcome=aborted" <<<"$out"
+handed() { XLOG 0 | grep -q "txn $(hex_txn 27): its lock slot handed to txn $(hex_txn 28)"; }
+check "the primary hands the slot from txn 27 to txn 28" wait_until 30 handed
+out=$(op 0 read 0 1110)
+check "... key 1110 stays at version 1, locked ($out)" \
+	test "$(field "$out" version)" = 1 -a "$(field "$out" flags)" = 0x41
+check "... another transaction cannot lock it" test "$(st 0 occ-lock 0 1110 txn=29)" = rejected
+kill -CONT "$(xpid 2)"
+out=$(resolve --txn 28 --witnesses 0,1,2)
+check "txn 28: committed ($out)" grep -q "outcome=committed" <<<"$out"
+v2_1110() { [ "$(all_rows 1110 | grep -c 'version=2 vlen=2 value=2828$')" -eq 3 ]; }
+check "every replica holds txn 28's write" wait_until 30 v2_1110
+check "... and the primary freed the key" test "$(st 0 occ-lock 0 1110 txn=29)" = ok
 # the resolver port answers a client's question about its own transaction only
 out=$(op 0 --port 7371 -t 100ms txn-status 0 0 txn=20)
 check "a well-formed question is answered ($out)" \

@@ -910,6 +910,8 @@ int main(int argc, char **argv)
 	xtxd_resolve_set_on_fail(fail_stop);
 	xtxd_userlog_expect();
 	xtxd_control_set_sizing(&o.sizing);
+	xtxd_undecided_set_resolver(o.resolve.peers.n > 0, o.resolve.keep_ns ?:
+				    XTXD_KEEP_DECIDED_DEFAULT_NS);
 	if (xtxd_hold_prepare(&t) || xtxd_rare_start(&t, &o.rare) ||
 	    (!adopted && xtxd_recover(&t, xtxd_rare_store(), datadir, o.fresh)) ||
 	    (!adopted && !o.fresh && xtxd_hades_carry_restore(&t, &o.load, datadir)) ||

@@ -14,6 +14,7 @@
 #include "durable.h"
 #include "log.h"
 #include "logfile.h"
+#include "clock.h"
 #include "held.h"
 
 /* One file's lists. */
@@ -30,14 +31,6 @@ static struct {
 	struct held_set *s;
 	size_t n, cap;
 } H = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static uint64_t real_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void xtxd_held_set_keep(uint64_t keep_ns)
 {
@@ -125,7 +118,7 @@ int xtxd_held_add(int dirfd, uint32_t snap, const uint64_t *held, size_t nheld,
 	}
 	s.nheld = nheld;
 	s.nvalid = nvalid;
-	s.created_ns = real_now();
+	s.created_ns = xtx_wall_ns();
 	memcpy(h.magic, XTXD_HELD_MAGIC, sizeof(h.magic));
 	h.version = XTXD_HELD_VERSION;
 	h.snap = snap;
@@ -204,7 +197,7 @@ out:
 
 void xtxd_held_expire(int dirfd)
 {
-	uint64_t keep = __atomic_load_n(&H.keep_ns, __ATOMIC_ACQUIRE), now = real_now();
+	uint64_t keep = __atomic_load_n(&H.keep_ns, __ATOMIC_ACQUIRE), now = xtx_wall_ns();
 	struct dirent *de;
 	size_t i, k;
 	uint32_t num;
@@ -249,7 +242,7 @@ void xtxd_held_expire(int dirfd)
 
 int xtxd_held_load(int dirfd)
 {
-	uint64_t keep = __atomic_load_n(&H.keep_ns, __ATOMIC_ACQUIRE), now = real_now();
+	uint64_t keep = __atomic_load_n(&H.keep_ns, __ATOMIC_ACQUIRE), now = xtx_wall_ns();
 	struct dirent *de;
 	uint32_t num;
 	DIR *d;

@@ -18,6 +18,7 @@
 #include <xtx/log.h>
 #include <xtx/maps.h>
 #include "attach.h"
+#include "clock.h"
 #include "cluster_record.h"
 #include "store/load.h"
 #include "log.h"
@@ -491,6 +492,24 @@ static struct {
 	bool sorted;
 } marks;
 
+/*
+ * A record of a multi-replica transaction into pending; logged_ns: when it
+ * was logged at the earliest (its segment's creation, CLOCK_REALTIME).
+ * The transaction's first_ns keeps the earliest of its records'.
+ */
+static int pend(const struct xtx_log_write *w, uint64_t logged_ns)
+{
+	struct xtxd_txn *x;
+	int err = xtxd_txns_add(&pending, w, logged_ns);
+
+	if (err < 0)
+		return err;
+	x = xtxd_txns_get(&pending, w->e.txn, false, 0);
+	if (x && logged_ns < x->first_ns)
+		x->first_ns = logged_ns;
+	return err;
+}
+
 static int note_mark(uint64_t txn)
 {
 	if (marks.n == marks.cap) {
@@ -514,6 +533,8 @@ struct replay_counts {
 	uint64_t held_txns;	/* complete here but undecided: their keys held (undecided.h) */
 	uint64_t held_keys, held_shared;	/* keys locked for them, and slots taken already */
 	uint64_t marks;		/* commit marks read */
+	uint64_t unresolved;	/* complete, unmarked, replayed: no resolver runs here */
+	uint64_t held_old;	/* held, logged longer ago than the others may remember */
 	uint64_t cut_short;	/* big writes whose continuations a crash lost: not replayed */
 };
 
@@ -637,7 +658,7 @@ static int replay_seg(int dirfd, const char *dir, const struct xtx_logseg *s, bo
 			continue;
 		}
 		if (xtx_log_is_multi(&w->e)) {
-			err = xtxd_txns_add(&pending, w, 0);
+			err = pend(w, r.hdr.created_ns);
 			if (err < 0)
 				goto out;
 			continue;
@@ -745,6 +766,8 @@ static int hold_undecided(struct xtxd_txn *x, struct replay_counts *n)
 	}
 	n->held_txns++;
 	n->undecided += x->nw;
+	if (xtx_wall_ns() - x->first_ns > xtxd_undecided_keep_ns() / 2)
+		n->held_old++;
 	return err;
 }
 
@@ -780,8 +803,11 @@ static void apply_decided(struct xtxd_txn *x, void *arg)
 		return;
 	}
 	if (x->outcome == XTXD_OUT_NONE && !marked(x->txn)) {
-		a->err = hold_undecided(x, a->n);
-		return;
+		if (xtxd_undecided_resolver()) {
+			a->err = hold_undecided(x, a->n);
+			return;
+		}
+		a->n->unresolved++;
 	}
 	for (i = 0; i < x->nw; i++) {
 		const struct xtx_log_entry *e = &a->w.e;
@@ -831,6 +857,10 @@ static int take_holds(const struct xtx_target *t, struct replay_counts *n)
 	size_t taken, shared;
 	int err;
 
+	if (n->unresolved)
+		pr_warn("recovery: %llu transactions complete here but undecided replayed: no "
+			"resolver runs here (no --peers or --zk) to ask the other replicas\n",
+			(unsigned long long)n->unresolved);
 	if (!n->held_txns)
 		return 0;
 	err = xtxd_undecided_take(t, &taken, &shared);
@@ -843,9 +873,15 @@ static int take_holds(const struct xtx_target *t, struct replay_counts *n)
 	pr_info("recovery: %llu transactions complete here but undecided: not replayed, "
 		"%zu of their keys locked for them until the resolver decides them\n",
 		(unsigned long long)n->held_txns, taken);
+	if (n->held_old)
+		pr_warn("recovery: WARNING: %llu of them were logged over half of --keep-decided "
+			"ago: a replica that installed one and then forgot it answers \"not held\", "
+			"and the resolvers abort it here though it committed there. A server down "
+			"that long should be copied afresh, not restarted on its own data\n",
+			(unsigned long long)n->held_old);
 	if (shared)
-		pr_warn("recovery: %zu keys of undecided transactions share a lock slot another "
-			"holds already (a commit mark lost?): left unlocked\n", shared);
+		pr_info("recovery: %zu keys of them wait for a lock slot another holds: handed "
+			"over when that one is decided\n", shared);
 	return 0;
 }
 
@@ -1109,7 +1145,8 @@ static int replay_carried(const struct snap_info *si, struct rmap *m, struct rep
 		}
 		n->carried++;
 		if (xtx_log_is_multi(&w->e)) {
-			err = xtxd_txns_add(&pending, w, 0);
+			/* carried: logged before the snapshot at least, maybe long before */
+			err = pend(w, si->h.created_ns);
 			continue;
 		}
 		err = rmap_apply(m, w->e.table, w->e.key, w->e.version,

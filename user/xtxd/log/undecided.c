@@ -14,7 +14,9 @@
 
 struct ukey {
 	uint64_t txn, key;
+	uint32_t slot;		/* its lock slot's index, once the take ran */
 	uint8_t table;
+	bool waiting;		/* the slot was another's: handed over once free (next()) */
 };
 
 static struct {
@@ -24,8 +26,27 @@ static struct {
 	size_t n, cap, left;
 	struct ukey *k;
 	size_t nk, kcap;
+	size_t nwaiting;
 	bool ready;
+	bool resolver;
+	uint64_t keep_ns;
 } U = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+void xtxd_undecided_set_resolver(bool runs, uint64_t keep_ns)
+{
+	U.resolver = runs;
+	U.keep_ns = keep_ns;
+}
+
+uint64_t xtxd_undecided_keep_ns(void)
+{
+	return U.keep_ns;
+}
+
+bool xtxd_undecided_resolver(void)
+{
+	return U.resolver;
+}
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
 {
@@ -83,9 +104,12 @@ int xtxd_undecided_take(const struct xtx_target *t, size_t *taken, size_t *share
 		err = xtx_target_map_array(t, XTX_MAP_FAM_PINS, XTX_PIN_ENTRIES, sizeof(*pins),
 					   (void **)&pins, &pins_size);
 	for (i = 0; !err && i < U.nk; i++) {
-		const struct ukey *d = &U.k[i];
+		struct ukey *d = &U.k[i];
 		uint64_t hash = xtx_hash(d->table, d->key);
-		struct xtx_lock_slot *s = &locks[xtx_lock_slot_of(hash, info.lock_slots)];
+		struct xtx_lock_slot *s;
+
+		d->slot = xtx_lock_slot_of(hash, info.lock_slots);
+		s = &locks[d->slot];
 		uint32_t table = d->table & (XTX_MAX_TABLES - 1);
 		uint32_t pin = 1u << (XTX_LOCK_PIN_SHIFT + table);
 
@@ -101,6 +125,8 @@ int xtxd_undecided_take(const struct xtx_target *t, size_t *taken, size_t *share
 			continue;
 		}
 		if (s->excl || s->shared) {
+			d->waiting = true;
+			U.nwaiting++;
 			(*shared)++;
 			continue;
 		}
@@ -132,10 +158,12 @@ void xtxd_undecided_ready(void)
 	pthread_mutex_lock(&U.mu);
 	if (!U.ready && U.n)
 		qsort(U.txn, U.n, sizeof(*U.txn), cmp_u64);
-	/* the keys were for the take: nothing needs them after it */
-	free(U.k);
-	U.k = NULL;
-	U.nk = U.kcap = 0;
+	/* the keys were for the take: only those waiting for a slot are needed after it */
+	if (!U.nwaiting) {
+		free(U.k);
+		U.k = NULL;
+		U.nk = U.kcap = 0;
+	}
 	U.ready = true;
 	pthread_mutex_unlock(&U.mu);
 }
@@ -190,6 +218,47 @@ void xtxd_undecided_done(uint64_t txn)
 		if (i >= 0 && !U.done[i]) {
 			U.done[i] = true;
 			U.left--;
+		}
+	}
+	pthread_mutex_unlock(&U.mu);
+}
+
+bool xtxd_undecided_next(uint64_t txn, uint32_t slot, uint64_t *next, uint8_t *table,
+			 uint64_t *key)
+{
+	size_t i;
+	bool found = false;
+
+	pthread_mutex_lock(&U.mu);
+	for (i = 0; U.ready && U.nwaiting && i < U.nk && !found; i++) {
+		const struct ukey *d = &U.k[i];
+		ssize_t t;
+
+		if (!d->waiting || d->slot != slot || d->txn == txn)
+			continue;
+		t = find(d->txn);
+		if (t < 0 || U.done[t])
+			continue;
+		*next = d->txn;
+		*table = d->table;
+		*key = d->key;
+		found = true;
+	}
+	pthread_mutex_unlock(&U.mu);
+	return found;
+}
+
+void xtxd_undecided_handed(uint64_t txn, uint32_t slot)
+{
+	size_t i;
+
+	pthread_mutex_lock(&U.mu);
+	for (i = 0; i < U.nk; i++) {
+		struct ukey *d = &U.k[i];
+
+		if (d->waiting && d->slot == slot && d->txn == txn) {
+			d->waiting = false;
+			U.nwaiting--;
 		}
 	}
 	pthread_mutex_unlock(&U.mu);

@@ -18,9 +18,11 @@
  * whatever the key's version says, then installs a commit's writes and
  * frees the locks.
  *
- * Before a primary restarts, one slot holds at most one such transaction
- * (its exclusive lock proved at the append), so two wanting the same slot
- * mean a mark was lost; the second is counted and warned about.
+ * Two may want one lock slot (keys share slots, and a coordinator that
+ * aborts after logging frees its lock while its record stays undecided):
+ * the first takes it, and when it is decided the resolver hands the slot
+ * straight to the next (xtxd_undecided_next()), so no other transaction
+ * is granted it in between.
  */
 #ifndef XTXD_UNDECIDED_H
 #define XTXD_UNDECIDED_H
@@ -30,6 +32,19 @@
 #include <stdint.h>
 #include "target.h"
 
+/*
+ * Whether a resolver runs here (xtxd --peers or --zk), set before recovery.
+ * Without one nothing would ever decide a held transaction, and its keys
+ * would stay locked for good: recovery then replays it as complete records
+ * were replayed before marks existed, and says so.  keep_ns: how long the
+ * other replicas remember a transaction they decided or installed
+ * (--keep-decided): one held from longer ago may be answered "not held" by
+ * a replica that forgot it, which aborts it though it may have committed,
+ * so recovery warns about those.
+ */
+void xtxd_undecided_set_resolver(bool runs, uint64_t keep_ns);
+bool xtxd_undecided_resolver(void);
+uint64_t xtxd_undecided_keep_ns(void);
 /* Notes txn as undecided here (recovery, one thread); 0 or -ENOMEM. */
 int xtxd_undecided_add_txn(uint64_t txn);
 /* Notes a key txn logged at its primary here, to be locked for it; 0 or -ENOMEM. */
@@ -51,6 +66,14 @@ bool xtxd_undecided_is_ready(void);
 bool xtxd_undecided_has(uint64_t txn);
 /* txn is decided and applied here: no longer held for (thread-safe). */
 void xtxd_undecided_done(uint64_t txn);
+/*
+ * Another undecided transaction than txn waiting for lock slot slot: 1 and
+ * its txn, table and key, or 0.  Thread-safe.
+ */
+bool xtxd_undecided_next(uint64_t txn, uint32_t slot, uint64_t *next, uint8_t *table,
+			 uint64_t *key);
+/* txn holds slot now (handed over): it waits no more. */
+void xtxd_undecided_handed(uint64_t txn, uint32_t slot);
 /* How many are left (thread-safe). */
 size_t xtxd_undecided_count(void);
 

@@ -41,8 +41,6 @@
 /* Longer than any XDP program run by orders of magnitude: see xtxd_resolve_start(). */
 #define FENCE_GRACE_NS		(5ull * 1000 * 1000)
 #define SEEN_TIMEOUT_NS		(2ull * 1000 * 1000 * 1000)
-/* A decided transaction is remembered this long, to answer late questions. */
-#define KEEP_DECIDED_DEFAULT_NS	(600ull * 1000 * 1000 * 1000)
 
 static struct {
 	bool running;
@@ -320,6 +318,29 @@ static struct xtx_log_entry *copy_heads(struct xtxd_txn *x, uint32_t *n)
 }
 
 /*
+ * Frees txn's lock of (table, key), or hands it straight to a transaction
+ * the start left undecided that waits for that slot (log/undecided.h).
+ * As xtxd_live_unlock(): 1 freed or handed, 0 not held, or an errno.
+ */
+static int free_or_hand(uint64_t txn, uint8_t table, uint64_t key)
+{
+	uint32_t slot = xtxd_live_slot_index(&R.live, table, key);
+	uint64_t next, next_key;
+	uint8_t next_table;
+	int r;
+
+	if (!xtxd_undecided_next(txn, slot, &next, &next_table, &next_key))
+		return xtxd_live_unlock(&R.live, txn, table, key);
+	r = xtxd_live_pass(&R.live, txn, table, key, next, next_table, next_key);
+	if (r <= 0)
+		return r ? r : xtxd_live_unlock(&R.live, txn, table, key);
+	xtxd_undecided_handed(next, slot);
+	pr_info("resolve: txn %#llx: its lock slot handed to txn %#llx, undecided since the "
+		"start\n", (unsigned long long)txn, (unsigned long long)next);
+	return 1;
+}
+
+/*
  * Makes a recorded decision true here: commit installs every write, then
  * frees the locks (so no reader sees the old value unlocked); abort frees
  * the locks.  A write that cannot go in now (bucket held too long, store
@@ -350,7 +371,7 @@ static int apply(struct xtxd_txn *x, const char *why)
 		}
 	}
 	for (i = 0; !failed && i < n; i++) {
-		err = xtxd_live_unlock(&R.live, x->txn, w[i].e.table, w[i].e.key);
+		err = free_or_hand(x->txn, w[i].e.table, w[i].e.key);
 		if (err < 0) {
 			if (!again)
 				pr_warn("resolve: txn %#llx: freeing the lock of table %u key "
@@ -791,6 +812,14 @@ static void receive(void)
 			       &sl)) >= 0) {
 		sl = sizeof(src);
 		/*
+		 * Until the start's recovery is over, what it leaves undecided
+		 * and holds is not known (log/undecided.h): a decision applied
+		 * now could free a lock recovery then takes again for good.  The
+		 * askers send again.
+		 */
+		if (!xtxd_undecided_is_ready())
+			continue;
+		/*
 		 * Past its lease, or fenced, this server may have been moved out:
 		 * its answers ("not held", "aborted") would then contradict what
 		 * the servers left decide without it.  Silent, it is waited for.
@@ -858,12 +887,12 @@ static void receive(void)
 /*
  * Unfinished here: held since the start for want of a decision
  * (log/undecided.h: its writes were not replayed, its keys are locked for
- * it, and another transaction's write of a key proves nothing of it), or
- * a write of it not installed.  No lock needs checking otherwise: a
+ * it, and another transaction's write of a key proves nothing of it), a
+ * write of it not installed, or a key of it still locked for it.  A
  * transaction's exclusive lock on a key goes in the same step that
- * installs its write there (COMMIT_PRIMARY, or decide()), and an abort
- * leaves the writes uninstalled, so its locks are never the only sign.
- * Reads mapped memory only, so the scan stays cheap at any commit rate.
+ * installs its write there (COMMIT_PRIMARY, or decide()), so a lock left
+ * after the install is a hold no commit could free.  Reads mapped memory
+ * only, so the scan stays cheap at any commit rate.
  */
 static bool unfinished(struct xtxd_txn *x)
 {
@@ -881,6 +910,13 @@ static bool unfinished(struct xtxd_txn *x)
 		xtxd_live_version(&R.live, w[i].table, w[i].key, &v);
 		left = v < w[i].version;
 	}
+	/*
+	 * Installed, yet a key still locked for it: a hold recovery took
+	 * whose release its coordinator's commit could not prove (the grant
+	 * changed with the restart).  Only a decision frees it.
+	 */
+	for (i = 0; i < n && !left; i++)
+		left = xtxd_live_lock_held(&R.live, x->txn, w[i].table, w[i].key);
 	free(w);
 	return left;
 }
@@ -997,9 +1033,6 @@ static void scan(void)
 	struct scan s = { .now = xtx_now_ns() };
 	size_t i;
 
-	/* which transactions the start left undecided is not known yet */
-	if (!xtxd_undecided_is_ready())
-		return;
 	load_logged_once();
 
 	pthread_mutex_lock(&R.mu);
@@ -1203,6 +1236,9 @@ static bool settled(uint64_t txn)
 
 	bool recheck;
 
+	/* held since the start for want of a decision: versions prove nothing of it */
+	if (xtxd_undecided_has(txn))
+		return false;
 	pthread_mutex_lock(&R.mu);
 	x = xtxd_txns_get(&R.txns, txn, false, 0);
 	done = !x || x->outcome == XTXD_OUT_ABORT ||
@@ -1472,6 +1508,9 @@ static void *resolve_main(void *arg)
 			receive();
 		if (n > 0 && p[2].revents && read(R.kick_fd, &kicks, sizeof(kicks)) < 0)
 			pr_debug("resolve: %s\n", strerror(errno));
+		/* nothing decided here before the start's recovery is over (receive()) */
+		if (!xtxd_undecided_is_ready())
+			continue;
 		reconfigure_step();
 		if (xtx_now_ns() - R.last_scan >= SCAN_EVERY_NS) {
 			R.last_scan = xtx_now_ns();
@@ -1623,7 +1662,7 @@ int xtxd_resolve_start(const struct xtx_target *t, struct xtxd_ovf *store,
 	R.peers = o->peers;
 	R.peer_port = o->port + 1;
 	R.after_ns = o->after_ns;
-	R.keep_ns = o->keep_ns ? o->keep_ns : KEEP_DECIDED_DEFAULT_NS;
+	R.keep_ns = o->keep_ns ? o->keep_ns : XTXD_KEEP_DECIDED_DEFAULT_NS;
 	R.has_secret = o->secret != NULL;
 	if (o->secret)
 		R.secret = *o->secret;

@@ -14,6 +14,8 @@ struct xtxd_ovf;
 struct xtx_secret;
 
 #define XTXD_RESOLVE_AFTER_DEFAULT_NS	(3ull * 1000 * 1000 * 1000)
+/* --keep-decided's default: 10 minutes. */
+#define XTXD_KEEP_DECIDED_DEFAULT_NS	(600ull * 1000 * 1000 * 1000)
 
 struct xtxd_resolve_opts {
 	struct xtxd_peers peers;	/* n == 0: no resolver (one server) */
@@ -22,7 +24,7 @@ struct xtxd_resolve_opts {
 	const char *data_dir;		/* where the decisions file lives */
 	/*
 	 * How long a decision is kept for late questions (and its fence for
-	 * late appends) once nothing else needs it; 0: the default, 10 min.
+	 * late appends) once nothing else needs it; 0: the default.
 	 */
 	uint64_t keep_ns;
 	/* The cluster's secret: clients' status questions must carry its MAC.  NULL: none. */

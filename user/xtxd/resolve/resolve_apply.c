@@ -450,3 +450,44 @@ int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t 
 	}
 	return -EBUSY;
 }
+
+uint32_t xtxd_live_slot_index(const struct xtxd_live *l, uint8_t table, uint64_t key)
+{
+	return xtx_lock_slot_of(xtx_hash(table, key), l->lock_slots);
+}
+
+int xtxd_live_pass(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key, uint64_t to,
+		   uint8_t to_table, uint64_t to_key)
+{
+	struct xtx_lock_slot *s = slot_of(l, table, key);
+	uint32_t old, pin = 1u << (XTX_LOCK_PIN_SHIFT + (to_table & (XTX_MAX_TABLES - 1))), t;
+	int i;
+
+	for (i = 0; i < SLOT_TRIES; i++) {
+		if (!slot_trylock(s)) {
+			pause_ns(50 * 1000);
+			continue;
+		}
+		if (!s->excl || s->owner != txn || s->shared) {
+			slot_unlock(s);
+			return 0;
+		}
+		old = s->flags >> XTX_LOCK_PIN_SHIFT;
+		s->owner = to;
+		s->excl = 1;
+		s->key_hash = xtx_hash(to_table, to_key);
+		s->granted_ns = xtx_now_ns();
+		s->flags = XTX_LOCKF_LOGGED | pin;
+		s->gen++;
+		slot_unlock(s);
+		/* the pinned tables as user space counts them (pins.h): old ones out, the new in */
+		for (t = 0; t < XTX_MAX_TABLES; t++)
+			if (old & (1u << t))
+				__atomic_fetch_sub(&l->pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + t], 1,
+						   __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&l->pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES +
+					    (to_table & (XTX_MAX_TABLES - 1))], 1, __ATOMIC_SEQ_CST);
+		return 1;
+	}
+	return -EBUSY;
+}

@@ -88,5 +88,16 @@ bool xtxd_live_lock_held(struct xtxd_live *l, uint64_t txn, uint8_t table, uint6
  * are uncounted.  1 done, 0 not held by txn, or a negative errno.
  */
 int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key);
+/* The index of (table, key)'s lock slot. */
+uint32_t xtxd_live_slot_index(const struct xtxd_live *l, uint8_t table, uint64_t key);
+/*
+ * Hands txn's exclusive hold of (table, key)'s slot to transaction to, for
+ * its key (to_table, to_key), in one step under the spin word: LOGGED, a
+ * new grant epoch, the pinned table moved along.  No other transaction
+ * can be granted the slot in between.  1 when handed, 0 when txn does not
+ * hold it alone, -EBUSY when the slot stayed busy.
+ */
+int xtxd_live_pass(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t key, uint64_t to,
+		   uint8_t to_table, uint64_t to_key);
 
 #endif /* XTXD_RESOLVE_APPLY_H */
