@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "bench.h"
-#include "benchthread.h"
 #include "clock.h"
+#include "benchthread.h"
 #include "cpustat.h"
 #include "hist.h"
 #include "doubts.h"
@@ -434,12 +434,18 @@ static enum xtx_step sum_step(struct xtx_txn *t, void *arg)
 
 /* A read-only check that failed wrote nothing: tried again this often (a server may be moving). */
 #define CHECK_TRIES	20
-/* ... and a read that another writer keeps aborting, this often before the check gives up */
-#define CHECK_ABORTS	10000
+/*
+ * ... and reads aborted by locks, for this long before the check gives up:
+ * a cluster restarted whole holds the keys of transactions it left
+ * undecided until every replica is back to decide them (xtxd's
+ * log/undecided.h), which takes as long as the slowest one's recovery.
+ */
+#define CHECK_ABORTS_NS	(90ull * 1000 * 1000 * 1000)
 
 static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t *total)
 {
 	uint32_t first, missing = 0, failed = 0, aborted = 0;
+	uint64_t abort_until = 0;
 
 	*total = 0;
 	for (first = 0; first < o->accounts;) {
@@ -454,9 +460,14 @@ static int bank_check(const struct bank_opts *o, struct xtx_client *cl, int64_t 
 			first += s.n;
 			break;
 		case XTX_ABORTED:
-			/* validation failed: someone else still writes the accounts */
-			if (++aborted < CHECK_ABORTS)
+			/* validation failed: someone else still writes, or holds, the accounts */
+			aborted++;
+			if (!abort_until)
+				abort_until = xtx_now_ns() + CHECK_ABORTS_NS;
+			if (xtx_now_ns() < abort_until) {
+				usleep(1000);
 				break;
+			}
 			fprintf(stderr, "Error: bank: check: %u reads of the accounts aborted: "
 				"another client still writes them\n", aborted);
 			return -1;

@@ -8,8 +8,11 @@
 #include "doubts.h"
 #include "histrec.h"
 
-/* How long one thread's questions may take together. */
-#define DOUBTS_BUDGET_NS	(30ull * 1000 * 1000 * 1000)
+/*
+ * How long one thread's questions may take together: a cluster restarted
+ * whole decides what it left undecided once every replica is back.
+ */
+#define DOUBTS_BUDGET_NS	(90ull * 1000 * 1000 * 1000)
 
 int doubts_keep(struct doubts *d, const struct xtx_txn *t, const struct xtx_txn_result *res)
 {

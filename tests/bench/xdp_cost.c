@@ -30,7 +30,7 @@
 
 enum kind { K_PASS, K_PING, K_LOCK_PAIRS, K_SHARED_PAIRS, K_VALIDATE, K_GET_HIT, K_UPDATE_HIT,
 	    K_GET_BLOOM_MISS, K_LOG_APPEND, K_LOG_PRIMARY, K_READ_COLD, K_VALIDATE_COLD, K_EMPTY,
-	    K_GET_BIG_1K, K_GET_BIG_300 };
+	    K_GET_BIG_1K, K_GET_BIG_300, K_COMMIT_BACKUP };
 
 static __u64 bench_key(int i);
 
@@ -149,6 +149,16 @@ static void build(struct run *r, const struct bench_case *c, __u64 iter, const _
 		case K_GET_BLOOM_MISS:
 			xtx_msg_add(payload, XTX_OP_GET, 0, bench_key(i) + 1);
 			break;
+		case K_COMMIT_BACKUP: {
+			/* each a newer version than any before: every one installs */
+			static __u64 version = 1ull << 40;
+
+			op = xtx_msg_add(payload, XTX_OP_COMMIT_BACKUP, 0, bench_key(i));
+			op->txn = txn;
+			op->version = ++version;
+			op->vlen = XTX_VALUE_INLINE;
+			break;
+		}
 		case K_GET_BIG_1K:
 		case K_GET_BIG_300:
 			op = xtx_msg_add(payload, XTX_OP_GET, 0, big_key(c->kind, i));
@@ -246,8 +256,9 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 			for (i = 1; i < c->ops; i += 2)
 				bad += (out_op(&r, i)->flags & XTX_LOCKF_STALE) ||
 				       out_op(&r, i - 1)->status != XTX_ST_OK;
-		/* plain writes are logged too (bpf/lib/log.h) */
-		if (c->kind == K_LOG_APPEND || c->kind == K_LOG_PRIMARY || c->kind == K_UPDATE_HIT) {
+		/* plain writes are logged too, and commits leave a mark (bpf/lib/log.h) */
+		if (c->kind == K_LOG_APPEND || c->kind == K_LOG_PRIMARY || c->kind == K_UPDATE_HIT ||
+		    c->kind == K_COMMIT_BACKUP) {
 			/* what xtxd's drain does, outside the timed run: the log never fills */
 			drain_log();
 			if (c->kind != K_UPDATE_HIT)
@@ -255,7 +266,7 @@ static int measure(const struct bench_case *c, double *ns_per_pkt)
 					bad += out_op(&r, i)->status != XTX_ST_OK;
 		}
 		if (c->kind == K_GET_HIT || c->kind == K_UPDATE_HIT || c->kind == K_GET_BLOOM_MISS ||
-		    c->kind == K_READ_COLD)
+		    c->kind == K_READ_COLD || c->kind == K_COMMIT_BACKUP)
 			for (i = 0; i < c->ops; i++)
 				bad += out_op(&r, i)->status != (c->kind == K_GET_BLOOM_MISS ?
 								 XTX_ST_NOT_FOUND : XTX_ST_OK);
@@ -506,6 +517,8 @@ int main(void)
 		{ "log_append", K_LOG_APPEND, 16, 0, 0, HOT },
 		{ "log_append at primary (grant)", K_LOG_PRIMARY, 1, 0, 0, HOT },
 		{ "log_append at primary (grant)", K_LOG_PRIMARY, 16, 0, 0, HOT },
+		{ "commit_backup (kernel hit)", K_COMMIT_BACKUP, 1, 0, 0, HOT },
+		{ "commit_backup (kernel hit)", K_COMMIT_BACKUP, 16, 0, 0, HOT },
 		{ "ping, allowlist of 64 on", K_PING, 1, 0, 1, HOT },
 		{ "ping, allowlist of 64 on", K_PING, 16, 0, 1, HOT },
 		{ "ping, allowlist, new sender", K_PING, 1, 0, 2, HOT },
