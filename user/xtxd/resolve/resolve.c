@@ -1172,7 +1172,10 @@ static void reconfigure_step(void)
 	pthread_mutex_lock(&R.mu);
 	want = R.rc_want;
 	pthread_mutex_unlock(&R.mu);
-	if (want != started && !rc_start())
+	/* what the logs left unfinished (and recovery held) must be in the table first */
+	if (want != started)
+		load_logged_once();
+	if (want != started && R.startup_loaded && !rc_start())
 		started = want;
 	if (started == R.rc_done || !rc_finished())
 		return;
