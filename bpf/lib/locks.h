@@ -360,6 +360,12 @@ static __always_inline __u8 xtx_lock_release(__u64 txn, __u64 hash, __u64 token,
 
 	if (!s)
 		return XTX_ST_RETRY;
+	/*
+	 * A hold recovery took for its owner (maps.h): the token it was
+	 * granted with is not the owner's, and its own commit frees it
+	 */
+	if (!shared && (s->flags & XTX_LOCK_RECOVERED) && s->excl && s->owner == txn)
+		token = s->gen;
 	if (shared)
 		xtx_release_shared(s, &c, token);
 	else
@@ -417,6 +423,12 @@ static __always_inline __u8 xtx_op_lock(struct xtx_op *op, __u64 hash, __u64 now
 		break;
 	case XTX_OP_UNLOCK_EXCL:
 	case XTX_OP_OCC_UNLOCK:
+		/* a hold recovery took for an undecided transaction: only a decision frees it */
+		if (s->flags & XTX_LOCK_RECOVERED) {
+			c.flags |= XTX_LOCKF_STALE;
+			st = XTX_ST_OK;
+			break;
+		}
 		st = xtx_release_excl(s, &c, token);
 		break;
 	default:	/* XTX_OP_OCC_VALIDATE: state only */

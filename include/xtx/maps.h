@@ -227,7 +227,7 @@ struct xtx_info {
 
 struct xtx_lock_slot {
 	__u32 spin;		/* sequence: even free, odd held by a CPU mid-update */
-	__u32 flags;		/* XTX_LOCKF_LOGGED, XTX_LOCK_KEYS_MIXED, pinned tables */
+	__u32 flags;		/* XTX_LOCKF_LOGGED, XTX_LOCK_KEYS_MIXED, XTX_LOCK_RECOVERED, pins */
 	__u32 gen;		/* epoch; grant token */
 	__u16 shared;		/* shared holds: sharer[0, shared) */
 	__u16 excl;		/* exclusive holds (re-entrant, one owner) */
@@ -238,6 +238,13 @@ struct xtx_lock_slot {
 };
 
 #define XTX_LOCK_KEYS_MIXED	0x8000u	/* holders hold different keys of the slot */
+/*
+ * A hold xtxd's recovery took for a transaction it left undecided
+ * (user/xtxd/log/undecided.h): its grant token is not the coordinator's,
+ * so UNLOCK never frees it (only a decision may), while the owner's own
+ * COMMIT_PRIMARY does, whatever token it brings: the commit is the decision.
+ */
+#define XTX_LOCK_RECOVERED	0x4000u
 #define XTX_LOCK_PIN_SHIFT	16	/* flags bit 16 + table: a LOGGED hold of that table */
 
 /* One cache line: a grant touches one line of the table. */

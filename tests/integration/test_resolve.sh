@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 153 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 157 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -334,12 +334,22 @@ out=$(op 0 read 0 1110)
 check "... key 1110 stays at version 1, locked ($out)" \
 	test "$(field "$out" version)" = 1 -a "$(field "$out" flags)" = 0x41
 check "... another transaction cannot lock it" test "$(st 0 occ-lock 0 1110 txn=29)" = rejected
+# a hold recovery took is freed by a decision, or by its owner's own commit, never by an
+# unlock: the token the restart gave it (the slot's first grant) proves nothing
+out=$(op 0 occ-unlock 0 1110 txn=28 token=1)
+check "an unlock of it is answered stale ($out)" test $(( $(field "$out" flags) & 0x8 )) -ne 0
+check "... and frees nothing" test "$(st 0 occ-lock 0 1110 txn=29)" = rejected
+check "its coordinator's commit at the primary installs it" \
+	test "$(st 0 commit-primary 0 1110 txn=28 version=1 value=2828)" = ok
+out=$(op 0 occ-lock 0 1110 txn=29)
+check "... and frees the key: another transaction locks it" test "$(field "$out" status)" = ok
+op 0 occ-unlock 0 1110 txn=29 token="$(field "$out" token)" >/dev/null
 kill -CONT "$(xpid 2)"
 out=$(resolve --txn 28 --witnesses 0,1,2)
 check "txn 28: committed ($out)" grep -q "outcome=committed" <<<"$out"
 v2_1110() { [ "$(all_rows 1110 | grep -c 'version=2 vlen=2 value=2828$')" -eq 3 ]; }
 check "every replica holds txn 28's write" wait_until 30 v2_1110
-check "... and the primary freed the key" test "$(st 0 occ-lock 0 1110 txn=29)" = ok
+check "... and the key is free" test "$(st 0 occ-lock 0 1110 txn=30)" = ok
 # the resolver port answers a client's question about its own transaction only
 out=$(op 0 --port 7371 -t 100ms txn-status 0 0 txn=20)
 check "a well-formed question is answered ($out)" \

@@ -4,12 +4,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <xtx/hash.h>
 #include <xtx/maps.h>
 #include <xtx/proto.h>
 #include "clock.h"
+#include "lockslot.h"
 #include "undecided.h"
 
 struct ukey {
@@ -85,6 +87,20 @@ int xtxd_undecided_add_key(uint64_t txn, uint8_t table, uint64_t key)
 	return 0;
 }
 
+/* The slot's spin word, waited for a while: 0, or -EBUSY. */
+static int take_spin(struct xtx_lock_slot *s)
+{
+	const struct timespec pause = { 0, 10 * 1000 };
+	int i;
+
+	for (i = 0; i < 100000; i++) {
+		if (xtx_lockslot_trylock(s))
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -EBUSY;
+}
+
 int xtxd_undecided_take(const struct xtx_target *t, size_t *taken, size_t *shared)
 {
 	struct xtx_lock_slot *locks = NULL;
@@ -106,38 +122,45 @@ int xtxd_undecided_take(const struct xtx_target *t, size_t *taken, size_t *share
 	for (i = 0; !err && i < U.nk; i++) {
 		struct ukey *d = &U.k[i];
 		uint64_t hash = xtx_hash(d->table, d->key);
+		uint32_t table = d->table & (XTX_MAX_TABLES - 1);
+		uint32_t pin = 1u << (XTX_LOCK_PIN_SHIFT + table);
 		struct xtx_lock_slot *s;
+		bool count = false;
 
 		d->slot = xtx_lock_slot_of(hash, info.lock_slots);
 		s = &locks[d->slot];
-		uint32_t table = d->table & (XTX_MAX_TABLES - 1);
-		uint32_t pin = 1u << (XTX_LOCK_PIN_SHIFT + table);
-
-		/* requests are held: nothing else moves the slot, so no spin word */
-		if (s->excl && s->owner == d->txn) {
-			/* an adopted program's hold: LOGGED, and counted once per table */
-			s->flags |= XTX_LOCKF_LOGGED;
-			if (!(s->flags & pin)) {
-				s->flags |= pin;
-				pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + table] += 1;
-			}
-			(*taken)++;
-			continue;
+		/*
+		 * Requests are held, but xtxd's own threads (an adopted
+		 * start's settling) may free slots: the spin word, as XDP
+		 */
+		if (take_spin(s)) {
+			err = -EBUSY;
+			break;
 		}
-		if (s->excl || s->shared) {
+		if (s->excl && s->owner == d->txn) {
+			/* an adopted program's hold: kept for the decision, counted once per table */
+			s->flags |= XTX_LOCKF_LOGGED | XTX_LOCK_RECOVERED;
+			count = !(s->flags & pin);
+			s->flags |= pin;
+			(*taken)++;
+		} else if (s->excl || s->shared) {
 			d->waiting = true;
 			U.nwaiting++;
 			(*shared)++;
-			continue;
+		} else {
+			s->excl = 1;
+			s->owner = d->txn;
+			s->granted_ns = xtx_now_ns();
+			s->key_hash = hash;
+			s->flags = XTX_LOCKF_LOGGED | XTX_LOCK_RECOVERED | pin;
+			s->gen++;
+			count = true;
+			(*taken)++;
 		}
-		s->excl = 1;
-		s->owner = d->txn;
-		s->granted_ns = xtx_now_ns();
-		s->key_hash = hash;
-		s->flags = XTX_LOCKF_LOGGED | pin;
-		s->gen++;
-		pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + table] += 1;
-		(*taken)++;
+		xtx_lockslot_unlock(s);
+		if (count)
+			__atomic_fetch_add(&pins[XTX_PIN_USER_ROW * XTX_MAX_TABLES + table], 1,
+					   __ATOMIC_SEQ_CST);
 	}
 	if (locks)
 		munmap(locks, locks_size);
@@ -218,6 +241,13 @@ void xtxd_undecided_done(uint64_t txn)
 		if (i >= 0 && !U.done[i]) {
 			U.done[i] = true;
 			U.left--;
+		}
+	}
+	/* decided before the slot came to it: it waits no more */
+	for (size_t k = 0; U.nwaiting && k < U.nk; k++) {
+		if (U.k[k].waiting && U.k[k].txn == txn) {
+			U.k[k].waiting = false;
+			U.nwaiting--;
 		}
 	}
 	pthread_mutex_unlock(&U.mu);

@@ -14,7 +14,8 @@
  * Replayed, its write would stay here alone, for good.  So it is not
  * replayed; where it was logged at its key's primary (XTX_LOGF_PRIMARY),
  * the key's lock is taken for it again, exclusive and LOGGED, as the
- * primary held it; and the resolver takes it as unfinished until decided,
+ * primary held it (and XTX_LOCK_RECOVERED: no UNLOCK frees it, its own
+ * COMMIT_PRIMARY does); and the resolver takes it as unfinished until decided,
  * whatever the key's version says, then installs a commit's writes and
  * frees the locks.
  *

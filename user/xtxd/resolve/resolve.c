@@ -562,6 +562,13 @@ static int load_from_disk(void)
 	return search_disk(false);
 }
 
+static void reapply_decided(struct xtxd_txn *x, void *arg)
+{
+	(void)arg;
+	if (x->outcome != XTXD_OUT_NONE && x->nw)
+		x->apply_pending = true;
+}
+
 /*
  * After a start the table knows only decisions: a transaction logged here
  * before (a SIGKILL, a fail-stop, a reload) and left unfinished, here alone
@@ -582,10 +589,16 @@ static void load_logged_once(void)
 			"start: %s (tried again)\n", strerror(-err));
 		return;
 	}
-	R.startup_loaded = true;
 	pthread_mutex_lock(&R.mu);
+	/*
+	 * A decision recorded before this start may not have been applied
+	 * here (the server stopped between the two), and an adopted program
+	 * still holds the locks: applied again (apply() is idempotent)
+	 */
+	xtxd_txns_each(&R.txns, reapply_decided, NULL);
 	pr_info("resolve: %zu transactions of the logs taken up since this start\n", R.txns.n);
 	pthread_mutex_unlock(&R.mu);
+	__atomic_store_n(&R.startup_loaded, true, __ATOMIC_RELEASE);
 }
 
 /*
@@ -887,12 +900,13 @@ static void receive(void)
 /*
  * Unfinished here: held since the start for want of a decision
  * (log/undecided.h: its writes were not replayed, its keys are locked for
- * it, and another transaction's write of a key proves nothing of it), a
- * write of it not installed, or a key of it still locked for it.  A
+ * it, and another transaction's write of a key proves nothing of it), or
+ * a write of it not installed.  No lock needs checking otherwise: a
  * transaction's exclusive lock on a key goes in the same step that
- * installs its write there (COMMIT_PRIMARY, or decide()), so a lock left
- * after the install is a hold no commit could free.  Reads mapped memory
- * only, so the scan stays cheap at any commit rate.
+ * installs its write there (COMMIT_PRIMARY, which frees a hold recovery
+ * took too, or decide()), and an abort leaves the writes uninstalled, so
+ * its locks are never the only sign.  Reads mapped memory only, so the
+ * scan stays cheap at any commit rate.
  */
 static bool unfinished(struct xtxd_txn *x)
 {
@@ -910,13 +924,6 @@ static bool unfinished(struct xtxd_txn *x)
 		xtxd_live_version(&R.live, w[i].table, w[i].key, &v);
 		left = v < w[i].version;
 	}
-	/*
-	 * Installed, yet a key still locked for it: a hold recovery took
-	 * whose release its coordinator's commit could not prove (the grant
-	 * changed with the restart).  Only a decision frees it.
-	 */
-	for (i = 0; i < n && !left; i++)
-		left = xtxd_live_lock_held(&R.live, x->txn, w[i].table, w[i].key);
 	free(w);
 	return left;
 }
@@ -1294,6 +1301,18 @@ int xtxd_resolve_settle(uint64_t timeout_ns, bool (*cancelled)(void), size_t *le
 	*left = 0;
 	if (!__atomic_load_n(&R.running, __ATOMIC_ACQUIRE))
 		return 0;
+	/*
+	 * Not before the start's recovery is over and the logs' transactions
+	 * are in the table: one recovery held would be missed, and go out
+	 * with a copy made before it is decided (log/undecided.h)
+	 */
+	while (!xtxd_undecided_is_ready() || !__atomic_load_n(&R.startup_loaded, __ATOMIC_ACQUIRE)) {
+		if (xtx_now_ns() > deadline || cancelled()) {
+			*left = xtxd_undecided_count() + 1;
+			return cancelled() ? -ECANCELED : -ETIMEDOUT;
+		}
+		nanosleep(&tick, NULL);
+	}
 	err = xtxd_logdrain_seen(SEEN_TIMEOUT_NS);
 	if (err)
 		return err;

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <xtx/hash.h>
 #include "clock.h"
+#include "lockslot.h"
 #include "store/overflow.h"
 #include "resolve_apply.h"
 
@@ -355,20 +356,6 @@ int xtxd_live_install(struct xtxd_live *l, const struct xtx_log_write *w)
 }
 
 /* Whether txn holds the slot: exclusively, or one of its shared holds. */
-/* The slot's spin word, a sequence count as XDP keeps it (include/xtx/maps.h): odd while held. */
-static bool slot_trylock(struct xtx_lock_slot *s)
-{
-	uint32_t seq = __atomic_load_n(&s->spin, __ATOMIC_RELAXED);
-
-	return !(seq & 1) && __sync_bool_compare_and_swap(&s->spin, seq, seq + 1);
-}
-
-/* To the next even value: a reader between the two loads of it sees that it moved. */
-static void slot_unlock(struct xtx_lock_slot *s)
-{
-	__atomic_store_n(&s->spin, s->spin + 1, __ATOMIC_RELEASE);
-}
-
 static bool held_by(const struct xtx_lock_slot *s, uint64_t txn)
 {
 	uint16_t shared = __atomic_load_n(&s->shared, __ATOMIC_RELAXED);
@@ -431,16 +418,16 @@ int xtxd_live_unlock(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t 
 
 	/* looked at only under the spin word: XDP moves holds about while it holds it */
 	for (i = 0; i < SLOT_TRIES; i++) {
-		if (!slot_trylock(s)) {
+		if (!xtx_lockslot_trylock(s)) {
 			pause_ns(50 * 1000);
 			continue;
 		}
 		if (!held_by(s, txn)) {
-			slot_unlock(s);
+			xtx_lockslot_unlock(s);
 			return 0;
 		}
 		pins = drop_holds(s, txn);
-		slot_unlock(s);
+		xtx_lockslot_unlock(s);
 		/* as XDP does (bpf/lib/pins.h), but in user space's own row */
 		for (t = 0; t < XTX_MAX_TABLES; t++)
 			if (pins & (1u << t))
@@ -464,12 +451,12 @@ int xtxd_live_pass(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t ke
 	int i;
 
 	for (i = 0; i < SLOT_TRIES; i++) {
-		if (!slot_trylock(s)) {
+		if (!xtx_lockslot_trylock(s)) {
 			pause_ns(50 * 1000);
 			continue;
 		}
 		if (!s->excl || s->owner != txn || s->shared) {
-			slot_unlock(s);
+			xtx_lockslot_unlock(s);
 			return 0;
 		}
 		old = s->flags >> XTX_LOCK_PIN_SHIFT;
@@ -477,9 +464,9 @@ int xtxd_live_pass(struct xtxd_live *l, uint64_t txn, uint8_t table, uint64_t ke
 		s->excl = 1;
 		s->key_hash = xtx_hash(to_table, to_key);
 		s->granted_ns = xtx_now_ns();
-		s->flags = XTX_LOCKF_LOGGED | pin;
+		s->flags = XTX_LOCKF_LOGGED | XTX_LOCK_RECOVERED | pin;
 		s->gen++;
-		slot_unlock(s);
+		xtx_lockslot_unlock(s);
 		/* the pinned tables as user space counts them (pins.h): old ones out, the new in */
 		for (t = 0; t < XTX_MAX_TABLES; t++)
 			if (old & (1u << t))
