@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # A coordinator that vanishes after logging: the three replicas decide its transaction together.
-# checks: 157 (tests/run.sh fails the suite when fewer verdicts come out)
+# checks: 172 (tests/run.sh fails the suite when fewer verdicts come out)
 source "$(dirname "$0")/lib.sh"
 NSERVERS=3
 
@@ -352,6 +352,45 @@ check "txn 28: committed ($out)" grep -q "outcome=committed" <<<"$out"
 v2_1110() { [ "$(all_rows 1110 | grep -c 'version=2 vlen=2 value=2828$')" -eq 3 ]; }
 check "every replica holds txn 28's write" wait_until 30 v2_1110
 check "... and the key is free" test "$(st 0 occ-lock 0 1110 txn=30)" = ok
+# the same after a SIGKILL: the program, its maps and the lock stay, and the next xtxd
+# adopts them; the lock becomes a hold for the decision, which its coordinator's own
+# unlock no longer frees (its record is complete everywhere: only the servers decide now)
+for i in 0 1 2; do
+	check "server $i: insert key 1310 (version 1)" test "$(st "$i" insert 0 1310 value=44)" = ok
+done
+lk=$(op 0 occ-lock 0 1310 txn=31)
+check "primary: txn 31 locks key 1310" test "$(field "$lk" status)" = ok
+check "primary: txn 31 logs key 1310 version 2" \
+	test "$(st 0 log-append 0 1310 txn=31 version=2 value=3131 replicas=0,1,2 \
+		flags=last,primary grant="$(grant "$lk")")" = ok
+for i in 1 2; do
+	check "server $i: txn 31 logs key 1310 version 2" \
+		test "$(st "$i" log-append 0 1310 txn=31 version=2 value=3131 replicas=0,1,2 \
+			flags=last)" = ok
+done
+held_before=$(XLOG 0 | grep -c '1 transactions complete here but undecided: not replayed, 1 of')
+kill -STOP "$(xpid 2)"
+kill9_xtxd 0
+make -s -C "$ROOT" load IFACE="$(server_dev 0)" NETNS="$(server_ns 0)" \
+	ARGS="--peers $(all_server_ips) --resolve-after ${RA}s" >/dev/null
+check "the primary's xtxd, killed, restarts and adopts its program" \
+	grep -q "adopted a running program" <(XLOG 0)
+check "... and keeps txn 31's key for it" \
+	test "$(XLOG 0 | grep -c '1 transactions complete here but undecided: not replayed, 1 of')" \
+	-gt "$held_before"
+out=$(op 0 read 0 1310)
+check "... at version 1, locked: a reader is told so ($out)" \
+	test "$(field "$out" version)" = 1 -a "$(field "$out" flags)" = 0x41
+out=$(op 0 occ-unlock 0 1310 txn=31 token="$(field "$lk" token)")
+check "its coordinator's unlock, with its own token, is answered stale ($out)" \
+	test $(( $(field "$out" flags) & 0x8 )) -ne 0
+check "... and frees nothing" test "$(st 0 occ-lock 0 1310 txn=32)" = rejected
+kill -CONT "$(xpid 2)"
+out=$(resolve --txn 31 --witnesses 0,1,2)
+check "txn 31, complete on all 3: committed ($out)" grep -q "outcome=committed" <<<"$out"
+v2_1310() { [ "$(all_rows 1310 | grep -c 'version=2 vlen=2 value=3131$')" -eq 3 ]; }
+check "every replica holds key 1310 at version 2" wait_until 30 v2_1310
+check "... and the primary freed it" test "$(st 0 occ-lock 0 1310 txn=32)" = ok
 # the resolver port answers a client's question about its own transaction only
 out=$(op 0 --port 7371 -t 100ms txn-status 0 0 txn=20)
 check "a well-formed question is answered ($out)" \
