@@ -521,7 +521,7 @@ static __always_inline bool xtx_hades_log_room(__u32 n)
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
 
-	return c && c->tail - c->head + n <= xtx_log_ring;
+	return c && c->tail - c->head + n <= xtx_log_append_cap();
 }
 
 /*

@@ -76,6 +76,16 @@ static __always_inline __u8 xtx_log_claim_grant(const struct xtx_op *op)
 	return st;
 }
 
+/*
+ * Entries a CPU's ring takes before appends other than commit marks are
+ * refused: the last sixteenth is the marks' (xtx_log_commit_mark()), so a
+ * commit, which frees locks, never waits behind new appends for room.
+ */
+static __always_inline __u64 xtx_log_append_cap(void)
+{
+	return xtx_log_ring - (xtx_log_ring >> 4);
+}
+
 /* Whether op names its key's replica set under the served configuration. */
 static __always_inline bool xtx_log_placed_here(const struct xtx_op *op)
 {
@@ -171,7 +181,7 @@ static __always_inline __u8 xtx_log_append_flags(struct xtx_op *op, __u32 client
 		return st;
 	tail = c->tail;
 	/* xtxd's head only moves forward; a stale read only makes us say full early */
-	if (tail - c->head >= xtx_log_ring) {
+	if (tail - c->head >= xtx_log_append_cap()) {
 		c->full++;
 		return XTX_ST_LOG_FULL;
 	}
@@ -240,7 +250,7 @@ __noinline int xtx_log_append_ext_as(struct xdp_md *ctx, __u32 op_idx, __u32 ext
 		return st;
 	n = xtx_log_cont_count(len);
 	tail = c->tail;
-	if (tail - c->head + 1 + n > xtx_log_ring) {
+	if (tail - c->head + 1 + n > xtx_log_append_cap()) {
 		c->full++;
 		return XTX_ST_LOG_FULL;
 	}
@@ -304,13 +314,13 @@ static __always_inline __u8 xtx_log_append_decided(struct xtx_op *op, __u32 clie
 	return xtx_log_append_flags(op, client_id, XTX_LOGF_DECIDED);
 }
 
-/* Whether this CPU's log has room for one more entry. */
+/* Whether this CPU's log has room for one more entry, the marks' reserve left alone. */
 static __always_inline bool xtx_log_has_room(void)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct xtx_log_cursor *c = bpf_map_lookup_elem(&xtx_log_cursor, &cpu);
 
-	return c && c->tail - c->head < xtx_log_ring;
+	return c && c->tail - c->head < xtx_log_append_cap();
 }
 
 /*
@@ -361,8 +371,10 @@ static __always_inline void xtx_log_plain_write(const struct xtx_op *op, __u32 c
  * A commit mark (XTX_LOGF_COMMITTED) after a COMMIT_BACKUP or
  * COMMIT_PRIMARY: the coordinator sends those only once its transaction is
  * decided committed, so recovery may replay the record it finds here
- * without asking the other replicas.  The caller checked the room (a
- * commit waits for it, as a plain write does); only this CPU appends.
+ * without asking the other replicas.  It may use the ring's last sixteenth
+ * (xtx_log_append_cap()), kept from every other append, so it is lost only
+ * when that too is full (counted in full): the commit goes on regardless,
+ * and recovery then leaves the transaction to the resolver.
  */
 static __always_inline void xtx_log_commit_mark(const struct xtx_op *op, __u32 client_id)
 {

@@ -131,19 +131,13 @@ static __always_inline __u8 xtx_op_txn(struct xdp_md *ctx, struct xtx_op *op, __
 	if (opcode == XTX_OP_READ)
 		return xtx_txn_read(ctx, op, idx, pc);
 	if (opcode == XTX_OP_COMMIT_PRIMARY || opcode == XTX_OP_COMMIT_BACKUP) {
-		/*
-		 * No commit without its mark (log.h): a full log answers RETRY
-		 * before anything runs, and the drain makes room.  The mark
-		 * first: the op's version is the one it brought, not the answer's.
-		 */
-		if (!xtx_log_has_room()) {
-			xtx_count(XTX_CTR_BUSY);
-			return XTX_ST_RETRY;
-		}
-		xtx_log_commit_mark(op, pc->client_id);
-		if (opcode == XTX_OP_COMMIT_PRIMARY)
-			return xtx_txn_commit_primary(ctx, op, idx, pc);
-		return xtx_op_kv(ctx, op, idx, pc, false);
+		/* the commit mark (log.h), unless the op must come again (RETRY) */
+		__u8 st = opcode == XTX_OP_COMMIT_PRIMARY ? xtx_txn_commit_primary(ctx, op, idx, pc) :
+			  xtx_op_kv(ctx, op, idx, pc, false);
+
+		if (st != XTX_ST_RETRY)
+			xtx_log_commit_mark(op, pc->client_id);
+		return st;
 	}
 	/* releases */
 	return xtx_op_lock_idx(ctx, idx);

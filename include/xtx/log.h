@@ -57,9 +57,10 @@
  * committed.  Recovery replays a transaction logged on several replicas
  * when it finds a decision or a mark of it; a complete record with
  * neither is held (its keys locked) for the resolver to decide, because it
- * may still be aborted by the others.  A commit waits for room for its
- * mark (RETRY); a mark lost with the machine before the drain synced it
- * belongs to a recent commit, which the resolver decides again.
+ * may still be aborted by the others.  The ring's last sixteenth is kept
+ * for marks, so one is lost only when that fills too; a mark lost so, or
+ * with the machine before the drain synced it, leaves its (recent)
+ * transaction to the resolver.
  */
 #define XTX_LOGF_COMMITTED	0x20
 /*

@@ -29,6 +29,8 @@
 
 #define CLIENT 9
 #define RING 64	/* test_log_ring */
+/* Entries appends may fill: the last sixteenth is the commit marks' (bpf/lib/log.h) */
+#define APPEND_CAP (RING - RING / 16)
 
 /* One entry's write (a value that fits it) into the table. */
 static int txns_add(struct xtxd_txns *t, const struct xtx_log_entry *e, uint64_t now)
@@ -94,6 +96,21 @@ static struct xtx_op append(__u64 req, __u64 txn_seq, __u64 key, __u64 version, 
 	return *out_op(&r, 0);
 }
 
+/* A COMMIT_BACKUP of txn_seq's write of key at version, as a coordinator sends it. */
+static struct xtx_op commit_backup(__u64 req, __u64 txn_seq, __u64 key, __u64 version)
+{
+	struct run r;
+
+	make_req(&r, CLIENT, req, 1, XTX_OP_COMMIT_BACKUP);
+	in_op(&r, 0)->txn = xtx_txn_make(CLIENT, txn_seq);
+	in_op(&r, 0)->key = key;
+	in_op(&r, 0)->version = version;
+	in_op(&r, 0)->vlen = 8;
+	memset(in_op(&r, 0)->value, (int)key, 8);
+	run(&r);
+	return *out_op(&r, 0);
+}
+
 static void test_append_writes_an_entry(void)
 {
 	struct xtx_log_cursor before = cursor(), after;
@@ -111,13 +128,16 @@ static void test_append_writes_an_entry(void)
 	      e.flags == XTX_LOGF_LAST && e.nreplicas == 3 && e.replicas[2] == 2, "entry");
 }
 
-/* A full log refuses and overwrites nothing; drained, it takes appends again and wraps. */
+/*
+ * A full log refuses and overwrites nothing, yet a commit still leaves its
+ * mark in the ring's reserve; drained, the log takes appends again and wraps.
+ */
 static void test_full_then_wrap(void)
 {
 	struct xtx_log_cursor c = cursor();
-	struct xtx_log_entry oldest;
+	struct xtx_log_entry oldest, mark;
 	struct xtx_op o;
-	__u64 i, room = RING - (c.tail - c.head);
+	__u64 i, room = APPEND_CAP - (c.tail - c.head), tail;
 
 	for (i = 0; i < room; i++)
 		CHECK(append(next_req++, 2, 100 + i, 1, 0).status == XTX_ST_OK, "append %llu",
@@ -127,12 +147,26 @@ static void test_full_then_wrap(void)
 	CHECK(o.status == XTX_ST_LOG_FULL, "full log answered %u", o.status);
 	CHECK(entry_at(cursor().head).key == oldest.key && cursor().full == c.full + 1,
 	      "a full log overwrote an undrained entry");
+	tail = cursor().tail;
+	o = commit_backup(next_req++, 3, 997, 4);
+	mark = entry_at(tail);
+	CHECK(o.status == XTX_ST_OK && cursor().tail == tail + 1 &&
+	      (mark.flags & XTX_LOGF_COMMITTED) && mark.txn == xtx_txn_make(CLIENT, 3) &&
+	      mark.key == 997 && !mark.vlen,
+	      "a commit past the appends' cap: status %u, its mark %s", o.status,
+	      cursor().tail == tail + 1 ? "logged" : "missing");
 	set_head(cursor().tail);	/* what xtxd does once the entries are on disk */
 	o = append(next_req++, 3, 999, 1, 0);
 	CHECK(o.status == XTX_ST_OK && entry_at(o.version).key == 999, "after the drain: %u",
 	      o.status);
-	CHECK(cursor().tail > RING, "the ring wrapped (tail %llu)",
-	      (unsigned long long)cursor().tail);
+	/* drained as it goes, it takes as many again: past the ring's end, over the oldest */
+	for (i = 0; i < RING && o.status == XTX_ST_OK; i++) {
+		set_head(cursor().tail);
+		o = append(next_req++, 3, 1000 + i, 1, 0);
+	}
+	CHECK(o.status == XTX_ST_OK && cursor().tail > RING &&
+	      entry_at(o.version).key == 1000 + i - 1, "the ring wrapped (tail %llu, status %u)",
+	      (unsigned long long)cursor().tail, o.status);
 }
 
 /* A retransmitted append is answered from its record, not appended twice. */
@@ -884,7 +918,7 @@ static void test_big_append_all_or_nothing(void)
 
 	set_head(cursor().tail);
 	/* room for n - 1 entries */
-	set_head(cursor().tail - (RING - (n - 1)));
+	set_head(cursor().tail - (APPEND_CAP - (n - 1)));
 	before = cursor();
 	o = append_big(210, 400, 1024, XTX_OPF_LOG_LAST, 0);
 	CHECK(o.status == XTX_ST_LOG_FULL && cursor().tail == before.tail &&
@@ -894,7 +928,7 @@ static void test_big_append_all_or_nothing(void)
 	o = append_big(210, 400, 41, XTX_OPF_LOG_LAST, 0);
 	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + 2,
 	      "a smaller big write fits: status %u", o.status);
-	set_head(cursor().tail - (RING - n));
+	set_head(cursor().tail - (APPEND_CAP - n));
 	before = cursor();
 	o = append_big(211, 401, 1024, XTX_OPF_LOG_LAST, 0);
 	CHECK(o.status == XTX_ST_OK && cursor().tail == before.tail + n &&
