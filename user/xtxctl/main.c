@@ -1069,6 +1069,7 @@ struct log_out {
 	bool json;
 	bool first;
 	uint64_t n, writes;
+	uint64_t marks;		/* commit marks (XTX_LOGF_COMMITTED): lines, but no writes */
 	uint64_t damaged;	/* writes malformed or out of sequence */
 };
 
@@ -1092,7 +1093,10 @@ static void log_out_entry(struct log_out *out, struct xtx_logrec *rec, uint32_t 
 		fputs(out->first ? "" : ",", stdout);
 	xtx_logrec_print(stdout, cpu, &rec->w, out->json);
 	out->first = false;
-	out->writes++;
+	if (xtx_log_is_mark(&rec->w.e))
+		out->marks++;
+	else
+		out->writes++;
 }
 
 /* The end of a CPU's log: a write still waiting for continuations never got them. */
@@ -1258,15 +1262,17 @@ static int cmd_log_dump(const struct xtx_target *t, const struct ctl_opts *o, co
 			       xtx_logr_status_name(sc.status));
 		}
 		printf("],\"disk_records\":%llu,\"ring_records\":%llu,\"writes\":%llu,"
-		       "\"torn\":%llu,\"corrupt\":%llu,\"skipped\":%llu}\n",
+		       "\"commit_marks\":%llu,\"torn\":%llu,\"corrupt\":%llu,\"skipped\":%llu}\n",
 		       (unsigned long long)(out.n - ring_n), (unsigned long long)ring_n,
-		       (unsigned long long)out.writes, (unsigned long long)torn,
+		       (unsigned long long)out.writes, (unsigned long long)out.marks,
+		       (unsigned long long)torn,
 		       (unsigned long long)(bad + out.damaged),
 		       (unsigned long long)drained_meanwhile);
 	} else {
-		printf("# %llu records on disk in %zu files, %llu in the ring, %llu writes%s%s\n",
-		       (unsigned long long)(out.n - ring_n), nseg, (unsigned long long)ring_n,
-		       (unsigned long long)out.writes, torn ? ", torn tail found" : "",
+		printf("# %llu records on disk in %zu files, %llu in the ring, %llu writes, %llu "
+		       "commit marks%s%s\n", (unsigned long long)(out.n - ring_n), nseg,
+		       (unsigned long long)ring_n, (unsigned long long)out.writes,
+		       (unsigned long long)out.marks, torn ? ", torn tail found" : "",
 		       bad || out.damaged ? ", CORRUPTION found" : "");
 		if (drained_meanwhile)
 			printf("# %llu ring entries were drained while dumping: dump again\n",
