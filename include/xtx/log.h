@@ -15,12 +15,16 @@
  * LOG_FULL and overwrites nothing.
  */
 /*
- * Entries per CPU (5.5 MiB each).  An entry leaves the ring only once
+ * Entries per CPU (11 MiB each).  An entry leaves the ring only once
  * synced, so the ring must absorb the slowest fdatasync at the full append
  * rate: 64 Ki entries last ~300 ms at 220 K appends/s per CPU, against
  * fdatasync stalls of up to ~80 ms seen on a virtio disk (16 Ki filled).
+ * Commit marks (XTX_LOGF_COMMITTED) take as many entries again as a
+ * replicated transaction's appends, so twice that: the time a ring takes
+ * to fill stays what it was (a server whose xtxd is stopped is moved out
+ * before its ring refuses appends, as the failover nemesis needs).
  */
-#define XTX_LOG_RING_DEFAULT	(1u << 16)
+#define XTX_LOG_RING_DEFAULT	(1u << 17)
 #define XTX_LOG_RING_MAX	(1u << 22)
 
 /* Entry flags. */

@@ -153,7 +153,13 @@ void lk_on_reply(struct txn_opref *ref, const struct xtx_op *op)
 	case TOP_LOG:
 	case TOP_LOG_META:
 		if (st == XTX_ST_LOG_FULL)
-			txn_abort_for(t, XTX_CAUSE_FULL);
+			/*
+			 * full for a second of tries (wire.c): a replica whose log
+			 * is not drained (its xtxd suspended) may yet be moved out,
+			 * and the replicas left, holding the record, commit it
+			 * without this append; not an abort, then: the servers decide
+			 */
+			t->in_doubt = true;
 		else if (st == XTX_ST_MOVED)
 			/*
 			 * placed by an older configuration: this append cannot
